@@ -1,1 +1,100 @@
-fn main(){}
+//! Contract runtime figures (recorded in docs/benchmarks.md):
+//! - kv `put` invoke (instantiate + call + host calls), pooling vs on-demand allocation;
+//! - the same for an empty function, to show what instantiation alone costs;
+//! - artifact load from the on-disk cache, and first compile, per example contract.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use runnel_runtime::{CallContext, MemoryState, Runtime, RuntimeConfig, StateView, Version};
+
+const EXAMPLES: &[&str] = &["kv", "token", "asset-transfer"];
+
+fn wasm(package: &str) -> Vec<u8> {
+    runnel_wasm_build::wasm(package).expect("build the example contracts first")
+}
+
+/// A module whose one function does nothing: the floor of an invoke.
+fn empty_module() -> Vec<u8> {
+    wat::parse_str(
+        r#"(module (memory (export "memory") 1) (func (export "runnel_abi_v1"))
+             (func (export "runnel_alloc") (param i32) (result i32) (i32.const 1024))
+             (func (export "runnel_fn_noop") (param i32 i32)))"#,
+    )
+    .expect("wat")
+}
+
+fn runtime(pooling: bool) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        pooling,
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime")
+}
+
+fn invoke(c: &mut Criterion) {
+    let kv = wasm("kv");
+    let value = "v".repeat(1024);
+    let args = vec![b"key-000042".to_vec(), value.into_bytes()];
+    let ctx = CallContext::default();
+    let mut state = MemoryState::new();
+    state.insert("key-000042", "old", Version::from_seq(7));
+    let view: Arc<dyn StateView> = Arc::new(state);
+
+    let mut group = c.benchmark_group("invoke");
+    for pooling in [true, false] {
+        let label = if pooling { "pooling" } else { "on-demand" };
+        let rt = runtime(pooling);
+        let contract = rt.install(&kv).expect("kv loads");
+        group.bench_function(BenchmarkId::new("kv_put_1KB", label), |b| {
+            b.iter(|| {
+                let sim = rt
+                    .invoke(&contract, "kv", "put", &args, &ctx, view.clone())
+                    .expect("put");
+                black_box(sim)
+            })
+        });
+        let get_args = vec![b"key-000042".to_vec()];
+        group.bench_function(BenchmarkId::new("kv_get", label), |b| {
+            b.iter(|| black_box(rt.invoke(&contract, "kv", "get", &get_args, &ctx, view.clone())))
+        });
+        let empty = rt.install(&empty_module()).expect("empty loads");
+        group.bench_function(BenchmarkId::new("empty_fn", label), |b| {
+            b.iter(|| black_box(rt.invoke(&empty, "e", "noop", &[], &ctx, view.clone())))
+        });
+    }
+    group.finish();
+}
+
+fn load(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cached = Runtime::new(RuntimeConfig {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let uncached = runtime(true);
+    let mut group = c.benchmark_group("module");
+    group.sample_size(10);
+    for package in EXAMPLES {
+        let bytes = wasm(package);
+        let hash = cached.install(&bytes).expect("loads").hash();
+        group.bench_function(BenchmarkId::new("load_cached_artifact", package), |b| {
+            b.iter(|| {
+                cached.forget(&hash);
+                black_box(cached.load(&hash).expect("cached"))
+            })
+        });
+        group.bench_function(BenchmarkId::new("first_compile", package), |b| {
+            b.iter(|| {
+                uncached.forget(&hash);
+                black_box(uncached.install(&bytes).expect("compiles"))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, invoke, load);
+criterion_main!(benches);

@@ -317,6 +317,14 @@ impl Runtime {
             .ok_or(LoadError::NotFound(*hash))
     }
 
+    /// Drops the in-memory copy of a module (the on-disk artifact stays); the next `load`
+    /// or `install` reads the artifact again.
+    pub fn forget(&self, hash: &CodeHash) {
+        if let Ok(mut map) = self.contracts.write() {
+            map.remove(hash);
+        }
+    }
+
     fn load_artifact(&self, hash: &CodeHash) -> Result<Option<Arc<Contract>>, LoadError> {
         let Some(path) = self.artifact_path(hash) else {
             return Ok(None);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up and runs Runnel's whole test suite (the README's test command).
+# Needs only rustup, Node.js/npm and a C compiler; installs the rest itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain (rust-toolchain.toml) and the wasm32 target"
+# Installs the pinned toolchain with its components and targets if missing.
+rustup toolchain install
+rustup target add wasm32-unknown-unknown
+
+step "npm workspaces"
+npm ci --no-audit --no-fund
+
+step "format"
+cargo fmt --all -- --check
+
+step "lint (host crates, then contracts for wasm32)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown \
+  -p runnel-contract -p kv -p token -p asset-transfer -- -D warnings
+
+step "contracts -> wasm32 (profile contract)"
+./scripts/build-contracts.sh
+
+step "Rust tests (unit, integration, hostile modules, doc tests)"
+cargo test --workspace --locked
+
+step "benchmarks compile (run them with ./scripts/bench.sh)"
+cargo bench --workspace --locked --no-run
