@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 pub struct LocalState {
     /// The last sequence number assigned to a run.
     pub seq: u64,
-    /// Namespace -> key -> (value, version).
-    pub namespaces: BTreeMap<String, BTreeMap<Vec<u8>, (Vec<u8>, u64)>>,
+    /// Each namespace's entries.
+    pub namespaces: BTreeMap<String, MemoryState>,
 }
 
 impl LocalState {
@@ -43,8 +43,8 @@ impl LocalState {
                         let text = entry[name].as_str().unwrap_or_default();
                         hex::decode(text).with_context(|| format!("bad {name} in state file"))
                     };
-                    let version = entry["version"].as_u64().unwrap_or(0);
-                    map.insert(field("key")?, (field("value")?, version));
+                    let version = Version::from_seq(entry["version"].as_u64().unwrap_or(0));
+                    map.insert(field("key")?, field("value")?, version);
                 }
             }
         }
@@ -59,8 +59,8 @@ impl LocalState {
             .map(|(ns, entries)| {
                 let list = entries
                     .iter()
-                    .map(|(k, (v, version))| {
-                        json!({"key": hex::encode(k), "value": hex::encode(v), "version": version})
+                    .map(|(k, v)| {
+                        json!({"key": hex::encode(k), "value": hex::encode(&v.value), "version": v.version.seq})
                     })
                     .collect();
                 (ns.clone(), Value::Array(list))
@@ -76,26 +76,18 @@ impl LocalState {
         Ok(())
     }
 
-    /// A view of one namespace.
+    /// A snapshot of one namespace.
     pub fn view(&self, namespace: &str) -> MemoryState {
-        let mut view = MemoryState::new();
-        for (k, (v, version)) in self.namespaces.get(namespace).into_iter().flatten() {
-            view.insert(k.clone(), v.clone(), Version::from_seq(*version));
-        }
-        view
+        self.namespaces.get(namespace).cloned().unwrap_or_default()
     }
 
     /// Applies a call's writes at the next sequence number and returns it.
     pub fn apply(&mut self, rwset: &NsRwSet) -> u64 {
         self.seq += 1;
-        let map = self.namespaces.entry(rwset.namespace.clone()).or_default();
-        for write in &rwset.writes {
-            if write.is_delete {
-                map.remove(&write.key);
-            } else {
-                map.insert(write.key.clone(), (write.value.clone(), self.seq));
-            }
-        }
+        self.namespaces
+            .entry(rwset.namespace.clone())
+            .or_default()
+            .apply(rwset, Version::from_seq(self.seq));
         self.seq
     }
 }
@@ -149,9 +141,18 @@ pub fn run(call: &LocalCall) -> Result<Value> {
         cert: Vec::new(),
     };
     let ctx = CallContext {
-        tx_id: hex::encode(runnel_runtime::CodeHash::of(
-            format!("{}:{}:{}", state.seq, call.function, call.args.join("\u{0}")).as_bytes(),
-        ).0),
+        tx_id: hex::encode(
+            runnel_runtime::CodeHash::of(
+                format!(
+                    "{}:{}:{}",
+                    state.seq,
+                    call.function,
+                    call.args.join("\u{0}")
+                )
+                .as_bytes(),
+            )
+            .0,
+        ),
         creator,
         timestamp_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use runnel_node::local::{self, LocalCall};
 
 #[derive(Parser)]
-#[command(name = "runnel", version, about = "Runnel: a low-latency smart-contract ledger")]
+#[command(
+    name = "runnel",
+    version,
+    about = "Runnel: a low-latency smart-contract ledger"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

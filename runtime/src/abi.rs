@@ -76,7 +76,12 @@ fn describe(ty: &FuncType) -> String {
 }
 
 fn describe_sig((params, results): Signature) -> String {
-    let list = |v: &[ValType]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ");
+    let list = |v: &[ValType]| {
+        v.iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     format!("(func (param {}) (result {}))", list(params), list(results))
 }
 

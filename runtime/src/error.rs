@@ -32,7 +32,9 @@ pub enum LoadError {
         supported: u32,
     },
     /// An import other than the host functions of module `runnel`.
-    #[error("forbidden import {module}::{name}: contracts may only import the functions of module `runnel` (see docs/abi.md)")]
+    #[error(
+        "forbidden import {module}::{name}: contracts may only import the functions of module `runnel` (see docs/abi.md)"
+    )]
     ForbiddenImport {
         /// Import module.
         module: String,
@@ -59,7 +61,9 @@ pub enum LoadError {
     #[error("module has a start function; contracts must not run code when instantiated")]
     StartFunction,
     /// The module declares more initial memory than a call may use.
-    #[error("module needs {initial_bytes} bytes of initial memory, over the limit memory_bytes_max = {limit_bytes}")]
+    #[error(
+        "module needs {initial_bytes} bytes of initial memory, over the limit memory_bytes_max = {limit_bytes}"
+    )]
     MemoryTooLarge {
         /// Declared initial memory.
         initial_bytes: u64,
@@ -109,7 +113,9 @@ pub enum LimitExceeded {
         limit: u64,
     },
     /// Memory growth beyond `memory_bytes_max`.
-    #[error("memory limit exceeded: the call asked for {requested_bytes} bytes of linear memory, limit memory_bytes_max = {limit_bytes}")]
+    #[error(
+        "memory limit exceeded: the call asked for {requested_bytes} bytes of linear memory, limit memory_bytes_max = {limit_bytes}"
+    )]
     Memory {
         /// Memory asked for.
         requested_bytes: usize,
@@ -117,7 +123,9 @@ pub enum LimitExceeded {
         limit_bytes: usize,
     },
     /// Table growth beyond `table_elements_max`.
-    #[error("table limit exceeded: the call asked for {requested} table elements, limit table_elements_max = {limit}")]
+    #[error(
+        "table limit exceeded: the call asked for {requested} table elements, limit table_elements_max = {limit}"
+    )]
     Table {
         /// Elements asked for.
         requested: usize,
@@ -125,13 +133,17 @@ pub enum LimitExceeded {
         limit: usize,
     },
     /// Wasm call stack exhausted (deep recursion).
-    #[error("stack exhausted: call depth exceeded the {limit_bytes}-byte wasm stack (stack_bytes_max)")]
+    #[error(
+        "stack exhausted: call depth exceeded the {limit_bytes}-byte wasm stack (stack_bytes_max)"
+    )]
     Stack {
         /// The limit in force.
         limit_bytes: usize,
     },
     /// The wall-clock backstop fired.
-    #[error("wall-clock limit exceeded: the call ran longer than {limit_ms} ms (wall_clock_ms_max)")]
+    #[error(
+        "wall-clock limit exceeded: the call ran longer than {limit_ms} ms (wall_clock_ms_max)"
+    )]
     WallClock {
         /// The limit in force.
         limit_ms: u64,

@@ -303,7 +303,10 @@ impl Simulator {
     }
 
     fn refill(&mut self, handle: usize) -> Result<(), HostTrap> {
-        let budget = self.limits.range_scan_keys_max.saturating_sub(self.range_keys_seen);
+        let budget = self
+            .limits
+            .range_scan_keys_max
+            .saturating_sub(self.range_keys_seen);
         let iter = &mut self.iters[handle];
         if !iter.page.is_empty() || iter.view_done {
             return Ok(());
@@ -567,9 +570,11 @@ pub(crate) fn define(linker: &mut Linker<Simulator>) -> wasmtime::Result<()> {
         let (start, _) = span(dst, 0)?;
         let (data, sim) = memory.data_and_store_mut(&mut c);
         let len = sim.buffer.len();
-        let target = data
-            .get_mut(start..start + len)
-            .ok_or_else(|| abi(format!("result_read target {dst}+{len} is outside linear memory")))?;
+        let target = data.get_mut(start..start + len).ok_or_else(|| {
+            abi(format!(
+                "result_read target {dst}+{len} is outside linear memory"
+            ))
+        })?;
         target.copy_from_slice(&sim.buffer);
         Ok::<_, wasmtime::Error>(())
     })?;

@@ -44,7 +44,5 @@ pub use error::{InvokeError, LimitExceeded, LoadError, StateError};
 pub use host::LogLine;
 pub use limits::Limits;
 pub use proto::{ContractEvent, KvRead, KvWrite, NsRwSet, RangeRead, Version};
-pub use runtime::{
-    CallContext, CodeHash, Contract, Creator, Runtime, RuntimeConfig, Simulation,
-};
+pub use runtime::{CallContext, CodeHash, Contract, Creator, Runtime, RuntimeConfig, Simulation};
 pub use state::{MemoryState, StateView, VersionedValue};

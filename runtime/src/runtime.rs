@@ -178,7 +178,9 @@ pub struct Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("config", &self.config).finish()
+        f.debug_struct("Runtime")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -293,8 +295,8 @@ impl Runtime {
             self.config.module_bytes_max,
             self.config.limits.memory_bytes_max,
         )?;
-        let module =
-            Module::from_binary(&self.engine, wasm).map_err(|e| LoadError::Compile(e.to_string()))?;
+        let module = Module::from_binary(&self.engine, wasm)
+            .map_err(|e| LoadError::Compile(e.to_string()))?;
         let contract = self.prepare(hash, module.clone())?;
         if let Some(path) = self.artifact_path(&hash) {
             let bytes = module
@@ -313,8 +315,7 @@ impl Runtime {
         if let Some(contract) = self.cached(hash) {
             return Ok(contract);
         }
-        self.load_artifact(hash)?
-            .ok_or(LoadError::NotFound(*hash))
+        self.load_artifact(hash)?.ok_or(LoadError::NotFound(*hash))
     }
 
     /// Drops the in-memory copy of a module (the on-disk artifact stays); the next `load`
@@ -396,13 +397,14 @@ impl Runtime {
         view: Arc<dyn StateView>,
     ) -> Result<Simulation, InvokeError> {
         let limits = &self.config.limits;
-        let entry = contract
-            .exports
-            .get(function)
-            .ok_or_else(|| InvokeError::FunctionNotFound {
-                function: function.to_string(),
-                available: contract.functions.clone(),
-            })?;
+        let entry =
+            contract
+                .exports
+                .get(function)
+                .ok_or_else(|| InvokeError::FunctionNotFound {
+                    function: function.to_string(),
+                    available: contract.functions.clone(),
+                })?;
         let encoded = abi::encode_byte_list(args);
         if encoded.len() > limits.args_bytes_max {
             return Err(LimitExceeded::ArgsSize {
@@ -412,10 +414,7 @@ impl Runtime {
             .into());
         }
 
-        let mut store = Store::new(
-            &self.engine,
-            Simulator::new(view, limits, namespace, ctx),
-        );
+        let mut store = Store::new(&self.engine, Simulator::new(view, limits, namespace, ctx));
         store.limiter(|sim| &mut sim.limiter);
         store
             .set_fuel(limits.fuel_per_call)

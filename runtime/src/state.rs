@@ -71,6 +71,11 @@ impl MemoryState {
         }
     }
 
+    /// Every entry, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &VersionedValue)> {
+        self.entries.iter().map(|(k, v)| (k.as_slice(), v))
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.entries.len()

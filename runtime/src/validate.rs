@@ -15,7 +15,11 @@ pub fn features() -> WasmFeatures {
 
 /// Checks `wasm` against ABI v1's static rules. Signatures are checked after compilation,
 /// from the compiled module's types (see `abi::check_signatures`).
-pub fn check(wasm: &[u8], module_bytes_max: usize, memory_bytes_max: usize) -> Result<(), LoadError> {
+pub fn check(
+    wasm: &[u8],
+    module_bytes_max: usize,
+    memory_bytes_max: usize,
+) -> Result<(), LoadError> {
     if wasm.len() > module_bytes_max {
         return Err(LoadError::TooLarge {
             size_bytes: wasm.len(),
@@ -102,10 +106,14 @@ pub fn check(wasm: &[u8], module_bytes_max: usize, memory_bytes_max: usize) -> R
         }
     }
     if memories != 1 {
-        return Err(shape(&format!("{memories} memories; a contract has exactly one")));
+        return Err(shape(&format!(
+            "{memories} memories; a contract has exactly one"
+        )));
     }
     if tables > 1 {
-        return Err(shape(&format!("{tables} tables; a contract may have at most one")));
+        return Err(shape(&format!(
+            "{tables} tables; a contract may have at most one"
+        )));
     }
     for (name, kind) in [
         (abi::EXPORT_MEMORY, ExternalKind::Memory),

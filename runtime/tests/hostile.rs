@@ -37,7 +37,16 @@ fn oversized_module_is_refused() {
     let padding = "x".repeat(2000);
     let big = module(&format!(r#"(data (i32.const 0) "{padding}")"#));
     let err = load_err(&rt, &big);
-    assert!(matches!(err, LoadError::TooLarge { limit_bytes: 1000, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            LoadError::TooLarge {
+                limit_bytes: 1000,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("module_bytes_max = 1000"), "{err}");
 }
 
@@ -47,11 +56,20 @@ fn wrong_or_missing_abi_version_is_refused() {
     let v2 = module_with(IMPORTS, r#"(func (export "runnel_abi_v2"))"#, "");
     assert_eq!(
         load_err(&rt, &v2),
-        LoadError::AbiVersion { found: Some(2), supported: 1 }
+        LoadError::AbiVersion {
+            found: Some(2),
+            supported: 1
+        }
     );
     let none = module_with(IMPORTS, "", "");
     let err = load_err(&rt, &none);
-    assert_eq!(err, LoadError::AbiVersion { found: None, supported: 1 });
+    assert_eq!(
+        err,
+        LoadError::AbiVersion {
+            found: None,
+            supported: 1
+        }
+    );
     assert!(err.to_string().contains("runnel_abi_v1"), "{err}");
 }
 
@@ -63,37 +81,47 @@ fn unknown_imports_are_refused() {
         r#"(func (export "runnel_abi_v1"))"#,
         "",
     );
-    assert!(matches!(load_err(&rt, &wasi), LoadError::ForbiddenImport { ref module, .. } if module == "wasi_snapshot_preview1"));
+    assert!(
+        matches!(load_err(&rt, &wasi), LoadError::ForbiddenImport { ref module, .. } if module == "wasi_snapshot_preview1")
+    );
     let unknown = module_with(
         r#"(import "runnel" "exec_shell" (func (param i32 i32)))"#,
         r#"(func (export "runnel_abi_v1"))"#,
         "",
     );
-    assert!(matches!(load_err(&rt, &unknown), LoadError::ForbiddenImport { ref name, .. } if name == "exec_shell"));
+    assert!(
+        matches!(load_err(&rt, &unknown), LoadError::ForbiddenImport { ref name, .. } if name == "exec_shell")
+    );
     let memory_import = module_with(
         r#"(import "runnel" "state_get" (memory 1))"#,
         r#"(func (export "runnel_abi_v1"))"#,
         "",
     );
-    assert!(matches!(load_err(&rt, &memory_import), LoadError::Malformed { .. } | LoadError::ForbiddenImport { .. }));
+    assert!(matches!(
+        load_err(&rt, &memory_import),
+        LoadError::Malformed { .. } | LoadError::ForbiddenImport { .. }
+    ));
     let wrong_type = module_with(
         r#"(import "runnel" "state_get" (func (param i32) (result i32)))"#,
         r#"(func (export "runnel_abi_v1"))"#,
         "",
     );
-    assert!(matches!(load_err(&rt, &wrong_type), LoadError::Signature { ref item, .. } if item == "import runnel::state_get"));
+    assert!(
+        matches!(load_err(&rt, &wrong_type), LoadError::Signature { ref item, .. } if item == "import runnel::state_get")
+    );
 }
 
 #[test]
 fn missing_exports_are_refused() {
     let rt = runtime(|_| {});
-    let no_alloc = wat::parse_str(
-        r#"(module (memory (export "memory") 1) (func (export "runnel_abi_v1")))"#,
-    )
-    .expect("wat");
+    let no_alloc =
+        wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "runnel_abi_v1")))"#)
+            .expect("wat");
     assert_eq!(
         load_err(&rt, &no_alloc),
-        LoadError::MissingExport { name: "runnel_alloc".into() }
+        LoadError::MissingExport {
+            name: "runnel_alloc".into()
+        }
     );
     let no_memory = wat::parse_str(
         r#"(module (memory 1) (func (export "runnel_abi_v1"))
@@ -102,16 +130,23 @@ fn missing_exports_are_refused() {
     .expect("wat");
     assert_eq!(
         load_err(&rt, &no_memory),
-        LoadError::MissingExport { name: "memory".into() }
+        LoadError::MissingExport {
+            name: "memory".into()
+        }
     );
     let bad_fn = module(r#"(func (export "runnel_fn_f") (param i32) (result i32) (i32.const 0))"#);
-    assert!(matches!(load_err(&rt, &bad_fn), LoadError::Signature { ref item, .. } if item == "export runnel_fn_f"));
+    assert!(
+        matches!(load_err(&rt, &bad_fn), LoadError::Signature { ref item, .. } if item == "export runnel_fn_f")
+    );
 
     let contract = rt.install(&healthy()).expect("loads");
     let err = call(&rt, &contract, "missing", &[], empty()).expect_err("no such function");
     assert_eq!(
         err,
-        InvokeError::FunctionNotFound { function: "missing".into(), available: vec!["ok".into()] }
+        InvokeError::FunctionNotFound {
+            function: "missing".into(),
+            available: vec!["ok".into()]
+        }
     );
 }
 
@@ -125,14 +160,18 @@ fn start_function_is_refused() {
 #[test]
 fn simd_threads_and_multiple_memories_are_refused() {
     let rt = runtime(|_| {});
-    let simd = module(r#"(func (export "runnel_fn_f") (param i32 i32) (drop (v128.const i64x2 0 0)))"#);
+    let simd =
+        module(r#"(func (export "runnel_fn_f") (param i32 i32) (drop (v128.const i64x2 0 0)))"#);
     assert!(matches!(load_err(&rt, &simd), LoadError::Malformed { .. }));
     let shared = wat::parse_str(
         r#"(module (memory (export "memory") 1 1 shared) (func (export "runnel_abi_v1"))
                    (func (export "runnel_alloc") (param i32) (result i32) (i32.const 0)))"#,
     )
     .expect("wat");
-    assert!(matches!(load_err(&rt, &shared), LoadError::Malformed { .. }));
+    assert!(matches!(
+        load_err(&rt, &shared),
+        LoadError::Malformed { .. }
+    ));
 }
 
 #[test]
@@ -140,7 +179,10 @@ fn infinite_loop_runs_out_of_fuel() {
     let rt = runtime(|c| c.limits.fuel_per_call = 2_000_000);
     let wasm = module(r#"(func (export "runnel_fn_spin") (param i32 i32) (loop (br 0)))"#);
     let err = call_err(&rt, &wasm, "spin", &[]);
-    assert_eq!(err, InvokeError::Limit(LimitExceeded::Fuel { limit: 2_000_000 }));
+    assert_eq!(
+        err,
+        InvokeError::Limit(LimitExceeded::Fuel { limit: 2_000_000 })
+    );
     assert_eq!(err.code(), "FUEL_EXHAUSTED");
 }
 
@@ -153,7 +195,10 @@ fn wall_clock_backstop_stops_a_call_fuel_would_allow() {
     let wasm = module(r#"(func (export "runnel_fn_spin") (param i32 i32) (loop (br 0)))"#);
     let contract = rt.install(&wasm).expect("loads");
     let err = call(&rt, &contract, "spin", &[], empty()).expect_err("stopped");
-    assert_eq!(err, InvokeError::Limit(LimitExceeded::WallClock { limit_ms: 30 }));
+    assert_eq!(
+        err,
+        InvokeError::Limit(LimitExceeded::WallClock { limit_ms: 30 })
+    );
     assert_still_serving(&rt);
 }
 
@@ -178,7 +223,10 @@ fn memory_grow_bomb_hits_the_memory_limit() {
                    (func (export "runnel_alloc") (param i32) (result i32) (i32.const 0)))"#,
     )
     .expect("wat");
-    assert!(matches!(load_err(&rt, &greedy), LoadError::MemoryTooLarge { .. }));
+    assert!(matches!(
+        load_err(&rt, &greedy),
+        LoadError::MemoryTooLarge { .. }
+    ));
 }
 
 #[test]
@@ -191,7 +239,12 @@ fn deep_recursion_exhausts_the_stack() {
              (drop (call $down (i64.const 0))))"#,
     );
     let err = call_err(&rt, &wasm, "recurse", &[]);
-    assert_eq!(err, InvokeError::Limit(LimitExceeded::Stack { limit_bytes: 128 << 10 }));
+    assert_eq!(
+        err,
+        InvokeError::Limit(LimitExceeded::Stack {
+            limit_bytes: 128 << 10
+        })
+    );
 }
 
 #[test]
@@ -204,7 +257,10 @@ fn oversized_return_value_is_refused() {
     let err = call_err(&rt, &wasm, "big", &[]);
     assert_eq!(
         err,
-        InvokeError::Limit(LimitExceeded::ReturnSize { size_bytes: 4096, limit_bytes: 1024 })
+        InvokeError::Limit(LimitExceeded::ReturnSize {
+            size_bytes: 4096,
+            limit_bytes: 1024
+        })
     );
 }
 
@@ -224,15 +280,24 @@ fn oversized_key_and_value_are_refused() {
     );
     assert_eq!(
         call_err(&rt, &wasm, "bigkey", &[]),
-        InvokeError::Limit(LimitExceeded::KeySize { size_bytes: 65, limit_bytes: 64 })
+        InvokeError::Limit(LimitExceeded::KeySize {
+            size_bytes: 65,
+            limit_bytes: 64
+        })
     );
     assert_eq!(
         call_err(&rt, &wasm, "bigvalue", &[]),
-        InvokeError::Limit(LimitExceeded::ValueSize { size_bytes: 257, limit_bytes: 256 })
+        InvokeError::Limit(LimitExceeded::ValueSize {
+            size_bytes: 257,
+            limit_bytes: 256
+        })
     );
     assert_eq!(
         call_err(&rt, &wasm, "bigread", &[]),
-        InvokeError::Limit(LimitExceeded::KeySize { size_bytes: 1000, limit_bytes: 64 })
+        InvokeError::Limit(LimitExceeded::KeySize {
+            size_bytes: 1000,
+            limit_bytes: 64
+        })
     );
 }
 
@@ -256,7 +321,13 @@ fn oversized_arguments_are_refused() {
     let contract = rt.install(&healthy()).expect("loads");
     let big = vec![7u8; 200];
     let err = call(&rt, &contract, "ok", &[&big], empty()).expect_err("too big");
-    assert!(matches!(err, InvokeError::Limit(LimitExceeded::ArgsSize { limit_bytes: 100, .. })));
+    assert!(matches!(
+        err,
+        InvokeError::Limit(LimitExceeded::ArgsSize {
+            limit_bytes: 100,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -294,10 +365,16 @@ fn contract_abort_and_traps_are_distinct() {
     );
     assert_eq!(
         call_err(&rt, &wasm, "refuse", &[]),
-        InvokeError::Contract { message: "insufficient balance".into() }
+        InvokeError::Contract {
+            message: "insufficient balance".into()
+        }
     );
-    assert!(matches!(call_err(&rt, &wasm, "crash", &[]), InvokeError::Trap { ref message } if message.contains("unreachable")));
-    assert!(matches!(call_err(&rt, &wasm, "divide", &[]), InvokeError::Trap { ref message } if message.contains("divide by zero")));
+    assert!(
+        matches!(call_err(&rt, &wasm, "crash", &[]), InvokeError::Trap { ref message } if message.contains("unreachable"))
+    );
+    assert!(
+        matches!(call_err(&rt, &wasm, "divide", &[]), InvokeError::Trap { ref message } if message.contains("divide by zero"))
+    );
 }
 
 #[test]

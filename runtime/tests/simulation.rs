@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use common::*;
 use runnel_runtime::{
-    ContractEvent, InvokeError, KvRead, KvWrite, LimitExceeded, LoadError, MemoryState,
-    RangeRead, StateView, Version, abi::encode_byte_list,
+    ContractEvent, InvokeError, KvRead, KvWrite, LimitExceeded, LoadError, MemoryState, RangeRead,
+    StateView, Version, abi::encode_byte_list,
 };
 
 /// Constants at fixed offsets: "a"@0 "z"@1 "b"@2 "own"@3 "c"@6 "k1"@7 "v1"@9 "k2"@11.
@@ -105,7 +105,10 @@ fn entries(mut out: &[u8]) -> Vec<(String, String)> {
 }
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    items
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -118,13 +121,23 @@ fn point_reads_record_versions_and_read_your_own_writes() {
     assert_eq!(
         sim.rwset.reads,
         vec![
-            KvRead { key: b"a".to_vec(), version: v(1) },
-            KvRead { key: b"k2".to_vec(), version: None },
+            KvRead {
+                key: b"a".to_vec(),
+                version: v(1)
+            },
+            KvRead {
+                key: b"k2".to_vec(),
+                version: None
+            },
         ]
     );
     assert_eq!(
         sim.rwset.writes,
-        vec![KvWrite { key: b"k1".to_vec(), is_delete: false, value: b"v1".to_vec() }]
+        vec![KvWrite {
+            key: b"k1".to_vec(),
+            is_delete: false,
+            value: b"v1".to_vec()
+        }]
     );
     assert_eq!(sim.rwset.namespace, "test");
     assert!(sim.fuel_used > 0);
@@ -135,7 +148,10 @@ fn range_reads_record_what_was_seen() {
     let rt = runtime(|_| {});
     let contract = rt.install(&probe()).expect("loads");
     let sim = call(&rt, &contract, "scan", &[], state()).expect("runs");
-    assert_eq!(entries(&sim.result), pairs(&[("a", "1"), ("c", "3"), ("d", "4")]));
+    assert_eq!(
+        entries(&sim.result),
+        pairs(&[("a", "1"), ("c", "3"), ("d", "4")])
+    );
     assert_eq!(
         sim.rwset.range_reads,
         vec![RangeRead {
@@ -143,9 +159,18 @@ fn range_reads_record_what_was_seen() {
             end: b"z".to_vec(),
             exhausted: true,
             reads: vec![
-                KvRead { key: b"a".to_vec(), version: v(1) },
-                KvRead { key: b"c".to_vec(), version: v(2) },
-                KvRead { key: b"d".to_vec(), version: v(3) },
+                KvRead {
+                    key: b"a".to_vec(),
+                    version: v(1)
+                },
+                KvRead {
+                    key: b"c".to_vec(),
+                    version: v(2)
+                },
+                KvRead {
+                    key: b"d".to_vec(),
+                    version: v(3)
+                },
             ],
         }]
     );
@@ -153,7 +178,13 @@ fn range_reads_record_what_was_seen() {
     let first = call(&rt, &contract, "first", &[], state()).expect("runs");
     let read = &first.rwset.range_reads[0];
     assert!(!read.exhausted, "stopped early");
-    assert_eq!(read.reads, vec![KvRead { key: b"a".to_vec(), version: v(1) }]);
+    assert_eq!(
+        read.reads,
+        vec![KvRead {
+            key: b"a".to_vec(),
+            version: v(1)
+        }]
+    );
 }
 
 #[test]
@@ -162,15 +193,30 @@ fn range_merges_the_calls_own_writes() {
     let contract = rt.install(&probe()).expect("loads");
     let sim = call(&rt, &contract, "mixed", &[], state()).expect("runs");
     // b is the call's own write; c is deleted by the call, so hidden.
-    assert_eq!(entries(&sim.result), pairs(&[("a", "1"), ("b", "own"), ("d", "4")]));
+    assert_eq!(
+        entries(&sim.result),
+        pairs(&[("a", "1"), ("b", "own"), ("d", "4")])
+    );
     // The committed keys seen, c included, are what a phantom check compares.
-    let keys: Vec<&[u8]> = sim.rwset.range_reads[0].reads.iter().map(|r| r.key.as_slice()).collect();
+    let keys: Vec<&[u8]> = sim.rwset.range_reads[0]
+        .reads
+        .iter()
+        .map(|r| r.key.as_slice())
+        .collect();
     assert_eq!(keys, vec![&b"a"[..], b"c", b"d"]);
     assert_eq!(
         sim.rwset.writes,
         vec![
-            KvWrite { key: b"b".to_vec(), is_delete: false, value: b"own".to_vec() },
-            KvWrite { key: b"c".to_vec(), is_delete: true, value: vec![] },
+            KvWrite {
+                key: b"b".to_vec(),
+                is_delete: false,
+                value: b"own".to_vec()
+            },
+            KvWrite {
+                key: b"c".to_vec(),
+                is_delete: true,
+                value: vec![]
+            },
         ]
     );
 }
@@ -179,7 +225,11 @@ fn range_merges_the_calls_own_writes() {
 fn range_scans_page_through_large_ranges_and_stop_at_the_limit() {
     let mut big = MemoryState::new();
     for i in 0..300u32 {
-        big.insert(format!("k{i:04}"), format!("{i}"), Version::from_seq(u64::from(i) + 1));
+        big.insert(
+            format!("k{i:04}"),
+            format!("{i}"),
+            Version::from_seq(u64::from(i) + 1),
+        );
     }
     let big: Arc<dyn StateView> = Arc::new(big);
     let rt = runtime(|_| {});
@@ -191,7 +241,10 @@ fn range_scans_page_through_large_ranges_and_stop_at_the_limit() {
     let limited = runtime(|c| c.limits.range_scan_keys_max = 150);
     let contract = limited.install(&probe()).expect("loads");
     let err = call(&limited, &contract, "scan", &[], big).expect_err("over the limit");
-    assert_eq!(err, InvokeError::Limit(LimitExceeded::RangeScan { limit: 150 }));
+    assert_eq!(
+        err,
+        InvokeError::Limit(LimitExceeded::RangeScan { limit: 150 })
+    );
 }
 
 #[test]
@@ -201,12 +254,19 @@ fn events_arguments_and_context_reach_the_contract() {
     let sim = call(&rt, &contract, "ping", &[], empty()).expect("runs");
     assert_eq!(
         sim.events,
-        vec![ContractEvent { contract: "test".into(), name: "Ping".into(), payload: b"a".to_vec() }]
+        vec![ContractEvent {
+            contract: "test".into(),
+            name: "Ping".into(),
+            payload: b"a".to_vec()
+        }]
     );
     let echo = call(&rt, &contract, "echo", &[b"x", b"yz"], empty()).expect("runs");
     assert_eq!(echo.result, encode_byte_list(&[&b"x"[..], b"yz"]));
     let who = call(&rt, &contract, "whoami", &[], empty()).expect("runs");
-    assert_eq!(who.result, encode_byte_list(&[&b"Org1"[..], b"client", b"alice", &[1, 2, 3]]));
+    assert_eq!(
+        who.result,
+        encode_byte_list(&[&b"Org1"[..], b"client", b"alice", &[1, 2, 3]])
+    );
     let clock = call(&rt, &contract, "clock", &[], empty()).expect("runs");
     assert_eq!(clock.result, 1_700_000_000_000u64.to_le_bytes());
 }
@@ -221,7 +281,10 @@ fn two_runtimes_produce_identical_payloads() {
         let sa = call(&a, &ca, function, &[], state()).expect("runs");
         let sb = call(&b, &cb, function, &[], state()).expect("runs");
         assert_eq!(sa.payload_bytes(), sb.payload_bytes(), "{function}");
-        assert_eq!(sa.fuel_used, sb.fuel_used, "{function}: fuel is deterministic");
+        assert_eq!(
+            sa.fuel_used, sb.fuel_used,
+            "{function}: fuel is deterministic"
+        );
     }
 }
 
@@ -233,7 +296,10 @@ fn artifacts_are_reused_across_restarts_and_bad_ones_recompiled() {
         let rt = runtime(|c| c.cache_dir = Some(dir.path().to_path_buf()));
         rt.install(&wasm).expect("compiles").hash()
     };
-    let artifacts: Vec<_> = walk(dir.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    let artifacts: Vec<_> = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
     assert_eq!(artifacts.len(), 1, "one artifact written: {artifacts:?}");
 
     // A restarted runtime loads by hash alone, without the module's bytes.
@@ -250,14 +316,20 @@ fn artifacts_are_reused_across_restarts_and_bad_ones_recompiled() {
     std::fs::write(&tmp, b"garbage").expect("write");
     std::fs::rename(&tmp, &artifacts[0]).expect("corrupt");
     let rt = runtime(|c| c.cache_dir = Some(dir.path().to_path_buf()));
-    assert_eq!(rt.load(&hash).expect_err("unusable"), LoadError::NotFound(hash));
+    assert_eq!(
+        rt.load(&hash).expect_err("unusable"),
+        LoadError::NotFound(hash)
+    );
     let contract = rt.install(&wasm).expect("recompiled");
     call(&rt, &contract, "rw", &[], state()).expect("runs");
     assert!(std::fs::read(&artifacts[0]).expect("rewritten").len() > 100);
 
     // Without a cache directory nothing survives the runtime.
     let bare = runtime(|_| {});
-    assert_eq!(bare.load(&hash).expect_err("not installed"), LoadError::NotFound(hash));
+    assert_eq!(
+        bare.load(&hash).expect_err("not installed"),
+        LoadError::NotFound(hash)
+    );
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -66,7 +66,16 @@ pub fn build(package: &str) -> Result<PathBuf, BuildError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--quiet", "--profile", PROFILE, "--target", TARGET, "-p", package])
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            PROFILE,
+            "--target",
+            TARGET,
+            "-p",
+            package,
+        ])
         .env("CARGO_TARGET_DIR", target_dir())
         // A parent `cargo test` sets these for its own target; they must not leak.
         .env_remove("RUSTFLAGS")
