@@ -32,6 +32,7 @@ mod host;
 pub mod limits;
 mod runtime;
 mod state;
+pub mod testkit;
 pub mod validate;
 
 /// Types generated from `node/proto/runnel/v1/rwset.proto`.
