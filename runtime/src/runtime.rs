@@ -290,11 +290,7 @@ impl Runtime {
         if let Some(contract) = self.load_artifact(&hash)? {
             return Ok(contract);
         }
-        validate::check(
-            wasm,
-            self.config.module_bytes_max,
-            self.config.limits.memory_bytes_max,
-        )?;
+        validate::check(wasm, self.config.module_bytes_max, &self.config.limits)?;
         let module = Module::from_binary(&self.engine, wasm)
             .map_err(|e| LoadError::Compile(e.to_string()))?;
         let contract = self.prepare(hash, module.clone())?;

@@ -42,7 +42,12 @@ impl TestChain {
     }
 
     /// Simulates `function(args)` as `who` (`org/role/name`) on the current state.
-    pub fn call(&self, who: &str, function: &str, args: &[&str]) -> Result<Simulation, InvokeError> {
+    pub fn call(
+        &self,
+        who: &str,
+        function: &str,
+        args: &[&str],
+    ) -> Result<Simulation, InvokeError> {
         let mut parts = who.splitn(3, '/');
         let mut part = || parts.next().unwrap_or_default().to_string();
         let ctx = CallContext {

@@ -3,8 +3,8 @@
 
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef, Validator, WasmFeatures};
 
-use crate::LoadError;
 use crate::abi::{self, ABI_VERSION};
+use crate::{Limits, LoadError};
 
 /// The WebAssembly features a contract may use: WebAssembly 2.0 without SIMD. No threads,
 /// no relaxed SIMD (non-deterministic), no memory64, exceptions, GC or stack switching.
@@ -15,11 +15,8 @@ pub fn features() -> WasmFeatures {
 
 /// Checks `wasm` against ABI v1's static rules. Signatures are checked after compilation,
 /// from the compiled module's types (see `abi::check_signatures`).
-pub fn check(
-    wasm: &[u8],
-    module_bytes_max: usize,
-    memory_bytes_max: usize,
-) -> Result<(), LoadError> {
+pub fn check(wasm: &[u8], module_bytes_max: usize, limits: &Limits) -> Result<(), LoadError> {
+    let memory_bytes_max = limits.memory_bytes_max;
     if wasm.len() > module_bytes_max {
         return Err(LoadError::TooLarge {
             size_bytes: wasm.len(),
@@ -70,7 +67,18 @@ pub fn check(
                     }
                 }
             }
-            Payload::TableSection(reader) => tables += reader.count() as usize,
+            Payload::TableSection(reader) => {
+                for table in reader {
+                    let table = table.map_err(malformed)?;
+                    tables += 1;
+                    if table.ty.initial > limits.table_elements_max as u64 {
+                        return Err(shape(&format!(
+                            "a table of {} elements, over the limit table_elements_max = {}",
+                            table.ty.initial, limits.table_elements_max
+                        )));
+                    }
+                }
+            }
             Payload::StartSection { .. } => return Err(LoadError::StartFunction),
             Payload::ExportSection(reader) => {
                 for export in reader {

@@ -230,6 +230,25 @@ fn memory_grow_bomb_hits_the_memory_limit() {
 }
 
 #[test]
+fn table_growth_hits_the_table_limit() {
+    let rt = runtime(|c| c.limits.table_elements_max = 100);
+    let wasm = module(
+        r#"(table $t 10 funcref)
+           (func (export "runnel_fn_grow") (param i32 i32)
+             (drop (table.grow $t (ref.null func) (i32.const 1000))))"#,
+    );
+    assert_eq!(
+        call_err(&rt, &wasm, "grow", &[]),
+        InvokeError::Limit(LimitExceeded::Table {
+            requested: 1010,
+            limit: 100
+        })
+    );
+    let big = module(r#"(table 500 funcref)"#);
+    assert!(matches!(load_err(&rt, &big), LoadError::Shape { .. }));
+}
+
+#[test]
 fn deep_recursion_exhausts_the_stack() {
     let rt = runtime(|c| c.stack_bytes_max = 128 << 10);
     let wasm = module(
