@@ -11,7 +11,7 @@ use std::time::Duration;
 use prost::Message;
 use sha2::{Digest, Sha256};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, ModuleExport,
+    Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module, ModuleExport,
     OptLevel, PoolingAllocationConfig, Store, Trap, TypedFunc,
 };
 
@@ -20,6 +20,10 @@ use crate::host::{self, HostTrap, LogLine, Simulator};
 use crate::limits::{EPOCH_TICK_MS, Limits};
 use crate::proto::{ContractEvent, NsRwSet, SimulationPayload};
 use crate::{InvokeError, LimitExceeded, LoadError, StateView, validate};
+
+/// Linear memory (and table) bytes reset in place, not unmapped, when a pooled slot is
+/// reused.
+const KEEP_RESIDENT_BYTES: usize = 1 << 20;
 
 /// The SHA-256 of a module's bytes: how contracts are named and cached.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -221,7 +225,14 @@ impl Runtime {
                 .max_memories_per_module(1)
                 .max_tables_per_module(1)
                 .max_memory_size(config.limits.memory_bytes_max)
-                .table_elements(config.limits.table_elements_max);
+                .table_elements(config.limits.table_elements_max)
+                // Reset a reused slot by rewriting only its dirty pages (found with
+                // PAGEMAP_SCAN where the kernel has it) instead of unmapping them: a call
+                // touches a few pages, and page faults plus TLB shootdowns dominated
+                // instantiation otherwise.
+                .pagemap_scan(Enabled::Auto)
+                .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+                .table_keep_resident(KEEP_RESIDENT_BYTES);
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&wasm).map_err(|e| LoadError::Compile(e.to_string()))?;
