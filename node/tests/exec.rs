@@ -17,7 +17,11 @@ fn exec(data_dir: &Path, wasm: &Path, args: &[&str]) -> (bool, Value, String) {
         .expect("runnel runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (output.status.success(), json, String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status.success(),
+        json,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -37,7 +41,10 @@ fn writes_persist_between_runs_with_versions() {
     assert!(ok, "{err}");
     assert_eq!(get["result"], "\"hello\"");
     assert_eq!(get["rwset"]["reads"][0]["version"], 1);
-    assert!(get.get("applied_at_seq").is_none(), "a read-only call applies nothing");
+    assert!(
+        get.get("applied_at_seq").is_none(),
+        "a read-only call applies nothing"
+    );
 
     // A dry run shows the writes but keeps none.
     let (ok, _, err) = exec(dir.path(), &wasm, &["--dry-run", "delete", "greeting"]);

@@ -27,24 +27,56 @@ fn fabric_basic_flow() {
         String::from_utf8(read.result).expect("utf8"),
         r#"{"AppraisedValue":900,"Color":"purple","ID":"asset7","Owner":"Ana","Size":8}"#
     );
-    let old = chain.submit(ME, "TransferAsset", &["asset7", "Bo"]).expect("transfer");
+    let old = chain
+        .submit(ME, "TransferAsset", &["asset7", "Bo"])
+        .expect("transfer");
     assert_eq!(old.result, br#""Ana""#);
-    assert_eq!(chain.call(ME, "AssetExists", &["asset7"]).expect("exists").result, b"true");
-    chain.submit(ME, "DeleteAsset", &["asset7"]).expect("delete");
-    assert_eq!(chain.call(ME, "AssetExists", &["asset7"]).expect("exists").result, b"false");
+    assert_eq!(
+        chain
+            .call(ME, "AssetExists", &["asset7"])
+            .expect("exists")
+            .result,
+        b"true"
+    );
+    chain
+        .submit(ME, "DeleteAsset", &["asset7"])
+        .expect("delete");
+    assert_eq!(
+        chain
+            .call(ME, "AssetExists", &["asset7"])
+            .expect("exists")
+            .result,
+        b"false"
+    );
 
     let err = chain.call(ME, "ReadAsset", &["asset7"]).expect_err("gone");
-    assert_eq!(err, InvokeError::Contract { message: "the asset asset7 does not exist".into() });
+    assert_eq!(
+        err,
+        InvokeError::Contract {
+            message: "the asset asset7 does not exist".into()
+        }
+    );
     let err = chain
         .call(ME, "CreateAsset", &["asset1", "red", "1", "X", "1"])
         .expect_err("exists");
-    assert_eq!(err, InvokeError::Contract { message: "the asset asset1 already exists".into() });
+    assert_eq!(
+        err,
+        InvokeError::Contract {
+            message: "the asset asset1 already exists".into()
+        }
+    );
 }
 
 #[test]
 fn endorsers_on_different_runtimes_agree_byte_for_byte() {
-    let pooled = RuntimeConfig { pooling: true, ..RuntimeConfig::default() };
-    let on_demand = RuntimeConfig { pooling: false, ..RuntimeConfig::default() };
+    let pooled = RuntimeConfig {
+        pooling: true,
+        ..RuntimeConfig::default()
+    };
+    let on_demand = RuntimeConfig {
+        pooling: false,
+        ..RuntimeConfig::default()
+    };
     let mut a = TestChain::with_config(&wasm(), "basic", pooled).expect("loads");
     let mut b = TestChain::with_config(&wasm(), "basic", on_demand).expect("loads");
     for chain in [&mut a, &mut b] {

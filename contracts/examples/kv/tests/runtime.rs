@@ -16,7 +16,11 @@ fn put_get_delete_through_the_runtime() {
     let put = chain.submit(ME, "put", &["colour", "blue"]).expect("put");
     assert_eq!(
         put.rwset.writes,
-        vec![KvWrite { key: b"colour".to_vec(), is_delete: false, value: b"blue".to_vec() }]
+        vec![KvWrite {
+            key: b"colour".to_vec(),
+            is_delete: false,
+            value: b"blue".to_vec()
+        }]
     );
     assert!(put.rwset.reads.is_empty(), "a blind write reads nothing");
 
@@ -24,13 +28,22 @@ fn put_get_delete_through_the_runtime() {
     assert_eq!(get.result, br#""blue""#);
     assert_eq!(
         get.rwset.reads,
-        vec![KvRead { key: b"colour".to_vec(), version: Some(Version::from_seq(1)) }]
+        vec![KvRead {
+            key: b"colour".to_vec(),
+            version: Some(Version::from_seq(1))
+        }]
     );
-    assert_eq!(chain.call(ME, "get", &["missing"]).expect("get").result, b"null");
+    assert_eq!(
+        chain.call(ME, "get", &["missing"]).expect("get").result,
+        b"null"
+    );
 
     let delete = chain.submit(ME, "delete", &["colour"]).expect("delete");
     assert!(delete.rwset.writes[0].is_delete);
-    assert_eq!(chain.call(ME, "get", &["colour"]).expect("get").result, b"null");
+    assert_eq!(
+        chain.call(ME, "get", &["colour"]).expect("get").result,
+        b"null"
+    );
 }
 
 #[test]
@@ -43,7 +56,10 @@ fn range_returns_pairs_and_records_a_range_read() {
     let text = String::from_utf8(sim.result.clone()).expect("utf8");
     assert_eq!(text, r#"[{"key":"b","value":"2"},{"key":"c","value":"3"}]"#);
     let read = &sim.rwset.range_reads[0];
-    assert_eq!((read.start.as_slice(), read.end.as_slice()), (&b"b"[..], &b"d"[..]));
+    assert_eq!(
+        (read.start.as_slice(), read.end.as_slice()),
+        (&b"b"[..], &b"d"[..])
+    );
     assert_eq!(read.reads.len(), 2);
     assert!(read.exhausted);
 
@@ -54,7 +70,9 @@ fn range_returns_pairs_and_records_a_range_read() {
 #[test]
 fn bad_arguments_are_contract_errors() {
     let chain = chain();
-    let err = chain.call(ME, "put", &["only-key"]).expect_err("one argument short");
+    let err = chain
+        .call(ME, "put", &["only-key"])
+        .expect_err("one argument short");
     match err {
         InvokeError::Contract { message } => {
             assert!(message.contains("expected 2 arguments"), "{message}")
