@@ -55,6 +55,15 @@ fn invoke(c: &mut Criterion) {
                 black_box(sim)
             })
         });
+        let small = vec![b"key-000042".to_vec(), b"v".to_vec()];
+        group.bench_function(BenchmarkId::new("kv_put_1B", label), |b| {
+            b.iter(|| {
+                black_box(
+                    rt.invoke(&contract, "kv", "put", &small, &ctx, view.clone())
+                        .expect("put"),
+                )
+            })
+        });
         let get_args = vec![b"key-000042".to_vec()];
         group.bench_function(BenchmarkId::new("kv_get", label), |b| {
             b.iter(|| black_box(rt.invoke(&contract, "kv", "get", &get_args, &ctx, view.clone())))

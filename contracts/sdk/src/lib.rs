@@ -45,6 +45,14 @@ mod key;
 
 #[cfg(target_arch = "wasm32")]
 mod abi;
+#[cfg(target_arch = "wasm32")]
+pub mod alloc;
+
+/// The contract heap (see [`alloc`]); turn off the `bump-allocator` feature to bring your
+/// own `#[global_allocator]`.
+#[cfg(all(target_arch = "wasm32", feature = "bump-allocator"))]
+#[global_allocator]
+static ALLOCATOR: alloc::BumpAllocator = alloc::BumpAllocator::new();
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
