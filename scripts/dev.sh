@@ -17,7 +17,7 @@ export RUNNEL_DATA_DIR=.runnel/dev
 rm -f "$RUNNEL_DATA_DIR/state.json"
 
 run() {
-  printf '\n$ runnel exec %s\n' "$*"
+  printf '\n$ runnel exec'; printf ' %q' "$@"; printf '\n'
   "$runnel" exec "$@"
 }
 
