@@ -61,4 +61,4 @@ pub mod faulty {
     }
 }
 
-pub use faulty::Contract;
+pub use crate::faulty::Contract;
