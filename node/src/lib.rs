@@ -5,4 +5,6 @@
 //! stages (identity, policy, store, endorser, orderer, validator, ledger, api) arrive as
 //! modules here, in the order a transaction meets them.
 
+pub mod identity;
 pub mod local;
+pub mod policy;

@@ -1,0 +1,181 @@
+//! Issuing identities: an organisation's CA and the certificates it signs.
+
+use ed25519_dalek::pkcs8::DecodePrivateKey;
+use ed25519_dalek::{Signer as _, SigningKey};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, PKCS_ED25519,
+};
+use time::{Duration, OffsetDateTime};
+
+use super::{IdentityError, Role};
+
+fn issue_error(e: rcgen::Error) -> IdentityError {
+    IdentityError::Issue(e.to_string())
+}
+
+/// An organisation's certificate authority: a self-signed Ed25519 CA certificate and its
+/// key.
+pub struct CertificateAuthority {
+    org: String,
+    issuer: Issuer<'static, KeyPair>,
+    cert_der: Vec<u8>,
+    cert_pem: String,
+}
+
+/// A certificate and its private key, as files on disk hold them.
+#[derive(Clone)]
+pub struct IssuedIdentity {
+    /// The certificate, DER.
+    pub cert_der: Vec<u8>,
+    /// The certificate, PEM.
+    pub cert_pem: String,
+    /// The private key, PKCS#8 PEM.
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for IssuedIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("IssuedIdentity").finish_non_exhaustive()
+    }
+}
+
+fn dn(org: &str, ou: Option<&str>, cn: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, org);
+    if let Some(ou) = ou {
+        dn.push(DnType::OrganizationalUnitName, ou);
+    }
+    dn.push(DnType::CommonName, cn);
+    dn
+}
+
+impl CertificateAuthority {
+    /// A new CA for `org`, valid from now for `valid_for`.
+    pub fn new(org: &str, valid_for: Duration) -> Result<Self, IdentityError> {
+        let key = KeyPair::generate_for(&PKCS_ED25519).map_err(issue_error)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue_error)?;
+        params.distinguished_name = dn(org, None, &format!("ca.{org}"));
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + valid_for;
+        let cert = params.self_signed(&key).map_err(issue_error)?;
+        Ok(CertificateAuthority {
+            org: org.to_string(),
+            issuer: Issuer::new(params, key),
+            cert_der: cert.der().to_vec(),
+            cert_pem: cert.pem(),
+        })
+    }
+
+    /// The organisation.
+    pub fn org(&self) -> &str {
+        &self.org
+    }
+
+    /// The CA certificate, DER (what an [`Msp`](super::Msp) trusts).
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
+    }
+
+    /// The CA certificate, PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// Issues a certificate for `name` with `role` in this CA's organisation, valid from
+    /// now for `valid_for`.
+    pub fn issue(
+        &self,
+        role: Role,
+        name: &str,
+        valid_for: Duration,
+    ) -> Result<IssuedIdentity, IdentityError> {
+        let now = OffsetDateTime::now_utc();
+        self.issue_raw(
+            &self.org,
+            Some(role.as_str()),
+            name,
+            now - Duration::minutes(5),
+            now + valid_for,
+        )
+    }
+
+    /// Issues a certificate with any subject and validity (tests build bad ones with it).
+    pub(crate) fn issue_raw(
+        &self,
+        org: &str,
+        ou: Option<&str>,
+        name: &str,
+        not_before: OffsetDateTime,
+        not_after: OffsetDateTime,
+    ) -> Result<IssuedIdentity, IdentityError> {
+        let key = KeyPair::generate_for(&PKCS_ED25519).map_err(issue_error)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue_error)?;
+        params.distinguished_name = dn(org, ou, name);
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.not_before = not_before;
+        params.not_after = not_after;
+        let cert = params.signed_by(&key, &self.issuer).map_err(issue_error)?;
+        Ok(IssuedIdentity {
+            cert_der: cert.der().to_vec(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// Signs on behalf of an identity: its certificate and Ed25519 key.
+pub struct Signer {
+    cert_der: Vec<u8>,
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer").finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    /// A signer from an issued identity.
+    pub fn new(identity: &IssuedIdentity) -> Result<Self, IdentityError> {
+        Self::from_pem(&identity.cert_pem, &identity.key_pem)
+    }
+
+    /// A signer from a PEM certificate and a PKCS#8 PEM Ed25519 key.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, IdentityError> {
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
+            IdentityError::Malformed {
+                what: "certificate PEM",
+                message: e.to_string(),
+            }
+        })?;
+        let key = SigningKey::from_pkcs8_pem(key_pem).map_err(|e| IdentityError::Malformed {
+            what: "Ed25519 private key",
+            message: e.to_string(),
+        })?;
+        Ok(Signer {
+            cert_der: pem.contents,
+            key,
+        })
+    }
+
+    /// The certificate, DER: what goes into a proposal as its creator.
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
+    }
+
+    /// Signs `message`.
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.key.sign(message).to_bytes()
+    }
+}

@@ -1,0 +1,95 @@
+//! Identities: X.509 certificates with Ed25519 keys (RFC 8410), one CA per organisation,
+//! the role carried as the subject's OU (client, peer, orderer, admin).
+//!
+//! - [`CertificateAuthority`] issues them (what `runnel init` calls).
+//! - [`Msp`] verifies them against the network's org CAs and caches each verified
+//!   certificate by fingerprint, so a busy peer parses and checks a submitter's
+//!   certificate once, not per transaction.
+//! - [`Signer`] signs with an identity's key; [`Identity::verify`] checks a signature.
+
+mod authority;
+mod msp;
+mod role;
+
+pub use authority::{CertificateAuthority, IssuedIdentity, Signer};
+pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
+pub use role::{Role, UnknownRole};
+
+/// Why a certificate, key or signature was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// Not a parsable certificate or key.
+    #[error("malformed {what}: {message}")]
+    Malformed {
+        /// What was being read.
+        what: &'static str,
+        /// The parser's message.
+        message: String,
+    },
+    /// The certificate or key is not Ed25519.
+    #[error("{what} is not an Ed25519 key or signature (RFC 8410)")]
+    WrongKeyType {
+        /// What was being read.
+        what: &'static str,
+    },
+    /// No CA of the network issued this certificate.
+    #[error("certificate issued by `{issuer}`, which is not a CA of this network")]
+    UnknownCa {
+        /// The issuer's name as written in the certificate.
+        issuer: String,
+    },
+    /// The certificate names an organisation other than its CA's.
+    #[error("certificate claims organisation `{claimed}` but was issued by the CA of `{ca_org}`")]
+    WrongOrg {
+        /// The subject's O.
+        claimed: String,
+        /// The issuing CA's organisation.
+        ca_org: String,
+    },
+    /// The CA's signature on the certificate does not verify (tampered or forged).
+    #[error(
+        "certificate signature does not verify against the CA of `{ca_org}` (tampered or forged)"
+    )]
+    BadCertificateSignature {
+        /// The CA that supposedly issued it.
+        ca_org: String,
+    },
+    /// Outside the certificate's validity period.
+    #[error(
+        "certificate of `{name}` is {state} (valid {not_before} to {not_after}, now {now}, Unix seconds)"
+    )]
+    OutsideValidity {
+        /// The subject's CN.
+        name: String,
+        /// "expired" or "not yet valid".
+        state: &'static str,
+        /// Start of validity.
+        not_before: i64,
+        /// End of validity.
+        not_after: i64,
+        /// The time checked.
+        now: i64,
+    },
+    /// The subject has no role OU, or an unknown one.
+    #[error("certificate has no valid role OU: {0}")]
+    BadRole(String),
+    /// The identity's role is not allowed here.
+    #[error("`{who}` has role {role}, but this needs {needed}")]
+    WrongRole {
+        /// The identity.
+        who: String,
+        /// Its role.
+        role: Role,
+        /// The roles accepted.
+        needed: String,
+    },
+    /// A signature by the identity does not verify.
+    #[error("signature by `{who}` does not verify")]
+    BadSignature {
+        /// The identity.
+        who: String,
+    },
+    /// Issuing failed.
+    #[error("issuing a certificate failed: {0}")]
+    Issue(String),
+}

@@ -1,0 +1,524 @@
+//! Verifying identities against the network's organisation CAs, with a cache of verified
+//! certificates keyed by fingerprint.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use ed25519_dalek::{Signature, VerifyingKey};
+use sha2::{Digest, Sha256};
+use x509_parser::certificate::X509Certificate;
+use x509_parser::oid_registry::{OID_SIG_ED25519, Oid};
+use x509_parser::prelude::FromDer;
+
+use super::{IdentityError, Role};
+
+/// Verified certificates kept; the cache is emptied when it would grow past this.
+pub const IDENTITY_CACHE_MAX: usize = 10_000;
+
+/// A verified identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The organisation (the issuing CA's).
+    pub org: String,
+    /// The role (subject OU).
+    pub role: Role,
+    /// The subject's common name.
+    pub name: String,
+    /// SHA-256 of the certificate's DER.
+    pub fingerprint: [u8; 32],
+    /// Start of validity, Unix seconds.
+    pub not_before: i64,
+    /// End of validity, Unix seconds.
+    pub not_after: i64,
+    /// The certificate, DER.
+    pub cert_der: Vec<u8>,
+    key: VerifyingKey,
+}
+
+impl Identity {
+    /// `org/name`, how logs and errors name an identity.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.org, self.name)
+    }
+
+    /// Checks `signature` over `message` (strict Ed25519: no malleable signatures).
+    pub fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), IdentityError> {
+        let bad = || IdentityError::BadSignature { who: self.id() };
+        let signature = Signature::from_slice(signature).map_err(|_| bad())?;
+        self.key
+            .verify_strict(message, &signature)
+            .map_err(|_| bad())
+    }
+
+    /// The public key.
+    pub fn verifying_key(&self) -> &VerifyingKey {
+        &self.key
+    }
+
+    /// Fails unless the identity has one of `roles`.
+    pub fn require_role(&self, roles: &[Role]) -> Result<(), IdentityError> {
+        if roles.contains(&self.role) {
+            return Ok(());
+        }
+        Err(IdentityError::WrongRole {
+            who: self.id(),
+            role: self.role,
+            needed: roles
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(" or "),
+        })
+    }
+
+    fn check_validity(&self, now: i64) -> Result<(), IdentityError> {
+        let state = if now < self.not_before {
+            "not yet valid"
+        } else if now > self.not_after {
+            "expired"
+        } else {
+            return Ok(());
+        };
+        Err(IdentityError::OutsideValidity {
+            name: self.id(),
+            state,
+            not_before: self.not_before,
+            not_after: self.not_after,
+            now,
+        })
+    }
+}
+
+struct TrustedCa {
+    org: String,
+    subject_raw: Vec<u8>,
+    key: VerifyingKey,
+}
+
+/// The network's membership: one trusted CA per organisation, and the cache of
+/// certificates already verified against them.
+pub struct Msp {
+    cas: Vec<TrustedCa>,
+    cache: RwLock<HashMap<[u8; 32], Arc<Identity>>>,
+}
+
+impl std::fmt::Debug for Msp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Msp")
+            .field("orgs", &self.orgs())
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse<'a>(der: &'a [u8], what: &'static str) -> Result<X509Certificate<'a>, IdentityError> {
+    let (rest, cert) = X509Certificate::from_der(der).map_err(|e| IdentityError::Malformed {
+        what,
+        message: e.to_string(),
+    })?;
+    if !rest.is_empty() {
+        return Err(IdentityError::Malformed {
+            what,
+            message: format!("{} bytes after the certificate", rest.len()),
+        });
+    }
+    Ok(cert)
+}
+
+fn ed25519_key(
+    cert: &X509Certificate<'_>,
+    what: &'static str,
+) -> Result<VerifyingKey, IdentityError> {
+    let spki = cert.public_key();
+    if spki.algorithm.algorithm != OID_SIG_ED25519 {
+        return Err(IdentityError::WrongKeyType { what });
+    }
+    let bytes: [u8; 32] = spki
+        .subject_public_key
+        .data
+        .as_ref()
+        .try_into()
+        .map_err(|_| IdentityError::WrongKeyType { what })?;
+    VerifyingKey::from_bytes(&bytes).map_err(|_| IdentityError::WrongKeyType { what })
+}
+
+fn first<'a>(
+    mut values: impl Iterator<Item = &'a x509_parser::x509::AttributeTypeAndValue<'a>>,
+) -> Option<String> {
+    values
+        .next()
+        .and_then(|v| v.as_str().ok())
+        .map(str::to_string)
+}
+
+fn signed_by(cert: &X509Certificate<'_>, key: &VerifyingKey) -> bool {
+    let algorithm: &Oid<'_> = &cert.signature_algorithm.algorithm;
+    if *algorithm != OID_SIG_ED25519 {
+        return false;
+    }
+    let Ok(signature) = Signature::from_slice(&cert.signature_value.data) else {
+        return false;
+    };
+    key.verify_strict(cert.tbs_certificate.as_ref(), &signature)
+        .is_ok()
+}
+
+impl Msp {
+    /// Trusts the given CA certificates (DER), one per organisation. Each must be a valid,
+    /// self-signed Ed25519 certificate naming its organisation in O.
+    pub fn new<'a>(ca_certs: impl IntoIterator<Item = &'a [u8]>) -> Result<Self, IdentityError> {
+        let mut cas = Vec::new();
+        for der in ca_certs {
+            let cert = parse(der, "CA certificate")?;
+            let key = ed25519_key(&cert, "CA certificate")?;
+            if !signed_by(&cert, &key) {
+                return Err(IdentityError::BadCertificateSignature {
+                    ca_org: cert.subject().to_string(),
+                });
+            }
+            let org = first(cert.subject().iter_organization()).ok_or_else(|| {
+                IdentityError::Malformed {
+                    what: "CA certificate",
+                    message: "no organisation (O) in the subject".into(),
+                }
+            })?;
+            cas.push(TrustedCa {
+                org,
+                subject_raw: cert.subject().as_raw().to_vec(),
+                key,
+            });
+        }
+        Ok(Msp {
+            cas,
+            cache: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The organisations, in the order their CAs were given.
+    pub fn orgs(&self) -> Vec<String> {
+        self.cas.iter().map(|ca| ca.org.clone()).collect()
+    }
+
+    /// Verifies a certificate (DER) at time `now` (Unix seconds): issued and signed by one
+    /// of the network's CAs, for that CA's organisation, Ed25519, with a role OU, and
+    /// within its validity period. A certificate verified before is served from the cache
+    /// (only its validity period is checked again).
+    pub fn verify(&self, cert_der: &[u8], now: i64) -> Result<Arc<Identity>, IdentityError> {
+        let fingerprint: [u8; 32] = Sha256::digest(cert_der).into();
+        let cached = self
+            .cache
+            .read()
+            .ok()
+            .and_then(|cache| cache.get(&fingerprint).cloned());
+        if let Some(identity) = cached {
+            identity.check_validity(now)?;
+            return Ok(identity);
+        }
+        let identity = Arc::new(self.verify_uncached(cert_der, fingerprint)?);
+        identity.check_validity(now)?;
+        if let Ok(mut cache) = self.cache.write() {
+            if cache.len() >= IDENTITY_CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(fingerprint, identity.clone());
+        }
+        Ok(identity)
+    }
+
+    /// Number of cached certificates.
+    pub fn cached(&self) -> usize {
+        self.cache.read().map(|c| c.len()).unwrap_or(0)
+    }
+
+    fn verify_uncached(
+        &self,
+        der: &[u8],
+        fingerprint: [u8; 32],
+    ) -> Result<Identity, IdentityError> {
+        let cert = parse(der, "certificate")?;
+        let key = ed25519_key(&cert, "certificate")?;
+        let ca = self
+            .cas
+            .iter()
+            .find(|ca| ca.subject_raw == cert.issuer().as_raw())
+            .ok_or_else(|| IdentityError::UnknownCa {
+                issuer: cert.issuer().to_string(),
+            })?;
+        if !signed_by(&cert, &ca.key) {
+            return Err(IdentityError::BadCertificateSignature {
+                ca_org: ca.org.clone(),
+            });
+        }
+        let claimed = first(cert.subject().iter_organization()).unwrap_or_default();
+        if claimed != ca.org {
+            return Err(IdentityError::WrongOrg {
+                claimed,
+                ca_org: ca.org.clone(),
+            });
+        }
+        let ou = first(cert.subject().iter_organizational_unit())
+            .ok_or_else(|| IdentityError::BadRole("no OU in the subject".into()))?;
+        let role: Role = ou
+            .parse()
+            .map_err(|e: super::UnknownRole| IdentityError::BadRole(e.to_string()))?;
+        let name = first(cert.subject().iter_common_name()).unwrap_or_default();
+        let validity = cert.validity();
+        Ok(Identity {
+            org: ca.org.clone(),
+            role,
+            name,
+            fingerprint,
+            not_before: validity.not_before.timestamp(),
+            not_after: validity.not_after.timestamp(),
+            cert_der: der.to_vec(),
+            key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::{Duration, OffsetDateTime};
+
+    use super::*;
+    use crate::identity::{CertificateAuthority, Signer};
+
+    fn now() -> i64 {
+        OffsetDateTime::now_utc().unix_timestamp()
+    }
+
+    fn network() -> (CertificateAuthority, CertificateAuthority, Msp) {
+        let org1 = CertificateAuthority::new("Org1", Duration::days(365)).expect("ca");
+        let org2 = CertificateAuthority::new("Org2", Duration::days(365)).expect("ca");
+        let msp = Msp::new([org1.cert_der(), org2.cert_der()]).expect("msp");
+        (org1, org2, msp)
+    }
+
+    #[test]
+    fn issued_identities_verify_sign_and_are_cached() {
+        let (org1, org2, msp) = network();
+        assert_eq!(msp.orgs(), vec!["Org1", "Org2"]);
+        let alice = org1
+            .issue(Role::Client, "alice", Duration::days(30))
+            .expect("issue");
+        let peer = org2
+            .issue(Role::Peer, "peer0", Duration::days(30))
+            .expect("issue");
+
+        let id = msp.verify(&alice.cert_der, now()).expect("valid");
+        assert_eq!(
+            (id.org.as_str(), id.role, id.name.as_str()),
+            ("Org1", Role::Client, "alice")
+        );
+        let p = msp.verify(&peer.cert_der, now()).expect("valid");
+        assert_eq!((p.org.as_str(), p.role), ("Org2", Role::Peer));
+        assert_eq!(msp.cached(), 2);
+        let again = msp.verify(&alice.cert_der, now()).expect("cached");
+        assert!(Arc::ptr_eq(&id, &again), "served from the cache");
+
+        let signer = Signer::new(&alice).expect("signer");
+        assert_eq!(signer.cert_der(), alice.cert_der.as_slice());
+        let sig = signer.sign(b"proposal bytes");
+        id.verify(b"proposal bytes", &sig)
+            .expect("signature verifies");
+        id.require_role(&[Role::Client, Role::Admin])
+            .expect("client may submit");
+    }
+
+    #[test]
+    fn unknown_ca_is_refused() {
+        let (_, _, msp) = network();
+        let rogue = CertificateAuthority::new("Org1", Duration::days(365)).expect("ca");
+        let mallory = rogue
+            .issue(Role::Admin, "mallory", Duration::days(1))
+            .expect("issue");
+        let err = msp
+            .verify(&mallory.cert_der, now())
+            .expect_err("not our CA");
+        // Same name as Org1's CA but another key: the signature check catches it.
+        assert!(
+            matches!(
+                err,
+                IdentityError::BadCertificateSignature { .. } | IdentityError::UnknownCa { .. }
+            ),
+            "{err}"
+        );
+        let other = CertificateAuthority::new("Org9", Duration::days(365)).expect("ca");
+        let eve = other
+            .issue(Role::Client, "eve", Duration::days(1))
+            .expect("issue");
+        assert!(matches!(
+            msp.verify(&eve.cert_der, now()),
+            Err(IdentityError::UnknownCa { .. })
+        ));
+        assert_eq!(msp.cached(), 0, "refused certificates are not cached");
+    }
+
+    #[test]
+    fn wrong_org_is_refused() {
+        let (org1, _, msp) = network();
+        let t = OffsetDateTime::now_utc();
+        let liar = org1
+            .issue_raw(
+                "Org2",
+                Some("peer"),
+                "peer0",
+                t - Duration::hours(1),
+                t + Duration::days(1),
+            )
+            .expect("issue");
+        assert_eq!(
+            msp.verify(&liar.cert_der, now()),
+            Err(IdentityError::WrongOrg {
+                claimed: "Org2".into(),
+                ca_org: "Org1".into()
+            })
+        );
+    }
+
+    #[test]
+    fn expired_and_not_yet_valid_are_refused_even_from_the_cache() {
+        let (org1, _, msp) = network();
+        let t = OffsetDateTime::now_utc();
+        let old = org1
+            .issue_raw(
+                "Org1",
+                Some("client"),
+                "old",
+                t - Duration::days(10),
+                t - Duration::days(1),
+            )
+            .expect("issue");
+        assert!(matches!(
+            msp.verify(&old.cert_der, now()),
+            Err(IdentityError::OutsideValidity {
+                state: "expired",
+                ..
+            })
+        ));
+        let early = org1
+            .issue_raw(
+                "Org1",
+                Some("client"),
+                "early",
+                t + Duration::days(1),
+                t + Duration::days(2),
+            )
+            .expect("issue");
+        assert!(matches!(
+            msp.verify(&early.cert_der, now()),
+            Err(IdentityError::OutsideValidity {
+                state: "not yet valid",
+                ..
+            })
+        ));
+        let short = org1
+            .issue(Role::Client, "short", Duration::days(1))
+            .expect("issue");
+        msp.verify(&short.cert_der, now()).expect("valid now");
+        let later = now() + 3 * 86_400;
+        assert!(matches!(
+            msp.verify(&short.cert_der, later),
+            Err(IdentityError::OutsideValidity {
+                state: "expired",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn wrong_or_missing_role_is_refused() {
+        let (org1, _, msp) = network();
+        let client = org1
+            .issue(Role::Client, "bob", Duration::days(1))
+            .expect("issue");
+        let id = msp.verify(&client.cert_der, now()).expect("valid");
+        assert!(matches!(
+            id.require_role(&[Role::Peer]),
+            Err(IdentityError::WrongRole {
+                role: Role::Client,
+                ..
+            })
+        ));
+        let t = OffsetDateTime::now_utc();
+        let no_ou = org1
+            .issue_raw(
+                "Org1",
+                None,
+                "nobody",
+                t - Duration::hours(1),
+                t + Duration::days(1),
+            )
+            .expect("issue");
+        assert!(matches!(
+            msp.verify(&no_ou.cert_der, now()),
+            Err(IdentityError::BadRole(_))
+        ));
+        let odd = org1
+            .issue_raw(
+                "Org1",
+                Some("janitor"),
+                "x",
+                t - Duration::hours(1),
+                t + Duration::days(1),
+            )
+            .expect("issue");
+        assert!(matches!(
+            msp.verify(&odd.cert_der, now()),
+            Err(IdentityError::BadRole(_))
+        ));
+    }
+
+    #[test]
+    fn tampered_certificates_and_signatures_are_refused() {
+        let (org1, _, msp) = network();
+        let alice = org1
+            .issue(Role::Client, "alice", Duration::days(1))
+            .expect("issue");
+        // Flip a byte of the CN inside the signed part: the CA signature no longer holds.
+        let mut tampered = alice.cert_der.clone();
+        let at = tampered
+            .windows(5)
+            .position(|w| w == b"alice")
+            .expect("CN present");
+        tampered[at] = b'A';
+        assert_eq!(
+            msp.verify(&tampered, now()),
+            Err(IdentityError::BadCertificateSignature {
+                ca_org: "Org1".into()
+            })
+        );
+        // Garbage and truncation are malformed, not panics.
+        assert!(matches!(
+            msp.verify(b"not a certificate", now()),
+            Err(IdentityError::Malformed { .. })
+        ));
+        let cut = &alice.cert_der[..alice.cert_der.len() / 2];
+        assert!(matches!(
+            msp.verify(cut, now()),
+            Err(IdentityError::Malformed { .. })
+        ));
+
+        let id = msp.verify(&alice.cert_der, now()).expect("valid");
+        let signer = Signer::new(&alice).expect("signer");
+        let mut sig = signer.sign(b"pay bob 10");
+        assert!(matches!(
+            id.verify(b"pay bob 99", &sig),
+            Err(IdentityError::BadSignature { .. })
+        ));
+        sig[7] ^= 1;
+        assert!(matches!(
+            id.verify(b"pay bob 10", &sig),
+            Err(IdentityError::BadSignature { .. })
+        ));
+        assert!(matches!(
+            id.verify(b"pay bob 10", &sig[..10]),
+            Err(IdentityError::BadSignature { .. })
+        ));
+        // Another identity's signature is not alice's.
+        let bob = org1
+            .issue(Role::Client, "bob", Duration::days(1))
+            .expect("issue");
+        let bob_sig = Signer::new(&bob).expect("signer").sign(b"pay bob 10");
+        assert!(id.verify(b"pay bob 10", &bob_sig).is_err());
+    }
+}
