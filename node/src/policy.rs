@@ -15,8 +15,8 @@
 //! - An org name is letters, digits, `-` and `_`, matched exactly against the network's
 //!   orgs. A role is `client`, `peer`, `orderer`, `admin`, or `member` (any role of that
 //!   org); roles, gate names and shorthands are case-insensitive.
-//! - `OutOf(n, p1, ..., pk)` needs any `n` of the `k` sub-policies, `1 <= n <= k`. `AND`
-//!   needs all of them, `OR` one.
+//! - `OutOf(n, p1, ..., pk)` needs any `n` (a decimal number) of the `k` sub-policies,
+//!   `1 <= n <= k`. `AND` needs all of them, `OR` one.
 //! - The shorthands expand against the network's org list, one principal per org, the
 //!   role defaulting to `peer`: `MAJORITY admin` (the default lifecycle policy) is
 //!   `OutOf(floor(k/2)+1, 'Org1.admin', ..., 'Orgk.admin')`, `ANY` is `OutOf(1, ...)`.
@@ -53,17 +53,17 @@ pub use eval::{Assignment, EVAL_STEPS_MAX, Evaluation};
 pub const POLICY_TEXT_BYTES_MAX: usize = 4096;
 
 /// Deepest nesting of gates (`AND`, `OR`, `OutOf`, and shorthands, which expand to
-/// `OutOf`) accepted. Bounds the parser's and the evaluator's recursion.
+/// `OutOf`) accepted. Bounds the parser's recursion.
 pub const POLICY_DEPTH_MAX: usize = 16;
 
 /// Most principals a policy may hold, counting each org of an expanded shorthand. Bounds
 /// the evaluator's search, and so the most endorsers a policy can ever use.
 pub const POLICY_PRINCIPALS_MAX: usize = 64;
 
-/// Most endorsers of one org and role that evaluation considers; further ones are
-/// ignored. A policy has at most [`POLICY_PRINCIPALS_MAX`] principals, so it can never
-/// use more than this many endorsers of any kind and the cap changes no answer; it bounds
-/// the evaluator's memory whatever the caller passes.
+/// Most endorsers of one org and role that evaluation counts; further ones are ignored.
+/// A policy has at most [`POLICY_PRINCIPALS_MAX`] principals, so it can never use more
+/// than this many endorsers of one kind: the cap changes no answer, and keeps the
+/// search's counts small however many endorsers the caller passes (they are read once).
 pub const ENDORSERS_MAX: usize = 64;
 
 /// The role part of a principal: a specific role, or any role of the org.

@@ -14,7 +14,7 @@ const QUOTE_CHARS_MAX: usize = 64;
 /// What is wrong with a policy text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyErrorKind {
-    /// The text is longer than [`POLICY_TEXT_BYTES_MAX`](super::POLICY_TEXT_BYTES_MAX).
+    /// The text is longer than [`POLICY_TEXT_BYTES_MAX`].
     #[error("policy is {bytes} bytes long, more than the {max} allowed")]
     TooLong {
         /// The text's length.
