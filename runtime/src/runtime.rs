@@ -480,8 +480,7 @@ impl Runtime {
     }
 
     fn instantiate_error(&self, e: wasmtime::Error) -> InvokeError {
-        let text = format!("{e:#}");
-        if text.contains("maximum concurrent") || text.contains("limit of") {
+        if e.is::<wasmtime::PoolConcurrencyLimitError>() {
             return InvokeError::Busy {
                 instances_max: self.config.instances_max,
             };
