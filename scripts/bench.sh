@@ -1,6 +1,25 @@
 #!/usr/bin/env bash
 # Runs Runnel's benchmarks (criterion) and prints the figures docs/benchmarks.md records.
+#
+#   ./scripts/bench.sh [runtime|store|endorse|all] [criterion options]
+#
+# e.g. ./scripts/bench.sh endorse --warm-up-time 2 --measurement-time 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
+suite=all
+case "${1:-}" in
+runtime | store | endorse | all)
+  suite=$1
+  shift
+  ;;
+esac
 ./scripts/build-contracts.sh >/dev/null
-cargo bench --locked -p runnel-runtime --bench invoke -- "$@"
+if [[ $suite == runtime || $suite == all ]]; then
+  cargo bench --locked -p runnel-runtime --bench invoke -- "$@"
+fi
+if [[ $suite == store || $suite == all ]]; then
+  cargo bench --locked -p runnel-node --bench store -- "$@"
+fi
+if [[ $suite == endorse || $suite == all ]]; then
+  cargo bench --locked -p runnel-node --bench endorse -- "$@"
+fi

@@ -1,10 +1,17 @@
 //! The Runnel ledger node.
 //!
-//! Today this crate holds the local runner behind `runnel exec`: run one contract call
-//! against a state kept in a file, and show what the call read and wrote. The ledger's
-//! stages (identity, policy, store, endorser, orderer, validator, ledger, api) arrive as
-//! modules here, in the order a transaction meets them.
+//! Modules in the order a transaction meets them: who may act ([`identity`], [`policy`]),
+//! what is signed ([`tx`], [`proto`]), the state it runs on ([`store`]), the contracts
+//! it runs ([`lifecycle`]) and the stage that runs them ([`endorser`]). Ordering, the
+//! validator pipeline, the embeddable `Ledger` and the API arrive as further modules.
+//! [`local`] is the development runner behind `runnel exec`.
 
+pub mod endorser;
 pub mod identity;
+pub mod ids;
+pub mod lifecycle;
 pub mod local;
 pub mod policy;
+pub mod proto;
+pub mod store;
+pub mod tx;

@@ -5,14 +5,17 @@
 //! - [`Msp`] verifies them against the network's org CAs and caches each verified
 //!   certificate by fingerprint, so a busy peer parses and checks a submitter's
 //!   certificate once, not per transaction.
+//! - [`NetworkIdentities`] generates a CA and standard identities per organisation.
 //! - [`Signer`] signs with an identity's key; [`Identity::verify`] checks a signature.
 
 mod authority;
 mod msp;
+mod network;
 mod role;
 
 pub use authority::{CertificateAuthority, IssuedIdentity, Signer};
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
+pub use network::{NetworkIdentities, OrgIdentities};
 pub use role::{Role, UnknownRole};
 
 /// Why a certificate, key or signature was refused.

@@ -1,0 +1,10 @@
+//! Types generated from `node/proto/runnel/v1/transaction.proto` (proposals, endorsements,
+//! transactions, contract definitions), plus the read/write-set types they embed.
+
+#![allow(missing_docs)]
+
+include!(concat!(env!("OUT_DIR"), "/runnel.v1.rs"));
+
+pub use runnel_runtime::proto::{
+    ContractEvent, KvRead, KvWrite, NsRwSet, RangeRead, SimulationPayload, Version,
+};

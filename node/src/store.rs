@@ -1,0 +1,157 @@
+//! The state store: the durable ledger state on sled ([`Store`]), and the staged MVCC
+//! overlay in front of it ([`WorldState`]) that endorsers and the validator read through
+//! consistent [`Snapshot`]s.
+//!
+//! # Key layout
+//!
+//! Everything lives in sled's default tree, told apart by a one-byte prefix, so that one
+//! `sled::Batch` covers all a commit writes:
+//!
+//! | key | value |
+//! |---|---|
+//! | `'s' ns 0x00 key` | `seq u64be ++ value` (a delete removes the key) |
+//! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete) ++ tx_id [32] ++ value` |
+//! | `'t' tx_id [32]` | `seq u64be ++ block u64be ++ code u8 ++ timestamp_ms u64be` |
+//! | `'b' number u64be` | the block's seal (opaque bytes) |
+//! | `'m' "height"` | the last durable seq, `u64be` |
+//!
+//! A namespace is 1 to [`NAMESPACE_BYTES_MAX`] bytes with no `0x00`, so `ns 0x00` ends it
+//! unambiguously and `ns 0x01` bounds its state. A history key spells out the key's length,
+//! so the entries of `ab` never mix with those of `abc`; the inverted seq makes ascending
+//! iteration newest first. Every record read back is decoded and checked: one that does not
+//! decode is [`StoreError::Corrupt`], never a panic and never skipped.
+//!
+//! # Atomicity
+//!
+//! [`Store::commit`] checks the whole batch (seqs contiguous from the height, namespaces and
+//! keys well formed) before writing anything, then applies one `sled::Batch` holding every
+//! state, history, tx-index and seal record together with the new height, and flushes
+//! (fsync) before it returns. After a crash the height and the contents always agree: a
+//! commit is wholly there or wholly absent. The tx index keeps the first record of a tx id;
+//! a later transaction with the same id (a `DUPLICATE_TXID`) does not replace it.
+//!
+//! # Snapshot semantics
+//!
+//! [`WorldState::stage`] applies a validated transaction to the in-memory overlay at once,
+//! so the next transaction is validated against it without waiting for durability;
+//! [`WorldState::commit_staged`] later makes a run of staged transactions durable in one
+//! [`Store::commit`]. The overlay maps each recently written key to a chain of versions
+//! `(seq, value or deleted)` in seq order. A [`Snapshot`] taken at staged height `h`
+//! answers a key with the newest chain version `<= h`, and with sled when the key has no
+//! chain. The first staged write to a key puts the key's durable value at the front of
+//! its chain (the base), so a snapshot older than the write still finds its answer after
+//! the write reaches sled. Reads hold the overlay's read lock across the sled read: a key
+//! without a chain has no pending write, so sled cannot change it meanwhile.
+//!
+//! # Pruning
+//!
+//! After each [`WorldState::commit_staged`], with `m = min(durable height, oldest live
+//! snapshot)`, every chain drops the versions older than its newest version `<= m` (that
+//! one stays as the base), and a chain left with only a base `<= m` goes away: sled then
+//! holds exactly that value, and every live or future snapshot (all at heights `>= m`)
+//! would answer it. So the overlay holds only writes newer than the durable height, plus
+//! what live snapshots still need.
+
+mod durable;
+mod error;
+mod keys;
+mod overlay;
+mod world;
+
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use runnel_runtime::NsRwSet;
+
+use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+
+pub use durable::Store;
+pub use error::StoreError;
+pub use world::{Snapshot, WorldState};
+
+/// Longest namespace, in bytes (it must also be non-empty and hold no `0x00` byte).
+pub const NAMESPACE_BYTES_MAX: usize = 255;
+
+/// Longest state key the store accepts, in bytes. Far above any contract key limit; it
+/// bounds what one key costs, and keeps the length that history keys spell out in a `u32`.
+pub const KEY_BYTES_MAX: usize = 1 << 20;
+
+/// What the ledger records about an ordered transaction, valid or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxRecord {
+    /// The transaction's id.
+    pub tx_id: TxId,
+    /// Its position in the ordered stream.
+    pub seq: Seq,
+    /// The virtual block that seals it.
+    pub block: BlockNumber,
+    /// The validation outcome.
+    pub code: ValidationCode,
+    /// The orderer's timestamp, in milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+}
+
+/// One write to a key, as kept in the key's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// The writing transaction's seq (the version it gave the key).
+    pub seq: Seq,
+    /// The writing transaction's id.
+    pub tx_id: TxId,
+    /// The value written; `None` when the write deleted the key.
+    pub value: Option<Vec<u8>>,
+}
+
+/// Everything one [`Store::commit`] makes durable at once: transactions in seq order with
+/// their writes, and block seals.
+#[derive(Debug, Clone, Default)]
+pub struct CommitBatch {
+    /// Transactions in the order they were pushed, with the writes of valid ones.
+    txs: Vec<(TxRecord, Vec<NsRwSet>)>,
+    /// Seals, by block number.
+    seals: Vec<(BlockNumber, Vec<u8>)>,
+}
+
+impl CommitBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a transaction. Only the `writes` of each [`NsRwSet`] matter, and only for a
+    /// valid transaction: an invalid one is recorded in the tx index and nothing else
+    /// (pass empty `writes`).
+    pub fn push_tx(&mut self, record: TxRecord, writes: Vec<NsRwSet>) {
+        self.txs.push((record, writes));
+    }
+
+    /// Adds the seal of block `number` (opaque bytes here).
+    pub fn push_seal(&mut self, number: BlockNumber, seal: Vec<u8>) {
+        self.seals.push((number, seal));
+    }
+
+    /// True when the batch has neither transactions nor seals.
+    pub fn is_empty(&self) -> bool {
+        self.txs.is_empty() && self.seals.is_empty()
+    }
+
+    /// The seq of the last transaction pushed, if any.
+    pub fn last_seq(&self) -> Option<Seq> {
+        self.txs.last().map(|(record, _)| record.seq)
+    }
+}
+
+/// Locks `mutex`, going on past a panic in another holder: every critical section in
+/// this module leaves its data consistent before anything in it can panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Read-locks `rwlock` (see [`lock`] on poisoning).
+fn read<T>(rwlock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    rwlock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Write-locks `rwlock` (see [`lock`] on poisoning).
+fn write<T>(rwlock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    rwlock.write().unwrap_or_else(PoisonError::into_inner)
+}

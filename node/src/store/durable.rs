@@ -1,0 +1,419 @@
+//! [`Store`]: the durable state, history, tx index and seals in one sled tree.
+
+use std::collections::HashSet;
+use std::fs::{File, TryLockError};
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use runnel_runtime::VersionedValue;
+
+use super::keys::{self, HEIGHT_KEY, SEAL};
+use super::{CommitBatch, HistoryEntry, StoreError, TxRecord, lock};
+use crate::ids::{BlockNumber, Seq, TxId};
+
+/// Bytes of the seq that closes a history key.
+const HISTORY_SEQ_BYTES: usize = 8;
+
+/// The durable store on sled.
+///
+/// Reads may run from any number of threads. Commits are serialised. When the store
+/// belongs to a [`WorldState`](super::WorldState), commit through it only: the overlay
+/// relies on seeing every write before sled does.
+pub struct Store {
+    /// The one tree holding every record (layout in the module doc).
+    db: sled::Db,
+    /// The last durable seq, as the height record says.
+    height: AtomicU64,
+    /// Held across a commit's check-then-apply, so two commits cannot both pass the
+    /// seq check against the same height.
+    commit_lock: Mutex<()>,
+    /// The OS lock on the directory's lock file, released when the store drops
+    /// (after `db`, fields dropping in order).
+    _dir_lock: File,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("height", &self.height())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in directory `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let (db, lock) = open_locked(dir)?;
+        let height = match db.get(HEIGHT_KEY)? {
+            Some(bytes) => keys::decode_height(&bytes)?,
+            // Every commit writes the height, so only a store never committed to lacks it.
+            None if db.is_empty() => Seq::ZERO,
+            None => {
+                return Err(StoreError::corrupt(
+                    "height",
+                    "missing from a store that holds records",
+                ));
+            }
+        };
+        Ok(Store {
+            db,
+            height: AtomicU64::new(height.0),
+            commit_lock: Mutex::new(()),
+            _dir_lock: lock,
+        })
+    }
+
+    /// The last durable seq ([`Seq::ZERO`] when nothing was committed).
+    pub fn height(&self) -> Seq {
+        Seq(self.height.load(Ordering::Acquire))
+    }
+
+    /// The durable value of `key` in namespace `ns`.
+    pub fn get(&self, ns: &str, key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        keys::check_namespace(ns)?;
+        self.get_state(&keys::state_key(ns, key))
+    }
+
+    /// Up to `limit` durable entries of `ns` with `start <= key < end` (`end = None`: to
+    /// the namespace's end), in ascending key order.
+    pub fn scan(
+        &self,
+        ns: &str,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StoreError> {
+        keys::check_namespace(ns)?;
+        let Some((lo, hi)) = keys::state_range(ns, start, end) else {
+            return Ok(Vec::new());
+        };
+        let prefix_len = keys::state_prefix_len(ns);
+        let mut out = Vec::new();
+        for item in self.state_range(lo, hi).take(limit) {
+            let (key, value) = item?;
+            let key = keys::state_key_suffix(&key, prefix_len)?.to_vec();
+            out.push((key, keys::decode_state_value(&value)?));
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` writes of `key` in `ns`, newest first. `before` pages: only writes at
+    /// seqs below it are returned (pass the last entry's seq to get the next page).
+    pub fn history(
+        &self,
+        ns: &str,
+        key: &[u8],
+        before: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<HistoryEntry>, StoreError> {
+        keys::check_namespace(ns)?;
+        keys::check_key(key)?;
+        let prefix = keys::history_prefix(ns, key);
+        let Some(start) = keys::history_start(&prefix, before) else {
+            return Ok(Vec::new());
+        };
+        // The prefix spells out the key's length, so everything under it is this key's
+        // history: its own seq closes each record key.
+        let mut end = prefix.clone();
+        end.extend_from_slice(&[0xff; HISTORY_SEQ_BYTES]);
+        let mut out = Vec::new();
+        for item in self.db.range(start..=end).take(limit) {
+            let (record_key, value) = item?;
+            let seq = keys::decode_history_seq(&record_key, prefix.len())?;
+            let (tx_id, value) = keys::decode_history_value(&value)?;
+            out.push(HistoryEntry { seq, tx_id, value });
+        }
+        Ok(out)
+    }
+
+    /// The durable record of transaction `tx_id`: the first one committed with that id.
+    pub fn tx(&self, tx_id: &TxId) -> Result<Option<TxRecord>, StoreError> {
+        match self.db.get(keys::tx_key(tx_id))? {
+            Some(bytes) => keys::decode_tx_record(*tx_id, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The seal of block `number`.
+    pub fn seal(&self, number: BlockNumber) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .db
+            .get(keys::seal_key(number))?
+            .map(|seal| seal.to_vec()))
+    }
+
+    /// The seal with the highest block number.
+    pub fn last_seal(&self) -> Result<Option<(BlockNumber, Vec<u8>)>, StoreError> {
+        match self.db.range([SEAL]..[SEAL + 1]).next_back() {
+            Some(item) => {
+                let (key, seal) = item?;
+                Ok(Some((keys::decode_seal_key(&key)?, seal.to_vec())))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Makes `batch` durable: checks it whole, writes it as one atomic sled batch with the
+    /// new height, and flushes (fsync) before returning. A refused batch writes nothing.
+    ///
+    /// The batch's transactions must be exactly `height + 1`, `height + 2`, ... Only valid
+    /// transactions' writes are applied; every transaction enters the tx index unless its
+    /// id is already there (the first record of an id stays).
+    pub fn commit(&self, batch: &CommitBatch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Err(StoreError::EmptyBatch);
+        }
+        let _commit = lock(&self.commit_lock);
+        let height = self.height();
+        let mut expected = height.next();
+        for (record, writes) in &batch.txs {
+            if record.seq != expected {
+                return Err(StoreError::OutOfOrder {
+                    expected,
+                    got: record.seq,
+                });
+            }
+            if record.code.is_valid() {
+                for set in writes.iter().filter(|set| !set.writes.is_empty()) {
+                    keys::check_namespace(&set.namespace)?;
+                    for write in &set.writes {
+                        keys::check_key(&write.key)?;
+                    }
+                }
+            }
+            expected = expected.next();
+        }
+        let new_height = batch.last_seq().unwrap_or(height);
+
+        let mut writes = sled::Batch::default();
+        let mut indexed = HashSet::new();
+        for (record, sets) in &batch.txs {
+            let tx_key = keys::tx_key(&record.tx_id);
+            if indexed.insert(record.tx_id) && !self.db.contains_key(tx_key)? {
+                writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
+            }
+            if !record.code.is_valid() {
+                continue;
+            }
+            for set in sets {
+                for write in &set.writes {
+                    let state_key = keys::state_key(&set.namespace, &write.key);
+                    let history_key = keys::history_key(&set.namespace, &write.key, record.seq);
+                    if write.is_delete {
+                        writes.remove(state_key);
+                        writes.insert(history_key, keys::encode_history_value(&record.tx_id, None));
+                    } else {
+                        let value = keys::encode_state_value(record.seq, &write.value);
+                        writes.insert(state_key, value);
+                        let entry = keys::encode_history_value(&record.tx_id, Some(&write.value));
+                        writes.insert(history_key, entry);
+                    }
+                }
+            }
+        }
+        for (number, seal) in &batch.seals {
+            writes.insert(&keys::seal_key(*number)[..], seal.as_slice());
+        }
+        // The checks above make the height advance by exactly the batch's transactions.
+        assert_eq!(new_height.0 - height.0, batch.txs.len() as u64);
+        writes.insert(HEIGHT_KEY, &keys::encode_height(new_height)[..]);
+
+        self.db.apply_batch(writes)?;
+        // Readers already see the batch in sled; the height follows it at once. Should the
+        // flush fail, the batch may not survive a crash: the error stops the caller.
+        self.height.store(new_height.0, Ordering::Release);
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The durable state record under `state_key` (already encoded), decoded.
+    pub(super) fn get_state(&self, state_key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        match self.db.get(state_key)? {
+            Some(bytes) => keys::decode_state_value(&bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A lazy iteration over the state records from `lo` (inclusive) to `hi` (exclusive).
+    pub(super) fn state_range(&self, lo: Vec<u8>, hi: Vec<u8>) -> sled::Iter {
+        self.db.range(lo..hi)
+    }
+}
+
+/// The file whose OS lock marks a directory as held by an open [`Store`].
+const LOCK_FILE: &str = "runnel.lock";
+
+/// How long [`Store::open`] waits for sled to release the lock of a store just closed.
+const SLED_RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// Takes the directory's [`LOCK_FILE`] lock, then opens sled in it.
+///
+/// A held Runnel lock means another open store, here or in another process:
+/// [`StoreError::Locked`] at once. Holding it, the only store that can still hold
+/// sled's own lock is one closed a moment ago: dropping a sled database does not wait
+/// for its background threads, whose file handle keeps sled's lock a few milliseconds
+/// longer. So an I/O error from sled is retried for [`SLED_RELEASE_WAIT`] before it is
+/// reported; a restart of an embedded ledger in one process then never fails at random.
+fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
+    std::fs::create_dir_all(dir).map_err(|error| StoreError::Sled(error.to_string()))?;
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .map_err(|error| StoreError::Sled(error.to_string()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            return Err(StoreError::Locked {
+                path: dir.display().to_string(),
+            });
+        }
+        Err(TryLockError::Error(error)) => return Err(StoreError::Sled(error.to_string())),
+    }
+    let deadline = Instant::now() + SLED_RELEASE_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match sled::Config::new().path(dir).open() {
+            Ok(db) => return Ok((db, lock)),
+            Err(sled::Error::Io(_)) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use runnel_runtime::{KvWrite, NsRwSet, Version};
+
+    use super::*;
+    use crate::ids::ValidationCode;
+
+    fn record(seq: u64, code: ValidationCode) -> TxRecord {
+        TxRecord {
+            tx_id: TxId::derive(&seq.to_be_bytes(), b"test"),
+            seq: Seq(seq),
+            block: BlockNumber(seq / 10),
+            code,
+            timestamp_ms: 1_000 + seq,
+        }
+    }
+
+    fn put(ns: &str, key: &[u8], value: &[u8]) -> NsRwSet {
+        NsRwSet {
+            namespace: ns.to_string(),
+            writes: vec![KvWrite {
+                key: key.to_vec(),
+                is_delete: false,
+                value: value.to_vec(),
+            }],
+            ..NsRwSet::default()
+        }
+    }
+
+    #[test]
+    fn commit_writes_state_history_index_seal_and_height_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.height(), Seq::ZERO);
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v1")],
+        );
+        batch.push_tx(
+            record(2, ValidationCode::MvccReadConflict),
+            vec![put("ns", b"k", b"ignored")],
+        );
+        batch.push_seal(BlockNumber(0), b"seal0".to_vec());
+        store.commit(&batch).unwrap();
+        assert_eq!(store.height(), Seq(2));
+        let value = store.get("ns", b"k").unwrap().unwrap();
+        assert_eq!(
+            (value.value.as_slice(), value.version),
+            (&b"v1"[..], Version::from_seq(1))
+        );
+        assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
+        let invalid = record(2, ValidationCode::MvccReadConflict);
+        assert_eq!(store.tx(&invalid.tx_id).unwrap(), Some(invalid));
+        assert_eq!(store.seal(BlockNumber(0)).unwrap(), Some(b"seal0".to_vec()));
+    }
+
+    #[test]
+    fn the_first_record_of_a_tx_id_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let original = record(1, ValidationCode::Valid);
+        let mut duplicate = record(2, ValidationCode::DuplicateTxid);
+        duplicate.tx_id = original.tx_id;
+        let mut batch = CommitBatch::new();
+        batch.push_tx(original.clone(), Vec::new());
+        batch.push_tx(duplicate.clone(), Vec::new());
+        store.commit(&batch).unwrap();
+        let mut batch = CommitBatch::new();
+        duplicate.seq = Seq(3);
+        batch.push_tx(duplicate, Vec::new());
+        store.commit(&batch).unwrap();
+        assert_eq!(store.tx(&original.tx_id).unwrap(), Some(original));
+    }
+
+    #[test]
+    fn a_corrupt_record_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .db
+            .insert(keys::state_key("ns", b"k"), &b"bad"[..])
+            .unwrap();
+        store
+            .db
+            .insert(keys::tx_key(&TxId([1; 32])), &b"bad"[..])
+            .unwrap();
+        assert!(matches!(
+            store.get("ns", b"k"),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store.scan("ns", b"", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store.tx(&TxId([1; 32])),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store.db.flush().unwrap();
+        drop(store);
+        // No height record but other records: refused at open.
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_opens_once_and_reopens_at_once_after_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Locked { .. })
+        ));
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v")],
+        );
+        store.commit(&batch).unwrap();
+        // Close and reopen in a tight loop: sled's lock outlives its handle briefly.
+        drop(store);
+        for _ in 0..20 {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.height(), Seq(1));
+        }
+    }
+}

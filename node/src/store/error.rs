@@ -1,0 +1,101 @@
+//! Why a store operation failed.
+
+use runnel_runtime::StateError;
+
+use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX};
+use crate::ids::Seq;
+
+/// Most characters of a namespace quoted in an error; longer ones are cut.
+const QUOTE_CHARS_MAX: usize = 64;
+
+/// A store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// sled reported an I/O or storage failure.
+    #[error("storage failure: {0}")]
+    Sled(String),
+    /// Another open store (in this process or another) holds the directory's lock.
+    #[error("store at {path} is locked by another open store")]
+    Locked {
+        /// The store's directory.
+        path: String,
+    },
+    /// A stored record does not decode: the database is damaged. Nothing built on it
+    /// can be trusted, so the operation stops here.
+    #[error("stored {what} is corrupt: {detail}")]
+    Corrupt {
+        /// The kind of record.
+        what: &'static str,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A transaction's seq is not the next one.
+    #[error("transaction out of order: expected seq {expected}, got {got}")]
+    OutOfOrder {
+        /// The seq that would follow.
+        expected: Seq,
+        /// The seq given.
+        got: Seq,
+    },
+    /// A namespace is empty, longer than [`NAMESPACE_BYTES_MAX`], or holds a `0x00` byte.
+    #[error(
+        "namespace {0:?} is not valid: it must be 1 to {NAMESPACE_BYTES_MAX} bytes with no NUL byte"
+    )]
+    BadNamespace(String),
+    /// A key is longer than [`KEY_BYTES_MAX`].
+    #[error("key of {bytes} bytes is longer than the {KEY_BYTES_MAX} bytes allowed")]
+    KeyTooLong {
+        /// The key's length.
+        bytes: usize,
+    },
+    /// A commit with neither transactions nor seals.
+    #[error("nothing to commit: the batch is empty")]
+    EmptyBatch,
+    /// [`WorldState::commit_staged`](super::WorldState::commit_staged) was asked for a
+    /// height that is already durable or not yet staged.
+    #[error(
+        "cannot commit through seq {through}: durable height is {durable}, staged height is {staged}"
+    )]
+    CommitRange {
+        /// The height asked for.
+        through: Seq,
+        /// The durable height.
+        durable: Seq,
+        /// The staged height.
+        staged: Seq,
+    },
+    /// A snapshot's answer was pruned. The pruning rule keeps every version a live
+    /// snapshot needs, so this means a bug, not a slow reader.
+    #[error("snapshot at height {height} can no longer be answered")]
+    SnapshotTooOld {
+        /// The snapshot's height.
+        height: Seq,
+    },
+}
+
+impl StoreError {
+    /// A [`StoreError::BadNamespace`] quoting at most [`QUOTE_CHARS_MAX`] characters of `ns`.
+    pub(super) fn bad_namespace(ns: &str) -> StoreError {
+        StoreError::BadNamespace(ns.chars().take(QUOTE_CHARS_MAX).collect())
+    }
+
+    /// A [`StoreError::Corrupt`].
+    pub(super) fn corrupt(what: &'static str, detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            what,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(error: sled::Error) -> Self {
+        StoreError::Sled(error.to_string())
+    }
+}
+
+impl From<StoreError> for StateError {
+    fn from(error: StoreError) -> Self {
+        StateError(error.to_string())
+    }
+}

@@ -1,0 +1,400 @@
+//! The byte layout of every record in the store's one sled tree (see the module doc), and
+//! the checked decoding of each record read back.
+
+use runnel_runtime::{Version, VersionedValue};
+
+use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX, StoreError, TxRecord};
+use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+
+/// Prefix of state records.
+const STATE: u8 = b's';
+/// Prefix of history records.
+const HISTORY: u8 = b'h';
+/// Prefix of tx-index records.
+const TX: u8 = b't';
+/// Prefix of seal records.
+pub(super) const SEAL: u8 = b'b';
+/// The metadata record holding the durable height.
+pub(super) const HEIGHT_KEY: &[u8] = b"mheight";
+
+/// Ends a namespace inside a key (namespaces never hold it).
+const NS_END: u8 = 0x00;
+/// The byte after [`NS_END`]: `prefix ns NS_AFTER` bounds all of a namespace's keys.
+const NS_AFTER: u8 = 0x01;
+
+/// Bytes of an encoded seq or block number.
+const U64_BYTES: usize = 8;
+/// Bytes of a transaction id.
+const TX_ID_BYTES: usize = 32;
+/// Bytes of an encoded tx-index record: seq, block, code, timestamp.
+const TX_RECORD_BYTES: usize = U64_BYTES + U64_BYTES + 1 + U64_BYTES;
+/// Bytes of a history value before the value itself: tag and tx id.
+const HISTORY_HEADER_BYTES: usize = 1 + TX_ID_BYTES;
+/// History tag of a put.
+const TAG_PUT: u8 = 0;
+/// History tag of a delete.
+const TAG_DELETE: u8 = 1;
+
+/// Refuses a namespace that is empty, too long, or holds the separator byte.
+pub(super) fn check_namespace(ns: &str) -> Result<(), StoreError> {
+    let ok = !ns.is_empty() && ns.len() <= NAMESPACE_BYTES_MAX && !ns.as_bytes().contains(&NS_END);
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::bad_namespace(ns))
+    }
+}
+
+/// Refuses a key longer than [`KEY_BYTES_MAX`].
+pub(super) fn check_key(key: &[u8]) -> Result<(), StoreError> {
+    if key.len() <= KEY_BYTES_MAX {
+        Ok(())
+    } else {
+        Err(StoreError::KeyTooLong { bytes: key.len() })
+    }
+}
+
+/// `prefix ns 0x00`: what every key of namespace `ns` under `prefix` starts with.
+fn ns_prefix(prefix: u8, ns: &str, extra: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + ns.len() + extra);
+    out.push(prefix);
+    out.extend_from_slice(ns.as_bytes());
+    out.push(NS_END);
+    out
+}
+
+/// Length of the prefix of `ns`'s state keys, before the key itself.
+pub(super) fn state_prefix_len(ns: &str) -> usize {
+    2 + ns.len()
+}
+
+/// The state record key of `key` in `ns`. The overlay uses the same bytes, so both sort
+/// alike and merge in one pass.
+pub(super) fn state_key(ns: &str, key: &[u8]) -> Vec<u8> {
+    let mut out = ns_prefix(STATE, ns, key.len());
+    out.extend_from_slice(key);
+    out
+}
+
+/// The state record keys bounding `start <= key < end` in `ns` (`end = None`: to the
+/// namespace's end), or `None` when the range is empty.
+pub(super) fn state_range(
+    ns: &str,
+    start: &[u8],
+    end: Option<&[u8]>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let upper = match end {
+        Some(end) if end <= start => return None,
+        Some(end) => state_key(ns, end),
+        None => {
+            let mut upper = ns_prefix(STATE, ns, 0);
+            // Only keys starting `ns 0x00` sort between `ns 0x00` and `ns 0x01`, and as no
+            // namespace holds 0x00, those are exactly the keys of `ns`.
+            if let Some(last) = upper.last_mut() {
+                *last = NS_AFTER;
+            }
+            upper
+        }
+    };
+    Some((state_key(ns, start), upper))
+}
+
+/// A state record's value: the writing seq, then the value.
+pub(super) fn encode_state_value(seq: Seq, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(U64_BYTES + value.len());
+    out.extend_from_slice(&seq.0.to_be_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+/// Decodes a state record's value.
+pub(super) fn decode_state_value(bytes: &[u8]) -> Result<VersionedValue, StoreError> {
+    let (seq, value) = split_u64(bytes).ok_or_else(|| {
+        StoreError::corrupt(
+            "state value",
+            format!("{} bytes, fewer than a seq", bytes.len()),
+        )
+    })?;
+    // Seq 0 means "before the first transaction": nothing can have written it.
+    if seq == 0 {
+        return Err(StoreError::corrupt("state value", "version is seq 0"));
+    }
+    Ok(VersionedValue {
+        value: value.to_vec(),
+        version: Version::from_seq(seq),
+    })
+}
+
+/// Decodes a state record's key into the contract key, given its namespace prefix length.
+pub(super) fn state_key_suffix(record_key: &[u8], prefix_len: usize) -> Result<&[u8], StoreError> {
+    record_key
+        .get(prefix_len..)
+        .ok_or_else(|| StoreError::corrupt("state key", "shorter than its namespace prefix"))
+}
+
+/// `'h' ns 0x00 len(key) key`: what every history record of `key` starts with.
+pub(super) fn history_prefix(ns: &str, key: &[u8]) -> Vec<u8> {
+    let mut out = ns_prefix(HISTORY, ns, 4 + key.len() + U64_BYTES);
+    // `check_key` bounds keys far below u32::MAX; the conversion cannot fail after it.
+    let len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(key);
+    out
+}
+
+/// The history record key of the write of `key` at `seq`.
+pub(super) fn history_key(ns: &str, key: &[u8], seq: Seq) -> Vec<u8> {
+    let mut out = history_prefix(ns, key);
+    out.extend_from_slice(&(u64::MAX - seq.0).to_be_bytes());
+    out
+}
+
+/// The first history record key with a seq below `before`, for paging (`None` when no
+/// seq is below it).
+pub(super) fn history_start(prefix: &[u8], before: Option<Seq>) -> Option<Vec<u8>> {
+    let mut start = prefix.to_vec();
+    match before {
+        None => {}
+        Some(Seq(0)) => return None,
+        // Seqs below `before` are inverted to values from u64::MAX - (before - 1) up.
+        Some(Seq(before)) => start.extend_from_slice(&(u64::MAX - (before - 1)).to_be_bytes()),
+    }
+    Some(start)
+}
+
+/// The seq of a history record key found under `prefix`.
+pub(super) fn decode_history_seq(record_key: &[u8], prefix_len: usize) -> Result<Seq, StoreError> {
+    let tail = record_key.get(prefix_len..).unwrap_or_default();
+    match <[u8; U64_BYTES]>::try_from(tail) {
+        Ok(inverted) => Ok(Seq(u64::MAX - u64::from_be_bytes(inverted))),
+        Err(_) => Err(StoreError::corrupt(
+            "history key",
+            format!("{} bytes after the key, not a seq", tail.len()),
+        )),
+    }
+}
+
+/// A history record's value: tag, tx id, value (empty for a delete).
+pub(super) fn encode_history_value(tx_id: &TxId, value: Option<&[u8]>) -> Vec<u8> {
+    let body = value.unwrap_or_default();
+    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + body.len());
+    out.push(if value.is_some() { TAG_PUT } else { TAG_DELETE });
+    out.extend_from_slice(tx_id.as_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Decodes a history record's value into the writing tx id and the value written.
+pub(super) fn decode_history_value(bytes: &[u8]) -> Result<(TxId, Option<Vec<u8>>), StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("history value", detail);
+    if bytes.len() < HISTORY_HEADER_BYTES {
+        return Err(corrupt(format!(
+            "{} bytes, fewer than its header",
+            bytes.len()
+        )));
+    }
+    let (header, body) = bytes.split_at(HISTORY_HEADER_BYTES);
+    let mut id = [0u8; TX_ID_BYTES];
+    id.copy_from_slice(&header[1..]);
+    match header[0] {
+        TAG_PUT => Ok((TxId(id), Some(body.to_vec()))),
+        TAG_DELETE if body.is_empty() => Ok((TxId(id), None)),
+        TAG_DELETE => Err(corrupt(format!("a delete carrying {} bytes", body.len()))),
+        tag => Err(corrupt(format!("unknown tag {tag}"))),
+    }
+}
+
+/// The tx-index record key of `tx_id`.
+pub(super) fn tx_key(tx_id: &TxId) -> [u8; 1 + TX_ID_BYTES] {
+    let mut out = [0u8; 1 + TX_ID_BYTES];
+    out[0] = TX;
+    out[1..].copy_from_slice(tx_id.as_bytes());
+    out
+}
+
+/// A tx-index record's value.
+pub(super) fn encode_tx_record(record: &TxRecord) -> [u8; TX_RECORD_BYTES] {
+    let mut out = [0u8; TX_RECORD_BYTES];
+    out[..8].copy_from_slice(&record.seq.0.to_be_bytes());
+    out[8..16].copy_from_slice(&record.block.0.to_be_bytes());
+    out[16] = record.code as u8;
+    out[17..].copy_from_slice(&record.timestamp_ms.to_be_bytes());
+    out
+}
+
+/// Decodes the tx-index record of `tx_id`.
+pub(super) fn decode_tx_record(tx_id: TxId, bytes: &[u8]) -> Result<TxRecord, StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("tx record", detail);
+    let bytes = <[u8; TX_RECORD_BYTES]>::try_from(bytes)
+        .map_err(|_| corrupt(format!("{} bytes, not {TX_RECORD_BYTES}", bytes.len())))?;
+    let u64_at = |at: usize| {
+        let mut word = [0u8; U64_BYTES];
+        word.copy_from_slice(&bytes[at..at + U64_BYTES]);
+        u64::from_be_bytes(word)
+    };
+    let code = ValidationCode::from_u8(bytes[16])
+        .ok_or_else(|| corrupt(format!("unknown validation code {}", bytes[16])))?;
+    let seq = u64_at(0);
+    if seq == 0 {
+        return Err(corrupt("seq 0".to_string()));
+    }
+    Ok(TxRecord {
+        tx_id,
+        seq: Seq(seq),
+        block: BlockNumber(u64_at(8)),
+        code,
+        timestamp_ms: u64_at(17),
+    })
+}
+
+/// The seal record key of block `number`.
+pub(super) fn seal_key(number: BlockNumber) -> [u8; 1 + U64_BYTES] {
+    let mut out = [0u8; 1 + U64_BYTES];
+    out[0] = SEAL;
+    out[1..].copy_from_slice(&number.0.to_be_bytes());
+    out
+}
+
+/// Decodes a seal record key into its block number.
+pub(super) fn decode_seal_key(bytes: &[u8]) -> Result<BlockNumber, StoreError> {
+    match bytes.split_first() {
+        Some((&SEAL, number)) => match <[u8; U64_BYTES]>::try_from(number) {
+            Ok(number) => Ok(BlockNumber(u64::from_be_bytes(number))),
+            Err(_) => Err(StoreError::corrupt(
+                "seal key",
+                format!("{} bytes, not a block number", number.len()),
+            )),
+        },
+        _ => Err(StoreError::corrupt("seal key", "wrong prefix")),
+    }
+}
+
+/// The height record's value.
+pub(super) fn encode_height(height: Seq) -> [u8; U64_BYTES] {
+    height.0.to_be_bytes()
+}
+
+/// Decodes the height record's value.
+pub(super) fn decode_height(bytes: &[u8]) -> Result<Seq, StoreError> {
+    <[u8; U64_BYTES]>::try_from(bytes)
+        .map(|word| Seq(u64::from_be_bytes(word)))
+        .map_err(|_| StoreError::corrupt("height", format!("{} bytes, not a seq", bytes.len())))
+}
+
+/// Splits a leading big-endian u64 off `bytes`.
+fn split_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (word, rest) = bytes.split_first_chunk::<U64_BYTES>()?;
+    Some((u64::from_be_bytes(*word), rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_checked() {
+        assert!(check_namespace("token").is_ok());
+        assert!(check_namespace(&"n".repeat(NAMESPACE_BYTES_MAX)).is_ok());
+        for bad in ["", "a\0b", "\0"] {
+            assert_eq!(
+                check_namespace(bad),
+                Err(StoreError::BadNamespace(bad.to_string()))
+            );
+        }
+        assert!(check_namespace(&"n".repeat(NAMESPACE_BYTES_MAX + 1)).is_err());
+    }
+
+    #[test]
+    fn state_keys_of_different_namespaces_never_collide() {
+        // ns "a" key "b\0c" against ns "ab" key "c"; ns "a\0b" key "c" would be the same
+        // bytes, which is why `check_namespace` refuses it.
+        assert_ne!(state_key("a", b"b\0c"), state_key("ab", b"c"));
+        assert_eq!(state_key("a", b"b\0c"), state_key("a\0b", b"c"));
+        assert!(check_namespace("a\0b").is_err());
+        // Every key of `a` sorts inside `a`'s range, every key of `ab` or `a\x01` outside.
+        let (lo, hi) = state_range("a", b"", None).unwrap();
+        for key in [&b""[..], b"\0", b"\xff\xff", b"b\0c"] {
+            let k = state_key("a", key);
+            assert!(lo <= k && k < hi);
+        }
+        for (ns, key) in [
+            ("ab", &b""[..]),
+            ("a\u{1}", b""),
+            ("a\u{1}x", b"\xff"),
+            ("b", b""),
+        ] {
+            let k = state_key(ns, key);
+            assert!(!(lo <= k && k < hi), "{ns:?} {key:?}");
+        }
+        assert_eq!(state_range("a", b"b", Some(b"b")), None);
+        assert_eq!(state_range("a", b"c", Some(b"b")), None);
+    }
+
+    #[test]
+    fn history_keys_sort_newest_first_and_stay_within_their_key() {
+        let newer = history_key("ns", b"k", Seq(9));
+        let older = history_key("ns", b"k", Seq(3));
+        assert!(newer < older);
+        let prefix = history_prefix("ns", b"k");
+        assert!(newer.starts_with(&prefix));
+        // The longer key "k\0..." shares the byte prefix of "k" but not its length.
+        assert!(!history_key("ns", b"k\0\0\0\0\0\0\0\0", Seq(1)).starts_with(&prefix));
+        assert_eq!(decode_history_seq(&newer, prefix.len()), Ok(Seq(9)));
+        assert!(decode_history_seq(&prefix, prefix.len()).is_err());
+        let start = history_start(&prefix, Some(Seq(9))).unwrap();
+        assert!(start > newer && start <= older);
+        assert_eq!(history_start(&prefix, Some(Seq(0))), None);
+    }
+
+    #[test]
+    fn values_round_trip_and_garbage_is_corrupt() {
+        let v = decode_state_value(&encode_state_value(Seq(7), b"hello")).unwrap();
+        assert_eq!(v.value, b"hello");
+        assert_eq!(v.version, Version::from_seq(7));
+        assert!(matches!(
+            decode_state_value(b"short"),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(decode_state_value(&encode_state_value(Seq(0), b"x")).is_err());
+
+        let id = TxId([7; 32]);
+        assert_eq!(
+            decode_history_value(&encode_history_value(&id, Some(b"v"))),
+            Ok((id, Some(b"v".to_vec())))
+        );
+        assert_eq!(
+            decode_history_value(&encode_history_value(&id, None)),
+            Ok((id, None))
+        );
+        let mut bad = encode_history_value(&id, None);
+        bad.push(1);
+        assert!(decode_history_value(&bad).is_err());
+        bad[0] = 9;
+        assert!(decode_history_value(&bad).is_err());
+        assert!(decode_history_value(&[0; 5]).is_err());
+
+        let record = TxRecord {
+            tx_id: id,
+            seq: Seq(5),
+            block: BlockNumber(2),
+            code: ValidationCode::MvccReadConflict,
+            timestamp_ms: 1_700_000_000_000,
+        };
+        assert_eq!(
+            decode_tx_record(id, &encode_tx_record(&record)),
+            Ok(record.clone())
+        );
+        let mut bad = encode_tx_record(&record);
+        bad[16] = 200;
+        assert!(decode_tx_record(id, &bad).is_err());
+        assert!(decode_tx_record(id, &bad[..10]).is_err());
+
+        assert_eq!(
+            decode_seal_key(&seal_key(BlockNumber(42))),
+            Ok(BlockNumber(42))
+        );
+        assert!(decode_seal_key(b"b123").is_err());
+        assert_eq!(decode_height(&encode_height(Seq(11))), Ok(Seq(11)));
+        assert!(decode_height(b"1234").is_err());
+    }
+}

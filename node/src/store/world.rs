@@ -1,0 +1,471 @@
+//! [`WorldState`]: the durable store plus the staged overlay, read through [`Snapshot`]s.
+
+use std::cmp::Ordering as KeyOrder;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use runnel_runtime::{NsRwSet, StateError, StateView, VersionedValue};
+
+use super::overlay::{Chain, Overlay};
+use super::{CommitBatch, Store, StoreError, TxRecord, keys, lock, read, write};
+use crate::ids::{BlockNumber, Seq, TxId};
+
+/// A staged transaction, kept until it is durable.
+#[derive(Debug)]
+struct StagedTx {
+    /// Its record.
+    record: TxRecord,
+    /// Its writes (namespace and writes only; none for an invalid transaction).
+    writes: Vec<NsRwSet>,
+}
+
+/// Staged transactions not yet durable.
+#[derive(Debug, Default)]
+struct StagedTxs {
+    /// By seq, for [`WorldState::commit_staged`].
+    by_seq: BTreeMap<u64, StagedTx>,
+    /// By id, for [`WorldState::tx`]: the first record of each id not yet durable.
+    by_id: HashMap<TxId, TxRecord>,
+}
+
+/// What a [`WorldState`] and its snapshots share.
+struct Inner {
+    /// The durable state.
+    store: Store,
+    /// Chains of the keys written by staged transactions (and of keys a live snapshot
+    /// still needs an older version of).
+    overlay: RwLock<Overlay>,
+    /// Staged transactions not yet durable.
+    txs: RwLock<StagedTxs>,
+    /// The last staged seq. Published after the transaction's writes are in the overlay.
+    staged_height: AtomicU64,
+    /// Heights of live snapshots, with how many snapshots hold each. A snapshot takes its
+    /// height under this lock, so pruning never misses one.
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Serialises [`WorldState::stage`]: chains are created only there.
+    stage_lock: Mutex<()>,
+    /// Serialises [`WorldState::commit_staged`].
+    commit_lock: Mutex<()>,
+}
+
+/// Durable state plus the staged overlay: what endorsers and the validator read.
+///
+/// One thread at a time stages and one at a time commits (each is serialised anyway);
+/// any number of threads read through snapshots meanwhile.
+pub struct WorldState {
+    /// Shared with every snapshot, which may outlive this handle.
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WorldState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorldState")
+            .field("durable_height", &self.durable_height())
+            .field("staged_height", &self.staged_height())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorldState {
+    /// Opens (creating if needed) the store in directory `dir`, with nothing staged.
+    pub fn open(dir: &Path) -> Result<WorldState, StoreError> {
+        let store = Store::open(dir)?;
+        let height = store.height().0;
+        Ok(WorldState {
+            inner: Arc::new(Inner {
+                store,
+                overlay: RwLock::new(Overlay::default()),
+                txs: RwLock::new(StagedTxs::default()),
+                staged_height: AtomicU64::new(height),
+                snapshots: Mutex::new(BTreeMap::new()),
+                stage_lock: Mutex::new(()),
+                commit_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The durable store underneath (commit through [`WorldState::commit_staged`] only).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The last staged seq (`>=` the durable height).
+    pub fn staged_height(&self) -> Seq {
+        Seq(self.inner.staged_height.load(Ordering::Acquire))
+    }
+
+    /// The last durable seq.
+    pub fn durable_height(&self) -> Seq {
+        self.inner.store.height()
+    }
+
+    /// Stages the transaction `record` with its `writes`: new snapshots see it at once.
+    /// `record.seq` must be `staged_height + 1`. Only a valid transaction's writes (the
+    /// `writes` of each [`NsRwSet`]) apply; an invalid one keeps its record only. A refused
+    /// transaction changes nothing.
+    pub fn stage(&self, record: TxRecord, writes: &[NsRwSet]) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        let _stage = lock(&inner.stage_lock);
+        let expected = self.staged_height().next();
+        if record.seq != expected {
+            return Err(StoreError::OutOfOrder {
+                expected,
+                got: record.seq,
+            });
+        }
+        let seq = record.seq;
+        let kept: Vec<NsRwSet> = if record.code.is_valid() {
+            writes
+                .iter()
+                .filter(|set| !set.writes.is_empty())
+                .map(|set| NsRwSet {
+                    namespace: set.namespace.clone(),
+                    writes: set.writes.clone(),
+                    ..NsRwSet::default()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut updates = Vec::new();
+        for set in &kept {
+            keys::check_namespace(&set.namespace)?;
+            for write in &set.writes {
+                keys::check_key(&write.key)?;
+                let value = (!write.is_delete).then(|| write.value.clone());
+                updates.push((keys::state_key(&set.namespace, &write.key), value));
+            }
+        }
+
+        // Bases of keys without a chain, read before taking the write lock so readers
+        // wait less. With no chain, a key has no pending write and only this (serialised)
+        // function creates chains, so the value read stays the key's durable value.
+        let missing: Vec<&[u8]> = {
+            let overlay = read(&inner.overlay);
+            updates
+                .iter()
+                .map(|(key, _)| key.as_slice())
+                .filter(|key| !overlay.contains(key))
+                .collect()
+        };
+        let mut bases = HashMap::with_capacity(missing.len());
+        for key in missing {
+            bases.insert(key.to_vec(), self.durable_base(key)?);
+        }
+        let first_of_id = !read(&inner.txs).by_id.contains_key(&record.tx_id)
+            && inner.store.tx(&record.tx_id)?.is_none();
+
+        {
+            let mut overlay = write(&inner.overlay);
+            // A prune may have dropped a chain since: its base is then what sled holds.
+            // Read those first, so that nothing changes unless everything can.
+            for (key, _) in &updates {
+                if !overlay.contains(key) && !bases.contains_key(key) {
+                    bases.insert(key.clone(), self.durable_base(key)?);
+                }
+            }
+            for (key, value) in updates {
+                let base = bases.remove(&key);
+                let chain = overlay.chain_or_insert(key, || {
+                    base.unwrap_or_else(|| Chain::with_base(Seq::ZERO, None))
+                });
+                chain.push(seq, value);
+            }
+        }
+        {
+            let mut txs = write(&inner.txs);
+            if first_of_id {
+                txs.by_id.insert(record.tx_id, record.clone());
+            }
+            txs.by_seq.insert(
+                seq.0,
+                StagedTx {
+                    record,
+                    writes: kept,
+                },
+            );
+        }
+        // Last: a snapshot at this height finds every write of the transaction.
+        inner.staged_height.store(seq.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the staged transactions `durable_height + 1 ..= through` durable, with
+    /// `seals`, in one [`Store::commit`], then prunes the overlay. With nothing to commit
+    /// (`through` is the durable height and no seals), only prunes.
+    pub fn commit_staged(
+        &self,
+        through: Seq,
+        seals: Vec<(BlockNumber, Vec<u8>)>,
+    ) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        let _commit = lock(&inner.commit_lock);
+        let durable = self.durable_height();
+        let staged = self.staged_height();
+        if through < durable || through > staged {
+            return Err(StoreError::CommitRange {
+                through,
+                durable,
+                staged,
+            });
+        }
+        if through == durable && seals.is_empty() {
+            self.prune();
+            return Ok(());
+        }
+
+        let taken = {
+            let mut txs = write(&inner.txs);
+            let rest = txs.by_seq.split_off(&(through.0 + 1));
+            std::mem::replace(&mut txs.by_seq, rest)
+        };
+        // Staged seqs are contiguous and only commits remove them, oldest first.
+        assert!(
+            taken.keys().copied().eq(durable.0 + 1..=through.0),
+            "staged transactions do not run from the durable height to {through}"
+        );
+        let mut batch = CommitBatch::new();
+        for (_, staged_tx) in taken {
+            batch.push_tx(staged_tx.record, staged_tx.writes);
+        }
+        for (number, seal) in seals {
+            batch.push_seal(number, seal);
+        }
+        if let Err(error) = inner.store.commit(&batch) {
+            // Put them back, so a retry commits the same transactions.
+            let mut txs = write(&inner.txs);
+            for (record, writes) in batch.txs {
+                txs.by_seq.insert(record.seq.0, StagedTx { record, writes });
+            }
+            return Err(error);
+        }
+        {
+            // Durable now: `Store::tx` answers for them.
+            let mut txs = write(&inner.txs);
+            for (record, _) in &batch.txs {
+                if txs
+                    .by_id
+                    .get(&record.tx_id)
+                    .is_some_and(|r| r.seq == record.seq)
+                {
+                    txs.by_id.remove(&record.tx_id);
+                }
+            }
+        }
+        self.prune();
+        Ok(())
+    }
+
+    /// A consistent view at the current staged height.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut live = lock(&self.inner.snapshots);
+        // Taken under the registry lock: a prune reads the registry either before (and
+        // then the durable height it prunes to is <= this height) or after this insert.
+        let height = self.inner.staged_height.load(Ordering::Acquire);
+        *live.entry(height).or_insert(0) += 1;
+        drop(live);
+        Snapshot {
+            shared: Arc::new(SnapshotInner {
+                world: Arc::clone(&self.inner),
+                height: Seq(height),
+            }),
+        }
+    }
+
+    /// The record of transaction `tx_id`, staged or durable: the first one with that id.
+    pub fn tx(&self, tx_id: &TxId) -> Result<Option<TxRecord>, StoreError> {
+        // Staged first: a commit writes sled before it forgets the staged record, so the
+        // record is always in one of the two.
+        if let Some(record) = read(&self.inner.txs).by_id.get(tx_id) {
+            return Ok(Some(record.clone()));
+        }
+        self.inner.store.tx(tx_id)
+    }
+
+    /// Number of keys the overlay holds a chain for (for tests and metrics).
+    pub fn staged_keys(&self) -> usize {
+        read(&self.inner.overlay).len()
+    }
+
+    /// Prunes the overlay (rule in the module doc).
+    fn prune(&self) {
+        let oldest = lock(&self.inner.snapshots).keys().next().copied();
+        let floor = Seq(self.durable_height().0.min(oldest.unwrap_or(u64::MAX)));
+        write(&self.inner.overlay).prune(floor);
+    }
+
+    /// The durable value under `state_key`, as a chain base.
+    fn durable_base(&self, state_key: &[u8]) -> Result<Chain, StoreError> {
+        Ok(match self.inner.store.get_state(state_key)? {
+            Some(found) => Chain::with_base(Seq(found.version.seq), Some(found.value)),
+            None => Chain::with_base(Seq::ZERO, None),
+        })
+    }
+}
+
+/// A snapshot's registration, dropped with its last clone.
+struct SnapshotInner {
+    /// The state it reads.
+    world: Arc<Inner>,
+    /// Its height.
+    height: Seq,
+}
+
+impl Drop for SnapshotInner {
+    fn drop(&mut self) {
+        let mut live = lock(&self.world.snapshots);
+        if let Some(count) = live.get_mut(&self.height.0) {
+            *count -= 1;
+            if *count == 0 {
+                live.remove(&self.height.0);
+            }
+        }
+    }
+}
+
+/// A consistent, immutable view of the state at one height. Cheap to clone.
+#[derive(Clone)]
+pub struct Snapshot {
+    /// Shared by the clones; the last one deregisters the height.
+    shared: Arc<SnapshotInner>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("height", &self.height())
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// The height it reads at: it sees exactly the transactions `1..=height`.
+    pub fn height(&self) -> Seq {
+        self.shared.height
+    }
+
+    /// The value of `key` in `ns` at this snapshot's height.
+    pub fn get(&self, ns: &str, key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        keys::check_namespace(ns)?;
+        let state_key = keys::state_key(ns, key);
+        let world = &*self.shared.world;
+        // Held across the sled read: with no chain the key has no pending write, and no
+        // chain can appear while the lock is held, so sled's record is the key's latest.
+        let overlay = read(&world.overlay);
+        match overlay.get(&state_key) {
+            Some(chain) => chain.at(self.height()).ok_or_else(|| self.too_old()),
+            None => self.check_durable(world.store.get_state(&state_key)?),
+        }
+    }
+
+    /// Up to `limit` entries of `ns` with `start <= key < end` (`end = None`: to the
+    /// namespace's end) at this snapshot's height, in ascending key order.
+    pub fn scan(
+        &self,
+        ns: &str,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StoreError> {
+        keys::check_namespace(ns)?;
+        let Some((lo, hi)) = keys::state_range(ns, start, end) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let prefix_len = keys::state_prefix_len(ns);
+        let world = &*self.shared.world;
+        // Held for the whole merge, for the reason given in `get`.
+        let overlay = read(&world.overlay);
+        let mut staged_iter = overlay.range(&lo, &hi);
+        let mut durable_iter = world.store.state_range(lo.clone(), hi.clone());
+        let mut staged = staged_iter.next();
+        let mut durable = durable_iter.next().transpose()?;
+        let mut out = Vec::new();
+        while out.len() < limit {
+            // Which side holds the next key; on a tie the overlay answers for the key.
+            let order = match (&staged, &durable) {
+                (None, None) => break,
+                (Some(_), None) => KeyOrder::Less,
+                (None, Some(_)) => KeyOrder::Greater,
+                (Some((staged_key, _)), Some((durable_key, _))) => {
+                    staged_key.as_slice().cmp(&durable_key[..])
+                }
+            };
+            if order == KeyOrder::Greater {
+                if let Some((key, value)) = durable.take() {
+                    let found = keys::decode_state_value(&value)?;
+                    if let Some(found) = self.check_durable(Some(found))? {
+                        out.push((keys::state_key_suffix(&key, prefix_len)?.to_vec(), found));
+                    }
+                }
+                durable = durable_iter.next().transpose()?;
+                continue;
+            }
+            if let Some((key, chain)) = staged.take() {
+                if let Some(found) = chain.at(self.height()).ok_or_else(|| self.too_old())? {
+                    out.push((keys::state_key_suffix(key, prefix_len)?.to_vec(), found));
+                }
+            }
+            staged = staged_iter.next();
+            if order == KeyOrder::Equal {
+                durable = durable_iter.next().transpose()?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A [`StateView`] of namespace `ns` at this snapshot (errors, such as a bad
+    /// namespace, come from its reads).
+    pub fn view(&self, ns: &str) -> Arc<dyn StateView> {
+        Arc::new(NamespaceView {
+            snapshot: self.clone(),
+            namespace: ns.to_string(),
+        })
+    }
+
+    /// A durable record read for a key without a chain. Its version cannot be above the
+    /// height: the write would have had a chain, kept while this snapshot lives.
+    fn check_durable(
+        &self,
+        found: Option<VersionedValue>,
+    ) -> Result<Option<VersionedValue>, StoreError> {
+        match found {
+            Some(found) if found.version.seq > self.height().0 => Err(self.too_old()),
+            found => Ok(found),
+        }
+    }
+
+    /// The error for an answer the overlay no longer holds.
+    fn too_old(&self) -> StoreError {
+        StoreError::SnapshotTooOld {
+            height: self.height(),
+        }
+    }
+}
+
+/// One namespace of a snapshot, as the runtime reads it.
+struct NamespaceView {
+    /// The snapshot read.
+    snapshot: Snapshot,
+    /// The namespace.
+    namespace: String,
+}
+
+impl StateView for NamespaceView {
+    fn get(&self, key: &[u8]) -> Result<Option<VersionedValue>, StateError> {
+        Ok(self.snapshot.get(&self.namespace, key)?)
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StateError> {
+        Ok(self.snapshot.scan(&self.namespace, start, end, limit)?)
+    }
+}
