@@ -100,10 +100,11 @@ fn setup() -> Setup {
             tx::sign_proposal(&client, &proposal)
         })
         .collect();
+    let peer_endorser = Arc::new(endorser(org1.signer(Role::Peer).expect("peer")));
     Setup {
         _dir: dir,
         state,
-        endorser: Arc::new(endorser(org1.signer(Role::Peer).expect("peer"))),
+        endorser: peer_endorser,
         runtime,
         proposals,
         msp,
