@@ -569,7 +569,7 @@ fn world_state_and_snapshots_are_shareable() {
 /// deletes both), plus a spread of other keys. So at any height `h`, a consistent view has
 /// `a == b == h`, or neither when `h` is a multiple of five.
 fn pair_writes(seq: u64) -> Vec<NsRwSet> {
-    let pair = if seq % 5 == 0 {
+    let pair = if seq.is_multiple_of(5) {
         vec![del(b"a"), del(b"b")]
     } else {
         let value = seq.to_be_bytes();
@@ -586,7 +586,7 @@ fn check_pair(snapshot: &Snapshot) {
     let height = snapshot.height().0;
     let a = snapshot.get("pair", b"a").unwrap();
     let b = snapshot.get("pair", b"b").unwrap();
-    let expected = (height % 5 != 0).then(|| vv(&height.to_be_bytes(), height));
+    let expected = (!height.is_multiple_of(5)).then(|| vv(&height.to_be_bytes(), height));
     assert_eq!(a, expected, "a at height {height}");
     assert_eq!(b, expected, "b at height {height}");
     let scan = snapshot.scan("pair", b"", None, 10).unwrap();
@@ -625,10 +625,10 @@ fn concurrent_readers_always_see_a_consistent_height() {
                     check_pair(&snapshot);
                     // Hold a few snapshots across commits and read them again later.
                     held.push_back(snapshot);
-                    if held.len() > 4 + reader * 3 {
-                        if let Some(old) = held.pop_front() {
-                            check_pair(&old);
-                        }
+                    if held.len() > 4 + reader * 3
+                        && let Some(old) = held.pop_front()
+                    {
+                        check_pair(&old);
                     }
                     checks += 1;
                 }

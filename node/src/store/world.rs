@@ -405,10 +405,10 @@ impl Snapshot {
                 durable = durable_iter.next().transpose()?;
                 continue;
             }
-            if let Some((key, chain)) = staged.take() {
-                if let Some(found) = chain.at(self.height()).ok_or_else(|| self.too_old())? {
-                    out.push((keys::state_key_suffix(key, prefix_len)?.to_vec(), found));
-                }
+            if let Some((key, chain)) = staged.take()
+                && let Some(found) = chain.at(self.height()).ok_or_else(|| self.too_old())?
+            {
+                out.push((keys::state_key_suffix(key, prefix_len)?.to_vec(), found));
             }
             staged = staged_iter.next();
             if order == KeyOrder::Equal {
