@@ -1,10 +1,15 @@
-//! Generates the transaction types from node/proto. The read/write-set messages they embed
-//! are generated once, in runnel-runtime, and referred to from here.
+//! Generates the transaction and block types from node/proto. The read/write-set messages
+//! they embed are generated once, in runnel-runtime, and referred to from here.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = "proto";
-    let file = "proto/runnel/v1/transaction.proto";
-    println!("cargo:rerun-if-changed={file}");
+    let files = [
+        "proto/runnel/v1/transaction.proto",
+        "proto/runnel/v1/block.proto",
+    ];
+    for file in files {
+        println!("cargo:rerun-if-changed={file}");
+    }
     println!("cargo:rerun-if-changed=proto/runnel/v1/rwset.proto");
     let mut config = prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
@@ -22,6 +27,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             format!("::runnel_runtime::proto::{message}"),
         );
     }
-    config.compile_protos(&[file], &[proto_root])?;
+    config.compile_protos(&files, &[proto_root])?;
     Ok(())
 }

@@ -21,7 +21,6 @@
 //! signatures of many proposals in one Ed25519 batch.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ed25519_dalek::{Signature, VerifyingKey};
 use prost::Message;
@@ -130,12 +129,7 @@ impl EndorseError {
             EndorseError::TooLarge { .. } => "PROPOSAL_TOO_LARGE",
             EndorseError::Malformed(_) => "BAD_PAYLOAD",
             EndorseError::WrongChannel { .. } => "WRONG_CHANNEL",
-            EndorseError::Creator(error) => match error {
-                IdentityError::OutsideValidity { .. } => "EXPIRED_CERTIFICATE",
-                IdentityError::WrongRole { .. } => "ACCESS_DENIED",
-                IdentityError::BadSignature { .. } => "BAD_CREATOR_SIGNATURE",
-                _ => "BAD_CREATOR",
-            },
+            EndorseError::Creator(error) => error.creator_code(),
             EndorseError::DuplicateTxId(_) => "DUPLICATE_TXID",
             EndorseError::ContractNotFound(_) => "CONTRACT_NOT_FOUND",
             EndorseError::Contract { error, .. } => error.code(),
@@ -195,13 +189,6 @@ impl std::fmt::Debug for Endorser {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn now_seconds() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 impl Endorser {
@@ -350,7 +337,7 @@ impl Endorser {
         }
         let creator = self
             .msp
-            .verify(&proposal.creator, now_seconds())
+            .verify(&proposal.creator, tx::now_seconds())
             .map_err(EndorseError::Creator)?;
         let roles = if proposal.contract == LIFECYCLE_NAMESPACE {
             &self.config.lifecycle_roles

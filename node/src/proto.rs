@@ -1,5 +1,6 @@
 //! Types generated from `node/proto/runnel/v1/transaction.proto` (proposals, endorsements,
-//! transactions, contract definitions), plus the read/write-set types they embed.
+//! transactions, contract definitions) and `block.proto` (ordered transactions, seals,
+//! inclusion proofs), plus the read/write-set types they embed.
 
 #![allow(missing_docs)]
 

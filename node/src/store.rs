@@ -65,6 +65,7 @@ use runnel_runtime::NsRwSet;
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 
 pub use durable::Store;
+pub(crate) use durable::open_locked;
 pub use error::StoreError;
 pub use world::{Snapshot, WorldState};
 

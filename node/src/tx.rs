@@ -71,6 +71,22 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Unix microseconds now (trace timestamps).
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Unix seconds now (certificate validity checks at admission).
+pub fn now_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// A proposal by `creator` to call `contract.function(args)` on `channel`, with a fresh
 /// random nonce and the current time.
 pub fn new_proposal(

@@ -96,3 +96,16 @@ pub enum IdentityError {
     #[error("issuing a certificate failed: {0}")]
     Issue(String),
 }
+
+impl IdentityError {
+    /// A stable name for this error when it refuses a transaction's creator or
+    /// submitter (API status details, SDK error types).
+    pub fn creator_code(&self) -> &'static str {
+        match self {
+            IdentityError::OutsideValidity { .. } => "EXPIRED_CERTIFICATE",
+            IdentityError::WrongRole { .. } => "ACCESS_DENIED",
+            IdentityError::BadSignature { .. } => "BAD_CREATOR_SIGNATURE",
+            _ => "BAD_CREATOR",
+        }
+    }
+}

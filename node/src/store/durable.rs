@@ -256,7 +256,7 @@ const SLED_RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// for its background threads, whose file handle keeps sled's lock a few milliseconds
 /// longer. So an I/O error from sled is retried for [`SLED_RELEASE_WAIT`] before it is
 /// reported; a restart of an embedded ledger in one process then never fails at random.
-fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
+pub(crate) fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
     std::fs::create_dir_all(dir).map_err(|error| StoreError::Sled(error.to_string()))?;
     let lock = File::options()
         .create(true)

@@ -1,0 +1,1223 @@
+//! Virtual blocks: signed boundaries over the ordered stream, and proofs that a
+//! transaction lies inside one.
+//!
+//! A block is not a batch that transactions wait in. The orderer gives every transaction
+//! its [`Seq`] and delivers it at once; from time to time it draws a boundary over the
+//! contiguous range of seqs since the previous boundary and signs a [`Seal`] over it. A
+//! block therefore never delays a transaction: it commits, after the fact, to what the
+//! stream already holds.
+//!
+//! Seals form a hash chain. Block 1 starts at seq 1 and its `previous_hash` is
+//! [`GENESIS_HASH`]; every later block starts at the seq after its predecessor's last, and
+//! its `previous_hash` is the SHA-256 of its predecessor's encoded `BlockSeal` bytes. The
+//! orderer signs `"runnel.seal.v1" ‖ sha256(BlockSeal bytes)`, and a peer checks each
+//! delivered seal with [`SealChain::accept`] before it moves past it.
+//!
+//! A seal's `tx_root` is the Merkle tree hash of RFC 6962 section 2.1 over the block's
+//! transactions. The leaves are the [`tx_hash`] (SHA-256) of each transaction's
+//! `SignedTransaction` bytes, in seq order, and:
+//!
+//! - the empty tree hashes to the SHA-256 of nothing;
+//! - a leaf `d` hashes to `SHA-256(0x00 ‖ d)`;
+//! - a tree of n > 1 leaves is split at k, the largest power of two smaller than n, and
+//!   hashes to `SHA-256(0x01 ‖ MTH(first k leaves) ‖ MTH(the other n - k))`.
+//!
+//! The distinct leaf and node prefixes keep a leaf from passing for an inner node.
+//! [`prove`] gives the audit path of one transaction, and [`verify_proof`] checks it
+//! against a seal (RFC 9162 section 2.1.3.2), so a client can keep proof of its
+//! transaction's place in a signed block without the rest of the block.
+
+use prost::Message;
+use sha2::{Digest, Sha256};
+
+use crate::identity::{IdentityError, Msp, Role, Signer};
+use crate::ids::{BlockNumber, Seq};
+use crate::proto::{BlockSeal, InclusionProof, SignedSeal};
+use crate::tx::{Hash, sha256};
+
+/// Domain tag of the orderer's signature over a seal.
+pub const SEAL_DOMAIN: &[u8] = b"runnel.seal.v1";
+
+/// The `previous_hash` of block 1.
+pub const GENESIS_HASH: Hash = [0; 32];
+
+/// Prefix of a leaf hash (RFC 6962 section 2.1).
+const LEAF_PREFIX: u8 = 0x00;
+/// Prefix of an inner node hash (RFC 6962 section 2.1).
+const NODE_PREFIX: u8 = 0x01;
+/// Milliseconds per second: seal timestamps are milliseconds, certificate validity seconds.
+const MS_PER_SECOND: u64 = 1_000;
+
+/// The Merkle leaf of a transaction: SHA-256 of its `SignedTransaction` bytes.
+pub fn tx_hash(signed_transaction: &[u8]) -> Hash {
+    sha256(signed_transaction)
+}
+
+fn leaf_hash(leaf: &Hash) -> Hash {
+    let mut hasher = Sha256::new();
+    hasher.update([LEAF_PREFIX]);
+    hasher.update(leaf);
+    hasher.finalize().into()
+}
+
+fn node_hash(left: &Hash, right: &Hash) -> Hash {
+    let mut hasher = Sha256::new();
+    hasher.update([NODE_PREFIX]);
+    hasher.update(left);
+    hasher.update(right);
+    hasher.finalize().into()
+}
+
+/// The largest power of two smaller than `n`, for `n > 1`.
+fn split(n: usize) -> usize {
+    1 << (n - 1).ilog2()
+}
+
+/// The RFC 6962 Merkle tree hash of `leaves` (SHA-256 of nothing for no leaves).
+pub fn merkle_root(leaves: &[Hash]) -> Hash {
+    match leaves {
+        [] => sha256(&[]),
+        [leaf] => leaf_hash(leaf),
+        _ => {
+            let k = split(leaves.len());
+            node_hash(&merkle_root(&leaves[..k]), &merkle_root(&leaves[k..]))
+        }
+    }
+}
+
+/// The RFC 6962 audit path of leaf `index`: the sibling hashes from the leaf up to the
+/// root.
+///
+/// # Panics
+///
+/// If `index >= leaves.len()`.
+pub fn inclusion_path(leaves: &[Hash], index: usize) -> Vec<Hash> {
+    assert!(
+        index < leaves.len(),
+        "leaf {index} is outside a tree of {} leaves",
+        leaves.len()
+    );
+    let mut path = Vec::new();
+    push_path(leaves, index, &mut path);
+    path
+}
+
+fn push_path(leaves: &[Hash], index: usize, path: &mut Vec<Hash>) {
+    if leaves.len() <= 1 {
+        return;
+    }
+    let k = split(leaves.len());
+    if index < k {
+        push_path(&leaves[..k], index, path);
+        path.push(merkle_root(&leaves[k..]));
+    } else {
+        push_path(&leaves[k..], index - k, path);
+        path.push(merkle_root(&leaves[..k]));
+    }
+}
+
+/// Checks that `path` proves `leaf` is leaf `index` of a tree of `count` leaves whose hash
+/// is `root` (RFC 9162 section 2.1.3.2). False on any inconsistency, never a panic.
+pub fn verify_inclusion(leaf: &Hash, index: u64, count: u64, path: &[Hash], root: &Hash) -> bool {
+    if index >= count {
+        return false;
+    }
+    let mut node = index;
+    let mut last = count - 1;
+    let mut hash = leaf_hash(leaf);
+    for sibling in path {
+        if last == 0 {
+            return false;
+        }
+        if node & 1 == 1 || node == last {
+            hash = node_hash(sibling, &hash);
+            while node & 1 == 0 && node != 0 {
+                node >>= 1;
+                last >>= 1;
+            }
+        } else {
+            hash = node_hash(&hash, sibling);
+        }
+        node >>= 1;
+        last >>= 1;
+    }
+    last == 0 && hash == *root
+}
+
+/// A block's seal: the range of the stream it covers, the seal before it, and the Merkle
+/// root over its transactions. Encoded as a `BlockSeal`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seal {
+    /// The block's number: 1, 2, 3, ...
+    pub number: BlockNumber,
+    /// The first transaction's seq.
+    pub first: Seq,
+    /// The last transaction's seq (inclusive).
+    pub last: Seq,
+    /// SHA-256 of the previous block's `BlockSeal` bytes; [`GENESIS_HASH`] for block 1.
+    pub previous_hash: Hash,
+    /// [`merkle_root`] over the [`tx_hash`] of each transaction, in seq order.
+    pub tx_root: Hash,
+    /// Unix milliseconds, the orderer's clock when it sealed.
+    pub timestamp_ms: u64,
+}
+
+impl Seal {
+    /// The seal of block `number` over `tx_hashes` (seqs first..=first+len-1), chained to
+    /// `previous_hash`.
+    ///
+    /// # Panics
+    ///
+    /// If `tx_hashes` is empty: a block holds at least one transaction.
+    pub fn new(
+        number: BlockNumber,
+        first: Seq,
+        tx_hashes: &[Hash],
+        previous_hash: Hash,
+        timestamp_ms: u64,
+    ) -> Seal {
+        assert!(
+            !tx_hashes.is_empty(),
+            "a block holds at least one transaction"
+        );
+        Seal {
+            number,
+            first,
+            last: Seq(first.0 + (tx_hashes.len() as u64 - 1)),
+            previous_hash,
+            tx_root: merkle_root(tx_hashes),
+            timestamp_ms,
+        }
+    }
+
+    /// The encoded `BlockSeal`: the bytes the orderer signs and the next seal hashes.
+    pub fn encode(&self) -> Vec<u8> {
+        BlockSeal {
+            number: self.number.0,
+            first_seq: self.first.0,
+            last_seq: self.last.0,
+            previous_hash: self.previous_hash.to_vec(),
+            tx_root: self.tx_root.to_vec(),
+            timestamp_ms: self.timestamp_ms,
+        }
+        .encode_to_vec()
+    }
+
+    /// Decodes a `BlockSeal`. Refused ([`BlockError::BadSeal`]) unless it decodes, both
+    /// hashes are 32 bytes, the number and first seq are not 0, the last seq is not before
+    /// the first, and `bytes` is exactly the seal's canonical encoding (so that a seal has
+    /// one hash).
+    pub fn decode(bytes: &[u8]) -> Result<Seal, BlockError> {
+        let proto = BlockSeal::decode(bytes)
+            .map_err(|e| BlockError::BadSeal(format!("not a block seal: {e}")))?;
+        let seal = Seal {
+            number: BlockNumber(proto.number),
+            first: Seq(proto.first_seq),
+            last: Seq(proto.last_seq),
+            previous_hash: hash_field("previous_hash", &proto.previous_hash)?,
+            tx_root: hash_field("tx_root", &proto.tx_root)?,
+            timestamp_ms: proto.timestamp_ms,
+        };
+        if seal.number == BlockNumber(0) {
+            return Err(BlockError::BadSeal(
+                "block number 0 is genesis, which has no seal".to_string(),
+            ));
+        }
+        if seal.first == Seq::ZERO {
+            return Err(BlockError::BadSeal(
+                "first seq is 0; the stream starts at 1".to_string(),
+            ));
+        }
+        if seal.last < seal.first {
+            return Err(BlockError::BadSeal(format!(
+                "last seq {} is before first seq {}",
+                seal.last, seal.first
+            )));
+        }
+        if seal.encode() != bytes {
+            return Err(BlockError::BadSeal(
+                "not the canonical encoding of a block seal".to_string(),
+            ));
+        }
+        Ok(seal)
+    }
+
+    /// How many transactions the block holds.
+    pub fn tx_count(&self) -> u64 {
+        self.last
+            .0
+            .checked_sub(self.first.0)
+            .map_or(0, |span| span.saturating_add(1))
+    }
+
+    /// Whether the transaction at `seq` is in the block.
+    pub fn contains(&self, seq: Seq) -> bool {
+        self.first <= seq && seq <= self.last
+    }
+}
+
+fn hash_field(what: &str, bytes: &[u8]) -> Result<Hash, BlockError> {
+    Hash::try_from(bytes)
+        .map_err(|_| BlockError::BadSeal(format!("{what} is {} bytes, not 32", bytes.len())))
+}
+
+/// What the orderer signs for a seal whose `BlockSeal` bytes hash to `seal_hash`.
+fn seal_message(seal_hash: &Hash) -> Vec<u8> {
+    let mut message = Vec::with_capacity(SEAL_DOMAIN.len() + seal_hash.len());
+    message.extend_from_slice(SEAL_DOMAIN);
+    message.extend_from_slice(seal_hash);
+    message
+}
+
+/// A seal with the orderer's signature, as stored and delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedSealed {
+    /// The seal.
+    pub seal: Seal,
+    /// The encoded `SignedSeal`.
+    pub bytes: Vec<u8>,
+    /// SHA-256 of the encoded `BlockSeal` bytes: what the next seal's `previous_hash`
+    /// holds.
+    pub hash: Hash,
+}
+
+/// Encodes `seal` and signs it as `orderer`, over `"runnel.seal.v1" ‖ sha256(BlockSeal bytes)`.
+pub fn sign_seal(orderer: &Signer, seal: Seal) -> SignedSealed {
+    let seal_bytes = seal.encode();
+    let hash = sha256(&seal_bytes);
+    let signature = orderer.sign(&seal_message(&hash)).to_vec();
+    let bytes = SignedSeal {
+        seal: seal_bytes,
+        orderer: orderer.cert_der().to_vec(),
+        signature,
+    }
+    .encode_to_vec();
+    SignedSealed { seal, bytes, hash }
+}
+
+/// Decodes a `SignedSeal` without checking its signature: for reading back seals that
+/// were verified when they were stored.
+pub fn decode_signed_seal(bytes: &[u8]) -> Result<SignedSealed, BlockError> {
+    decode_parts(bytes).map(|(sealed, _)| sealed)
+}
+
+fn decode_parts(bytes: &[u8]) -> Result<(SignedSealed, SignedSeal), BlockError> {
+    let signed = SignedSeal::decode(bytes)
+        .map_err(|e| BlockError::BadSeal(format!("not a signed seal: {e}")))?;
+    let seal = Seal::decode(&signed.seal)?;
+    let sealed = SignedSealed {
+        seal,
+        bytes: bytes.to_vec(),
+        hash: sha256(&signed.seal),
+    };
+    Ok((sealed, signed))
+}
+
+/// Unix seconds of a millisecond timestamp, for certificate validity checks.
+fn unix_seconds(timestamp_ms: u64) -> i64 {
+    i64::try_from(timestamp_ms / MS_PER_SECOND).unwrap_or(i64::MAX)
+}
+
+/// What a peer knows before accepting the next seal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealChain {
+    /// The last accepted block (0 at genesis).
+    number: BlockNumber,
+    /// The last seq it covered ([`Seq::ZERO`] at genesis).
+    last: Seq,
+    /// The hash of its `BlockSeal` bytes ([`GENESIS_HASH`] at genesis).
+    hash: Hash,
+}
+
+impl SealChain {
+    /// Before block 1: the next block is 1, starting at seq 1, chained to [`GENESIS_HASH`].
+    pub fn genesis() -> SealChain {
+        SealChain {
+            number: BlockNumber(0),
+            last: Seq::ZERO,
+            hash: GENESIS_HASH,
+        }
+    }
+
+    /// Resumes after a stored seal.
+    pub fn after(last: &SignedSealed) -> SealChain {
+        SealChain {
+            number: last.seal.number,
+            last: last.seal.last,
+            hash: last.hash,
+        }
+    }
+
+    /// The number the next seal must have.
+    pub fn next_number(&self) -> BlockNumber {
+        BlockNumber(self.number.0 + 1)
+    }
+
+    /// The seq the next block must start at.
+    pub fn next_first(&self) -> Seq {
+        self.last.next()
+    }
+
+    /// The `previous_hash` the next seal must hold.
+    pub fn previous_hash(&self) -> Hash {
+        self.hash
+    }
+
+    /// Verifies a delivered `SignedSeal` (bytes) as the next one, for a block whose
+    /// transactions hash to `tx_hashes` (in seq order). In order: it decodes; the orderer
+    /// certificate verifies through `msp` at the seal's own time, and its role is
+    /// orderer; the signature verifies; the number, first seq and previous hash are the
+    /// next ones; the seal covers `tx_hashes.len()` transactions; `tx_root` is their
+    /// [`merkle_root`]. On success the chain advances past it; on error it is unchanged.
+    pub fn accept(
+        &mut self,
+        signed_seal: &[u8],
+        tx_hashes: &[Hash],
+        msp: &Msp,
+    ) -> Result<SignedSealed, BlockError> {
+        let (sealed, signed) = decode_parts(signed_seal)?;
+        let seal = &sealed.seal;
+        let orderer = msp
+            .verify(&signed.orderer, unix_seconds(seal.timestamp_ms))
+            .map_err(BlockError::Orderer)?;
+        orderer
+            .require_role(&[Role::Orderer])
+            .map_err(BlockError::Orderer)?;
+        orderer
+            .verify(&seal_message(&sealed.hash), &signed.signature)
+            .map_err(|_| BlockError::BadSignature)?;
+        if seal.number != self.next_number() {
+            return Err(BlockError::OutOfOrder {
+                expected: self.next_number(),
+                got: seal.number,
+            });
+        }
+        if seal.first != self.next_first() {
+            return Err(BlockError::Gap {
+                expected: self.next_first(),
+                got: seal.first,
+            });
+        }
+        if seal.previous_hash != self.hash {
+            return Err(BlockError::PreviousHash);
+        }
+        let count = tx_hashes.len() as u64;
+        if seal.tx_count() != count {
+            return Err(BlockError::TxCount {
+                expected: count,
+                got: seal.tx_count(),
+            });
+        }
+        if seal.tx_root != merkle_root(tx_hashes) {
+            return Err(BlockError::TxRoot);
+        }
+        *self = SealChain::after(&sealed);
+        Ok(sealed)
+    }
+
+    /// For the orderer side: builds and signs the next seal over `tx_hashes` and advances.
+    ///
+    /// # Panics
+    ///
+    /// If `tx_hashes` is empty: a block holds at least one transaction.
+    pub fn seal_next(
+        &mut self,
+        orderer: &Signer,
+        tx_hashes: &[Hash],
+        timestamp_ms: u64,
+    ) -> SignedSealed {
+        let seal = Seal::new(
+            self.next_number(),
+            self.next_first(),
+            tx_hashes,
+            self.hash,
+            timestamp_ms,
+        );
+        let sealed = sign_seal(orderer, seal);
+        *self = SealChain::after(&sealed);
+        sealed
+    }
+}
+
+/// The proof that the transaction at `seq` is in `block`, whose transactions hash to
+/// `tx_hashes` (in seq order). Refused with [`BlockError::NotInBlock`] if `seq` is outside
+/// the block, and with [`BlockError::TxCount`] or [`BlockError::TxRoot`] if `tx_hashes`
+/// are not the block's.
+pub fn prove(
+    block: &SignedSealed,
+    tx_hashes: &[Hash],
+    seq: Seq,
+) -> Result<InclusionProof, BlockError> {
+    let seal = &block.seal;
+    let not_in_block = || BlockError::NotInBlock {
+        seq,
+        block: seal.number,
+    };
+    if !seal.contains(seq) {
+        return Err(not_in_block());
+    }
+    let count = tx_hashes.len() as u64;
+    if seal.tx_count() != count {
+        return Err(BlockError::TxCount {
+            expected: count,
+            got: seal.tx_count(),
+        });
+    }
+    let offset = seq.0 - seal.first.0;
+    let index = usize::try_from(offset).map_err(|_| not_in_block())?;
+    let path = inclusion_path(tx_hashes, index);
+    if !verify_inclusion(&tx_hashes[index], offset, count, &path, &seal.tx_root) {
+        return Err(BlockError::TxRoot);
+    }
+    Ok(InclusionProof {
+        block: seal.number.0,
+        seq: seq.0,
+        path: path.iter().map(|hash| hash.to_vec()).collect(),
+    })
+}
+
+/// Checks that `proof` places the transaction `signed_transaction` (its `SignedTransaction`
+/// bytes) at `proof.seq` in the block sealed by `seal`. The seal itself must have been
+/// verified ([`SealChain::accept`]) or be trusted.
+pub fn verify_proof(
+    proof: &InclusionProof,
+    signed_transaction: &[u8],
+    seal: &Seal,
+) -> Result<(), BlockError> {
+    if proof.block != seal.number.0 {
+        return Err(BlockError::BadProof);
+    }
+    let seq = Seq(proof.seq);
+    if !seal.contains(seq) {
+        return Err(BlockError::NotInBlock {
+            seq,
+            block: seal.number,
+        });
+    }
+    let path = proof
+        .path
+        .iter()
+        .map(|hash| Hash::try_from(hash.as_slice()))
+        .collect::<Result<Vec<Hash>, _>>()
+        .map_err(|_| BlockError::BadProof)?;
+    let leaf = tx_hash(signed_transaction);
+    let index = seq.0 - seal.first.0;
+    if verify_inclusion(&leaf, index, seal.tx_count(), &path, &seal.tx_root) {
+        Ok(())
+    } else {
+        Err(BlockError::BadProof)
+    }
+}
+
+/// Why a seal or an inclusion proof was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    /// The bytes are not a seal, or a field is unacceptable.
+    #[error("malformed seal: {0}")]
+    BadSeal(String),
+    /// The orderer's certificate or role was refused.
+    #[error("seal orderer refused: {0}")]
+    Orderer(IdentityError),
+    /// The orderer's signature over the seal does not verify.
+    #[error("the orderer's signature over the seal does not verify")]
+    BadSignature,
+    /// The seal is not for the next block.
+    #[error("seal is for block {got}, but the next block is {expected}")]
+    OutOfOrder {
+        /// The next block's number.
+        expected: BlockNumber,
+        /// The seal's.
+        got: BlockNumber,
+    },
+    /// The block does not start right after the previous one.
+    #[error("block starts at seq {got}, but the next seq is {expected}")]
+    Gap {
+        /// The seq after the previous block's last.
+        expected: Seq,
+        /// The block's first seq.
+        got: Seq,
+    },
+    /// The seal's `previous_hash` is not the hash of the previous seal.
+    #[error("seal does not chain to the previous seal (previous_hash differs)")]
+    PreviousHash,
+    /// The seal covers a different number of transactions than were given for it.
+    #[error("seal covers {got} transactions, but {expected} were given")]
+    TxCount {
+        /// How many transaction hashes were given.
+        expected: u64,
+        /// How many the seal covers.
+        got: u64,
+    },
+    /// The seal's `tx_root` is not the Merkle root of the given transactions.
+    #[error("seal's tx_root is not the Merkle root of the block's transactions")]
+    TxRoot,
+    /// The seq is outside the block.
+    #[error("seq {seq} is not in block {block}")]
+    NotInBlock {
+        /// The seq.
+        seq: Seq,
+        /// The block.
+        block: BlockNumber,
+    },
+    /// The inclusion proof does not verify against the seal.
+    #[error("inclusion proof does not verify against the seal")]
+    BadProof,
+}
+
+impl BlockError {
+    /// A stable, machine-readable name (API status details, SDK error types).
+    pub fn code(&self) -> &'static str {
+        match self {
+            BlockError::BadSeal(_) => "BAD_SEAL",
+            BlockError::Orderer(error) => match error {
+                IdentityError::OutsideValidity { .. } => "EXPIRED_CERTIFICATE",
+                _ => "BAD_ORDERER",
+            },
+            BlockError::BadSignature => "BAD_SEAL_SIGNATURE",
+            BlockError::OutOfOrder { .. } => "BLOCK_OUT_OF_ORDER",
+            BlockError::Gap { .. } => "SEQ_GAP",
+            BlockError::PreviousHash => "PREVIOUS_HASH_MISMATCH",
+            BlockError::TxCount { .. } => "TX_COUNT_MISMATCH",
+            BlockError::TxRoot => "TX_ROOT_MISMATCH",
+            BlockError::NotInBlock { .. } => "NOT_IN_BLOCK",
+            BlockError::BadProof => "BAD_PROOF",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use proptest::test_runner::FileFailurePersistence;
+    use time::Duration;
+
+    use super::*;
+    use crate::identity::NetworkIdentities;
+    use crate::tx::now_ms;
+
+    /// Largest tree size checked exhaustively.
+    const EXHAUSTIVE_MAX: usize = 70;
+
+    // An independent, deliberately naive RFC 6962 section 2.1 implementation: byte
+    // concatenation, a loop for the split point, and recursion straight from the text.
+
+    fn naive_sha256(parts: &[&[u8]]) -> Hash {
+        let mut bytes = Vec::new();
+        for part in parts {
+            bytes.extend_from_slice(part);
+        }
+        let digest = Sha256::digest(&bytes);
+        let mut hash = [0u8; 32];
+        hash.copy_from_slice(&digest);
+        hash
+    }
+
+    fn naive_k(n: usize) -> usize {
+        let mut k = 1;
+        while k * 2 < n {
+            k *= 2;
+        }
+        k
+    }
+
+    fn naive_mth(d: &[Hash]) -> Hash {
+        let n = d.len();
+        if n == 0 {
+            return naive_sha256(&[]);
+        }
+        if n == 1 {
+            return naive_sha256(&[&[0u8], &d[0]]);
+        }
+        let k = naive_k(n);
+        naive_sha256(&[&[1u8], &naive_mth(&d[0..k]), &naive_mth(&d[k..n])])
+    }
+
+    fn naive_path(m: usize, d: &[Hash]) -> Vec<Hash> {
+        let n = d.len();
+        if n == 1 {
+            return Vec::new();
+        }
+        let k = naive_k(n);
+        if m < k {
+            let mut path = naive_path(m, &d[0..k]);
+            path.push(naive_mth(&d[k..n]));
+            path
+        } else {
+            let mut path = naive_path(m - k, &d[k..n]);
+            path.push(naive_mth(&d[0..k]));
+            path
+        }
+    }
+
+    /// Which side each sibling of leaf `m` in a tree of `n` is on, leaf to root (true:
+    /// left). Two (index, size) pairs with the same sides share an audit path shape.
+    fn naive_sides(m: usize, n: usize) -> Vec<bool> {
+        if n == 1 {
+            return Vec::new();
+        }
+        let k = naive_k(n);
+        if m < k {
+            let mut sides = naive_sides(m, k);
+            sides.push(false);
+            sides
+        } else {
+            let mut sides = naive_sides(m - k, n - k);
+            sides.push(true);
+            sides
+        }
+    }
+
+    fn leaves(n: usize) -> Vec<Hash> {
+        (0..n)
+            .map(|i| tx_hash(format!("transaction {i}").as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn empty_tree_is_the_hash_of_nothing() {
+        assert_eq!(
+            hex::encode(merkle_root(&[])),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn small_trees_have_the_rfc_6962_shape() {
+        let d = leaves(3);
+        let leaf = |i: usize| naive_sha256(&[&[0u8], &d[i]]);
+        let node = |l: Hash, r: Hash| naive_sha256(&[&[1u8], &l, &r]);
+        assert_eq!(merkle_root(&d[..1]), leaf(0));
+        assert_eq!(merkle_root(&d[..2]), node(leaf(0), leaf(1)));
+        assert_eq!(merkle_root(&d), node(node(leaf(0), leaf(1)), leaf(2)));
+        assert_eq!(inclusion_path(&d, 2), vec![node(leaf(0), leaf(1))]);
+        assert_eq!(inclusion_path(&d, 0), vec![leaf(1), leaf(2)]);
+    }
+
+    #[test]
+    fn roots_and_paths_match_the_naive_implementation() {
+        for n in 0..=EXHAUSTIVE_MAX {
+            let d = leaves(n);
+            assert_eq!(merkle_root(&d), naive_mth(&d), "root of {n}");
+            for m in 0..n {
+                assert_eq!(inclusion_path(&d, m), naive_path(m, &d), "path {m} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a tree")]
+    fn path_of_a_missing_leaf_panics() {
+        inclusion_path(&leaves(3), 3);
+    }
+
+    #[test]
+    fn every_leaf_of_every_tree_proves_and_nothing_else_does() {
+        for n in 1..=EXHAUSTIVE_MAX {
+            let d = leaves(n);
+            let root = merkle_root(&d);
+            let count = n as u64;
+            for m in 0..n {
+                let index = m as u64;
+                let path = inclusion_path(&d, m);
+                let leaf = &d[m];
+                assert!(
+                    verify_inclusion(leaf, index, count, &path, &root),
+                    "{m}/{n}"
+                );
+
+                let other = tx_hash(b"another transaction");
+                assert!(!verify_inclusion(&other, index, count, &path, &root));
+
+                for wrong in (0..count + 2).filter(|&i| i != index) {
+                    assert!(
+                        !verify_inclusion(leaf, wrong, count, &path, &root),
+                        "index {wrong} for {m}/{n}"
+                    );
+                }
+                assert!(!verify_inclusion(leaf, u64::MAX, count, &path, &root));
+
+                // A different size verifies only where the leaf's audit path has the
+                // same shape (RFC 9162 binds the path to the root, not to the size).
+                let sizes = (0..=n + 4).chain([2 * n, 4 * n + 1]);
+                for size in sizes.filter(|&size| size != n) {
+                    let same_shape = m < size && naive_sides(m, size) == naive_sides(m, n);
+                    assert_eq!(
+                        verify_inclusion(leaf, index, size as u64, &path, &root),
+                        same_shape,
+                        "size {size} for {m}/{n}"
+                    );
+                }
+                assert!(!verify_inclusion(leaf, index, 0, &path, &root));
+                assert!(!verify_inclusion(leaf, index, u64::MAX, &path, &root));
+
+                if !path.is_empty() {
+                    let truncated = &path[..path.len() - 1];
+                    assert!(!verify_inclusion(leaf, index, count, truncated, &root));
+                    let mut flipped = path.clone();
+                    flipped[0][0] ^= 1;
+                    assert!(!verify_inclusion(leaf, index, count, &flipped, &root));
+                }
+                let mut extended = path.clone();
+                extended.push(root);
+                assert!(!verify_inclusion(leaf, index, count, &extended, &root));
+                let mut wrong_root = root;
+                wrong_root[31] ^= 1;
+                assert!(!verify_inclusion(leaf, index, count, &path, &wrong_root));
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_paths_are_refused_without_panicking() {
+        let leaf = tx_hash(b"tx");
+        let root = merkle_root(&[leaf]);
+        let long = vec![root; 200];
+        for (index, count) in [(0, 1), (0, u64::MAX), (u64::MAX - 1, u64::MAX), (5, 3)] {
+            assert!(!verify_inclusion(&leaf, index, count, &long, &root));
+        }
+        assert!(verify_inclusion(&leaf, 0, 1, &[], &root));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 64,
+            failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn random_trees_prove_their_leaves(
+            d in proptest::collection::vec(any::<[u8; 32]>(), 1..400),
+            pick in any::<Index>(),
+            flip in any::<Index>(),
+        ) {
+            let root = merkle_root(&d);
+            prop_assert_eq!(root, naive_mth(&d));
+            let m = pick.index(d.len());
+            let path = inclusion_path(&d, m);
+            prop_assert_eq!(&path, &naive_path(m, &d));
+            let (index, count) = (m as u64, d.len() as u64);
+            prop_assert!(verify_inclusion(&d[m], index, count, &path, &root));
+            if !path.is_empty() {
+                let mut tampered = path.clone();
+                let bit = flip.index(path.len() * 256);
+                tampered[bit / 256][(bit % 256) / 8] ^= 1 << (bit % 8);
+                prop_assert!(!verify_inclusion(&d[m], index, count, &tampered, &root));
+            }
+        }
+    }
+
+    // Seals.
+
+    struct Fixture {
+        net: NetworkIdentities,
+        msp: Msp,
+        orderer: Signer,
+    }
+
+    fn fixture() -> Fixture {
+        let net = NetworkIdentities::generate(&["Org1"], Duration::days(1)).unwrap();
+        let msp = net.msp().unwrap();
+        let orderer = net.org("Org1").unwrap().signer(Role::Orderer).unwrap();
+        Fixture { net, msp, orderer }
+    }
+
+    /// The SignedTransaction bytes of seqs `first..first + n`.
+    fn transactions(first: u64, n: u64) -> Vec<Vec<u8>> {
+        (first..first + n)
+            .map(|seq| format!("signed transaction at {seq}").into_bytes())
+            .collect()
+    }
+
+    fn hashes(transactions: &[Vec<u8>]) -> Vec<Hash> {
+        transactions.iter().map(|tx| tx_hash(tx)).collect()
+    }
+
+    /// Runs `accept` on `chain`, expecting an error and the chain unchanged.
+    fn refused(chain: &mut SealChain, bytes: &[u8], tx_hashes: &[Hash], msp: &Msp) -> BlockError {
+        let before = chain.clone();
+        let error = chain.accept(bytes, tx_hashes, msp).unwrap_err();
+        assert_eq!(*chain, before, "chain moved on {error}");
+        error
+    }
+
+    #[test]
+    fn seals_encode_and_decode() {
+        let seal = Seal::new(BlockNumber(4), Seq(10), &leaves(5), [9; 32], 1_234);
+        assert_eq!(seal.last, Seq(14));
+        assert_eq!(seal.tx_count(), 5);
+        assert!(seal.contains(Seq(10)) && seal.contains(Seq(14)));
+        assert!(!seal.contains(Seq(9)) && !seal.contains(Seq(15)));
+        assert_eq!(Seal::decode(&seal.encode()), Ok(seal.clone()));
+
+        let bad = |proto: BlockSeal| Seal::decode(&proto.encode_to_vec()).unwrap_err();
+        let valid = BlockSeal {
+            number: 4,
+            first_seq: 10,
+            last_seq: 14,
+            previous_hash: vec![9; 32],
+            tx_root: seal.tx_root.to_vec(),
+            timestamp_ms: 1_234,
+        };
+        for proto in [
+            BlockSeal {
+                previous_hash: vec![9; 31],
+                ..valid.clone()
+            },
+            BlockSeal {
+                tx_root: Vec::new(),
+                ..valid.clone()
+            },
+            BlockSeal {
+                number: 0,
+                ..valid.clone()
+            },
+            BlockSeal {
+                first_seq: 0,
+                ..valid.clone()
+            },
+            BlockSeal {
+                last_seq: 9,
+                ..valid.clone()
+            },
+        ] {
+            assert!(matches!(bad(proto), BlockError::BadSeal(_)));
+        }
+        let mut trailing = seal.encode();
+        trailing.extend_from_slice(&[0x38, 0x01]);
+        assert!(matches!(
+            Seal::decode(&trailing),
+            Err(BlockError::BadSeal(_))
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one transaction")]
+    fn an_empty_block_cannot_be_sealed() {
+        Seal::new(BlockNumber(1), Seq(1), &[], GENESIS_HASH, 0);
+    }
+
+    #[test]
+    fn three_seals_verify_in_order_on_another_chain() {
+        let f = fixture();
+        let mut orderer_chain = SealChain::genesis();
+        let mut peer_chain = SealChain::genesis();
+        assert_eq!(peer_chain.next_number(), BlockNumber(1));
+        assert_eq!(peer_chain.next_first(), Seq(1));
+        assert_eq!(peer_chain.previous_hash(), GENESIS_HASH);
+
+        let mut previous = GENESIS_HASH;
+        let mut first = 1;
+        for (i, size) in [3u64, 1, 5].into_iter().enumerate() {
+            let block = hashes(&transactions(first, size));
+            let sealed = orderer_chain.seal_next(&f.orderer, &block, now_ms());
+            assert_eq!(sealed.seal.number, BlockNumber(i as u64 + 1));
+            assert_eq!(sealed.seal.first, Seq(first));
+            assert_eq!(sealed.seal.last, Seq(first + size - 1));
+            assert_eq!(sealed.seal.previous_hash, previous);
+            assert_eq!(sealed.hash, sha256(&sealed.seal.encode()));
+
+            let accepted = peer_chain.accept(&sealed.bytes, &block, &f.msp).unwrap();
+            assert_eq!(accepted, sealed);
+            assert_eq!(peer_chain, orderer_chain);
+            assert_eq!(decode_signed_seal(&sealed.bytes), Ok(sealed.clone()));
+            assert_eq!(SealChain::after(&sealed), peer_chain);
+            assert_eq!(peer_chain.previous_hash(), sealed.hash);
+
+            previous = sealed.hash;
+            first += size;
+        }
+        assert_eq!(peer_chain.next_number(), BlockNumber(4));
+        assert_eq!(peer_chain.next_first(), Seq(10));
+    }
+
+    #[test]
+    fn a_seal_signed_by_another_role_is_refused() {
+        let f = fixture();
+        let peer = f.net.org("Org1").unwrap().signer(Role::Peer).unwrap();
+        let block = leaves(2);
+        let sealed = SealChain::genesis().seal_next(&peer, &block, now_ms());
+        let error = refused(&mut SealChain::genesis(), &sealed.bytes, &block, &f.msp);
+        assert!(
+            matches!(
+                error,
+                BlockError::Orderer(IdentityError::WrongRole {
+                    role: Role::Peer,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(error.code(), "BAD_ORDERER");
+    }
+
+    #[test]
+    fn a_seal_from_an_unknown_ca_is_refused() {
+        let f = fixture();
+        let block = leaves(2);
+        for org in ["Org9", "Org1"] {
+            let other = NetworkIdentities::generate(&[org], Duration::days(1)).unwrap();
+            let impostor = other.org(org).unwrap().signer(Role::Orderer).unwrap();
+            let sealed = SealChain::genesis().seal_next(&impostor, &block, now_ms());
+            let error = refused(&mut SealChain::genesis(), &sealed.bytes, &block, &f.msp);
+            match org {
+                "Org9" => assert!(
+                    matches!(error, BlockError::Orderer(IdentityError::UnknownCa { .. })),
+                    "{error:?}"
+                ),
+                _ => assert!(matches!(error, BlockError::Orderer(_)), "{error:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_seal_outside_the_certificate_validity_is_refused() {
+        let f = fixture();
+        let block = leaves(1);
+        let later = now_ms() + 10 * 24 * 3_600 * MS_PER_SECOND;
+        let sealed = SealChain::genesis().seal_next(&f.orderer, &block, later);
+        let error = refused(&mut SealChain::genesis(), &sealed.bytes, &block, &f.msp);
+        assert_eq!(error.code(), "EXPIRED_CERTIFICATE", "{error:?}");
+    }
+
+    fn signed_seal_orderer(bytes: &[u8]) -> Vec<u8> {
+        SignedSeal::decode(bytes).unwrap().orderer
+    }
+
+    #[test]
+    fn tampered_seals_are_refused() {
+        let f = fixture();
+        let block = leaves(3);
+        let sealed = SealChain::genesis().seal_next(&f.orderer, &block, now_ms());
+
+        let mut signed = SignedSeal::decode(sealed.bytes.as_slice()).unwrap();
+        let mut altered = sealed.seal.clone();
+        altered.timestamp_ms += 1;
+        signed.seal = altered.encode();
+        let error = refused(
+            &mut SealChain::genesis(),
+            &signed.encode_to_vec(),
+            &block,
+            &f.msp,
+        );
+        assert_eq!(error, BlockError::BadSignature);
+
+        // Every one-bit change is refused, except inside the orderer's certificate, where
+        // the CA's signature covers only the to-be-signed part: there a change may pass
+        // the MSP, but it can never alter the seal or its hash.
+        let cert = signed_seal_orderer(&sealed.bytes);
+        let cert_at = sealed
+            .bytes
+            .windows(cert.len())
+            .position(|window| window == cert.as_slice())
+            .unwrap();
+        for i in 0..sealed.bytes.len() {
+            let mut bytes = sealed.bytes.clone();
+            bytes[i] ^= 0x01;
+            let mut chain = SealChain::genesis();
+            match chain.accept(&bytes, &block, &f.msp) {
+                Err(_) => assert_eq!(chain, SealChain::genesis()),
+                Ok(accepted) => {
+                    assert!((cert_at..cert_at + cert.len()).contains(&i), "byte {i}");
+                    assert_eq!(
+                        (accepted.seal, accepted.hash),
+                        (sealed.seal.clone(), sealed.hash)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn garbage_is_not_a_seal() {
+        let f = fixture();
+        for bytes in [&b""[..], b"not a seal", &[0xff; 40]] {
+            let error = refused(&mut SealChain::genesis(), bytes, &leaves(1), &f.msp);
+            assert!(matches!(error, BlockError::BadSeal(_)), "{error:?}");
+            assert!(matches!(
+                decode_signed_seal(bytes),
+                Err(BlockError::BadSeal(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn seals_out_of_chain_are_refused() {
+        let f = fixture();
+        let block = leaves(3);
+        let now = now_ms();
+        let sign = |number, first, previous| {
+            sign_seal(
+                &f.orderer,
+                Seal::new(BlockNumber(number), Seq(first), &block, previous, now),
+            )
+        };
+        let mut chain = SealChain::genesis();
+
+        let error = refused(&mut chain, &sign(2, 1, GENESIS_HASH).bytes, &block, &f.msp);
+        assert_eq!(
+            error,
+            BlockError::OutOfOrder {
+                expected: BlockNumber(1),
+                got: BlockNumber(2)
+            }
+        );
+        let error = refused(&mut chain, &sign(1, 2, GENESIS_HASH).bytes, &block, &f.msp);
+        assert_eq!(
+            error,
+            BlockError::Gap {
+                expected: Seq(1),
+                got: Seq(2)
+            }
+        );
+        let error = refused(&mut chain, &sign(1, 1, [7; 32]).bytes, &block, &f.msp);
+        assert_eq!(error, BlockError::PreviousHash);
+
+        let first = sign(1, 1, GENESIS_HASH);
+        let error = refused(&mut chain, &first.bytes, &block[..2], &f.msp);
+        assert_eq!(
+            error,
+            BlockError::TxCount {
+                expected: 2,
+                got: 3
+            }
+        );
+        let mut reordered = block.clone();
+        reordered.swap(0, 2);
+        let error = refused(&mut chain, &first.bytes, &reordered, &f.msp);
+        assert_eq!(error, BlockError::TxRoot);
+
+        chain.accept(&first.bytes, &block, &f.msp).unwrap();
+        let error = refused(&mut chain, &first.bytes, &block, &f.msp);
+        assert_eq!(
+            error,
+            BlockError::OutOfOrder {
+                expected: BlockNumber(2),
+                got: BlockNumber(1)
+            }
+        );
+        let error = refused(&mut chain, &sign(2, 5, first.hash).bytes, &block, &f.msp);
+        assert_eq!(
+            error,
+            BlockError::Gap {
+                expected: Seq(4),
+                got: Seq(5)
+            }
+        );
+        chain
+            .accept(&sign(2, 4, first.hash).bytes, &block, &f.msp)
+            .unwrap();
+    }
+
+    #[test]
+    fn proofs_place_each_transaction_in_its_block() {
+        let f = fixture();
+        let mut chain = SealChain::genesis();
+        chain.seal_next(&f.orderer, &leaves(4), now_ms());
+        let txs = transactions(5, 7);
+        let block = hashes(&txs);
+        let sealed = chain.seal_next(&f.orderer, &block, now_ms());
+        let seal = &sealed.seal;
+        assert_eq!(seal.first, Seq(5));
+
+        for (tx, seq) in txs.iter().zip(5..) {
+            let proof = prove(&sealed, &block, Seq(seq)).unwrap();
+            assert_eq!((proof.block, proof.seq), (2, seq));
+            let decoded = InclusionProof::decode(proof.encode_to_vec().as_slice()).unwrap();
+            assert_eq!(verify_proof(&decoded, tx, seal), Ok(()));
+
+            assert_eq!(
+                verify_proof(&proof, b"another transaction", seal),
+                Err(BlockError::BadProof)
+            );
+            let other_seq = InclusionProof {
+                seq: if seq == 5 { 6 } else { 5 },
+                ..proof.clone()
+            };
+            assert_eq!(
+                verify_proof(&other_seq, tx, seal),
+                Err(BlockError::BadProof)
+            );
+            let other_block = InclusionProof {
+                block: 1,
+                ..proof.clone()
+            };
+            assert_eq!(
+                verify_proof(&other_block, tx, seal),
+                Err(BlockError::BadProof)
+            );
+            let mut short_hash = proof.clone();
+            short_hash.path[0].pop();
+            assert_eq!(
+                verify_proof(&short_hash, tx, seal),
+                Err(BlockError::BadProof)
+            );
+        }
+
+        let outside = InclusionProof {
+            block: 2,
+            seq: 12,
+            path: Vec::new(),
+        };
+        assert_eq!(
+            verify_proof(&outside, &txs[0], seal),
+            Err(BlockError::NotInBlock {
+                seq: Seq(12),
+                block: BlockNumber(2)
+            })
+        );
+        for seq in [4, 12] {
+            assert_eq!(
+                prove(&sealed, &block, Seq(seq)),
+                Err(BlockError::NotInBlock {
+                    seq: Seq(seq),
+                    block: BlockNumber(2)
+                })
+            );
+        }
+        assert!(matches!(
+            prove(&sealed, &block[..6], Seq(5)),
+            Err(BlockError::TxCount { .. })
+        ));
+        let mut reordered = block.clone();
+        reordered.swap(0, 1);
+        assert_eq!(prove(&sealed, &reordered, Seq(5)), Err(BlockError::TxRoot));
+    }
+
+    #[test]
+    fn codes_are_stable_screaming_snake_names() {
+        let errors = [
+            BlockError::BadSeal(String::new()),
+            BlockError::Orderer(IdentityError::BadRole(String::new())),
+            BlockError::BadSignature,
+            BlockError::OutOfOrder {
+                expected: BlockNumber(1),
+                got: BlockNumber(2),
+            },
+            BlockError::Gap {
+                expected: Seq(1),
+                got: Seq(2),
+            },
+            BlockError::PreviousHash,
+            BlockError::TxCount {
+                expected: 1,
+                got: 2,
+            },
+            BlockError::TxRoot,
+            BlockError::NotInBlock {
+                seq: Seq(1),
+                block: BlockNumber(1),
+            },
+            BlockError::BadProof,
+        ];
+        let codes: std::collections::HashSet<_> = errors.iter().map(BlockError::code).collect();
+        assert_eq!(codes.len(), errors.len());
+        for code in codes {
+            assert!(
+                code.chars().all(|c| c.is_ascii_uppercase() || c == '_'),
+                "{code}"
+            );
+        }
+    }
+}
