@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs Runnel's benchmarks (criterion) and prints the figures docs/benchmarks.md records.
 #
-#   ./scripts/bench.sh [runtime|store|endorse|all] [criterion options]
+#   ./scripts/bench.sh [runtime|store|endorse|pipeline|all] [options]
 #
 # e.g. ./scripts/bench.sh endorse --warm-up-time 2 --measurement-time 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=all
 case "${1:-}" in
-runtime | store | endorse | all)
+runtime | store | endorse | pipeline | all)
   suite=$1
   shift
   ;;
@@ -22,4 +22,9 @@ if [[ $suite == store || $suite == all ]]; then
 fi
 if [[ $suite == endorse || $suite == all ]]; then
   cargo bench --locked -p runnel-node --bench endorse -- "$@"
+fi
+# The pipeline bench takes its own arguments: [latency-secs] [throughput-secs] [clients].
+if [[ $suite == pipeline || $suite == all ]]; then
+  if [[ $suite == all ]]; then set --; fi
+  cargo bench --locked -p runnel-node --bench pipeline -- "$@"
 fi

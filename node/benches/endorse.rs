@@ -12,7 +12,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use prost::Message;
 use runnel_node::endorser::{Endorser, EndorserConfig};
 use runnel_node::identity::{Msp, NetworkIdentities, Role, Signer};
-use runnel_node::ids::{BlockNumber, ValidationCode};
+use runnel_node::ids::ValidationCode;
 use runnel_node::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_node::proto::{DeployRequest, Proposal, ResponsePayload, SignedProposal};
 use runnel_node::store::{TxRecord, WorldState};
@@ -77,12 +77,13 @@ fn setup() -> Setup {
     let record = TxRecord {
         tx_id: deployed.tx_id,
         seq: state.staged_height().next(),
-        block: BlockNumber(1),
         code: ValidationCode::Valid,
         timestamp_ms: 0,
     };
     let seq = record.seq;
-    state.stage(record, &payload.rwsets).expect("stage");
+    state
+        .stage(record, &payload.rwsets, deployed.tx_id.as_bytes().to_vec())
+        .expect("stage");
     state.commit_staged(seq, Vec::new()).expect("commit");
 
     let client = org1.signer(Role::Client).expect("client");

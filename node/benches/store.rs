@@ -1,13 +1,13 @@
 //! State store figures:
 //! - hot-key reads through a snapshot: a key whose latest version is only staged (in the
 //!   overlay), a durable key with no chain (sled), and a fresh snapshot plus that read;
-//! - `stage` + `commit_staged` throughput, one 1 KiB write per transaction, for commits
-//!   of 1 and of 1000 transactions (each commit is one fsync).
+//! - `stage` + `commit_staged` throughput, one 1 KiB write and 2 KiB of transaction bytes
+//!   per transaction, for commits of 1 and of 1000 transactions (each commit is one fsync).
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use runnel_node::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use runnel_node::ids::{Seq, TxId, ValidationCode};
 use runnel_node::store::{TxRecord, WorldState};
 use runnel_runtime::{KvWrite, NsRwSet};
 
@@ -17,6 +17,8 @@ const NS: &str = "bench";
 const DURABLE_KEYS: u64 = 10_000;
 /// Size of each value written, in bytes.
 const VALUE_BYTES: usize = 1024;
+/// Size of each transaction's bytes as ordered, kept by the store.
+const TRANSACTION_BYTES: usize = 2048;
 /// Distinct keys the commit benchmarks cycle through.
 const COMMIT_KEYS: u64 = 100_000;
 
@@ -24,7 +26,6 @@ fn record(seq: u64) -> TxRecord {
     TxRecord {
         tx_id: TxId::derive(&seq.to_be_bytes(), b"bench"),
         seq: Seq(seq),
-        block: BlockNumber(seq / 1000),
         code: ValidationCode::Valid,
         timestamp_ms: seq,
     }
@@ -45,7 +46,9 @@ fn write(key: String) -> Vec<NsRwSet> {
 /// Stages the next transaction, writing `key`.
 fn stage(world: &WorldState, key: String) {
     let seq = world.staged_height().0 + 1;
-    world.stage(record(seq), &write(key)).expect("stage");
+    world
+        .stage(record(seq), &write(key), vec![0xa5; TRANSACTION_BYTES])
+        .expect("stage");
 }
 
 fn reads(c: &mut Criterion) {

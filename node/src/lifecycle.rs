@@ -138,9 +138,12 @@ impl LifecycleError {
     }
 }
 
+/// What every definition key in `_lifecycle` starts with; the contract's name follows.
+pub const DEFINITION_PREFIX: &[u8] = b"contracts/";
+
 /// The `_lifecycle` key of a contract's definition.
 pub fn definition_key(name: &str) -> Vec<u8> {
-    format!("contracts/{name}").into_bytes()
+    [DEFINITION_PREFIX, name.as_bytes()].concat()
 }
 
 /// The `_lifecycle` key of a stored module.

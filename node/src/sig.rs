@@ -9,9 +9,13 @@
 //! under which one-by-one and batch verification accept exactly the same signatures:
 //! batching is then a pure speed-up, never a change of outcome.
 
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
 use ed25519_zebra::batch;
 use ed25519_zebra::{Signature, VerificationKey, VerificationKeyBytes};
 use rand_core::OsRng;
+use sha2::{Digest, Sha256};
 
 /// One signature to check: a public key, the signed message and the signature.
 #[derive(Debug, Clone)]
@@ -65,6 +69,76 @@ pub fn verify_all(checks: &[SigCheck]) -> Vec<bool> {
         .iter()
         .map(|c| verify(&c.key, &c.message, &c.signature))
         .collect()
+}
+
+/// Signatures a [`SignatureCache`] remembers; it forgets them all when it would grow past.
+pub const SIGNATURE_CACHE_MAX: usize = 1 << 16;
+
+/// Signatures this process has already found valid, so that a transaction's signature
+/// checked at admission by an orderer in the same process, or made by an endorser in
+/// it, is not verified again by the validator. Only valid verdicts are remembered,
+/// keyed by a hash of key, signature and message: a hit is exactly the verdict
+/// [`verify`] gave for those bytes, so it can never change a validation code.
+#[derive(Debug, Default)]
+pub struct SignatureCache {
+    valid: Mutex<HashSet<[u8; 32]>>,
+}
+
+impl SignatureCache {
+    fn digest(check: &SigCheck) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(check.key);
+        hasher.update((check.signature.len() as u32).to_be_bytes());
+        hasher.update(&check.signature);
+        hasher.update(&check.message);
+        hasher.finalize().into()
+    }
+
+    /// Remembers `check` as valid. Call only after [`verify`] accepted it, or for a
+    /// signature just made with the key (every correct Ed25519 signature is valid).
+    pub fn remember(&self, check: &SigCheck) {
+        let digest = Self::digest(check);
+        let mut valid = self.valid.lock().unwrap_or_else(PoisonError::into_inner);
+        if valid.len() >= SIGNATURE_CACHE_MAX {
+            valid.clear();
+        }
+        valid.insert(digest);
+    }
+
+    /// True when `check` was remembered as valid.
+    pub fn knows(&self, check: &SigCheck) -> bool {
+        let digest = Self::digest(check);
+        self.valid
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&digest)
+    }
+
+    /// [`verify_all`], answering remembered signatures from the cache and remembering
+    /// the new valid ones.
+    pub fn verify_all(&self, checks: &[SigCheck]) -> Vec<bool> {
+        let known: Vec<bool> = checks.iter().map(|c| self.knows(c)).collect();
+        let unknown: Vec<SigCheck> = checks
+            .iter()
+            .zip(&known)
+            .filter(|(_, known)| !**known)
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut verdicts = verify_all(&unknown).into_iter();
+        checks
+            .iter()
+            .zip(known)
+            .map(|(check, known)| {
+                known || {
+                    let ok = verdicts.next().unwrap_or(false);
+                    if ok {
+                        self.remember(check);
+                    }
+                    ok
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -127,5 +201,25 @@ mod tests {
             b"message",
             &signature.to_bytes()
         ));
+    }
+
+    #[test]
+    fn the_cache_answers_only_what_it_verified_or_was_told() {
+        let cache = SignatureCache::default();
+        let good = signed(1, b"m");
+        let mut bad = signed(2, b"m");
+        bad.signature[0] ^= 1;
+        assert!(!cache.knows(&good));
+        assert_eq!(
+            cache.verify_all(&[good.clone(), bad.clone()]),
+            vec![true, false]
+        );
+        assert!(cache.knows(&good));
+        assert!(!cache.knows(&bad));
+        // A remembered signature is not a pass for another message or key.
+        let mut other = good.clone();
+        other.message = b"n".to_vec();
+        assert!(!cache.knows(&other));
+        assert_eq!(cache.verify_all(&[other, bad]), vec![false, false]);
     }
 }

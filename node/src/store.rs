@@ -11,8 +11,10 @@
 //! |---|---|
 //! | `'s' ns 0x00 key` | `seq u64be ++ value` (a delete removes the key) |
 //! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete) ++ tx_id [32] ++ value` |
-//! | `'t' tx_id [32]` | `seq u64be ++ block u64be ++ code u8 ++ timestamp_ms u64be` |
-//! | `'b' number u64be` | the block's seal (opaque bytes) |
+//! | `'t' tx_id [32]` | `seq u64be ++ code u8 ++ timestamp_ms u64be` |
+//! | `'o' seq u64be` | the transaction's bytes as the orderer delivered them (opaque) |
+//! | `'b' number u64be` | `first u64be ++ last u64be ++ seal bytes` (the seal is opaque) |
+//! | `'c' last u64be` | `number u64be ++ first u64be`: the seal index, by last seq covered |
 //! | `'m' "height"` | the last durable seq, `u64be` |
 //!
 //! A namespace is 1 to [`NAMESPACE_BYTES_MAX`] bytes with no `0x00`, so `ns 0x00` ends it
@@ -21,14 +23,22 @@
 //! iteration newest first. Every record read back is decoded and checked: one that does not
 //! decode is [`StoreError::Corrupt`], never a panic and never skipped.
 //!
+//! Every ordered transaction, valid or not, keeps its bytes under `'o'`. A transaction's
+//! block is known only once a seal covering it arrives, so the tx index does not hold it:
+//! [`Store::block_of`] finds it in the seal index, whose first entry with `last >= seq`
+//! is the only seal that can cover `seq`. Seals form one chain: block numbers `1, 2, 3,
+//! ...` (0 is genesis, never stored), each covering the seqs right after the previous one's.
+//!
 //! # Atomicity
 //!
 //! [`Store::commit`] checks the whole batch (seqs contiguous from the height, namespaces and
-//! keys well formed) before writing anything, then applies one `sled::Batch` holding every
-//! state, history, tx-index and seal record together with the new height, and flushes
-//! (fsync) before it returns. After a crash the height and the contents always agree: a
-//! commit is wholly there or wholly absent. The tx index keeps the first record of a tx id;
-//! a later transaction with the same id (a `DUPLICATE_TXID`) does not replace it.
+//! keys well formed, seals continuing the stored chain and covering nothing beyond the
+//! height after the batch) before writing anything, then applies one `sled::Batch` holding
+//! every state, history, tx-index, transaction, seal and seal-index record together with
+//! the new height, and flushes (fsync) before it returns. After a crash the height and the
+//! contents always agree: a commit is wholly there or wholly absent, and a seal is never
+//! durable without every transaction it covers. The tx index keeps the first record of a
+//! tx id; a later transaction with the same id (a `DUPLICATE_TXID`) does not replace it.
 //!
 //! # Snapshot semantics
 //!
@@ -42,6 +52,10 @@
 //! its chain (the base), so a snapshot older than the write still finds its answer after
 //! the write reaches sled. Reads hold the overlay's read lock across the sled read: a key
 //! without a chain has no pending write, so sled cannot change it meanwhile.
+//!
+//! A staged transaction's bytes stay with its staged record until the commit that makes
+//! it durable has returned, so [`WorldState::transaction`] answers for every staged seq,
+//! durable or not.
 //!
 //! # Pruning
 //!
@@ -58,7 +72,7 @@ mod keys;
 mod overlay;
 mod world;
 
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use runnel_runtime::NsRwSet;
 
@@ -81,10 +95,8 @@ pub const KEY_BYTES_MAX: usize = 1 << 20;
 pub struct TxRecord {
     /// The transaction's id.
     pub tx_id: TxId,
-    /// Its position in the ordered stream.
+    /// Its position in the ordered stream (its block, once sealed: [`Store::block_of`]).
     pub seq: Seq,
-    /// The virtual block that seals it.
-    pub block: BlockNumber,
     /// The validation outcome.
     pub code: ValidationCode,
     /// The orderer's timestamp, in milliseconds since the Unix epoch.
@@ -102,14 +114,39 @@ pub struct HistoryEntry {
     pub value: Option<Vec<u8>>,
 }
 
+/// A block seal as the store keeps it: its number, the seq range it covers, and the signed
+/// seal bytes (opaque here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealRecord {
+    /// The block's number: 1, 2, 3, ...
+    pub number: BlockNumber,
+    /// The first seq it covers.
+    pub first: Seq,
+    /// The last seq it covers (`>= first`).
+    pub last: Seq,
+    /// The signed seal.
+    pub bytes: Vec<u8>,
+}
+
+/// A transaction in a [`CommitBatch`].
+#[derive(Debug, Clone)]
+struct BatchTx {
+    /// Its record.
+    record: TxRecord,
+    /// Its writes (only a valid transaction's apply).
+    writes: Vec<NsRwSet>,
+    /// Its bytes as ordered; shared with the staged record until the commit is done.
+    transaction: Arc<Vec<u8>>,
+}
+
 /// Everything one [`Store::commit`] makes durable at once: transactions in seq order with
-/// their writes, and block seals.
+/// their writes and bytes, and block seals in chain order.
 #[derive(Debug, Clone, Default)]
 pub struct CommitBatch {
-    /// Transactions in the order they were pushed, with the writes of valid ones.
-    txs: Vec<(TxRecord, Vec<NsRwSet>)>,
-    /// Seals, by block number.
-    seals: Vec<(BlockNumber, Vec<u8>)>,
+    /// Transactions in the order they were pushed.
+    txs: Vec<BatchTx>,
+    /// Seals in the order they were pushed.
+    seals: Vec<SealRecord>,
 }
 
 impl CommitBatch {
@@ -118,16 +155,26 @@ impl CommitBatch {
         Self::default()
     }
 
-    /// Adds a transaction. Only the `writes` of each [`NsRwSet`] matter, and only for a
-    /// valid transaction: an invalid one is recorded in the tx index and nothing else
-    /// (pass empty `writes`).
-    pub fn push_tx(&mut self, record: TxRecord, writes: Vec<NsRwSet>) {
-        self.txs.push((record, writes));
+    /// Adds a transaction with its bytes as ordered (`transaction`, kept whether it is
+    /// valid or not). Only the `writes` of each [`NsRwSet`] matter, and only for a valid
+    /// transaction: an invalid one changes no state (pass empty `writes`).
+    pub fn push_tx(&mut self, record: TxRecord, writes: Vec<NsRwSet>, transaction: Vec<u8>) {
+        self.push_shared(record, writes, Arc::new(transaction));
     }
 
-    /// Adds the seal of block `number` (opaque bytes here).
-    pub fn push_seal(&mut self, number: BlockNumber, seal: Vec<u8>) {
-        self.seals.push((number, seal));
+    /// [`CommitBatch::push_tx`] with bytes shared with a staged record.
+    fn push_shared(&mut self, record: TxRecord, writes: Vec<NsRwSet>, transaction: Arc<Vec<u8>>) {
+        self.txs.push(BatchTx {
+            record,
+            writes,
+            transaction,
+        });
+    }
+
+    /// Adds a seal. Seals go in chain order: each continues the one before it (or the
+    /// store's last seal), as [`Store::commit`] checks.
+    pub fn push_seal(&mut self, seal: SealRecord) {
+        self.seals.push(seal);
     }
 
     /// True when the batch has neither transactions nor seals.
@@ -137,7 +184,7 @@ impl CommitBatch {
 
     /// The seq of the last transaction pushed, if any.
     pub fn last_seq(&self) -> Option<Seq> {
-        self.txs.last().map(|(record, _)| record.seq)
+        self.txs.last().map(|tx| tx.record.seq)
     }
 }
 

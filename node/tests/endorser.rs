@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use prost::Message;
 use runnel_node::endorser::{EndorseError, Endorsed, Endorser, EndorserConfig};
 use runnel_node::identity::{Msp, NetworkIdentities, Role, Signer};
-use runnel_node::ids::{BlockNumber, Seq, ValidationCode};
+use runnel_node::ids::{Seq, ValidationCode};
 use runnel_node::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_node::policy::Endorser as PolicyEndorser;
 use runnel_node::proto::{
@@ -148,11 +148,16 @@ fn stage(state: &WorldState, endorsed: &Endorsed) -> Seq {
     let record = TxRecord {
         tx_id: endorsed.tx_id,
         seq,
-        block: BlockNumber(1),
         code: ValidationCode::Valid,
         timestamp_ms: 0,
     };
-    state.stage(record, &payload(endorsed).rwsets).unwrap();
+    state
+        .stage(
+            record,
+            &payload(endorsed).rwsets,
+            endorsed.tx_id.as_bytes().to_vec(),
+        )
+        .unwrap();
     seq
 }
 

@@ -1,6 +1,7 @@
 //! The state store through its public API, on real sled databases in temporary
-//! directories: durable round trips, commit checks, the staged overlay and its snapshots,
-//! readers racing a writer, and random operation sequences against a model.
+//! directories: durable round trips, commit checks, the seal chain and the block of each
+//! transaction, transaction bytes, the staged overlay and its snapshots, readers racing a
+//! writer, and random operation sequences against a model.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
 use runnel_node::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use runnel_node::store::{
-    CommitBatch, HistoryEntry, Snapshot, Store, StoreError, TxRecord, WorldState,
+    CommitBatch, HistoryEntry, SealRecord, Snapshot, Store, StoreError, TxRecord, WorldState,
 };
 use runnel_runtime::{KvWrite, NsRwSet, Version, VersionedValue};
 
@@ -24,9 +25,23 @@ fn record_with(seq: u64, code: ValidationCode) -> TxRecord {
     TxRecord {
         tx_id: tx_id(seq),
         seq: Seq(seq),
-        block: BlockNumber(seq / 4),
         code,
         timestamp_ms: 1_700_000_000_000 + seq,
+    }
+}
+
+/// The bytes of transaction `seq` as ordered.
+fn tx_bytes(seq: u64) -> Vec<u8> {
+    format!("ordered transaction {seq}").into_bytes()
+}
+
+/// The seal of block `number`, covering seqs `first..=last`.
+fn seal(number: u64, first: u64, last: u64) -> SealRecord {
+    SealRecord {
+        number: BlockNumber(number),
+        first: Seq(first),
+        last: Seq(last),
+        bytes: format!("seal {number}: {first}..={last}").into_bytes(),
     }
 }
 
@@ -71,7 +86,7 @@ fn commit_txs(store: &Store, txs: Vec<Vec<NsRwSet>>) {
     let mut seq = store.height();
     for writes in txs {
         seq = seq.next();
-        batch.push_tx(record(seq.0), writes);
+        batch.push_tx(record(seq.0), writes, tx_bytes(seq.0));
     }
     store.commit(&batch).unwrap();
 }
@@ -165,7 +180,11 @@ fn namespaces_never_collide_and_bad_ones_are_refused() {
             Err(StoreError::BadNamespace(_))
         ));
         let mut batch = CommitBatch::new();
-        batch.push_tx(record(2), vec![set(bad, vec![put(b"c", b"x")])]);
+        batch.push_tx(
+            record(2),
+            vec![set(bad, vec![put(b"c", b"x")])],
+            tx_bytes(2),
+        );
         assert!(matches!(
             store.commit(&batch),
             Err(StoreError::BadNamespace(_))
@@ -241,39 +260,50 @@ fn tx_index_seals_and_height_survive_reopen() {
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.last_seal().unwrap(), None);
         let mut batch = CommitBatch::new();
-        batch.push_tx(record(1), vec![set("ns", vec![put(b"k", b"v")])]);
+        batch.push_tx(
+            record(1),
+            vec![set("ns", vec![put(b"k", b"v")])],
+            tx_bytes(1),
+        );
         batch.push_tx(
             record_with(2, ValidationCode::EndorsementPolicyFailure),
             Vec::new(),
+            tx_bytes(2),
         );
-        batch.push_seal(BlockNumber(0), b"genesis".to_vec());
-        batch.push_seal(BlockNumber(1), b"first".to_vec());
-        assert_eq!(batch.last_seq(), Some(Seq(2)));
+        batch.push_tx(record(3), Vec::new(), tx_bytes(3));
+        batch.push_seal(seal(1, 1, 1));
+        batch.push_seal(seal(2, 2, 2));
+        assert_eq!(batch.last_seq(), Some(Seq(3)));
         store.commit(&batch).unwrap();
         let mut seals_only = CommitBatch::new();
-        seals_only.push_seal(BlockNumber(300), b"later".to_vec());
+        seals_only.push_seal(seal(3, 3, 3));
         assert_eq!(seals_only.last_seq(), None);
+        assert!(!seals_only.is_empty());
         store.commit(&seals_only).unwrap();
-        assert_eq!(store.height(), Seq(2));
+        assert_eq!(store.height(), Seq(3));
     }
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.height(), Seq(2));
+    assert_eq!(store.height(), Seq(3));
     assert_eq!(store.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(store.tx(&tx_id(1)).unwrap(), Some(record(1)));
     assert_eq!(
         store.tx(&tx_id(2)).unwrap(),
         Some(record_with(2, ValidationCode::EndorsementPolicyFailure))
     );
-    assert_eq!(store.tx(&tx_id(3)).unwrap(), None);
+    assert_eq!(store.tx(&tx_id(4)).unwrap(), None);
+    // The invalid transaction keeps its bytes too.
+    assert_eq!(store.transaction(Seq(2)).unwrap(), Some(tx_bytes(2)));
+    assert_eq!(store.seal(BlockNumber(0)).unwrap(), None);
+    assert_eq!(store.seal(BlockNumber(1)).unwrap(), Some(seal(1, 1, 1)));
+    assert_eq!(store.seal(BlockNumber(4)).unwrap(), None);
+    assert_eq!(store.last_seal().unwrap(), Some(seal(3, 3, 3)));
     assert_eq!(
-        store.seal(BlockNumber(0)).unwrap(),
-        Some(b"genesis".to_vec())
+        store.seals(BlockNumber(0), 10).unwrap(),
+        vec![seal(1, 1, 1), seal(2, 2, 2), seal(3, 3, 3)]
     );
-    assert_eq!(store.seal(BlockNumber(2)).unwrap(), None);
-    assert_eq!(
-        store.last_seal().unwrap(),
-        Some((BlockNumber(300), b"later".to_vec()))
-    );
+    assert_eq!(store.seals(BlockNumber(2), 1).unwrap(), vec![seal(2, 2, 2)]);
+    assert!(store.seals(BlockNumber(4), 10).unwrap().is_empty());
+    assert!(store.seals(BlockNumber(1), 0).unwrap().is_empty());
 }
 
 #[test]
@@ -284,9 +314,13 @@ fn bad_batches_are_refused_and_write_nothing() {
     let refuse = |seqs: &[u64]| {
         let mut batch = CommitBatch::new();
         for &seq in seqs {
-            batch.push_tx(record(seq), vec![set("ns", vec![put(b"k", b"bad")])]);
+            batch.push_tx(
+                record(seq),
+                vec![set("ns", vec![put(b"k", b"bad")])],
+                b"bad".to_vec(),
+            );
         }
-        batch.push_seal(BlockNumber(9), b"bad".to_vec());
+        batch.push_seal(seal(1, 1, 1));
         store.commit(&batch).unwrap_err()
     };
     let out_of_order = |expected: u64, got: u64| StoreError::OutOfOrder {
@@ -308,7 +342,246 @@ fn bad_batches_are_refused_and_write_nothing() {
     assert_eq!(store.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
     assert_eq!(store.tx(&tx_id(2)).unwrap(), None);
-    assert_eq!(store.seal(BlockNumber(9)).unwrap(), None);
+    assert_eq!(store.transaction(Seq(1)).unwrap(), Some(tx_bytes(1)));
+    assert_eq!(store.transaction(Seq(2)).unwrap(), None);
+    assert_eq!(store.last_seal().unwrap(), None);
+}
+
+// ---------------------------------------------------------------- seals and transaction bytes
+
+/// Asserts that `block_of` answers every seq up to `upto` from `sealed`, the
+/// `(number, first, last)` of every durable seal.
+fn check_blocks(store: &Store, sealed: &[(u64, u64, u64)], upto: u64) {
+    for seq in 0..=upto {
+        let expected = sealed
+            .iter()
+            .find(|(_, first, last)| (*first..=*last).contains(&seq))
+            .map(|(number, _, _)| BlockNumber(*number));
+        assert_eq!(
+            store.block_of(Seq(seq)).unwrap(),
+            expected,
+            "block of {seq}"
+        );
+    }
+    let seals: Vec<SealRecord> = sealed
+        .iter()
+        .map(|&(number, first, last)| seal(number, first, last))
+        .collect();
+    assert_eq!(store.seals(BlockNumber(0), usize::MAX).unwrap(), seals);
+    assert_eq!(store.last_seal().unwrap(), seals.last().cloned());
+}
+
+#[test]
+fn block_of_follows_the_seals_across_commits_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sealed = Vec::new();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        check_blocks(&store, &sealed, 3);
+        // Streaming: transactions first, their seal later.
+        commit_txs(&store, vec![Vec::new(); 3]);
+        check_blocks(&store, &sealed, 5);
+        let mut batch = CommitBatch::new();
+        batch.push_seal(seal(1, 1, 2));
+        store.commit(&batch).unwrap();
+        sealed.push((1, 1, 2));
+        check_blocks(&store, &sealed, 5);
+        // Two seals in one batch, the second covering transactions of the same batch.
+        let mut batch = CommitBatch::new();
+        for seq in 4..=6 {
+            batch.push_tx(record(seq), Vec::new(), tx_bytes(seq));
+        }
+        batch.push_seal(seal(2, 3, 3));
+        batch.push_seal(seal(3, 4, 6));
+        store.commit(&batch).unwrap();
+        sealed.extend([(2, 3, 3), (3, 4, 6)]);
+        check_blocks(&store, &sealed, 8);
+        commit_txs(&store, vec![Vec::new(); 2]);
+        check_blocks(&store, &sealed, 9);
+    }
+    let store = Store::open(dir.path()).unwrap();
+    check_blocks(&store, &sealed, 9);
+    // The chain goes on from where it stood.
+    let mut batch = CommitBatch::new();
+    batch.push_seal(seal(4, 7, 8));
+    store.commit(&batch).unwrap();
+    sealed.push((4, 7, 8));
+    check_blocks(&store, &sealed, 10);
+    assert_eq!(store.block_of(Seq(u64::MAX)).unwrap(), None);
+    assert_eq!(
+        store.seals(BlockNumber(3), 10).unwrap(),
+        vec![seal(3, 4, 6), seal(4, 7, 8)]
+    );
+}
+
+#[test]
+fn seals_that_do_not_continue_the_chain_are_refused_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+
+    // No seal yet: the first is block 1 from seq 1.
+    commit_txs(&store, vec![Vec::new(); 4]);
+    let try_seals = |txs: Vec<u64>, seals: Vec<SealRecord>| {
+        let mut batch = CommitBatch::new();
+        for seq in txs {
+            batch.push_tx(record(seq), Vec::new(), tx_bytes(seq));
+        }
+        for seal in seals {
+            batch.push_seal(seal);
+        }
+        store.commit(&batch)
+    };
+    let out_of_order = |expected: u64, got: u64| StoreError::SealOutOfOrder {
+        expected: BlockNumber(expected),
+        got: BlockNumber(got),
+    };
+    let not_contiguous = |number: u64, expected: u64, got: u64| StoreError::SealNotContiguous {
+        number: BlockNumber(number),
+        expected: Seq(expected),
+        got: Seq(got),
+    };
+    let range = |number: u64, first: u64, last: u64, height: u64| StoreError::SealRange {
+        number: BlockNumber(number),
+        first: Seq(first),
+        last: Seq(last),
+        height: Seq(height),
+    };
+    let first_refusals = [
+        (vec![], vec![seal(0, 1, 1)], out_of_order(1, 0)),
+        (vec![], vec![seal(2, 1, 1)], out_of_order(1, 2)),
+        (vec![], vec![seal(1, 2, 2)], not_contiguous(1, 1, 2)),
+        (vec![], vec![seal(1, 0, 2)], not_contiguous(1, 1, 0)),
+    ];
+    for (txs, seals, error) in first_refusals {
+        assert_eq!(try_seals(txs, seals), Err(error));
+        check_blocks(&store, &[], 5);
+    }
+
+    let mut batch = CommitBatch::new();
+    batch.push_seal(seal(1, 1, 2));
+    store.commit(&batch).unwrap();
+    let refusals = [
+        // A gap in the numbers, or a number again.
+        (vec![], vec![seal(3, 3, 4)], out_of_order(2, 3)),
+        (vec![], vec![seal(1, 3, 4)], out_of_order(2, 1)),
+        // A gap in the seqs, or an overlap with the last seal.
+        (vec![], vec![seal(2, 4, 4)], not_contiguous(2, 3, 4)),
+        (vec![], vec![seal(2, 2, 4)], not_contiguous(2, 3, 2)),
+        // Empty, or beyond the height, with or without transactions in the batch.
+        (vec![], vec![seal(2, 3, 2)], range(2, 3, 2, 4)),
+        (vec![], vec![seal(2, 3, 5)], range(2, 3, 5, 4)),
+        (vec![5], vec![seal(2, 3, 6)], range(2, 3, 6, 5)),
+        // A good seal followed by a bad one in the same batch: neither is written.
+        (
+            vec![5, 6],
+            vec![seal(2, 3, 4), seal(3, 6, 6)],
+            not_contiguous(3, 5, 6),
+        ),
+        (
+            vec![5, 6],
+            vec![seal(2, 3, 4), seal(2, 5, 6)],
+            out_of_order(3, 2),
+        ),
+    ];
+    for (txs, seals, error) in refusals {
+        assert_eq!(try_seals(txs, seals), Err(error));
+        assert_eq!(store.height(), Seq(4));
+        assert_eq!(store.tx(&tx_id(5)).unwrap(), None);
+        assert_eq!(store.transaction(Seq(5)).unwrap(), None);
+        check_blocks(&store, &[(1, 1, 2)], 6);
+    }
+    drop(store);
+
+    // Nothing of it after a reopen either, and the chain goes on from block 1.
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.height(), Seq(4));
+    check_blocks(&store, &[(1, 1, 2)], 6);
+    drop(store);
+
+    // Through the world state: a refused commit leaves the transactions staged.
+    let world = WorldState::open(dir.path()).unwrap();
+    stage(&world, Vec::new());
+    assert_eq!(
+        world.commit_staged(Seq(5), vec![seal(2, 3, 6)]),
+        Err(range(2, 3, 6, 5))
+    );
+    assert_eq!(world.durable_height(), Seq(4));
+    assert_eq!(world.staged_height(), Seq(5));
+    assert_eq!(world.transaction(Seq(5)).unwrap(), Some(tx_bytes(5)));
+    world
+        .commit_staged(Seq(5), vec![seal(2, 3, 4), seal(3, 5, 5)])
+        .unwrap();
+    assert_eq!(
+        world.store().transaction(Seq(5)).unwrap(),
+        Some(tx_bytes(5))
+    );
+    assert_eq!(world.tx(&tx_id(5)).unwrap(), Some(record(5)));
+    check_blocks(world.store(), &[(1, 1, 2), (2, 3, 4), (3, 5, 5)], 6);
+}
+
+#[test]
+fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = |seqs: std::ops::RangeInclusive<u64>| -> Vec<(Seq, Vec<u8>)> {
+        seqs.map(|seq| (Seq(seq), if seq == 3 { Vec::new() } else { tx_bytes(seq) }))
+            .collect()
+    };
+    {
+        let world = WorldState::open(dir.path()).unwrap();
+        stage(&world, vec![set("ns", vec![put(b"k", b"v")])]);
+        world
+            .stage(
+                record_with(2, ValidationCode::MvccReadConflict),
+                &[set("ns", vec![put(b"k", b"no")])],
+                tx_bytes(2),
+            )
+            .unwrap();
+        // Empty bytes are kept as such, told apart from none.
+        world.stage(record(3), &[], Vec::new()).unwrap();
+        // Visible through the world state at once, not yet in the store.
+        for (seq, bytes) in all(1..=3) {
+            assert_eq!(world.transaction(seq).unwrap(), Some(bytes));
+            assert_eq!(world.store().transaction(seq).unwrap(), None);
+        }
+        assert_eq!(world.transaction(Seq(0)).unwrap(), None);
+        assert_eq!(world.transaction(Seq(4)).unwrap(), None);
+        assert_eq!(world.transactions(Seq(0), 10).unwrap(), all(1..=3));
+        assert!(world.store().transactions(Seq(0), 10).unwrap().is_empty());
+
+        world.commit_staged(Seq(2), Vec::new()).unwrap();
+        // Durable 1..=2, staged 3: one answer across both.
+        for (seq, bytes) in all(1..=2) {
+            assert_eq!(world.store().transaction(seq).unwrap(), Some(bytes));
+        }
+        assert_eq!(world.store().transaction(Seq(3)).unwrap(), None);
+        assert_eq!(world.transaction(Seq(3)).unwrap(), Some(Vec::new()));
+        assert_eq!(world.transactions(Seq(0), 10).unwrap(), all(1..=3));
+        assert_eq!(world.transactions(Seq(2), 10).unwrap(), all(2..=3));
+        assert_eq!(world.transactions(Seq(1), 2).unwrap(), all(1..=2));
+        assert_eq!(world.transactions(Seq(3), 10).unwrap(), all(3..=3));
+        assert!(world.transactions(Seq(4), 10).unwrap().is_empty());
+        assert!(world.transactions(Seq(1), 0).unwrap().is_empty());
+        assert_eq!(world.store().transactions(Seq(0), 10).unwrap(), all(1..=2));
+        assert_eq!(world.store().transactions(Seq(2), 10).unwrap(), all(2..=2));
+
+        world.commit_staged(Seq(3), vec![seal(1, 1, 3)]).unwrap();
+        assert_eq!(world.store().transactions(Seq(1), 10).unwrap(), all(1..=3));
+        // Staged only: gone after the reopen.
+        stage(&world, Vec::new());
+        assert_eq!(world.transaction(Seq(4)).unwrap(), Some(tx_bytes(4)));
+    }
+    let world = WorldState::open(dir.path()).unwrap();
+    assert_eq!(world.durable_height(), Seq(3));
+    for (seq, bytes) in all(1..=3) {
+        assert_eq!(world.transaction(seq).unwrap(), Some(bytes.clone()));
+        assert_eq!(world.store().transaction(seq).unwrap(), Some(bytes));
+    }
+    assert_eq!(world.transaction(Seq(4)).unwrap(), None);
+    assert_eq!(world.transactions(Seq(0), usize::MAX).unwrap(), all(1..=3));
+    assert_eq!(
+        world.store().block_of(Seq(3)).unwrap(),
+        Some(BlockNumber(1))
+    );
 }
 
 // ---------------------------------------------------------------- the staged overlay
@@ -316,7 +589,9 @@ fn bad_batches_are_refused_and_write_nothing() {
 /// Stages one valid transaction at the next seq.
 fn stage(world: &WorldState, writes: Vec<NsRwSet>) -> Seq {
     let seq = world.staged_height().next();
-    world.stage(record(seq.0), &writes).unwrap();
+    world
+        .stage(record(seq.0), &writes, tx_bytes(seq.0))
+        .unwrap();
     seq
 }
 
@@ -471,6 +746,7 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
         .stage(
             invalid.clone(),
             &[set("ns", vec![put(b"k", b"no"), put(b"x", b"no")])],
+            tx_bytes(2),
         )
         .unwrap();
     assert_eq!(world.staged_height(), Seq(2));
@@ -481,9 +757,8 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
     let snapshot = world.snapshot();
     assert_eq!(snapshot.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(snapshot.get("ns", b"x").unwrap(), None);
-    world
-        .commit_staged(Seq(2), vec![(BlockNumber(0), b"seal".to_vec())])
-        .unwrap();
+    assert_eq!(world.transaction(Seq(2)).unwrap(), Some(tx_bytes(2)));
+    world.commit_staged(Seq(2), vec![seal(1, 1, 2)]).unwrap();
     assert_eq!(world.tx(&tx_id(2)).unwrap(), Some(invalid.clone()));
     assert_eq!(world.store().tx(&tx_id(2)).unwrap(), Some(invalid));
     assert_eq!(world.store().get("ns", b"x").unwrap(), None);
@@ -492,8 +767,16 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
         1
     );
     assert_eq!(
-        world.store().seal(BlockNumber(0)).unwrap(),
-        Some(b"seal".to_vec())
+        world.store().seal(BlockNumber(1)).unwrap(),
+        Some(seal(1, 1, 2))
+    );
+    assert_eq!(
+        world.store().transaction(Seq(2)).unwrap(),
+        Some(tx_bytes(2))
+    );
+    assert_eq!(
+        world.store().block_of(Seq(2)).unwrap(),
+        Some(BlockNumber(1))
     );
 }
 
@@ -504,11 +787,11 @@ fn a_duplicate_tx_id_never_replaces_the_first_record() {
     stage(&world, Vec::new());
     let mut duplicate = record_with(2, ValidationCode::DuplicateTxid);
     duplicate.tx_id = tx_id(1);
-    world.stage(duplicate.clone(), &[]).unwrap();
+    world.stage(duplicate.clone(), &[], tx_bytes(2)).unwrap();
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
     world.commit_staged(Seq(1), Vec::new()).unwrap();
     duplicate.seq = Seq(3);
-    world.stage(duplicate, &[]).unwrap();
+    world.stage(duplicate, &[], tx_bytes(3)).unwrap();
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
     world.commit_staged(Seq(3), Vec::new()).unwrap();
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
@@ -518,7 +801,7 @@ fn a_duplicate_tx_id_never_replaces_the_first_record() {
 fn staging_and_committing_check_their_order() {
     let dir = tempfile::tempdir().unwrap();
     let world = WorldState::open(dir.path()).unwrap();
-    let refused = world.stage(record(2), &[]).unwrap_err();
+    let refused = world.stage(record(2), &[], tx_bytes(2)).unwrap_err();
     assert_eq!(
         refused,
         StoreError::OutOfOrder {
@@ -528,11 +811,12 @@ fn staging_and_committing_check_their_order() {
     );
     let bad = [set("a\0b", vec![put(b"k", b"v")])];
     assert!(matches!(
-        world.stage(record(1), &bad),
+        world.stage(record(1), &bad, tx_bytes(1)),
         Err(StoreError::BadNamespace(_))
     ));
     assert_eq!(world.staged_height(), Seq::ZERO);
     assert_eq!(world.tx(&tx_id(1)).unwrap(), None);
+    assert_eq!(world.transaction(Seq(1)).unwrap(), None);
     stage(&world, vec![set("ns", vec![put(b"k", b"v")])]);
     stage(&world, Vec::new());
     assert!(matches!(
@@ -640,7 +924,9 @@ fn concurrent_readers_always_see_a_consistent_height() {
         })
         .collect();
     for seq in 1..=TXS {
-        world.stage(record(seq), &pair_writes(seq)).unwrap();
+        world
+            .stage(record(seq), &pair_writes(seq), tx_bytes(seq))
+            .unwrap();
         if seq % 7 == 0 || seq == TXS {
             world.commit_staged(Seq(seq), Vec::new()).unwrap();
         }
@@ -667,8 +953,9 @@ type ModelState = BTreeMap<(usize, Vec<u8>), (Vec<u8>, u64)>;
 enum Op {
     /// Stage a transaction: (namespace, key, value or delete) writes, valid or not.
     Stage(Vec<(usize, usize, Option<u8>)>, bool),
-    /// Commit some of what is staged (the index picks how many), with a seal or not.
-    Commit(Index, bool),
+    /// Commit some of what is staged (the index picks how many), with up to this many
+    /// seals over what is not sealed yet.
+    Commit(Index, usize),
     /// Take a snapshot.
     Snapshot,
     /// Drop a held snapshot.
@@ -688,7 +975,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (proptest::collection::vec(write, 0..4), proptest::bool::weighted(0.8))
             .prop_map(|(writes, valid)| Op::Stage(writes, valid)),
-        3 => (any::<Index>(), any::<bool>()).prop_map(|(index, seal)| Op::Commit(index, seal)),
+        3 => (any::<Index>(), 0usize..3).prop_map(|(index, seals)| Op::Commit(index, seals)),
         3 => Just(Op::Snapshot),
         2 => any::<Index>().prop_map(Op::Release),
         5 => (any::<Index>(), 0..MODEL_KEYS.len(), 0..MODEL_KEYS.len() + 1, 0usize..4)
@@ -754,7 +1041,11 @@ proptest! {
         // states[h]: the state after transaction h.
         let mut states: Vec<ModelState> = vec![ModelState::new()];
         let mut held: Vec<Snapshot> = Vec::new();
-        let mut seals = 0u64;
+        // bytes[s - 1]: the bytes staged as transaction s.
+        let mut bytes: Vec<Vec<u8>> = Vec::new();
+        // Every durable seal, as (first, last); block n is seals[n - 1].
+        let mut seals: Vec<(u64, u64)> = Vec::new();
+        let mut stagings = 0u64;
         for op in ops {
             match op {
                 Op::Stage(writes, valid) => {
@@ -776,20 +1067,34 @@ proptest! {
                         sets.push(set(MODEL_NAMESPACES[ns], vec![write]));
                     }
                     let code = if valid { ValidationCode::Valid } else { ValidationCode::MvccReadConflict };
-                    world.stage(record_with(seq, code), &sets).unwrap();
+                    // Bytes never staged before, so a stale transaction cannot pass.
+                    stagings += 1;
+                    let staged_bytes = format!("{seq}/{stagings}").into_bytes();
+                    world.stage(record_with(seq, code), &sets, staged_bytes.clone()).unwrap();
                     states.push(next);
+                    bytes.push(staged_bytes);
                 }
-                Op::Commit(index, seal) => {
+                Op::Commit(index, count) => {
                     let durable = world.durable_height().0;
                     let staged = world.staged_height().0;
                     let through = durable + index.index((staged - durable + 1) as usize) as u64;
-                    let seals_now = if seal {
-                        seals += 1;
-                        vec![(BlockNumber(seals), seals.to_be_bytes().to_vec())]
-                    } else {
-                        Vec::new()
-                    };
-                    world.commit_staged(Seq(through), seals_now).unwrap();
+                    // Up to `count` seals over what is unsealed through `through`: one
+                    // transaction each, the last one taking the rest.
+                    let mut first = seals.last().map_or(1, |(_, last)| last + 1);
+                    let count = count.min((through + 1 - first) as usize);
+                    let mut new_seals = Vec::new();
+                    for n in 0..count {
+                        let last = if n + 1 == count { through } else { first };
+                        new_seals.push((first, last));
+                        first = last + 1;
+                    }
+                    let records = new_seals
+                        .iter()
+                        .enumerate()
+                        .map(|(n, &(first, last))| seal((seals.len() + n + 1) as u64, first, last))
+                        .collect();
+                    world.commit_staged(Seq(through), records).unwrap();
+                    seals.extend(new_seals);
                     prop_assert_eq!(world.durable_height(), Seq(through));
                 }
                 Op::Snapshot => held.push(world.snapshot()),
@@ -806,18 +1111,49 @@ proptest! {
                     };
                     let height = snapshot.height().0 as usize;
                     check_against_model(&snapshot, &states[height], start, end, limit);
+                    let from = start as u64;
+                    let expected: Vec<(Seq, Vec<u8>)> = bytes
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| (Seq(i as u64 + 1), b.clone()))
+                        .filter(|(seq, _)| seq.0 >= from)
+                        .take(limit)
+                        .collect();
+                    prop_assert_eq!(world.transactions(Seq(from), limit).unwrap(), expected);
                 }
                 Op::Reopen => {
                     held.clear();
                     drop(world);
                     world = WorldState::open(dir.path()).unwrap();
                     states.truncate(world.durable_height().0 as usize + 1);
+                    bytes.truncate(world.durable_height().0 as usize);
                     prop_assert_eq!(world.staged_height(), world.durable_height());
-                    prop_assert_eq!(world.store().last_seal().unwrap().map(|(n, _)| n.0).unwrap_or(0), seals);
+                    let last_seal = world.store().last_seal().unwrap();
+                    prop_assert_eq!(last_seal.map_or(0, |seal| seal.number.0), seals.len() as u64);
                 }
             }
+            // Transaction bytes: staged or durable through the world state, durable only
+            // through the store. Blocks: as the durable seals say.
+            let durable = world.durable_height().0;
+            let staged = world.staged_height().0;
+            for seq in 0..=staged + 1 {
+                let expected = seq.checked_sub(1).and_then(|i| bytes.get(i as usize)).cloned();
+                prop_assert_eq!(world.transaction(Seq(seq)).unwrap(), expected.clone());
+                let durable_bytes = expected.filter(|_| seq <= durable);
+                prop_assert_eq!(world.store().transaction(Seq(seq)).unwrap(), durable_bytes);
+                let block = seals
+                    .iter()
+                    .position(|(first, last)| (*first..=*last).contains(&seq))
+                    .map(|n| BlockNumber(n as u64 + 1));
+                prop_assert_eq!(world.store().block_of(Seq(seq)).unwrap(), block);
+            }
+            prop_assert_eq!(world.transactions(Seq::ZERO, usize::MAX).unwrap().len(), bytes.len());
+            prop_assert_eq!(
+                world.store().transactions(Seq::ZERO, usize::MAX).unwrap().len() as u64,
+                durable
+            );
             // The durable store always matches the model at the durable height.
-            let durable = world.durable_height().0 as usize;
+            let durable = durable as usize;
             for ((ns, key), (value, seq)) in &states[durable] {
                 prop_assert_eq!(world.store().get(MODEL_NAMESPACES[*ns], key).unwrap(), Some(vv(value, *seq)));
             }

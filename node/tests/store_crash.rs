@@ -1,7 +1,8 @@
 //! Crash safety with a real process kill: this test runs its own binary again as a writer
 //! that commits in a loop and reports each durable height, SIGKILLs it at a varying point,
-//! and checks that the reopened store holds exactly the transactions up to its height, a
-//! height no lower than the last one reported.
+//! and checks that the reopened store holds exactly the transactions (records, writes and
+//! bytes) up to its height, a height no lower than the last one reported, and exactly the
+//! seals that the writer committed with them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use runnel_node::ids::{BlockNumber, Seq, TxId, ValidationCode};
-use runnel_node::store::{TxRecord, WorldState};
+use runnel_node::store::{SealRecord, TxRecord, WorldState};
 use runnel_runtime::{KvWrite, NsRwSet, Version, VersionedValue};
 
 /// Set (to the store directory) when this binary runs as the writer.
@@ -31,6 +32,8 @@ const KILL_DELAY_US_MAX: u64 = 2_000;
 const WRITER_TXS_MAX: u64 = 200_000;
 /// Prefix of the writer's progress lines.
 const REPORT: &str = "durable ";
+/// Transactions per block: block `n` covers seqs `4n - 3 ..= 4n`.
+const BLOCK_TXS: u64 = 4;
 
 fn tx_id(seq: u64) -> TxId {
     TxId::derive(&seq.to_be_bytes(), b"store-crash")
@@ -40,10 +43,52 @@ fn record(seq: u64) -> TxRecord {
     TxRecord {
         tx_id: tx_id(seq),
         seq: Seq(seq),
-        block: BlockNumber(seq / 10),
         code: ValidationCode::Valid,
         timestamp_ms: seq,
     }
+}
+
+/// The bytes of transaction `seq`, 1 to 7 copies of a line naming it.
+fn transaction(seq: u64) -> Vec<u8> {
+    format!("transaction {seq};")
+        .repeat(1 + (seq % 7) as usize)
+        .into_bytes()
+}
+
+/// The seal of block `number`.
+fn seal(number: u64) -> SealRecord {
+    SealRecord {
+        number: BlockNumber(number),
+        first: Seq((number - 1) * BLOCK_TXS + 1),
+        last: Seq(number * BLOCK_TXS),
+        bytes: format!("seal {number}").into_bytes(),
+    }
+}
+
+/// The last seq sealed once `height` is durable: every full block goes with the commit
+/// that completes it.
+fn sealed_through(height: u64) -> u64 {
+    height - height % BLOCK_TXS
+}
+
+/// The seals a commit from durable height `before` to `after` carries.
+fn seals_between(before: u64, after: u64) -> Vec<SealRecord> {
+    (sealed_through(before) / BLOCK_TXS + 1..=sealed_through(after) / BLOCK_TXS)
+        .map(seal)
+        .collect()
+}
+
+/// Stages transactions `durable + 1 ..= through` and commits them with their seals.
+fn stage_and_commit(world: &WorldState, through: u64) {
+    let durable = world.durable_height().0;
+    for seq in durable + 1..=through {
+        world
+            .stage(record(seq), &writes(seq), transaction(seq))
+            .unwrap();
+    }
+    world
+        .commit_staged(Seq(through), seals_between(durable, through))
+        .unwrap();
 }
 
 /// Transaction `seq` writes `k{seq % 50}` and `last`, both to `seq` in decimal.
@@ -68,22 +113,15 @@ fn run_writer(dir: &Path) {
     let mut stdout = std::io::stdout().lock();
     let mut seq = world.durable_height().0;
     while seq < WRITER_TXS_MAX {
-        for _ in 0..1 + seq % 3 {
-            seq += 1;
-            world.stage(record(seq), &writes(seq)).unwrap();
-        }
-        world
-            .commit_staged(
-                Seq(seq),
-                vec![(BlockNumber(seq / 10), seq.to_be_bytes().to_vec())],
-            )
-            .unwrap();
+        seq += 1 + seq % 3;
+        stage_and_commit(&world, seq);
         writeln!(stdout, "{REPORT}{seq}").unwrap();
         stdout.flush().unwrap();
     }
 }
 
-/// The reopened store holds exactly transactions `1..=height`.
+/// The reopened store holds exactly transactions `1..=height`, and the seals of the full
+/// blocks among them.
 fn check_replay(world: &WorldState, height: u64) {
     let store = world.store();
     let value = |seq: u64| {
@@ -125,6 +163,48 @@ fn check_replay(world: &WorldState, height: u64) {
             store.tx(&tx_id(seq)).unwrap(),
             None,
             "tx {seq} beyond the height"
+        );
+    }
+
+    for seq in 1..=height {
+        let expected = Some(transaction(seq));
+        assert_eq!(
+            store.transaction(Seq(seq)).unwrap(),
+            expected,
+            "bytes {seq}"
+        );
+        assert_eq!(
+            world.transaction(Seq(seq)).unwrap(),
+            expected,
+            "bytes {seq}"
+        );
+    }
+    for seq in [0, height + 1, height + 2, height + 100] {
+        assert_eq!(store.transaction(Seq(seq)).unwrap(), None, "bytes {seq}");
+        assert_eq!(world.transaction(Seq(seq)).unwrap(), None, "bytes {seq}");
+    }
+    let all: Vec<(Seq, Vec<u8>)> = (1..=height)
+        .map(|seq| (Seq(seq), transaction(seq)))
+        .collect();
+    assert_eq!(store.transactions(Seq::ZERO, usize::MAX).unwrap(), all);
+    assert_eq!(world.transactions(Seq(1), usize::MAX).unwrap(), all);
+
+    let sealed = sealed_through(height);
+    let seals: Vec<SealRecord> = (1..=sealed / BLOCK_TXS).map(seal).collect();
+    assert_eq!(
+        store.seals(BlockNumber(0), usize::MAX).unwrap(),
+        seals,
+        "seals at height {height}"
+    );
+    assert_eq!(store.last_seal().unwrap(), seals.last().cloned());
+    for seq in 0..=height + 2 {
+        let expected = (1..=sealed)
+            .contains(&seq)
+            .then(|| BlockNumber((seq - 1) / BLOCK_TXS + 1));
+        assert_eq!(
+            store.block_of(Seq(seq)).unwrap(),
+            expected,
+            "block of {seq}"
         );
     }
 }
@@ -182,8 +262,7 @@ fn a_killed_writer_loses_nothing_it_reported() {
         check_replay(&world, height);
         // The store goes on from where it stopped.
         let next = height + 1;
-        world.stage(record(next), &writes(next)).unwrap();
-        world.commit_staged(Seq(next), Vec::new()).unwrap();
+        stage_and_commit(&world, next);
         check_replay(&world, next);
     }
 }

@@ -134,6 +134,7 @@ impl CertificateAuthority {
 }
 
 /// Signs on behalf of an identity: its certificate and Ed25519 key.
+#[derive(Clone)]
 pub struct Signer {
     cert_der: Vec<u8>,
     key: SigningKey,
@@ -172,6 +173,11 @@ impl Signer {
     /// The certificate, DER: what goes into a proposal as its creator.
     pub fn cert_der(&self) -> &[u8] {
         &self.cert_der
+    }
+
+    /// The Ed25519 public key.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
     }
 
     /// Signs `message`.

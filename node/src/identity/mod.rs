@@ -15,7 +15,7 @@ mod role;
 
 pub use authority::{CertificateAuthority, IssuedIdentity, Signer};
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
-pub use network::{NetworkIdentities, OrgIdentities};
+pub use network::{NetworkIdentities, NetworkKeys, OrgIdentities};
 pub use role::{Role, UnknownRole};
 
 /// Why a certificate, key or signature was refused.

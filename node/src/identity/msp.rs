@@ -11,6 +11,7 @@ use x509_parser::oid_registry::{OID_SIG_ED25519, Oid};
 use x509_parser::prelude::FromDer;
 
 use super::{IdentityError, Role};
+use crate::sig::SignatureCache;
 
 /// Verified certificates kept; the cache is emptied when it would grow past this.
 pub const IDENTITY_CACHE_MAX: usize = 10_000;
@@ -100,6 +101,7 @@ struct TrustedCa {
 pub struct Msp {
     cas: Vec<TrustedCa>,
     cache: RwLock<HashMap<[u8; 32], Arc<Identity>>>,
+    signatures: SignatureCache,
 }
 
 impl std::fmt::Debug for Msp {
@@ -190,6 +192,7 @@ impl Msp {
         Ok(Msp {
             cas,
             cache: RwLock::new(HashMap::new()),
+            signatures: SignatureCache::default(),
         })
     }
 
@@ -222,6 +225,11 @@ impl Msp {
             cache.insert(fingerprint, identity.clone());
         }
         Ok(identity)
+    }
+
+    /// The transaction signatures this process has found valid (see [`SignatureCache`]).
+    pub fn signatures(&self) -> &SignatureCache {
+        &self.signatures
     }
 
     /// Number of cached certificates.

@@ -2,6 +2,8 @@
 //! client and an orderer. What `runnel init` writes to disk, and what tests and
 //! benchmarks stand on.
 
+use std::path::Path;
+
 use time::Duration;
 
 use super::{CertificateAuthority, IdentityError, IssuedIdentity, Msp, Role, Signer};
@@ -71,5 +73,120 @@ impl NetworkIdentities {
     /// The organisation named `org`.
     pub fn org(&self, org: &str) -> Option<&OrgIdentities> {
         self.orgs.iter().find(|o| o.org() == org)
+    }
+}
+
+/// The file of an organisation's CA certificate inside its directory.
+const CA_FILE: &str = "ca.pem";
+
+/// The roles written and loaded, with their file stems.
+const ROLES: [Role; 4] = [Role::Admin, Role::Peer, Role::Client, Role::Orderer];
+
+impl NetworkIdentities {
+    /// Writes the network under `dir`: per organisation a directory holding `ca.pem`
+    /// (the CA certificate) and `<role>.pem` / `<role>.key` for each identity (keys
+    /// readable by the owner only). The CA keys are not written.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        for org in &self.orgs {
+            let org_dir = dir.join(org.org());
+            std::fs::create_dir_all(&org_dir)?;
+            std::fs::write(org_dir.join(CA_FILE), org.ca.cert_pem())?;
+            for role in ROLES {
+                let identity = match role {
+                    Role::Admin => &org.admin,
+                    Role::Client => &org.client,
+                    Role::Peer => &org.peer,
+                    Role::Orderer => &org.orderer,
+                };
+                std::fs::write(org_dir.join(format!("{role}.pem")), &identity.cert_pem)?;
+                let key_path = org_dir.join(format!("{role}.key"));
+                std::fs::write(&key_path, &identity.key_pem)?;
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A network as a node reads it back from disk ([`NetworkIdentities::write`]).
+pub struct NetworkKeys {
+    /// The organisations, sorted by name.
+    pub orgs: Vec<String>,
+    ca_certs: Vec<Vec<u8>>,
+    signers: Vec<(String, Role, Signer)>,
+}
+
+impl std::fmt::Debug for NetworkKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetworkKeys")
+            .field("orgs", &self.orgs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NetworkKeys {
+    /// Reads every organisation directory under `dir`.
+    pub fn load(dir: &Path) -> Result<NetworkKeys, IdentityError> {
+        let unreadable = |what: &'static str, e: std::io::Error| IdentityError::Malformed {
+            what,
+            message: e.to_string(),
+        };
+        let mut orgs: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| unreadable("identity directory", e))?
+            .filter_map(Result::ok)
+            .filter(|entry| entry.path().join(CA_FILE).is_file())
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .collect();
+        orgs.sort();
+        let mut ca_certs = Vec::new();
+        let mut signers = Vec::new();
+        for org in &orgs {
+            let org_dir = dir.join(org);
+            let read = |name: String| {
+                std::fs::read_to_string(org_dir.join(&name))
+                    .map_err(|e| unreadable("identity file", e))
+            };
+            let ca_pem = read(CA_FILE.to_string())?;
+            let (_, pem) = x509_parser::pem::parse_x509_pem(ca_pem.as_bytes()).map_err(|e| {
+                IdentityError::Malformed {
+                    what: "CA certificate PEM",
+                    message: e.to_string(),
+                }
+            })?;
+            ca_certs.push(pem.contents);
+            for role in ROLES {
+                let signer =
+                    Signer::from_pem(&read(format!("{role}.pem"))?, &read(format!("{role}.key"))?)?;
+                signers.push((org.clone(), role, signer));
+            }
+        }
+        if orgs.is_empty() {
+            return Err(IdentityError::Malformed {
+                what: "identity directory",
+                message: format!("no organisation under {}", dir.display()),
+            });
+        }
+        Ok(NetworkKeys {
+            orgs,
+            ca_certs,
+            signers,
+        })
+    }
+
+    /// The membership service trusting the loaded CAs.
+    pub fn msp(&self) -> Result<Msp, IdentityError> {
+        Msp::new(self.ca_certs.iter().map(Vec::as_slice))
+    }
+
+    /// The signer of `org`'s identity with `role`.
+    pub fn signer(&self, org: &str, role: Role) -> Option<&Signer> {
+        self.signers
+            .iter()
+            .find(|(o, r, _)| o == org && *r == role)
+            .map(|(_, _, signer)| signer)
     }
 }

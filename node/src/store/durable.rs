@@ -9,12 +9,54 @@ use std::time::{Duration, Instant};
 
 use runnel_runtime::VersionedValue;
 
-use super::keys::{self, HEIGHT_KEY, SEAL};
-use super::{CommitBatch, HistoryEntry, StoreError, TxRecord, lock};
+use super::keys::{self, HEIGHT_KEY, SEAL, SEAL_INDEX};
+use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
 
 /// Bytes of the seq that closes a history key.
 const HISTORY_SEQ_BYTES: usize = 8;
+
+/// Where the seal chain stands: what the next seal must continue.
+#[derive(Debug, Clone, Copy)]
+struct SealTip {
+    /// The last seal's number (0 before the first seal: genesis).
+    number: BlockNumber,
+    /// The last seq it covers ([`Seq::ZERO`] before the first seal).
+    last: Seq,
+}
+
+impl SealTip {
+    /// Checks that `seal` continues the chain from here, covering nothing above `height`,
+    /// and answers the tip after it.
+    fn check_next(self, seal: &SealRecord, height: Seq) -> Result<SealTip, StoreError> {
+        let expected = BlockNumber(self.number.0 + 1);
+        if seal.number != expected {
+            return Err(StoreError::SealOutOfOrder {
+                expected,
+                got: seal.number,
+            });
+        }
+        if seal.first != self.last.next() {
+            return Err(StoreError::SealNotContiguous {
+                number: seal.number,
+                expected: self.last.next(),
+                got: seal.first,
+            });
+        }
+        if seal.last < seal.first || seal.last > height {
+            return Err(StoreError::SealRange {
+                number: seal.number,
+                first: seal.first,
+                last: seal.last,
+                height,
+            });
+        }
+        Ok(SealTip {
+            number: seal.number,
+            last: seal.last,
+        })
+    }
+}
 
 /// The durable store on sled.
 ///
@@ -26,9 +68,9 @@ pub struct Store {
     db: sled::Db,
     /// The last durable seq, as the height record says.
     height: AtomicU64,
-    /// Held across a commit's check-then-apply, so two commits cannot both pass the
-    /// seq check against the same height.
-    commit_lock: Mutex<()>,
+    /// The seal chain's tip, held across a commit's check-then-apply, so two commits
+    /// cannot both pass the seq and seal checks against the same height and tip.
+    commit_lock: Mutex<SealTip>,
     /// The OS lock on the directory's lock file, released when the store drops
     /// (after `db`, fields dropping in order).
     _dir_lock: File,
@@ -57,10 +99,30 @@ impl Store {
                 ));
             }
         };
+        let tip = match last_seal(&db)? {
+            // The seal and the transactions it covers are written in one batch.
+            Some(seal) if seal.last > height => {
+                return Err(StoreError::corrupt(
+                    "seal",
+                    format!(
+                        "block {} covers seqs up to {}, beyond height {height}",
+                        seal.number, seal.last
+                    ),
+                ));
+            }
+            Some(seal) => SealTip {
+                number: seal.number,
+                last: seal.last,
+            },
+            None => SealTip {
+                number: BlockNumber(0),
+                last: Seq::ZERO,
+            },
+        };
         Ok(Store {
             db,
             height: AtomicU64::new(height.0),
-            commit_lock: Mutex::new(()),
+            commit_lock: Mutex::new(tip),
             _dir_lock: lock,
         })
     }
@@ -136,47 +198,111 @@ impl Store {
         }
     }
 
-    /// The seal of block `number`.
-    pub fn seal(&self, number: BlockNumber) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The bytes of the transaction at `seq`, as the orderer delivered them (valid or
+    /// not), once durable.
+    pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+        if seq > self.height() {
+            return Ok(None);
+        }
         Ok(self
             .db
-            .get(keys::seal_key(number))?
-            .map(|seal| seal.to_vec()))
+            .get(keys::transaction_key(seq))?
+            .map(|bytes| bytes.to_vec()))
     }
 
-    /// The seal with the highest block number.
-    pub fn last_seal(&self) -> Result<Option<(BlockNumber, Vec<u8>)>, StoreError> {
-        match self.db.range([SEAL]..[SEAL + 1]).next_back() {
+    /// Up to `limit` durable transactions from seq `from` on, in ascending seq order.
+    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        self.transactions_below(from, self.height().next(), limit)
+    }
+
+    /// Up to `limit` durable transactions with `from <= seq < end`, in ascending seq
+    /// order. Every seq in the range must be durable.
+    pub(super) fn transactions_below(
+        &self,
+        from: Seq,
+        end: Seq,
+        limit: usize,
+    ) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        if end <= from {
+            return Ok(Vec::new());
+        }
+        let lo = keys::transaction_key(from);
+        let hi = keys::transaction_key(end);
+        let mut out = Vec::new();
+        for item in self.db.range(lo..hi).take(limit) {
+            let (key, bytes) = item?;
+            out.push((keys::decode_transaction_key(&key)?, bytes.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// The block whose seal covers `seq`; `None` while no durable seal covers it yet.
+    pub fn block_of(&self, seq: Seq) -> Result<Option<BlockNumber>, StoreError> {
+        // Seals cover disjoint ranges in order, so the first one ending at or after `seq`
+        // is the only one that can cover it.
+        let start = keys::seal_index_key(seq).to_vec();
+        match self.db.range(start..vec![SEAL_INDEX + 1]).next() {
             Some(item) => {
-                let (key, seal) = item?;
-                Ok(Some((keys::decode_seal_key(&key)?, seal.to_vec())))
+                let (key, value) = item?;
+                let (number, first, _) = keys::decode_seal_index(&key, &value)?;
+                Ok((first <= seq).then_some(number))
             }
             None => Ok(None),
         }
+    }
+
+    /// The seal of block `number`.
+    pub fn seal(&self, number: BlockNumber) -> Result<Option<SealRecord>, StoreError> {
+        let key = keys::seal_key(number);
+        match self.db.get(key)? {
+            Some(value) => keys::decode_seal(&key, &value).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The seal with the highest block number.
+    pub fn last_seal(&self) -> Result<Option<SealRecord>, StoreError> {
+        last_seal(&self.db)
+    }
+
+    /// Up to `limit` seals from block `from` on, in ascending block order.
+    pub fn seals(&self, from: BlockNumber, limit: usize) -> Result<Vec<SealRecord>, StoreError> {
+        let lo = keys::seal_key(from).to_vec();
+        let mut out = Vec::new();
+        for item in self.db.range(lo..vec![SEAL + 1]).take(limit) {
+            let (key, value) = item?;
+            out.push(keys::decode_seal(&key, &value)?);
+        }
+        Ok(out)
     }
 
     /// Makes `batch` durable: checks it whole, writes it as one atomic sled batch with the
     /// new height, and flushes (fsync) before returning. A refused batch writes nothing.
     ///
     /// The batch's transactions must be exactly `height + 1`, `height + 2`, ... Only valid
-    /// transactions' writes are applied; every transaction enters the tx index unless its
-    /// id is already there (the first record of an id stays).
+    /// transactions' writes are applied; every transaction keeps its bytes, and enters the
+    /// tx index unless its id is already there (the first record of an id stays).
+    ///
+    /// The batch's seals must continue the stored chain in order: block numbers one after
+    /// the other from the last stored seal's (the first seal is block 1), each starting
+    /// right after the seq the previous one ends at (block 1 at seq 1), ending at or after
+    /// its first seq and at or before the height after this batch.
     pub fn commit(&self, batch: &CommitBatch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Err(StoreError::EmptyBatch);
         }
-        let _commit = lock(&self.commit_lock);
+        let mut tip = lock(&self.commit_lock);
         let height = self.height();
         let mut expected = height.next();
-        for (record, writes) in &batch.txs {
-            if record.seq != expected {
+        for tx in &batch.txs {
+            if tx.record.seq != expected {
                 return Err(StoreError::OutOfOrder {
                     expected,
-                    got: record.seq,
+                    got: tx.record.seq,
                 });
             }
-            if record.code.is_valid() {
-                for set in writes.iter().filter(|set| !set.writes.is_empty()) {
+            if tx.record.code.is_valid() {
+                for set in tx.writes.iter().filter(|set| !set.writes.is_empty()) {
                     keys::check_namespace(&set.namespace)?;
                     for write in &set.writes {
                         keys::check_key(&write.key)?;
@@ -186,14 +312,27 @@ impl Store {
             expected = expected.next();
         }
         let new_height = batch.last_seq().unwrap_or(height);
+        let mut new_tip = *tip;
+        for seal in &batch.seals {
+            new_tip = new_tip.check_next(seal, new_height)?;
+        }
 
         let mut writes = sled::Batch::default();
         let mut indexed = HashSet::new();
-        for (record, sets) in &batch.txs {
+        for BatchTx {
+            record,
+            writes: sets,
+            transaction,
+        } in &batch.txs
+        {
             let tx_key = keys::tx_key(&record.tx_id);
             if indexed.insert(record.tx_id) && !self.db.contains_key(tx_key)? {
                 writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
             }
+            writes.insert(
+                &keys::transaction_key(record.seq)[..],
+                transaction.as_slice(),
+            );
             if !record.code.is_valid() {
                 continue;
             }
@@ -213,8 +352,13 @@ impl Store {
                 }
             }
         }
-        for (number, seal) in &batch.seals {
-            writes.insert(&keys::seal_key(*number)[..], seal.as_slice());
+        for seal in &batch.seals {
+            writes.insert(
+                &keys::seal_key(seal.number)[..],
+                keys::encode_seal_value(seal),
+            );
+            let index = keys::encode_seal_index(seal);
+            writes.insert(&keys::seal_index_key(seal.last)[..], &index[..]);
         }
         // The checks above make the height advance by exactly the batch's transactions.
         assert_eq!(new_height.0 - height.0, batch.txs.len() as u64);
@@ -224,6 +368,7 @@ impl Store {
         // Readers already see the batch in sled; the height follows it at once. Should the
         // flush fail, the batch may not survive a crash: the error stops the caller.
         self.height.store(new_height.0, Ordering::Release);
+        *tip = new_tip;
         self.db.flush()?;
         Ok(())
     }
@@ -239,6 +384,17 @@ impl Store {
     /// A lazy iteration over the state records from `lo` (inclusive) to `hi` (exclusive).
     pub(super) fn state_range(&self, lo: Vec<u8>, hi: Vec<u8>) -> sled::Iter {
         self.db.range(lo..hi)
+    }
+}
+
+/// The seal with the highest block number in `db`.
+fn last_seal(db: &sled::Db) -> Result<Option<SealRecord>, StoreError> {
+    match db.range([SEAL]..[SEAL + 1]).next_back() {
+        Some(item) => {
+            let (key, value) = item?;
+            keys::decode_seal(&key, &value).map(Some)
+        }
+        None => Ok(None),
     }
 }
 
@@ -298,7 +454,6 @@ mod tests {
         TxRecord {
             tx_id: TxId::derive(&seq.to_be_bytes(), b"test"),
             seq: Seq(seq),
-            block: BlockNumber(seq / 10),
             code,
             timestamp_ms: 1_000 + seq,
         }
@@ -325,12 +480,20 @@ mod tests {
         batch.push_tx(
             record(1, ValidationCode::Valid),
             vec![put("ns", b"k", b"v1")],
+            b"tx1".to_vec(),
         );
         batch.push_tx(
             record(2, ValidationCode::MvccReadConflict),
             vec![put("ns", b"k", b"ignored")],
+            b"tx2".to_vec(),
         );
-        batch.push_seal(BlockNumber(0), b"seal0".to_vec());
+        let seal = SealRecord {
+            number: BlockNumber(1),
+            first: Seq(1),
+            last: Seq(2),
+            bytes: b"seal1".to_vec(),
+        };
+        batch.push_seal(seal.clone());
         store.commit(&batch).unwrap();
         assert_eq!(store.height(), Seq(2));
         let value = store.get("ns", b"k").unwrap().unwrap();
@@ -341,7 +504,11 @@ mod tests {
         assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
         let invalid = record(2, ValidationCode::MvccReadConflict);
         assert_eq!(store.tx(&invalid.tx_id).unwrap(), Some(invalid));
-        assert_eq!(store.seal(BlockNumber(0)).unwrap(), Some(b"seal0".to_vec()));
+        assert_eq!(store.seal(BlockNumber(1)).unwrap(), Some(seal.clone()));
+        assert_eq!(store.last_seal().unwrap(), Some(seal));
+        assert_eq!(store.transaction(Seq(2)).unwrap(), Some(b"tx2".to_vec()));
+        assert_eq!(store.block_of(Seq(2)).unwrap(), Some(BlockNumber(1)));
+        assert_eq!(store.block_of(Seq(3)).unwrap(), None);
     }
 
     #[test]
@@ -352,12 +519,12 @@ mod tests {
         let mut duplicate = record(2, ValidationCode::DuplicateTxid);
         duplicate.tx_id = original.tx_id;
         let mut batch = CommitBatch::new();
-        batch.push_tx(original.clone(), Vec::new());
-        batch.push_tx(duplicate.clone(), Vec::new());
+        batch.push_tx(original.clone(), Vec::new(), Vec::new());
+        batch.push_tx(duplicate.clone(), Vec::new(), Vec::new());
         store.commit(&batch).unwrap();
         let mut batch = CommitBatch::new();
         duplicate.seq = Seq(3);
-        batch.push_tx(duplicate, Vec::new());
+        batch.push_tx(duplicate, Vec::new(), Vec::new());
         store.commit(&batch).unwrap();
         assert_eq!(store.tx(&original.tx_id).unwrap(), Some(original));
     }
@@ -386,12 +553,66 @@ mod tests {
             store.tx(&TxId([1; 32])),
             Err(StoreError::Corrupt { .. })
         ));
+        store
+            .db
+            .insert(keys::seal_index_key(Seq(5)), &b"bad"[..])
+            .unwrap();
+        assert!(matches!(
+            store.block_of(Seq(3)),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store
+            .db
+            .insert(keys::transaction_key(Seq(0)), &b"tx"[..])
+            .unwrap();
+        assert!(matches!(
+            store.transactions(Seq::ZERO, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store
+            .db
+            .insert(keys::seal_key(BlockNumber(1)), &b"bad"[..])
+            .unwrap();
+        assert!(matches!(
+            store.seal(BlockNumber(1)),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(store.last_seal(), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(
+            store.seals(BlockNumber(0), 10),
+            Err(StoreError::Corrupt { .. })
+        ));
         store.db.flush().unwrap();
         drop(store);
         // No height record but other records: refused at open.
         assert!(matches!(
             Store::open(dir.path()),
             Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_seal_beyond_the_height_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(record(1, ValidationCode::Valid), Vec::new(), Vec::new());
+        store.commit(&batch).unwrap();
+        let seal = SealRecord {
+            number: BlockNumber(1),
+            first: Seq(1),
+            last: Seq(2),
+            bytes: Vec::new(),
+        };
+        store
+            .db
+            .insert(keys::seal_key(seal.number), keys::encode_seal_value(&seal))
+            .unwrap();
+        store.db.flush().unwrap();
+        drop(store);
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Corrupt { what: "seal", .. })
         ));
     }
 
@@ -407,6 +628,7 @@ mod tests {
         batch.push_tx(
             record(1, ValidationCode::Valid),
             vec![put("ns", b"k", b"v")],
+            Vec::new(),
         );
         store.commit(&batch).unwrap();
         // Close and reopen in a tight loop: sled's lock outlives its handle briefly.

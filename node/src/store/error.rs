@@ -3,7 +3,7 @@
 use runnel_runtime::StateError;
 
 use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX};
-use crate::ids::Seq;
+use crate::ids::{BlockNumber, Seq};
 
 /// Most characters of a namespace quoted in an error; longer ones are cut.
 const QUOTE_CHARS_MAX: usize = 64;
@@ -36,6 +36,42 @@ pub enum StoreError {
         expected: Seq,
         /// The seq given.
         got: Seq,
+    },
+    /// A seal's number does not follow the last seal (stored, or earlier in the batch);
+    /// the first seal is block 1.
+    #[error("seal out of order: expected block {expected}, got block {got}")]
+    SealOutOfOrder {
+        /// The number that would follow.
+        expected: BlockNumber,
+        /// The number given.
+        got: BlockNumber,
+    },
+    /// A seal's first seq does not follow the last seq of the seal before it (seq 1 for
+    /// block 1): it leaves a gap or overlaps.
+    #[error(
+        "seal of block {number} starts at seq {got}, not at seq {expected} where the chain goes on"
+    )]
+    SealNotContiguous {
+        /// The seal's block number.
+        number: BlockNumber,
+        /// The seq it must start at.
+        expected: Seq,
+        /// The seq it starts at.
+        got: Seq,
+    },
+    /// A seal ends before it starts, or covers a transaction not durable with or before it.
+    #[error(
+        "seal of block {number} covers seqs {first}..={last}: it must end at or after its first seq and at or before height {height}"
+    )]
+    SealRange {
+        /// The seal's block number.
+        number: BlockNumber,
+        /// The first seq it covers.
+        first: Seq,
+        /// The last seq it covers.
+        last: Seq,
+        /// The height after the commit.
+        height: Seq,
     },
     /// A namespace is empty, longer than [`NAMESPACE_BYTES_MAX`], or holds a `0x00` byte.
     #[error(

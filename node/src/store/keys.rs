@@ -3,7 +3,7 @@
 
 use runnel_runtime::{Version, VersionedValue};
 
-use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX, StoreError, TxRecord};
+use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX, SealRecord, StoreError, TxRecord};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 
 /// Prefix of state records.
@@ -12,8 +12,12 @@ const STATE: u8 = b's';
 const HISTORY: u8 = b'h';
 /// Prefix of tx-index records.
 const TX: u8 = b't';
+/// Prefix of ordered-transaction records.
+const TRANSACTION: u8 = b'o';
 /// Prefix of seal records.
 pub(super) const SEAL: u8 = b'b';
+/// Prefix of seal-index records.
+pub(super) const SEAL_INDEX: u8 = b'c';
 /// The metadata record holding the durable height.
 pub(super) const HEIGHT_KEY: &[u8] = b"mheight";
 
@@ -26,8 +30,12 @@ const NS_AFTER: u8 = 0x01;
 const U64_BYTES: usize = 8;
 /// Bytes of a transaction id.
 const TX_ID_BYTES: usize = 32;
-/// Bytes of an encoded tx-index record: seq, block, code, timestamp.
-const TX_RECORD_BYTES: usize = U64_BYTES + U64_BYTES + 1 + U64_BYTES;
+/// Bytes of an encoded tx-index record: seq, code, timestamp.
+const TX_RECORD_BYTES: usize = U64_BYTES + 1 + U64_BYTES;
+/// Bytes of a seal value before the seal itself: first and last seq.
+const SEAL_HEADER_BYTES: usize = U64_BYTES + U64_BYTES;
+/// Bytes of a seal-index value: block number and first seq.
+const SEAL_INDEX_BYTES: usize = U64_BYTES + U64_BYTES;
 /// Bytes of a history value before the value itself: tag and tx id.
 const HISTORY_HEADER_BYTES: usize = 1 + TX_ID_BYTES;
 /// History tag of a put.
@@ -216,9 +224,8 @@ pub(super) fn tx_key(tx_id: &TxId) -> [u8; 1 + TX_ID_BYTES] {
 pub(super) fn encode_tx_record(record: &TxRecord) -> [u8; TX_RECORD_BYTES] {
     let mut out = [0u8; TX_RECORD_BYTES];
     out[..8].copy_from_slice(&record.seq.0.to_be_bytes());
-    out[8..16].copy_from_slice(&record.block.0.to_be_bytes());
-    out[16] = record.code as u8;
-    out[17..].copy_from_slice(&record.timestamp_ms.to_be_bytes());
+    out[8] = record.code as u8;
+    out[9..].copy_from_slice(&record.timestamp_ms.to_be_bytes());
     out
 }
 
@@ -227,46 +234,137 @@ pub(super) fn decode_tx_record(tx_id: TxId, bytes: &[u8]) -> Result<TxRecord, St
     let corrupt = |detail: String| StoreError::corrupt("tx record", detail);
     let bytes = <[u8; TX_RECORD_BYTES]>::try_from(bytes)
         .map_err(|_| corrupt(format!("{} bytes, not {TX_RECORD_BYTES}", bytes.len())))?;
-    let u64_at = |at: usize| {
-        let mut word = [0u8; U64_BYTES];
-        word.copy_from_slice(&bytes[at..at + U64_BYTES]);
-        u64::from_be_bytes(word)
-    };
-    let code = ValidationCode::from_u8(bytes[16])
-        .ok_or_else(|| corrupt(format!("unknown validation code {}", bytes[16])))?;
-    let seq = u64_at(0);
+    let code = ValidationCode::from_u8(bytes[8])
+        .ok_or_else(|| corrupt(format!("unknown validation code {}", bytes[8])))?;
+    let seq = u64_at(&bytes, 0);
     if seq == 0 {
         return Err(corrupt("seq 0".to_string()));
     }
     Ok(TxRecord {
         tx_id,
         seq: Seq(seq),
-        block: BlockNumber(u64_at(8)),
         code,
-        timestamp_ms: u64_at(17),
+        timestamp_ms: u64_at(&bytes, 9),
     })
+}
+
+/// The ordered-transaction record key of `seq`.
+pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
+    prefixed_u64(TRANSACTION, seq.0)
+}
+
+/// Decodes an ordered-transaction record key into its seq.
+pub(super) fn decode_transaction_key(bytes: &[u8]) -> Result<Seq, StoreError> {
+    match decode_prefixed_u64(TRANSACTION, bytes) {
+        Some(0) | None => Err(StoreError::corrupt(
+            "transaction key",
+            format!("{} bytes, not a seq from 1", bytes.len()),
+        )),
+        Some(seq) => Ok(Seq(seq)),
+    }
 }
 
 /// The seal record key of block `number`.
 pub(super) fn seal_key(number: BlockNumber) -> [u8; 1 + U64_BYTES] {
-    let mut out = [0u8; 1 + U64_BYTES];
-    out[0] = SEAL;
-    out[1..].copy_from_slice(&number.0.to_be_bytes());
+    prefixed_u64(SEAL, number.0)
+}
+
+/// A seal record's value: the range it covers, then the seal.
+pub(super) fn encode_seal_value(seal: &SealRecord) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SEAL_HEADER_BYTES + seal.bytes.len());
+    out.extend_from_slice(&seal.first.0.to_be_bytes());
+    out.extend_from_slice(&seal.last.0.to_be_bytes());
+    out.extend_from_slice(&seal.bytes);
     out
 }
 
-/// Decodes a seal record key into its block number.
-pub(super) fn decode_seal_key(bytes: &[u8]) -> Result<BlockNumber, StoreError> {
-    match bytes.split_first() {
-        Some((&SEAL, number)) => match <[u8; U64_BYTES]>::try_from(number) {
-            Ok(number) => Ok(BlockNumber(u64::from_be_bytes(number))),
-            Err(_) => Err(StoreError::corrupt(
+/// Decodes a seal record (its key and value).
+pub(super) fn decode_seal(key: &[u8], value: &[u8]) -> Result<SealRecord, StoreError> {
+    let number = match decode_prefixed_u64(SEAL, key) {
+        Some(0) | None => {
+            return Err(StoreError::corrupt(
                 "seal key",
-                format!("{} bytes, not a block number", number.len()),
-            )),
-        },
-        _ => Err(StoreError::corrupt("seal key", "wrong prefix")),
+                format!("{} bytes, not a block number from 1", key.len()),
+            ));
+        }
+        Some(number) => BlockNumber(number),
+    };
+    let corrupt = |detail: String| StoreError::corrupt("seal", detail);
+    let Some((header, bytes)) = value.split_first_chunk::<SEAL_HEADER_BYTES>() else {
+        return Err(corrupt(format!(
+            "{} bytes, fewer than its range",
+            value.len()
+        )));
+    };
+    let (first, last) = (u64_at(header, 0), u64_at(header, U64_BYTES));
+    if first == 0 || last < first {
+        return Err(corrupt(format!(
+            "block {number} covers seqs {first}..={last}"
+        )));
     }
+    Ok(SealRecord {
+        number,
+        first: Seq(first),
+        last: Seq(last),
+        bytes: bytes.to_vec(),
+    })
+}
+
+/// The seal-index record key of the seal ending at `last`.
+pub(super) fn seal_index_key(last: Seq) -> [u8; 1 + U64_BYTES] {
+    prefixed_u64(SEAL_INDEX, last.0)
+}
+
+/// A seal-index record's value.
+pub(super) fn encode_seal_index(seal: &SealRecord) -> [u8; SEAL_INDEX_BYTES] {
+    let mut out = [0u8; SEAL_INDEX_BYTES];
+    out[..U64_BYTES].copy_from_slice(&seal.number.0.to_be_bytes());
+    out[U64_BYTES..].copy_from_slice(&seal.first.0.to_be_bytes());
+    out
+}
+
+/// Decodes a seal-index record into the seal's number and range `(number, first, last)`.
+pub(super) fn decode_seal_index(
+    key: &[u8],
+    value: &[u8],
+) -> Result<(BlockNumber, Seq, Seq), StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("seal index", detail);
+    let last = decode_prefixed_u64(SEAL_INDEX, key)
+        .ok_or_else(|| corrupt(format!("key of {} bytes, not a seq", key.len())))?;
+    let value = <[u8; SEAL_INDEX_BYTES]>::try_from(value)
+        .map_err(|_| corrupt(format!("{} bytes, not {SEAL_INDEX_BYTES}", value.len())))?;
+    let (number, first) = (u64_at(&value, 0), u64_at(&value, U64_BYTES));
+    if number == 0 || first == 0 || last < first {
+        return Err(corrupt(format!(
+            "block {number} covers seqs {first}..={last}"
+        )));
+    }
+    Ok((BlockNumber(number), Seq(first), Seq(last)))
+}
+
+/// `prefix ++ value u64be`.
+fn prefixed_u64(prefix: u8, value: u64) -> [u8; 1 + U64_BYTES] {
+    let mut out = [0u8; 1 + U64_BYTES];
+    out[0] = prefix;
+    out[1..].copy_from_slice(&value.to_be_bytes());
+    out
+}
+
+/// The value of a `prefix ++ value u64be` key, if `bytes` is one.
+fn decode_prefixed_u64(prefix: u8, bytes: &[u8]) -> Option<u64> {
+    match bytes.split_first() {
+        Some((&first, rest)) if first == prefix => <[u8; U64_BYTES]>::try_from(rest)
+            .ok()
+            .map(u64::from_be_bytes),
+        _ => None,
+    }
+}
+
+/// The big-endian u64 at `at` in `bytes`, which holds it.
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; U64_BYTES];
+    word.copy_from_slice(&bytes[at..at + U64_BYTES]);
+    u64::from_be_bytes(word)
 }
 
 /// The height record's value.
@@ -376,7 +474,6 @@ mod tests {
         let record = TxRecord {
             tx_id: id,
             seq: Seq(5),
-            block: BlockNumber(2),
             code: ValidationCode::MvccReadConflict,
             timestamp_ms: 1_700_000_000_000,
         };
@@ -385,15 +482,42 @@ mod tests {
             Ok(record.clone())
         );
         let mut bad = encode_tx_record(&record);
-        bad[16] = 200;
+        bad[8] = 200;
         assert!(decode_tx_record(id, &bad).is_err());
         assert!(decode_tx_record(id, &bad[..10]).is_err());
+        assert!(decode_tx_record(id, &[0; TX_RECORD_BYTES]).is_err());
 
+        assert_eq!(decode_transaction_key(&transaction_key(Seq(9))), Ok(Seq(9)));
+        assert!(decode_transaction_key(&transaction_key(Seq(0))).is_err());
+        assert!(decode_transaction_key(&seal_key(BlockNumber(9))).is_err());
+
+        let seal = SealRecord {
+            number: BlockNumber(42),
+            first: Seq(7),
+            last: Seq(9),
+            bytes: b"signed".to_vec(),
+        };
+        let key = seal_key(seal.number);
         assert_eq!(
-            decode_seal_key(&seal_key(BlockNumber(42))),
-            Ok(BlockNumber(42))
+            decode_seal(&key, &encode_seal_value(&seal)),
+            Ok(seal.clone())
         );
-        assert!(decode_seal_key(b"b123").is_err());
+        assert!(decode_seal(b"b123", &encode_seal_value(&seal)).is_err());
+        assert!(decode_seal(&seal_key(BlockNumber(0)), &encode_seal_value(&seal)).is_err());
+        assert!(decode_seal(&key, &[0; SEAL_HEADER_BYTES - 1]).is_err());
+        let backwards = SealRecord {
+            first: Seq(10),
+            ..seal.clone()
+        };
+        assert!(decode_seal(&key, &encode_seal_value(&backwards)).is_err());
+        let index_key = seal_index_key(seal.last);
+        assert_eq!(
+            decode_seal_index(&index_key, &encode_seal_index(&seal)),
+            Ok((seal.number, seal.first, seal.last))
+        );
+        assert!(decode_seal_index(&index_key, &encode_seal_index(&backwards)).is_err());
+        assert!(decode_seal_index(&key, &encode_seal_index(&seal)).is_err());
+        assert!(decode_seal_index(&index_key, &[0; 3]).is_err());
         assert_eq!(decode_height(&encode_height(Seq(11))), Ok(Seq(11)));
         assert!(decode_height(b"1234").is_err());
     }

@@ -9,22 +9,28 @@ use std::sync::{Arc, Mutex, RwLock};
 use runnel_runtime::{NsRwSet, StateError, StateView, VersionedValue};
 
 use super::overlay::{Chain, Overlay};
-use super::{CommitBatch, Store, StoreError, TxRecord, keys, lock, read, write};
-use crate::ids::{BlockNumber, Seq, TxId};
+use super::{
+    BatchTx, CommitBatch, SealRecord, Store, StoreError, TxRecord, keys, lock, read, write,
+};
+use crate::ids::{Seq, TxId};
 
-/// A staged transaction, kept until it is durable.
+/// A staged transaction, kept until the commit that makes it durable returns.
 #[derive(Debug)]
 struct StagedTx {
     /// Its record.
     record: TxRecord,
-    /// Its writes (namespace and writes only; none for an invalid transaction).
+    /// Its writes (namespace and writes only; none for an invalid transaction). Lent to
+    /// the commit batch while a commit runs.
     writes: Vec<NsRwSet>,
+    /// Its bytes as ordered, shared with the commit batch while a commit runs.
+    transaction: Arc<Vec<u8>>,
 }
 
-/// Staged transactions not yet durable.
+/// Staged transactions not yet durable, or whose commit has not returned yet.
 #[derive(Debug, Default)]
 struct StagedTxs {
-    /// By seq, for [`WorldState::commit_staged`].
+    /// By seq, for [`WorldState::commit_staged`] and [`WorldState::transaction`]. A
+    /// transaction leaves only once the commit that makes it durable has returned.
     by_seq: BTreeMap<u64, StagedTx>,
     /// By id, for [`WorldState::tx`]: the first record of each id not yet durable.
     by_id: HashMap<TxId, TxRecord>,
@@ -37,7 +43,7 @@ struct Inner {
     /// Chains of the keys written by staged transactions (and of keys a live snapshot
     /// still needs an older version of).
     overlay: RwLock<Overlay>,
-    /// Staged transactions not yet durable.
+    /// Staged transactions not yet durable (or whose commit has not returned yet).
     txs: RwLock<StagedTxs>,
     /// The last staged seq. Published after the transaction's writes are in the overlay.
     staged_height: AtomicU64,
@@ -101,11 +107,17 @@ impl WorldState {
         self.inner.store.height()
     }
 
-    /// Stages the transaction `record` with its `writes`: new snapshots see it at once.
-    /// `record.seq` must be `staged_height + 1`. Only a valid transaction's writes (the
-    /// `writes` of each [`NsRwSet`]) apply; an invalid one keeps its record only. A refused
-    /// transaction changes nothing.
-    pub fn stage(&self, record: TxRecord, writes: &[NsRwSet]) -> Result<(), StoreError> {
+    /// Stages the transaction `record` with its `writes` and its bytes as ordered
+    /// (`transaction`): new snapshots see it at once, and [`WorldState::transaction`]
+    /// answers with the bytes. `record.seq` must be `staged_height + 1`. Only a valid
+    /// transaction's writes (the `writes` of each [`NsRwSet`]) apply; an invalid one keeps
+    /// its record and bytes only. A refused transaction changes nothing.
+    pub fn stage(
+        &self,
+        record: TxRecord,
+        writes: &[NsRwSet],
+        transaction: Vec<u8>,
+    ) -> Result<(), StoreError> {
         let inner = &*self.inner;
         let _stage = lock(&inner.stage_lock);
         let expected = self.staged_height().next();
@@ -184,6 +196,7 @@ impl WorldState {
                 StagedTx {
                     record,
                     writes: kept,
+                    transaction: Arc::new(transaction),
                 },
             );
         }
@@ -193,13 +206,11 @@ impl WorldState {
     }
 
     /// Makes the staged transactions `durable_height + 1 ..= through` durable, with
-    /// `seals`, in one [`Store::commit`], then prunes the overlay. With nothing to commit
-    /// (`through` is the durable height and no seals), only prunes.
-    pub fn commit_staged(
-        &self,
-        through: Seq,
-        seals: Vec<(BlockNumber, Vec<u8>)>,
-    ) -> Result<(), StoreError> {
+    /// `seals` (in chain order, as [`Store::commit`] checks them), in one
+    /// [`Store::commit`], then prunes the overlay. With nothing to commit (`through` is
+    /// the durable height and no seals), only prunes. A refused commit leaves everything
+    /// staged as it was.
+    pub fn commit_staged(&self, through: Seq, seals: Vec<SealRecord>) -> Result<(), StoreError> {
         let inner = &*self.inner;
         let _commit = lock(&inner.commit_lock);
         let durable = self.durable_height();
@@ -216,35 +227,46 @@ impl WorldState {
             return Ok(());
         }
 
-        let taken = {
-            let mut txs = write(&inner.txs);
-            let rest = txs.by_seq.split_off(&(through.0 + 1));
-            std::mem::replace(&mut txs.by_seq, rest)
-        };
-        // Staged seqs are contiguous and only commits remove them, oldest first.
-        assert!(
-            taken.keys().copied().eq(durable.0 + 1..=through.0),
-            "staged transactions do not run from the durable height to {through}"
-        );
         let mut batch = CommitBatch::new();
-        for (_, staged_tx) in taken {
-            batch.push_tx(staged_tx.record, staged_tx.writes);
+        {
+            // The records stay staged (their writes lent to the batch) until the commit
+            // returns, so `transaction` finds every seq in one place or the other.
+            let mut txs = write(&inner.txs);
+            // Staged seqs are contiguous and only commits remove them, oldest first.
+            assert!(
+                txs.by_seq
+                    .range(..=through.0)
+                    .map(|(seq, _)| *seq)
+                    .eq(durable.0 + 1..=through.0),
+                "staged transactions do not run from the durable height to {through}"
+            );
+            for (_, staged_tx) in txs.by_seq.range_mut(..=through.0) {
+                batch.push_shared(
+                    staged_tx.record.clone(),
+                    std::mem::take(&mut staged_tx.writes),
+                    Arc::clone(&staged_tx.transaction),
+                );
+            }
         }
-        for (number, seal) in seals {
-            batch.push_seal(number, seal);
+        for seal in seals {
+            batch.push_seal(seal);
         }
         if let Err(error) = inner.store.commit(&batch) {
-            // Put them back, so a retry commits the same transactions.
+            // Give the writes back, so a retry commits the same transactions.
             let mut txs = write(&inner.txs);
-            for (record, writes) in batch.txs {
-                txs.by_seq.insert(record.seq.0, StagedTx { record, writes });
+            for tx in batch.txs {
+                if let Some(staged_tx) = txs.by_seq.get_mut(&tx.record.seq.0) {
+                    staged_tx.writes = tx.writes;
+                }
             }
             return Err(error);
         }
         {
-            // Durable now: `Store::tx` answers for them.
+            // Durable now: `Store::tx` and `Store::transaction` answer for them.
             let mut txs = write(&inner.txs);
-            for (record, _) in &batch.txs {
+            let rest = txs.by_seq.split_off(&(through.0 + 1));
+            txs.by_seq = rest;
+            for BatchTx { record, .. } in &batch.txs {
                 if txs
                     .by_id
                     .get(&record.tx_id)
@@ -282,6 +304,44 @@ impl WorldState {
             return Ok(Some(record.clone()));
         }
         self.inner.store.tx(tx_id)
+    }
+
+    /// The bytes of the transaction at `seq` as ordered, staged or durable.
+    pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+        // Staged first: a commit writes sled before the staged record goes.
+        if let Some(staged_tx) = read(&self.inner.txs).by_seq.get(&seq.0) {
+            return Ok(Some(staged_tx.transaction.to_vec()));
+        }
+        self.inner.store.transaction(seq)
+    }
+
+    /// Up to `limit` transactions from seq `from` on, staged or durable, in ascending seq
+    /// order.
+    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        let (durable_end, staged) = {
+            let txs = read(&self.inner.txs);
+            // A seq up to the staged height leaves the staged records only once its commit
+            // has returned, so sled holds every seq below the first staged one (through the
+            // staged height when none is staged), and those records never change.
+            let end = match txs.by_seq.keys().next() {
+                Some(first) => Seq(*first),
+                None => self.staged_height().next(),
+            };
+            let staged: Vec<(Seq, Vec<u8>)> = txs
+                .by_seq
+                .range(from.0..)
+                .take(limit)
+                .map(|(seq, staged_tx)| (Seq(*seq), staged_tx.transaction.to_vec()))
+                .collect();
+            (end, staged)
+        };
+        let mut out = self
+            .inner
+            .store
+            .transactions_below(from, durable_end, limit)?;
+        out.extend(staged);
+        out.truncate(limit);
+        Ok(out)
     }
 
     /// Number of keys the overlay holds a chain for (for tests and metrics).

@@ -1,0 +1,192 @@
+//! End-to-end figures of the embedded ledger: every signature real, sled durable, the load
+//! generator in the same process.
+//!
+//! - latency at 1 client (closed loop), submit to durable commit: streaming, then Fabric
+//!   block mode (10 transactions or 2 s) in the same run;
+//! - sustained throughput with many closed-loop clients.
+//!
+//! Run: `./scripts/bench.sh pipeline` or
+//! `cargo bench -p runnel-node --bench pipeline -- [latency-secs] [throughput-secs] [clients]`
+//! (defaults 10, 60, 64).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use runnel_node::ids::TxId;
+use runnel_node::ledger::{Ledger, LedgerConfig};
+use runnel_node::orderer::OrdererConfig;
+use runnel_node::trace::{Stage, Trace};
+
+/// Value written by every transaction: 1 KB.
+const VALUE_BYTES: usize = 1024;
+
+fn open(orderer: OrdererConfig) -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = LedgerConfig {
+        orderer,
+        ..LedgerConfig::default()
+    };
+    config.runtime.instances_max = 256;
+    let ledger = Ledger::open(dir.path(), config).expect("ledger opens");
+    let kv = runnel_wasm_build::wasm("kv").expect("kv builds");
+    ledger.deploy("kv", "1", &kv, "").expect("kv deploys");
+    (dir, ledger)
+}
+
+fn value() -> Vec<u8> {
+    vec![b'v'; VALUE_BYTES]
+}
+
+/// Submits one kv insert per iteration, one at a time, for `run`; returns latencies
+/// and the transactions' ids.
+fn one_client(ledger: &Ledger, run: Duration, max: usize) -> (Vec<Duration>, Vec<TxId>) {
+    let value = value();
+    let mut latencies = Vec::new();
+    let mut ids = Vec::new();
+    let start = Instant::now();
+    let mut i = 0u64;
+    while start.elapsed() < run && latencies.len() < max {
+        let key = format!("one-{i}");
+        let t = Instant::now();
+        let committed = ledger
+            .submit("kv", "put", &[key.as_bytes(), &value])
+            .expect("committed");
+        latencies.push(t.elapsed());
+        ids.push(committed.tx_id);
+        i += 1;
+    }
+    (latencies, ids)
+}
+
+/// Median time between consecutive stages of the traced transactions.
+fn breakdown(ledger: &Ledger, ids: &[TxId]) {
+    let traces: Vec<Trace> = ids.iter().filter_map(|id| ledger.trace(id)).collect();
+    println!(
+        "  where the time goes (median per step, {} traces):",
+        traces.len()
+    );
+    for pair in Stage::ALL.windows(2) {
+        let mut steps: Vec<u64> = traces
+            .iter()
+            .filter_map(|t| Some(t.at(pair[1])?.saturating_sub(t.at(pair[0])?)))
+            .collect();
+        steps.sort_unstable();
+        if let Some(median) = steps.get(steps.len() / 2) {
+            println!(
+                "    {:>13} -> {:<13} {:>6} µs",
+                pair[0].as_str(),
+                pair[1].as_str(),
+                median
+            );
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn report(name: &str, mut latencies: Vec<Duration>) -> Duration {
+    latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
+    println!(
+        "{name:<34} n={:<6} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms",
+        latencies.len(),
+        ms(p50),
+        ms(percentile(&latencies, 0.9)),
+        ms(p99),
+        ms(*latencies.last().expect("some"))
+    );
+    p50
+}
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let latency_secs = args.first().copied().unwrap_or(10);
+    let throughput_secs = args.get(1).copied().unwrap_or(60);
+    let clients = args.get(2).copied().unwrap_or(64) as usize;
+
+    println!("== latency, 1 client, submit -> durable commit (kv insert, 1 KB value)");
+    let (_dir, ledger) = open(OrdererConfig::default());
+    // Warm up: compile caches, sled trees, pools.
+    one_client(&ledger, Duration::from_secs(1), 200);
+    let (latencies, ids) = one_client(&ledger, Duration::from_secs(latency_secs), usize::MAX);
+    let streaming = report("streaming", latencies);
+    breakdown(&ledger, &ids);
+    ledger.close();
+    drop(ledger);
+    let (_dir, ledger) = open(OrdererConfig::fabric_blocks());
+    let blocks = report(
+        "block mode (N=10, T=2 s)",
+        one_client(&ledger, Duration::from_secs(latency_secs.max(10)), 20).0,
+    );
+    println!(
+        "block mode / streaming p50 latency: {:.0}x",
+        blocks.as_secs_f64() / streaming.as_secs_f64()
+    );
+    ledger.close();
+    drop(ledger);
+
+    if throughput_secs == 0 {
+        return;
+    }
+    println!("== throughput, {clients} closed-loop clients, {throughput_secs} s");
+    let (_dir, ledger) = open(OrdererConfig::default());
+    let ledger = Arc::new(ledger);
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..clients)
+        .map(|c| {
+            let (ledger, done, stop) = (ledger.clone(), done.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let value = value();
+                let mut latencies = Vec::new();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("c{c}-{i}");
+                    let t = Instant::now();
+                    ledger
+                        .submit("kv", "put", &[key.as_bytes(), &value])
+                        .expect("committed");
+                    latencies.push(t.elapsed());
+                    done.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+                latencies
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let mut last = 0;
+    for second in 1..=throughput_secs {
+        std::thread::sleep(Duration::from_secs(second).saturating_sub(start.elapsed()));
+        let now = done.load(Ordering::Relaxed);
+        if second % 10 == 0 || second == throughput_secs {
+            println!("  t={second:>3}s  {:>7} tx/s", now - last);
+        }
+        last = now;
+    }
+    let elapsed = start.elapsed();
+    let total = done.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    let latencies: Vec<Duration> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("client"))
+        .collect();
+    println!(
+        "committed {total} tx in {:.1} s: {:.0} tx/s",
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64()
+    );
+    report(
+        &format!("latency under load ({clients} clients)"),
+        latencies,
+    );
+    ledger.close();
+}

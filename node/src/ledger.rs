@@ -1,0 +1,561 @@
+//! The embeddable ledger: every role in one process, the way one embeds SQLite.
+//!
+//! [`Ledger::open`] wires a solo orderer, one peer's validator pipeline, its world state
+//! and its endorsers over a directory:
+//!
+//! | path | what |
+//! |---|---|
+//! | `identities/<org>/` | CA certificate, and certificate + key of the org's admin, peer, client and orderer; generated on first open |
+//! | `state/` | the peer's state and block store (sled) |
+//! | `orderer/` | the orderer's log (sled) |
+//! | `artifacts/` | compiled contract artifacts |
+//!
+//! [`Ledger::submit`] runs the whole flow for one call: a signed proposal, endorsements
+//! from as many of the network's peers as the contract's policy needs, the signed
+//! transaction to the orderer, then waits until the validator has committed it.
+//!
+//! ```no_run
+//! use runnel_node::ledger::{Ledger, LedgerConfig};
+//! # fn main() -> Result<(), runnel_node::ledger::LedgerError> {
+//! # let kv_wasm: Vec<u8> = Vec::new();
+//! let ledger = Ledger::open("/tmp/runnel-demo".as_ref(), LedgerConfig::default())?;
+//! ledger.deploy("kv", "1.0", &kv_wasm, "")?;
+//! let committed = ledger.submit("kv", "put", &[b"colour", b"blue"])?;
+//! println!("committed at seq {}", committed.seq);
+//! let value = ledger.evaluate("kv", "get", &[b"colour"])?;
+//! # Ok(()) }
+//! ```
+//!
+//! A runnable version is `node/examples/embedded.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use prost::Message;
+use runnel_runtime::{Runtime, RuntimeConfig};
+use tokio::sync::broadcast;
+
+use crate::endorser::{EndorseError, Endorsed, Endorser, EndorserConfig};
+use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
+use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
+use crate::orderer::{OrderError, Orderer, OrdererConfig, SoloOrderer};
+use crate::policy::Endorser as PolicyEndorser;
+use crate::proto::{
+    ContractDefinition, DeployRequest, ResponsePayload, SignedProposal, Transaction,
+};
+use crate::store::{StoreError, TxRecord, WorldState};
+use crate::trace::{Stage, Trace, TraceBook};
+use crate::tx;
+use crate::validator::{
+    BlockEvent, CommittedEvent, Hub, Phase, TxStatus, Validator, ValidatorConfig, ValidatorError,
+};
+
+/// How a ledger is set up.
+#[derive(Debug, Clone)]
+pub struct LedgerConfig {
+    /// Organisations generated on first open (ignored once identities exist).
+    pub orgs: Vec<String>,
+    /// How long generated certificates are valid.
+    pub identity_validity: time::Duration,
+    /// Ordering: streaming (default) or Fabric-style blocks, seal cadence.
+    pub orderer: OrdererConfig,
+    /// The validator pipeline.
+    pub validator: ValidatorConfig,
+    /// The endorsers.
+    pub endorser: EndorserConfig,
+    /// The contract runtime (its artifact cache defaults to `artifacts/` in the ledger
+    /// directory).
+    pub runtime: RuntimeConfig,
+    /// Transactions whose traces are kept.
+    pub traces_kept: usize,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        LedgerConfig {
+            orgs: vec!["Org1".to_string()],
+            identity_validity: time::Duration::days(3650),
+            orderer: OrdererConfig::default(),
+            validator: ValidatorConfig::default(),
+            endorser: EndorserConfig::default(),
+            runtime: RuntimeConfig::default(),
+            traces_kept: crate::trace::TRACES_KEPT,
+        }
+    }
+}
+
+/// Why a ledger call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    /// Identities could not be generated, written or read.
+    #[error("identities: {0}")]
+    Identity(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The orderer refused or failed.
+    #[error(transparent)]
+    Order(#[from] OrderError),
+    /// Endorsement failed (the contract's error, a bad proposal, ...).
+    #[error(transparent)]
+    Endorse(#[from] EndorseError),
+    /// The validator stopped.
+    #[error(transparent)]
+    Validator(#[from] ValidatorError),
+    /// A configured policy does not parse.
+    #[error("policy: {0}")]
+    Policy(String),
+    /// A committed result does not decode.
+    #[error("unexpected result: {0}")]
+    BadResult(String),
+    /// The contract runtime could not start.
+    #[error("runtime: {0}")]
+    Runtime(String),
+    /// No set of this network's peers satisfies the contract's endorsement policy.
+    #[error("no endorsers of this network satisfy the policy of `{0}`")]
+    Unendorsable(String),
+    /// The transaction was ordered and recorded, but invalid.
+    #[error("transaction {tx_id} at seq {seq} is invalid: {code}")]
+    Rejected {
+        /// Its id.
+        tx_id: TxId,
+        /// Its place in the stream.
+        seq: Seq,
+        /// Why.
+        code: ValidationCode,
+    },
+    /// The ledger stopped before the transaction's status arrived.
+    #[error("the ledger closed before transaction {0} was committed")]
+    Closed(TxId),
+}
+
+impl LedgerError {
+    /// A stable name for the error (API status details, SDK error types).
+    pub fn code(&self) -> &'static str {
+        match self {
+            LedgerError::Identity(_) => "IDENTITY",
+            LedgerError::Store(_) => "STATE_UNAVAILABLE",
+            LedgerError::Order(e) => e.code(),
+            LedgerError::Endorse(e) => e.code(),
+            LedgerError::Validator(_) => "VALIDATOR_STOPPED",
+            LedgerError::Policy(_) => "BAD_POLICY",
+            LedgerError::BadResult(_) => "BAD_RESULT",
+            LedgerError::Runtime(_) => "RUNTIME",
+            LedgerError::Unendorsable(_) => "ENDORSEMENT_POLICY_FAILURE",
+            LedgerError::Rejected { code, .. } => code.as_str(),
+            LedgerError::Closed(_) => "CLOSED",
+        }
+    }
+}
+
+/// A committed, valid transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// Its id.
+    pub tx_id: TxId,
+    /// Its place in the stream (the version of every key it wrote).
+    pub seq: Seq,
+    /// What the function returned.
+    pub result: Vec<u8>,
+}
+
+/// An organisation's identities, as the ledger uses them.
+struct Org {
+    name: String,
+    peer: Endorser,
+    admin: Endorser,
+    client: Signer,
+    admin_signer: Signer,
+}
+
+/// Every role of a Runnel network in one process (see the module doc).
+pub struct Ledger {
+    dir: PathBuf,
+    msp: Arc<Msp>,
+    world: Arc<WorldState>,
+    orderer: Arc<SoloOrderer>,
+    validator: Validator,
+    hub: Arc<Hub>,
+    traces: Arc<TraceBook>,
+    orgs: Vec<Org>,
+    channel: String,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn identity_error(e: impl std::fmt::Display) -> LedgerError {
+    LedgerError::Identity(e.to_string())
+}
+
+impl Ledger {
+    /// Opens the ledger in `dir`, creating it (and a network of `config.orgs`) if empty,
+    /// and starts ordering and validating. Transactions ordered but not yet committed
+    /// when it last stopped are validated again from the orderer's log.
+    pub fn open(dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
+        let identities = dir.join("identities");
+        if !identities.exists() {
+            let orgs: Vec<&str> = config.orgs.iter().map(String::as_str).collect();
+            let network = NetworkIdentities::generate(&orgs, config.identity_validity)
+                .map_err(identity_error)?;
+            let staging = dir.join("identities.new");
+            network.write(&staging).map_err(identity_error)?;
+            std::fs::rename(&staging, &identities).map_err(identity_error)?;
+        }
+        let keys = NetworkKeys::load(&identities).map_err(identity_error)?;
+        let msp = Arc::new(keys.msp().map_err(identity_error)?);
+        let signer = |org: &str, role: Role| -> Result<Signer, LedgerError> {
+            keys.signer(org, role)
+                .cloned()
+                .ok_or_else(|| LedgerError::Identity(format!("no {role} identity for {org}")))
+        };
+
+        let world = Arc::new(WorldState::open(&dir.join("state"))?);
+        let orderer = Arc::new(SoloOrderer::open(
+            &dir.join("orderer"),
+            config.orderer.clone(),
+            msp.clone(),
+            signer(&keys.orgs[0], Role::Orderer)?,
+        )?);
+        let hub = Arc::new(Hub::default());
+        let traces = Arc::new(TraceBook::new(config.traces_kept));
+        let next_block = world
+            .store()
+            .last_seal()?
+            .map_or(BlockNumber(1), |seal| BlockNumber(seal.number.0 + 1));
+        let delivery = orderer.deliver(world.durable_height().next(), next_block)?;
+        let validator = Validator::start(
+            config.validator.clone(),
+            msp.clone(),
+            world.clone(),
+            delivery,
+            hub.clone(),
+            traces.clone(),
+        )?;
+
+        let mut runtime_config = config.runtime.clone();
+        runtime_config
+            .cache_dir
+            .get_or_insert_with(|| dir.join("artifacts"));
+        let runtime = Arc::new(
+            Runtime::new(runtime_config).map_err(|e| LedgerError::Runtime(e.to_string()))?,
+        );
+        let endorser = |signer: Signer| {
+            Endorser::new(
+                config.endorser.clone(),
+                msp.clone(),
+                signer,
+                runtime.clone(),
+                world.clone(),
+            )
+            .map_err(|e| LedgerError::Policy(e.to_string()))
+        };
+        let orgs = keys
+            .orgs
+            .iter()
+            .map(|name| {
+                Ok(Org {
+                    name: name.clone(),
+                    peer: endorser(signer(name, Role::Peer)?)?,
+                    admin: endorser(signer(name, Role::Admin)?)?,
+                    client: signer(name, Role::Client)?,
+                    admin_signer: signer(name, Role::Admin)?,
+                })
+            })
+            .collect::<Result<Vec<Org>, LedgerError>>()?;
+        Ok(Ledger {
+            dir: dir.to_path_buf(),
+            msp,
+            world,
+            orderer,
+            validator,
+            hub,
+            traces,
+            orgs,
+            channel: config.endorser.channel.clone(),
+        })
+    }
+
+    /// The first organisation's client identity, what [`Ledger::submit`] signs with.
+    pub fn client(&self) -> &Signer {
+        &self.orgs[0].client
+    }
+
+    /// The first organisation's admin identity (deploys and upgrades sign with it).
+    pub fn admin(&self) -> &Signer {
+        &self.orgs[0].admin_signer
+    }
+
+    /// The network's membership service.
+    pub fn msp(&self) -> &Arc<Msp> {
+        &self.msp
+    }
+
+    /// The peer's world state (durable + staged) and block store.
+    pub fn world(&self) -> &Arc<WorldState> {
+        &self.world
+    }
+
+    /// Calls `contract.function(args)` as a transaction signed by [`Ledger::client`] and
+    /// waits for it to commit.
+    pub fn submit(
+        &self,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Committed, LedgerError> {
+        self.submit_as(self.client(), contract, function, args)
+    }
+
+    /// [`Ledger::submit`] signed by `creator`.
+    pub fn submit_as(
+        &self,
+        creator: &Signer,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Committed, LedgerError> {
+        let args = args.iter().map(|a| a.to_vec()).collect();
+        let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
+        let signed = tx::sign_proposal(creator, &proposal);
+        self.run(creator, contract, &signed)
+    }
+
+    /// Runs `contract.function(args)` on the current state and returns its result,
+    /// without a transaction.
+    pub fn evaluate(
+        &self,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Vec<u8>, LedgerError> {
+        let creator = self.client();
+        let args = args.iter().map(|a| a.to_vec()).collect();
+        let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
+        Ok(self.orgs[0]
+            .peer
+            .evaluate(&tx::sign_proposal(creator, &proposal))?)
+    }
+
+    /// Deploys a contract (`policy` empty: a majority of the organisations' peers),
+    /// endorsed by as many organisations' admins as the lifecycle policy needs.
+    pub fn deploy(
+        &self,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        self.define(FN_DEPLOY, name, version, code, policy)
+    }
+
+    /// Upgrades a deployed contract to new code, version and policy.
+    pub fn upgrade(
+        &self,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        self.define(FN_UPGRADE, name, version, code, policy)
+    }
+
+    fn define(
+        &self,
+        function: &str,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        let request = DeployRequest {
+            name: name.to_string(),
+            version: version.to_string(),
+            policy: policy.to_string(),
+            code: code.to_vec(),
+            ..DeployRequest::default()
+        };
+        let admin = &self.orgs[0].admin_signer;
+        let proposal = tx::new_proposal(
+            &self.channel,
+            LIFECYCLE_NAMESPACE,
+            function,
+            vec![request.encode_to_vec()],
+            admin,
+        );
+        let signed = tx::sign_proposal(admin, &proposal);
+        let committed = self.run(admin, LIFECYCLE_NAMESPACE, &signed)?;
+        ContractDefinition::decode(committed.result.as_slice())
+            .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))
+    }
+
+    /// Endorses, orders and waits for one signed proposal.
+    fn run(
+        &self,
+        creator: &Signer,
+        contract: &str,
+        signed: &SignedProposal,
+    ) -> Result<Committed, LedgerError> {
+        let started_us = tx::now_us();
+        let endorsed = self.endorse(contract, signed)?;
+        let ended_us = tx::now_us();
+        let tx_id = endorsed[0].tx_id;
+        let payload = endorsed[0].response.payload.clone();
+        let result = ResponsePayload::decode(payload.as_slice())
+            .map(|p| p.result)
+            .unwrap_or_default();
+        let transaction = Transaction {
+            proposal: Some(signed.clone()),
+            payload,
+            endorsements: endorsed
+                .iter()
+                .filter_map(|e| e.response.endorsement.clone())
+                .collect(),
+        };
+        let bytes = tx::sign_transaction(creator, &transaction).encode_to_vec();
+
+        let mut watch = self.hub.watch(tx_id);
+        let ordered = match self.orderer.submit(bytes) {
+            Ok(ordered) => ordered,
+            Err(error) => {
+                self.hub.unwatch(&tx_id);
+                return Err(error.into());
+            }
+        };
+        self.traces.mark(tx_id, Stage::EndorseStart, started_us);
+        self.traces.mark(tx_id, Stage::EndorseEnd, ended_us);
+        self.traces
+            .mark(tx_id, Stage::Received, ordered.received_us);
+        self.traces.mark(tx_id, Stage::Ordered, ordered.ordered_us);
+        loop {
+            let Some(status) = watch.next_blocking() else {
+                return Err(self.closed(tx_id));
+            };
+            if status.seq != ordered.seq || status.phase != Phase::Committed {
+                continue;
+            }
+            if !status.code.is_valid() {
+                return Err(LedgerError::Rejected {
+                    tx_id,
+                    seq: status.seq,
+                    code: status.code,
+                });
+            }
+            return Ok(Committed {
+                tx_id,
+                seq: status.seq,
+                result,
+            });
+        }
+    }
+
+    fn closed(&self, tx_id: TxId) -> LedgerError {
+        match self.validator.failure() {
+            Some(error) => error.into(),
+            None => LedgerError::Closed(tx_id),
+        }
+    }
+
+    /// Endorsements from the organisations' peers (admins, for `_lifecycle`), added in
+    /// order until the policy in force is satisfied.
+    fn endorse(
+        &self,
+        contract: &str,
+        signed: &SignedProposal,
+    ) -> Result<Vec<Endorsed>, LedgerError> {
+        let lifecycle_call = contract == LIFECYCLE_NAMESPACE;
+        let snapshot = self.world.snapshot();
+        let policy = lifecycle::endorsement_policy(
+            &*snapshot.view(LIFECYCLE_NAMESPACE),
+            contract,
+            self.orgs[0].peer.lifecycle_policy(),
+            &self.msp.orgs(),
+        );
+        let mut endorsed = Vec::new();
+        let mut endorsers = Vec::new();
+        for org in &self.orgs {
+            let (endorser, role) = if lifecycle_call {
+                (&org.admin, Role::Admin)
+            } else {
+                (&org.peer, Role::Peer)
+            };
+            // The first endorsement reports a contract's own error or a missing
+            // contract, whatever the policy.
+            endorsed.push(endorser.endorse(signed)?);
+            endorsers.push(PolicyEndorser::new(org.name.clone(), role));
+            match &policy {
+                Ok(policy) if !policy.is_satisfied_by(&endorsers) => continue,
+                _ => return Ok(endorsed),
+            }
+        }
+        Err(LedgerError::Unendorsable(contract.to_string()))
+    }
+
+    /// A transaction's record (seq, validation code, orderer time) and its block once
+    /// sealed.
+    pub fn transaction(
+        &self,
+        tx_id: &TxId,
+    ) -> Result<Option<(TxRecord, Option<BlockNumber>)>, LedgerError> {
+        let Some(record) = self.world.tx(tx_id)? else {
+            return Ok(None);
+        };
+        let block = self.world.store().block_of(record.seq)?;
+        Ok(Some((record, block)))
+    }
+
+    /// When a recent transaction passed each stage.
+    pub fn trace(&self, tx_id: &TxId) -> Option<Trace> {
+        self.traces.get(tx_id)
+    }
+
+    /// Watches one transaction's statuses (register before submitting it elsewhere).
+    pub fn watch(&self, tx_id: TxId) -> crate::validator::TxWatch {
+        self.hub.watch(tx_id)
+    }
+
+    /// Every transaction's statuses, validated and committed.
+    pub fn statuses(&self) -> broadcast::Receiver<TxStatus> {
+        self.hub.statuses()
+    }
+
+    /// Contract events, after commit.
+    pub fn events(&self) -> broadcast::Receiver<CommittedEvent> {
+        self.hub.events()
+    }
+
+    /// Blocks, as their seals commit.
+    pub fn blocks(&self) -> broadcast::Receiver<BlockEvent> {
+        self.hub.blocks()
+    }
+
+    /// The orderer (to submit transactions assembled elsewhere).
+    pub fn orderer(&self) -> &Arc<SoloOrderer> {
+        &self.orderer
+    }
+
+    /// Stops validating and ordering. Everything committed stays; what was ordered but
+    /// not yet committed is validated again on the next open.
+    pub fn close(&self) {
+        self.validator.close();
+        self.orderer.close();
+    }
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+// A ledger is shared across threads (an API server, a load generator).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Ledger>();
+};

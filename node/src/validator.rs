@@ -1,0 +1,323 @@
+//! The validator: every peer's pipeline from the orderer's stream to durable state.
+//!
+//! ```text
+//! orderer stream ─► intake ─► stage 1 (worker pool) ─► stage 2 (in seq order) ─► stage 3
+//!                     │       decode once, certs,       policy, MVCC + range       group commit
+//!                     │       signatures (batched)      re-check, stage writes     to sled, seals
+//!                     └── durability marks, seals ──────────────────────────────────►┘
+//! ```
+//!
+//! - **Intake** pulls the stream and hands transactions to stage 1, and the orderer's
+//!   durability marks and seals straight to stage 3.
+//! - **Stage 1** (`verify`) runs on `workers` threads: decodes each transaction once
+//!   into typed parts, checks creator and endorser certificates (the MSP cache) at the
+//!   orderer's timestamp, and verifies every signature of every transaction it holds as
+//!   one ZIP-215 batch ([`crate::sig`]).
+//! - **Stage 2** (`check`) takes them back in seq order: duplicate id, namespace
+//!   rules, endorsement policy of the definition in force, MVCC and phantom re-checks
+//!   against durable + staged state; stages the writes of a valid transaction at once,
+//!   so the next transaction and every endorser see them; says "validated".
+//! - **Stage 3** (`commit`) makes everything staged durable in one sled batch per
+//!   flush, never beyond the orderer's durable mark, with the seals it verified; the
+//!   next flush starts as soon as the last ends (adaptive group commit); says
+//!   "committed", then the contract events and block events.
+//!
+//! Channels between stages are bounded: a slow disk slows intake, and then the orderer's
+//! stream, instead of filling memory.
+
+mod check;
+mod commit;
+mod notify;
+mod verify;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, unbounded};
+
+use crate::identity::{Msp, Role};
+use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
+use crate::orderer::{Delivered, Delivery};
+use crate::policy::Policy;
+use crate::store::WorldState;
+use crate::trace::{Stage, TraceBook};
+use crate::tx;
+
+pub use notify::{BlockEvent, CommittedEvent, Hub, Phase, TxStatus, TxWatch};
+
+/// How the validator runs.
+#[derive(Debug, Clone)]
+pub struct ValidatorConfig {
+    /// The channel validated; a transaction for another is `BAD_PAYLOAD`.
+    pub channel: String,
+    /// Stage 1 threads (default: one per core).
+    pub workers: usize,
+    /// Capacity of each channel between stages, in transactions.
+    pub queue: usize,
+    /// Most transactions stage 1 verifies as one signature batch.
+    pub batch_max: usize,
+    /// Roles that may invoke a contract.
+    pub invoke_roles: Vec<Role>,
+    /// Roles that may deploy or upgrade.
+    pub lifecycle_roles: Vec<Role>,
+    /// The lifecycle policy (who must endorse a deploy or upgrade).
+    pub lifecycle_policy: String,
+}
+
+impl Default for ValidatorConfig {
+    fn default() -> Self {
+        ValidatorConfig {
+            channel: "main".to_string(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            queue: 4096,
+            batch_max: 64,
+            invoke_roles: vec![Role::Client, Role::Admin],
+            lifecycle_roles: vec![Role::Admin],
+            lifecycle_policy: DEFAULT_LIFECYCLE_POLICY.to_string(),
+        }
+    }
+}
+
+/// Why the validator could not start or had to stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidatorError {
+    /// The configured lifecycle policy does not parse.
+    #[error("lifecycle policy: {0}")]
+    Policy(String),
+    /// The store failed; the peer stops rather than diverge.
+    #[error("store failure: {0}")]
+    Store(String),
+    /// The orderer's stream failed or sent something a peer must refuse (a seal that
+    /// does not verify, a gap): the peer stops rather than diverge.
+    #[error("orderer stream: {0}")]
+    Stream(String),
+    /// A stage thread could not start.
+    #[error("starting {0}")]
+    Spawn(String),
+}
+
+/// What the stages share.
+pub(crate) struct Shared {
+    pub msp: Arc<Msp>,
+    pub world: Arc<WorldState>,
+    pub hub: Arc<Hub>,
+    pub traces: Arc<TraceBook>,
+    pub config: ValidatorConfig,
+    pub lifecycle_policy: Arc<Policy>,
+    pub orgs: Vec<String>,
+    /// Set by `close` or a fatal error: every stage winds down.
+    pub stopping: AtomicBool,
+    /// The first fatal error.
+    pub failure: Mutex<Option<ValidatorError>>,
+}
+
+impl Shared {
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Records a fatal error and stops the pipeline.
+    pub fn fail(&self, error: ValidatorError) {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(error);
+        self.stopping.store(true, Ordering::Release);
+    }
+}
+
+/// How long a stage waits on an empty channel before looking at `stopping` again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A running validator pipeline.
+pub struct Validator {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validator")
+            .field("workers", &self.shared.config.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Validator {
+    /// Starts validating `delivery` (which must start at `world`'s durable height + 1
+    /// and its last seal + 1) into `world`, telling `hub` and stamping `traces`.
+    pub fn start(
+        config: ValidatorConfig,
+        msp: Arc<Msp>,
+        world: Arc<WorldState>,
+        mut delivery: Box<dyn Delivery>,
+        hub: Arc<Hub>,
+        traces: Arc<TraceBook>,
+    ) -> Result<Validator, ValidatorError> {
+        let orgs = msp.orgs();
+        let lifecycle_policy = Arc::new(
+            Policy::parse(&config.lifecycle_policy, &orgs)
+                .map_err(|e| ValidatorError::Policy(e.to_string()))?,
+        );
+        let last_seal = world
+            .store()
+            .last_seal()
+            .map_err(|e| ValidatorError::Store(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            msp,
+            world,
+            hub,
+            traces,
+            lifecycle_policy,
+            orgs,
+            stopping: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            config,
+        });
+        let queue = shared.config.queue.max(1);
+        let (to_verify, verify_rx) = bounded::<verify::Job>(queue);
+        let (to_check, check_rx) = bounded::<verify::Verified>(queue);
+        let (to_commit, commit_rx) = bounded::<check::Checked>(queue);
+        let (control, control_rx) = unbounded::<commit::Control>();
+
+        let mut threads = Vec::new();
+        let mut spawn = |name: String, run: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(run)
+                .map(|handle| threads.push(handle))
+                .map_err(|e| ValidatorError::Spawn(format!("{name}: {e}")))
+        };
+        for worker in 0..shared.config.workers.max(1) {
+            let (shared, jobs, out) = (shared.clone(), verify_rx.clone(), to_check.clone());
+            spawn(
+                format!("runnel-verify-{worker}"),
+                Box::new(move || verify::run(&shared, &jobs, &out)),
+            )?;
+        }
+        drop((verify_rx, to_check));
+        {
+            let shared = shared.clone();
+            let next = shared.world.staged_height().next();
+            spawn(
+                "runnel-check".into(),
+                Box::new(move || check::run(&shared, next, &check_rx, &to_commit)),
+            )?;
+        }
+        {
+            let shared = shared.clone();
+            spawn(
+                "runnel-commit".into(),
+                Box::new(move || commit::run(&shared, last_seal, &commit_rx, &control_rx)),
+            )?;
+        }
+        {
+            let shared = shared.clone();
+            spawn(
+                "runnel-intake".into(),
+                Box::new(move || intake(&shared, &mut *delivery, &to_verify, &control)),
+            )?;
+        }
+        Ok(Validator {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// The fatal error that stopped the pipeline, if one did.
+    pub fn failure(&self) -> Option<ValidatorError> {
+        self.shared
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stops the pipeline and waits for its threads. What was staged but not yet
+    /// durable is not made durable: after a restart the orderer delivers it again.
+    pub fn close(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        let threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Validator {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Intake: the orderer's stream into the pipeline.
+fn intake(
+    shared: &Shared,
+    delivery: &mut dyn Delivery,
+    to_verify: &crossbeam_channel::Sender<verify::Job>,
+    control: &crossbeam_channel::Sender<commit::Control>,
+) {
+    let mut expected = shared.world.staged_height().next();
+    while !shared.stopping() {
+        let item = match delivery.next(POLL) {
+            Ok(Some(item)) => item,
+            Ok(None) => continue,
+            Err(error) => {
+                if !shared.stopping() {
+                    shared.fail(ValidatorError::Stream(error.to_string()));
+                }
+                return;
+            }
+        };
+        match item {
+            Delivered::Tx(ordered) => {
+                if ordered.seq != expected {
+                    shared.fail(ValidatorError::Stream(format!(
+                        "expected transaction {expected}, got {}",
+                        ordered.seq
+                    )));
+                    return;
+                }
+                expected = expected.next();
+                let job = verify::Job {
+                    ordered,
+                    delivered_us: tx::now_us(),
+                };
+                if !send(shared, to_verify, job) {
+                    return;
+                }
+            }
+            Delivered::Durable(seq) => {
+                let _ = control.send(commit::Control::Durable(seq));
+            }
+            Delivered::Seal(sealed) => {
+                let _ = control.send(commit::Control::Seal(sealed));
+            }
+        }
+    }
+}
+
+/// Sends on a bounded channel, waking up now and then to honour `stopping`. False when
+/// the pipeline is stopping or the receiver is gone.
+pub(crate) fn send<T>(shared: &Shared, to: &crossbeam_channel::Sender<T>, mut item: T) -> bool {
+    loop {
+        match to.send_timeout(item, POLL) {
+            Ok(()) => return true,
+            Err(crossbeam_channel::SendTimeoutError::Timeout(back)) => {
+                if shared.stopping() {
+                    return false;
+                }
+                item = back;
+            }
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => return false,
+        }
+    }
+}
+
+/// Stamps a stage of a transaction's trace now.
+pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_us: u64) {
+    shared.traces.mark(tx_id, stage, at_us);
+}

@@ -1,0 +1,228 @@
+//! Stage 3: adaptive group commit, seal verification, notifications.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crossbeam_channel::{Receiver, select};
+
+use super::check::Checked;
+use super::{BlockEvent, CommittedEvent, POLL, Phase, Shared, TxStatus, ValidatorError, stamp};
+use crate::block::{self, SealChain, SignedSealed};
+use crate::ids::Seq;
+use crate::store::SealRecord;
+use crate::trace::Stage;
+use crate::tx::{self, Hash};
+
+/// What intake passes straight to stage 3.
+pub(crate) enum Control {
+    /// The orderer has made everything up to this seq durable.
+    Durable(Seq),
+    /// The next seal, to verify against the transactions it covers.
+    Seal(SignedSealed),
+}
+
+/// Stage 3's bookkeeping between commits.
+struct Committer {
+    /// Validated transactions not yet durable, in seq order.
+    staged: VecDeque<Checked>,
+    /// The orderer's durable mark.
+    orderer_durable: Seq,
+    /// Leaf hashes of transactions not yet covered by a verified seal.
+    hashes: BTreeMap<Seq, Hash>,
+    /// Seals received, not yet verified (their transactions are still coming).
+    seals: VecDeque<SignedSealed>,
+    /// Seals verified, waiting for their last transaction to be committed.
+    verified: VecDeque<SealRecord>,
+    /// The chain the next seal must continue.
+    chain: SealChain,
+}
+
+/// Stage 3: commits everything it has whenever it can, one sled batch per round, so a
+/// lone transaction pays one fsync and a burst shares one.
+pub(crate) fn run(
+    shared: &Shared,
+    last_seal: Option<SealRecord>,
+    rx: &Receiver<Checked>,
+    control: &Receiver<Control>,
+) {
+    match Committer::resume(shared, last_seal) {
+        Ok(mut committer) => {
+            if let Err(error) = committer.run(shared, rx, control) {
+                shared.fail(error);
+            }
+        }
+        Err(error) => shared.fail(error),
+    }
+}
+
+fn store_error(error: impl std::fmt::Display) -> ValidatorError {
+    ValidatorError::Store(error.to_string())
+}
+
+impl Committer {
+    /// Picks up after the last committed seal: the hashes of the durable transactions
+    /// after it are read back, since the next seal covers them.
+    fn resume(shared: &Shared, last_seal: Option<SealRecord>) -> Result<Committer, ValidatorError> {
+        let chain = match &last_seal {
+            None => SealChain::genesis(),
+            Some(record) => {
+                SealChain::after(&block::decode_signed_seal(&record.bytes).map_err(store_error)?)
+            }
+        };
+        let mut hashes = BTreeMap::new();
+        let store = shared.world.store();
+        let mut from = chain.next_first();
+        loop {
+            let page = store.transactions(from, 1024).map_err(store_error)?;
+            let Some((last, _)) = page.last() else {
+                break;
+            };
+            from = last.next();
+            for (seq, bytes) in &page {
+                hashes.insert(*seq, block::tx_hash(bytes));
+            }
+        }
+        Ok(Committer {
+            staged: VecDeque::new(),
+            orderer_durable: Seq::ZERO,
+            hashes,
+            seals: VecDeque::new(),
+            verified: VecDeque::new(),
+            chain,
+        })
+    }
+
+    fn take(&mut self, item: Checked) {
+        self.hashes.insert(item.seq, item.hash);
+        self.staged.push_back(item);
+    }
+
+    fn control(&mut self, item: Control) {
+        match item {
+            Control::Durable(seq) => self.orderer_durable = self.orderer_durable.max(seq),
+            Control::Seal(sealed) => self.seals.push_back(sealed),
+        }
+    }
+
+    fn run(
+        &mut self,
+        shared: &Shared,
+        rx: &Receiver<Checked>,
+        control: &Receiver<Control>,
+    ) -> Result<(), ValidatorError> {
+        let staged_max = shared.config.queue.max(1) * 4;
+        while !shared.stopping() {
+            // Wait for anything, then take everything already there.
+            select! {
+                recv(rx) -> item => match item {
+                    Ok(item) => self.take(item),
+                    Err(_) => return Ok(()),
+                },
+                recv(control) -> item => match item {
+                    Ok(item) => self.control(item),
+                    Err(_) => return Ok(()),
+                },
+                default(POLL) => continue,
+            }
+            while let Ok(item) = control.try_recv() {
+                self.control(item);
+            }
+            while self.staged.len() < staged_max {
+                match rx.try_recv() {
+                    Ok(item) => self.take(item),
+                    Err(_) => break,
+                }
+            }
+            self.verify_seals(shared)?;
+            self.commit(shared)?;
+        }
+        Ok(())
+    }
+
+    /// Verifies every received seal whose transactions have all been validated.
+    fn verify_seals(&mut self, shared: &Shared) -> Result<(), ValidatorError> {
+        while let Some(sealed) = self.seals.front() {
+            let (first, last) = (sealed.seal.first, sealed.seal.last);
+            if !self.hashes.contains_key(&last) {
+                return Ok(());
+            }
+            let range: Vec<Hash> = self
+                .hashes
+                .range(first..=last)
+                .map(|(_, hash)| *hash)
+                .collect();
+            let accepted = self
+                .chain
+                .accept(&sealed.bytes, &range, &shared.msp)
+                .map_err(|e| ValidatorError::Stream(format!("seal {}: {e}", sealed.seal.number)))?;
+            self.hashes.retain(|seq, _| *seq > last);
+            self.verified.push_back(SealRecord {
+                number: accepted.seal.number,
+                first,
+                last,
+                bytes: accepted.bytes,
+            });
+            self.seals.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Makes durable everything staged that the orderer holds durable, with the seals
+    /// that fall inside, then tells the world.
+    fn commit(&mut self, shared: &Shared) -> Result<(), ValidatorError> {
+        let durable = shared.world.durable_height();
+        let staged = self.staged.back().map_or(durable, |c| c.seq);
+        let through = staged.min(self.orderer_durable);
+        let sealable = self
+            .verified
+            .iter()
+            .take_while(|seal| seal.last <= through.max(durable))
+            .count();
+        if through <= durable && sealable == 0 {
+            return Ok(());
+        }
+        let seals: Vec<SealRecord> = self.verified.drain(..sealable).collect();
+        let blocks: Vec<BlockEvent> = seals
+            .iter()
+            .map(|seal| BlockEvent {
+                number: seal.number,
+                first: seal.first,
+                last: seal.last,
+                hash: block::decode_signed_seal(&seal.bytes)
+                    .map(|s| s.hash)
+                    .unwrap_or_default(),
+            })
+            .collect();
+        shared
+            .world
+            .commit_staged(through.max(durable), seals)
+            .map_err(store_error)?;
+        let committed_us = tx::now_us();
+        while self.staged.front().is_some_and(|c| c.seq <= through) {
+            let Some(checked) = self.staged.pop_front() else {
+                break;
+            };
+            stamp(shared, checked.tx_id, Stage::Committed, committed_us);
+            // Stamped as the status goes out, so that whoever it wakes sees the stamp.
+            stamp(shared, checked.tx_id, Stage::Notified, tx::now_us());
+            shared.hub.status(TxStatus {
+                tx_id: checked.tx_id,
+                seq: checked.seq,
+                code: checked.code,
+                phase: Phase::Committed,
+            });
+            for event in checked.events {
+                shared.hub.event(CommittedEvent {
+                    tx_id: checked.tx_id,
+                    seq: checked.seq,
+                    contract: event.contract,
+                    name: event.name,
+                    payload: event.payload,
+                });
+            }
+        }
+        for block in blocks {
+            shared.hub.block(block);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! The embeddable ledger end to end: every role in one process on a real directory.
+
+use std::sync::OnceLock;
+
+use runnel_node::ids::{Seq, ValidationCode};
+use runnel_node::ledger::{Ledger, LedgerConfig, LedgerError};
+use runnel_node::trace::Stage;
+
+fn wasm(name: &str) -> Vec<u8> {
+    static KV: OnceLock<Vec<u8>> = OnceLock::new();
+    static TOKEN: OnceLock<Vec<u8>> = OnceLock::new();
+    let cell = if name == "kv" { &KV } else { &TOKEN };
+    cell.get_or_init(|| runnel_wasm_build::wasm(name).expect("contract builds"))
+        .clone()
+}
+
+fn config(orgs: &[&str]) -> LedgerConfig {
+    let mut config = LedgerConfig {
+        orgs: orgs.iter().map(|o| o.to_string()).collect(),
+        ..LedgerConfig::default()
+    };
+    config.runtime.instances_max = 8;
+    config.orderer.seal_max_delay = std::time::Duration::from_millis(20);
+    config
+}
+
+#[test]
+fn deploy_submit_evaluate_trace_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let client_cert;
+    {
+        let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+        client_cert = ledger.client().cert_der().to_vec();
+        let definition = ledger.deploy("kv", "1.0", &wasm("kv"), "").unwrap();
+        assert_eq!((definition.name.as_str(), definition.sequence), ("kv", 1));
+
+        let mut blocks = ledger.blocks();
+        let committed = ledger.submit("kv", "put", &[b"colour", b"blue"]).unwrap();
+        assert_eq!(committed.seq, Seq(2));
+        assert_eq!(committed.result, b"null");
+        assert_eq!(
+            ledger.evaluate("kv", "get", &[b"colour"]).unwrap(),
+            b"\"blue\""
+        );
+
+        // Every stage of the flow, endorsement to notification, in order.
+        let trace = ledger.trace(&committed.tx_id).unwrap();
+        let stages: Vec<Stage> = trace.stages().iter().map(|(s, _)| *s).collect();
+        assert_eq!(stages, Stage::ALL);
+        let stamps: Vec<u64> = trace.stages().iter().map(|(_, at)| *at).collect();
+        assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+
+        // Sealed within the seal delay; the record then names its block.
+        let block = blocks.blocking_recv().unwrap();
+        assert!(block.first <= Seq(2));
+        let mut sealed = block.last >= Seq(2);
+        while !sealed {
+            sealed = blocks.blocking_recv().unwrap().last >= Seq(2);
+        }
+        let (record, number) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
+        assert_eq!((record.seq, record.code), (Seq(2), ValidationCode::Valid));
+        assert!(number.is_some());
+        ledger.close();
+    }
+    let ledger = Ledger::open(dir.path(), config(&["ignored on reopen"])).unwrap();
+    assert_eq!(ledger.client().cert_der(), client_cert.as_slice());
+    assert_eq!(
+        ledger.evaluate("kv", "get", &[b"colour"]).unwrap(),
+        b"\"blue\""
+    );
+    assert_eq!(
+        ledger
+            .submit("kv", "put", &[b"colour", b"red"])
+            .unwrap()
+            .seq,
+        Seq(3)
+    );
+}
+
+#[test]
+fn contract_errors_and_rejections_are_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+    let missing = ledger.submit("nope", "put", &[b"k", b"v"]).unwrap_err();
+    assert_eq!(missing.code(), "CONTRACT_NOT_FOUND");
+    ledger.deploy("token", "1", &wasm("token"), "").unwrap();
+    // Only an admin may mint: the contract's own error, before anything is ordered.
+    let refused = ledger
+        .submit("token", "mint", &[b"Org1/alice", b"5"])
+        .unwrap_err();
+    assert!(matches!(refused, LedgerError::Endorse(_)), "{refused:?}");
+    let mut events = ledger.events();
+    let minted = ledger
+        .submit_as(ledger.admin(), "token", "mint", &[b"Org1/alice", b"5"])
+        .unwrap();
+    let event = events.blocking_recv().unwrap();
+    assert_eq!(
+        (event.tx_id, event.contract.as_str()),
+        (minted.tx_id, "token")
+    );
+    assert_eq!(
+        ledger
+            .evaluate("token", "balance", &[b"Org1/alice"])
+            .unwrap(),
+        b"5"
+    );
+    // Deploying the same name twice is the lifecycle's error.
+    assert!(ledger.deploy("token", "1", &wasm("token"), "").is_err());
+}
+
+#[test]
+fn a_multi_org_ledger_gathers_the_endorsements_a_policy_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(dir.path(), config(&["Org1", "Org2", "Org3"])).unwrap();
+    // The lifecycle policy (a majority of admins) needs two organisations' admins.
+    ledger
+        .deploy("kv", "1", &wasm("kv"), "AND('Org1.peer', 'Org3.peer')")
+        .unwrap();
+    let committed = ledger.submit("kv", "put", &[b"k", b"v"]).unwrap();
+    let (record, _) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
+    assert_eq!(record.code, ValidationCode::Valid);
+}
