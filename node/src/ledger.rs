@@ -160,6 +160,19 @@ pub struct Committed {
     pub result: Vec<u8>,
 }
 
+/// A transaction's inclusion in a sealed block, checkable with
+/// [`crate::block::verify_proof`] against the seal (whose orderer signature anyone can
+/// check through the network's MSP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    /// The block's seal, as the orderer signed it.
+    pub seal: crate::block::SignedSealed,
+    /// The transaction, exactly as ordered.
+    pub transaction: Vec<u8>,
+    /// The Merkle audit path.
+    pub proof: crate::proto::InclusionProof,
+}
+
 /// An organisation's identities, as the ledger uses them.
 struct Org {
     name: String,
@@ -508,6 +521,39 @@ impl Ledger {
         };
         let block = self.world.store().block_of(record.seq)?;
         Ok(Some((record, block)))
+    }
+
+    /// Proof that a sealed transaction is in its block: the block's signed seal, the
+    /// transaction's bytes and the Merkle audit path from its hash to the seal's root.
+    /// `None` while the transaction is unknown or not yet sealed.
+    pub fn prove(&self, tx_id: &TxId) -> Result<Option<Proof>, LedgerError> {
+        let Some((record, Some(number))) = self.transaction(tx_id)? else {
+            return Ok(None);
+        };
+        let store = self.world.store();
+        let Some(seal) = store.seal(number)? else {
+            return Ok(None);
+        };
+        let corrupt =
+            |e: crate::block::BlockError| LedgerError::BadResult(format!("block {number}: {e}"));
+        let sealed = crate::block::decode_signed_seal(&seal.bytes).map_err(corrupt)?;
+        let count = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
+        let transactions = store.transactions(seal.first, count)?;
+        let hashes: Vec<tx::Hash> = transactions
+            .iter()
+            .map(|(_, bytes)| crate::block::tx_hash(bytes))
+            .collect();
+        let proof = crate::block::prove(&sealed, &hashes, record.seq).map_err(corrupt)?;
+        let transaction = transactions
+            .into_iter()
+            .find(|(seq, _)| *seq == record.seq)
+            .map(|(_, bytes)| bytes)
+            .unwrap_or_default();
+        Ok(Some(Proof {
+            seal: sealed,
+            transaction,
+            proof,
+        }))
     }
 
     /// When a recent transaction passed each stage.

@@ -60,6 +60,14 @@ fn deploy_submit_evaluate_trace_and_reopen() {
         let (record, number) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
         assert_eq!((record.seq, record.code), (Seq(2), ValidationCode::Valid));
         assert!(number.is_some());
+
+        // Inclusion: the proof checks against the seal, and not for another transaction.
+        let proof = ledger.prove(&committed.tx_id).unwrap().unwrap();
+        runnel_node::block::verify_proof(&proof.proof, &proof.transaction, &proof.seal.seal)
+            .unwrap();
+        let mut other = proof.transaction.clone();
+        other.push(0);
+        assert!(runnel_node::block::verify_proof(&proof.proof, &other, &proof.seal.seal).is_err());
         ledger.close();
     }
     let ledger = Ledger::open(dir.path(), config(&["ignored on reopen"])).unwrap();
