@@ -366,10 +366,18 @@ impl Endorser {
         checked: &Checked,
         signature: &[u8],
     ) -> Result<(), EndorseError> {
-        checked
-            .creator
-            .verify(&tx::proposal_message(&checked.hash), signature)
-            .map_err(EndorseError::Creator)
+        // Batched with the proposals other threads are checking at the same moment.
+        let check = SigCheck {
+            key: checked.creator.verifying_key().to_bytes(),
+            message: tx::proposal_message(&checked.hash),
+            signature: signature.to_vec(),
+        };
+        if self.msp.signatures().verify_one(&check) {
+            return Ok(());
+        }
+        Err(EndorseError::Creator(IdentityError::BadSignature {
+            who: checked.creator.id(),
+        }))
     }
 
     /// Step 5: the deterministic outcome, on one snapshot.

@@ -289,7 +289,7 @@ pub(crate) fn admit(
         signature: signed.signature,
     };
     // Remembered when valid: a validator in this process need not verify it again.
-    if !msp.signatures().verify_all(std::slice::from_ref(&check))[0] {
+    if !msp.signatures().verify_one(&check) {
         return Err(OrderError::BadSignature);
     }
     Ok(Admitted {

@@ -9,8 +9,8 @@
 //! under which one-by-one and batch verification accept exactly the same signatures:
 //! batching is then a pure speed-up, never a change of outcome.
 
-use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use ed25519_zebra::batch;
 use ed25519_zebra::{Signature, VerificationKey, VerificationKeyBytes};
@@ -82,6 +82,7 @@ pub const SIGNATURE_CACHE_MAX: usize = 1 << 16;
 #[derive(Debug, Default)]
 pub struct SignatureCache {
     valid: Mutex<HashSet<[u8; 32]>>,
+    group: GroupVerifier,
 }
 
 impl SignatureCache {
@@ -114,6 +115,19 @@ impl SignatureCache {
             .contains(&digest)
     }
 
+    /// One signature from the cache, or verified together with whatever other threads
+    /// are verifying at the same moment ([`GroupVerifier`]); remembered when valid.
+    pub fn verify_one(&self, check: &SigCheck) -> bool {
+        if self.knows(check) {
+            return true;
+        }
+        let ok = self.group.verify(check.clone());
+        if ok {
+            self.remember(check);
+        }
+        ok
+    }
+
     /// [`verify_all`], answering remembered signatures from the cache and remembering
     /// the new valid ones.
     pub fn verify_all(&self, checks: &[SigCheck]) -> Vec<bool> {
@@ -138,6 +152,60 @@ impl SignatureCache {
                 }
             })
             .collect()
+    }
+}
+
+/// Verifies signatures submitted by many threads at once as batches, the way group
+/// commit batches fsyncs: a caller queues its signature; if no batch is being verified
+/// it becomes the leader and verifies everything queued as one [`verify_all`], else it
+/// waits for the leader that takes its signature. A lone caller pays one plain check;
+/// under load each signature costs about what a batch member does (less than half a
+/// single verification). The verdicts are [`verify`]'s, whoever computes them.
+#[derive(Debug, Default)]
+pub struct GroupVerifier {
+    state: Mutex<Group>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Group {
+    next_ticket: u64,
+    queue: Vec<(u64, SigCheck)>,
+    verdicts: HashMap<u64, bool>,
+    leading: bool,
+}
+
+impl GroupVerifier {
+    /// Checks one signature, batched with concurrent callers'.
+    pub fn verify(&self, check: SigCheck) -> bool {
+        let lock = || self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut group = lock();
+        let ticket = group.next_ticket;
+        group.next_ticket += 1;
+        group.queue.push((ticket, check));
+        loop {
+            if let Some(verdict) = group.verdicts.remove(&ticket) {
+                return verdict;
+            }
+            if !group.leading {
+                group.leading = true;
+                let batch = std::mem::take(&mut group.queue);
+                drop(group);
+                let checks: Vec<SigCheck> = batch.iter().map(|(_, c)| c.clone()).collect();
+                let verdicts = verify_all(&checks);
+                group = lock();
+                for ((ticket, _), verdict) in batch.iter().zip(verdicts) {
+                    group.verdicts.insert(*ticket, verdict);
+                }
+                group.leading = false;
+                self.done.notify_all();
+                continue;
+            }
+            group = self
+                .done
+                .wait(group)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
     }
 }
 
@@ -221,5 +289,31 @@ mod tests {
         other.message = b"n".to_vec();
         assert!(!cache.knows(&other));
         assert_eq!(cache.verify_all(&[other, bad]), vec![false, false]);
+    }
+
+    #[test]
+    fn concurrent_callers_get_their_own_verdicts() {
+        let group = std::sync::Arc::new(GroupVerifier::default());
+        let threads: Vec<_> = (0..8u8)
+            .map(|t| {
+                let group = group.clone();
+                std::thread::spawn(move || {
+                    let verdicts: Vec<bool> = (0..50u8)
+                        .map(|i| {
+                            let mut check = signed(t, &[i; 8]);
+                            let forged = (i + t) % 7 == 0;
+                            if forged {
+                                check.signature[1] ^= 4;
+                            }
+                            group.verify(check) != forged
+                        })
+                        .collect();
+                    verdicts.into_iter().all(|right| right)
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert!(thread.join().unwrap());
+        }
     }
 }

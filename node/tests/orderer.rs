@@ -160,7 +160,7 @@ fn streaming_delivers_each_transaction_at_once_and_seals_behind_it() {
         sent.push(bytes);
     }
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
-        s.seals.len() == 2 && s.durable == Seq(7)
+        s.txs.len() == 7 && s.seals.len() == 2 && s.durable == Seq(7)
     });
     assert_eq!(
         seen.txs.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(),
