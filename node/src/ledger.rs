@@ -238,16 +238,11 @@ impl Ledger {
         )?);
         let hub = Arc::new(Hub::default());
         let traces = Arc::new(TraceBook::new(config.traces_kept));
-        let next_block = world
-            .store()
-            .last_seal()?
-            .map_or(BlockNumber(1), |seal| BlockNumber(seal.number.0 + 1));
-        let delivery = orderer.deliver(world.durable_height().next(), next_block)?;
         let validator = Validator::start(
             config.validator.clone(),
             msp.clone(),
             world.clone(),
-            delivery,
+            &*orderer,
             hub.clone(),
             traces.clone(),
         )?;
@@ -421,8 +416,8 @@ impl Ledger {
         let tx_id = endorsed[0].tx_id;
         let payload = endorsed[0].response.payload.clone();
         let result = ResponsePayload::decode(payload.as_slice())
-            .map(|p| p.result)
-            .unwrap_or_default();
+            .map_err(|e| LedgerError::BadResult(format!("response payload: {e}")))?
+            .result;
         let transaction = Transaction {
             proposal: Some(signed.clone()),
             payload,

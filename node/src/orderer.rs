@@ -30,7 +30,7 @@ use std::time::Duration;
 use prost::Message;
 
 use crate::block::SignedSealed;
-use crate::identity::{Identity, IdentityError, Msp, Role};
+use crate::identity::{IdentityError, Msp, Role};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::proto;
 use crate::sig;
@@ -119,11 +119,12 @@ pub struct OrderedTx {
 }
 
 impl OrderedTx {
-    /// The wire form.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The wire form, consuming the transaction (it is only ever encoded to be stored
+    /// or sent, and its bytes are the bulk of it).
+    pub fn into_bytes(self) -> Vec<u8> {
         proto::OrderedTx {
             seq: self.seq.0,
-            transaction: self.transaction.clone(),
+            transaction: self.transaction,
             timestamp_ms: self.timestamp_ms,
         }
         .encode_to_vec()
@@ -240,22 +241,12 @@ impl OrderError {
     }
 }
 
-/// A submission that passed the orderer's checks.
-#[derive(Debug)]
-pub(crate) struct Admitted {
-    /// The transaction's id.
-    pub tx_id: TxId,
-    /// The verified submitter.
-    #[allow(dead_code)]
-    pub submitter: std::sync::Arc<Identity>,
-}
-
-/// The orderer's admission checks (everything but sequencing).
+/// The orderer's admission checks (everything but sequencing); the transaction's id.
 pub(crate) fn admit(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<Admitted, OrderError> {
+) -> Result<TxId, OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -292,8 +283,5 @@ pub(crate) fn admit(
     if !msp.signatures().verify_one(&check) {
         return Err(OrderError::BadSignature);
     }
-    Ok(Admitted {
-        tx_id: tx::tx_id(&proposal),
-        submitter,
-    })
+    Ok(tx::tx_id(&proposal))
 }

@@ -98,7 +98,15 @@ impl SignatureCache {
     /// Remembers `check` as valid. Call only after [`verify`] accepted it, or for a
     /// signature just made with the key (every correct Ed25519 signature is valid).
     pub fn remember(&self, check: &SigCheck) {
-        let digest = Self::digest(check);
+        self.insert(Self::digest(check));
+    }
+
+    /// True when `check` was remembered as valid.
+    pub fn knows(&self, check: &SigCheck) -> bool {
+        self.contains(&Self::digest(check))
+    }
+
+    fn insert(&self, digest: [u8; 32]) {
         let mut valid = self.valid.lock().unwrap_or_else(PoisonError::into_inner);
         if valid.len() >= SIGNATURE_CACHE_MAX {
             valid.clear();
@@ -106,24 +114,23 @@ impl SignatureCache {
         valid.insert(digest);
     }
 
-    /// True when `check` was remembered as valid.
-    pub fn knows(&self, check: &SigCheck) -> bool {
-        let digest = Self::digest(check);
+    fn contains(&self, digest: &[u8; 32]) -> bool {
         self.valid
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&digest)
+            .contains(digest)
     }
 
     /// One signature from the cache, or verified together with whatever other threads
     /// are verifying at the same moment ([`GroupVerifier`]); remembered when valid.
     pub fn verify_one(&self, check: &SigCheck) -> bool {
-        if self.knows(check) {
+        let digest = Self::digest(check);
+        if self.contains(&digest) {
             return true;
         }
         let ok = self.group.verify(check.clone());
         if ok {
-            self.remember(check);
+            self.insert(digest);
         }
         ok
     }
@@ -131,7 +138,8 @@ impl SignatureCache {
     /// [`verify_all`], answering remembered signatures from the cache and remembering
     /// the new valid ones.
     pub fn verify_all(&self, checks: &[SigCheck]) -> Vec<bool> {
-        let known: Vec<bool> = checks.iter().map(|c| self.knows(c)).collect();
+        let digests: Vec<[u8; 32]> = checks.iter().map(Self::digest).collect();
+        let known: Vec<bool> = digests.iter().map(|d| self.contains(d)).collect();
         let unknown: Vec<SigCheck> = checks
             .iter()
             .zip(&known)
@@ -139,14 +147,14 @@ impl SignatureCache {
             .map(|(c, _)| c.clone())
             .collect();
         let mut verdicts = verify_all(&unknown).into_iter();
-        checks
-            .iter()
+        digests
+            .into_iter()
             .zip(known)
-            .map(|(check, known)| {
+            .map(|(digest, known)| {
                 known || {
                     let ok = verdicts.next().unwrap_or(false);
                     if ok {
-                        self.remember(check);
+                        self.insert(digest);
                     }
                     ok
                 }

@@ -38,8 +38,9 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::identity::{Msp, Role};
+use crate::ids::BlockNumber;
 use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
-use crate::orderer::{Delivered, Delivery};
+use crate::orderer::{Delivered, Delivery, Orderer};
 use crate::policy::Policy;
 use crate::store::WorldState;
 use crate::trace::{Stage, TraceBook};
@@ -118,13 +119,19 @@ impl Shared {
         self.stopping.load(Ordering::Acquire)
     }
 
-    /// Records a fatal error and stops the pipeline.
+    /// Records a fatal error and stops the pipeline; whoever waits for a status is told.
     pub fn fail(&self, error: ValidatorError) {
         self.failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert(error);
+        self.stop();
+    }
+
+    /// Stops the pipeline and ends every watch (no status will come).
+    pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        self.hub.close();
     }
 }
 
@@ -146,13 +153,13 @@ impl std::fmt::Debug for Validator {
 }
 
 impl Validator {
-    /// Starts validating `delivery` (which must start at `world`'s durable height + 1
-    /// and its last seal + 1) into `world`, telling `hub` and stamping `traces`.
+    /// Starts validating `orderer`'s stream into `world`, from where `world` stands
+    /// (its durable height and last seal), telling `hub` and stamping `traces`.
     pub fn start(
         config: ValidatorConfig,
         msp: Arc<Msp>,
         world: Arc<WorldState>,
-        mut delivery: Box<dyn Delivery>,
+        orderer: &dyn Orderer,
         hub: Arc<Hub>,
         traces: Arc<TraceBook>,
     ) -> Result<Validator, ValidatorError> {
@@ -165,6 +172,10 @@ impl Validator {
             .store()
             .last_seal()
             .map_err(|e| ValidatorError::Store(e.to_string()))?;
+        let next_block = BlockNumber(last_seal.as_ref().map_or(0, |seal| seal.number.0) + 1);
+        let mut delivery = orderer
+            .deliver(world.durable_height().next(), next_block)
+            .map_err(|e| ValidatorError::Stream(e.to_string()))?;
         let shared = Arc::new(Shared {
             msp,
             world,
@@ -238,7 +249,7 @@ impl Validator {
     /// Stops the pipeline and waits for its threads. What was staged but not yet
     /// durable is not made durable: after a restart the orderer delivers it again.
     pub fn close(&self) {
-        self.shared.stopping.store(true, Ordering::Release);
+        self.shared.stop();
         let threads =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
         for thread in threads {

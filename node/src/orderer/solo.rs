@@ -340,11 +340,6 @@ impl SoloOrderer {
         })
     }
 
-    /// The last block sealed (written, maybe not yet durable).
-    pub fn sealed(&self) -> BlockNumber {
-        self.inner.lock().sealed
-    }
-
     /// Stops ordering: refuses new submissions, flushes what was ordered, stops the
     /// threads. Deliveries end with [`OrderError::Closed`] once drained. Idempotent.
     pub fn close(&self) {
@@ -369,7 +364,7 @@ impl Drop for SoloOrderer {
 impl Orderer for SoloOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         let received_us = tx::now_us();
-        let admitted = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
+        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
         let hash = block::tx_hash(&signed_transaction);
         let mut state = self.inner.lock();
         self.inner.check(&state)?;
@@ -379,7 +374,11 @@ impl Orderer for SoloOrderer {
             timestamp_ms: tx::now_ms(),
             transaction: signed_transaction,
         };
-        if let Err(error) = self.inner.db.insert(log_key(TX, seq.0), ordered.encode()) {
+        if let Err(error) = self
+            .inner
+            .db
+            .insert(log_key(TX, seq.0), ordered.into_bytes())
+        {
             let failure = format!("writing transaction {seq}: {error}");
             self.inner.fail(state, failure.clone());
             return Err(OrderError::Log(failure));
@@ -398,7 +397,7 @@ impl Orderer for SoloOrderer {
         }
         Ok(Ordered {
             seq,
-            tx_id: admitted.tx_id,
+            tx_id,
             received_us,
             ordered_us,
         })

@@ -30,8 +30,9 @@ struct Committer {
     hashes: BTreeMap<Seq, Hash>,
     /// Seals received, not yet verified (their transactions are still coming).
     seals: VecDeque<SignedSealed>,
-    /// Seals verified, waiting for their last transaction to be committed.
-    verified: VecDeque<SealRecord>,
+    /// Seals verified, waiting for their last transaction to be committed, with the
+    /// seal's hash (what block events report).
+    verified: VecDeque<(SealRecord, Hash)>,
     /// The chain the next seal must continue.
     chain: SealChain,
 }
@@ -154,13 +155,16 @@ impl Committer {
                 .chain
                 .accept(&sealed.bytes, &range, &shared.msp)
                 .map_err(|e| ValidatorError::Stream(format!("seal {}: {e}", sealed.seal.number)))?;
-            self.hashes.retain(|seq, _| *seq > last);
-            self.verified.push_back(SealRecord {
-                number: accepted.seal.number,
-                first,
-                last,
-                bytes: accepted.bytes,
-            });
+            self.hashes = self.hashes.split_off(&last.next());
+            self.verified.push_back((
+                SealRecord {
+                    number: accepted.seal.number,
+                    first,
+                    last,
+                    bytes: accepted.bytes,
+                },
+                accepted.hash,
+            ));
             self.seals.pop_front();
         }
         Ok(())
@@ -175,23 +179,24 @@ impl Committer {
         let sealable = self
             .verified
             .iter()
-            .take_while(|seal| seal.last <= through.max(durable))
+            .take_while(|(seal, _)| seal.last <= through.max(durable))
             .count();
         if through <= durable && sealable == 0 {
             return Ok(());
         }
-        let seals: Vec<SealRecord> = self.verified.drain(..sealable).collect();
-        let blocks: Vec<BlockEvent> = seals
-            .iter()
-            .map(|seal| BlockEvent {
-                number: seal.number,
-                first: seal.first,
-                last: seal.last,
-                hash: block::decode_signed_seal(&seal.bytes)
-                    .map(|s| s.hash)
-                    .unwrap_or_default(),
+        let (seals, blocks): (Vec<SealRecord>, Vec<BlockEvent>) = self
+            .verified
+            .drain(..sealable)
+            .map(|(seal, hash)| {
+                let block = BlockEvent {
+                    number: seal.number,
+                    first: seal.first,
+                    last: seal.last,
+                    hash,
+                };
+                (seal, block)
             })
-            .collect();
+            .unzip();
         shared
             .world
             .commit_staged(through.max(durable), seals)

@@ -92,9 +92,16 @@ impl TxWatch {
     }
 }
 
+/// Who waits for which transaction; none once the hub is closed.
+#[derive(Default)]
+struct Watchers {
+    by_tx: HashMap<TxId, Vec<mpsc::UnboundedSender<TxStatus>>>,
+    closed: bool,
+}
+
 /// Where the validator's news goes.
 pub struct Hub {
-    watchers: Mutex<HashMap<TxId, Vec<mpsc::UnboundedSender<TxStatus>>>>,
+    watchers: Mutex<Watchers>,
     statuses: broadcast::Sender<TxStatus>,
     events: broadcast::Sender<CommittedEvent>,
     blocks: broadcast::Sender<BlockEvent>,
@@ -109,7 +116,7 @@ impl std::fmt::Debug for Hub {
 impl Default for Hub {
     fn default() -> Self {
         Hub {
-            watchers: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(Watchers::default()),
             statuses: broadcast::channel(BROADCAST_CAPACITY).0,
             events: broadcast::channel(BROADCAST_CAPACITY).0,
             blocks: broadcast::channel(BROADCAST_CAPACITY).0,
@@ -123,21 +130,29 @@ impl Hub {
     /// the first committed status.
     pub fn watch(&self, tx_id: TxId) -> TxWatch {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(tx_id)
-            .or_default()
-            .push(tx);
+        let mut watchers = self.watchers();
+        // On a closed hub the sender is dropped here: the watch ends at once.
+        if !watchers.closed {
+            watchers.by_tx.entry(tx_id).or_default().push(tx);
+        }
         TxWatch { rx }
     }
 
     /// Stops watching `tx_id` (a submission that failed before ordering).
     pub fn unwatch(&self, tx_id: &TxId) {
-        self.watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(tx_id);
+        self.watchers().by_tx.remove(tx_id);
+    }
+
+    /// Ends every watch, present and future: the validator stopped, so no status will
+    /// come and nobody may wait for one.
+    pub(crate) fn close(&self) {
+        let mut watchers = self.watchers();
+        watchers.closed = true;
+        watchers.by_tx.clear();
+    }
+
+    fn watchers(&self) -> std::sync::MutexGuard<'_, Watchers> {
+        self.watchers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Every status, validated and committed, of every transaction.
@@ -156,12 +171,12 @@ impl Hub {
     }
 
     pub(crate) fn status(&self, status: TxStatus) {
-        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut watchers = self.watchers();
         let done = status.phase == Phase::Committed;
-        if let Some(list) = watchers.get_mut(&status.tx_id) {
+        if let Some(list) = watchers.by_tx.get_mut(&status.tx_id) {
             list.retain(|tx| tx.send(status.clone()).is_ok());
             if done || list.is_empty() {
-                watchers.remove(&status.tx_id);
+                watchers.by_tx.remove(&status.tx_id);
             }
         }
         drop(watchers);
@@ -175,5 +190,40 @@ impl Hub {
 
     pub(crate) fn block(&self, block: BlockEvent) {
         let _ = self.blocks.send(block);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(phase: Phase) -> TxStatus {
+        TxStatus {
+            tx_id: TxId([1; 32]),
+            seq: Seq(1),
+            code: ValidationCode::Valid,
+            phase,
+        }
+    }
+
+    #[test]
+    fn a_watch_sees_both_phases_then_ends() {
+        let hub = Hub::default();
+        let mut watch = hub.watch(TxId([1; 32]));
+        hub.status(status(Phase::Validated));
+        hub.status(status(Phase::Committed));
+        assert_eq!(watch.next_blocking(), Some(status(Phase::Validated)));
+        assert_eq!(watch.next_blocking(), Some(status(Phase::Committed)));
+        assert_eq!(watch.next_blocking(), None);
+    }
+
+    #[test]
+    fn closing_the_hub_ends_every_watch_instead_of_leaving_it_waiting() {
+        let hub = Hub::default();
+        let mut before = hub.watch(TxId([1; 32]));
+        hub.close();
+        assert_eq!(before.next_blocking(), None);
+        let mut after = hub.watch(TxId([1; 32]));
+        assert_eq!(after.next_blocking(), None);
     }
 }
