@@ -1,7 +1,9 @@
 //! The endorser through its public API: real certificates, real contracts compiled to
 //! Wasm, sled on a temp directory.
 
-use std::sync::{Arc, OnceLock};
+mod common;
+
+use std::sync::Arc;
 
 use prost::Message;
 use runnel_node::endorser::{EndorseError, Endorsed, Endorser, EndorserConfig};
@@ -17,26 +19,7 @@ use runnel_node::tx;
 use runnel_runtime::{Runtime, RuntimeConfig};
 use time::Duration;
 
-const ORGS: [&str; 3] = ["Org1", "Org2", "Org3"];
-
-fn network() -> &'static NetworkIdentities {
-    static NETWORK: OnceLock<NetworkIdentities> = OnceLock::new();
-    NETWORK.get_or_init(|| NetworkIdentities::generate(&ORGS, Duration::days(1)).unwrap())
-}
-
-fn kv_wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| runnel_wasm_build::wasm("kv").expect("kv builds"))
-}
-
-fn token_wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| runnel_wasm_build::wasm("token").expect("token builds"))
-}
-
-fn signer(org: &str, role: Role) -> Signer {
-    network().org(org).unwrap().signer(role).unwrap()
-}
+use common::{ORGS, kv_wasm, network, signer, token_wasm};
 
 fn runtime() -> Arc<Runtime> {
     let config = RuntimeConfig {

@@ -1,18 +1,12 @@
 //! The embeddable ledger end to end: every role in one process on a real directory.
 
-use std::sync::OnceLock;
+mod common;
 
 use runnel_node::ids::{Seq, ValidationCode};
 use runnel_node::ledger::{Ledger, LedgerConfig, LedgerError};
 use runnel_node::trace::Stage;
 
-fn wasm(name: &str) -> Vec<u8> {
-    static KV: OnceLock<Vec<u8>> = OnceLock::new();
-    static TOKEN: OnceLock<Vec<u8>> = OnceLock::new();
-    let cell = if name == "kv" { &KV } else { &TOKEN };
-    cell.get_or_init(|| runnel_wasm_build::wasm(name).expect("contract builds"))
-        .clone()
-}
+use common::{kv_wasm, token_wasm};
 
 fn config(orgs: &[&str]) -> LedgerConfig {
     let mut config = LedgerConfig {
@@ -31,7 +25,7 @@ fn deploy_submit_evaluate_trace_and_reopen() {
     {
         let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
         client_cert = ledger.client().cert_der().to_vec();
-        let definition = ledger.deploy("kv", "1.0", &wasm("kv"), "").unwrap();
+        let definition = ledger.deploy("kv", "1.0", kv_wasm(), "").unwrap();
         assert_eq!((definition.name.as_str(), definition.sequence), ("kv", 1));
 
         let mut blocks = ledger.blocks();
@@ -91,7 +85,7 @@ fn contract_errors_and_rejections_are_typed() {
     let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
     let missing = ledger.submit("nope", "put", &[b"k", b"v"]).unwrap_err();
     assert_eq!(missing.code(), "CONTRACT_NOT_FOUND");
-    ledger.deploy("token", "1", &wasm("token"), "").unwrap();
+    ledger.deploy("token", "1", token_wasm(), "").unwrap();
     // Only an admin may mint: the contract's own error, before anything is ordered.
     let refused = ledger
         .submit("token", "mint", &[b"Org1/alice", b"5"])
@@ -113,7 +107,7 @@ fn contract_errors_and_rejections_are_typed() {
         b"5"
     );
     // Deploying the same name twice is the lifecycle's error.
-    assert!(ledger.deploy("token", "1", &wasm("token"), "").is_err());
+    assert!(ledger.deploy("token", "1", token_wasm(), "").is_err());
 }
 
 #[test]
@@ -122,7 +116,7 @@ fn a_multi_org_ledger_gathers_the_endorsements_a_policy_needs() {
     let ledger = Ledger::open(dir.path(), config(&["Org1", "Org2", "Org3"])).unwrap();
     // The lifecycle policy (a majority of admins) needs two organisations' admins.
     ledger
-        .deploy("kv", "1", &wasm("kv"), "AND('Org1.peer', 'Org3.peer')")
+        .deploy("kv", "1", kv_wasm(), "AND('Org1.peer', 'Org3.peer')")
         .unwrap();
     let committed = ledger.submit("kv", "put", &[b"k", b"v"]).unwrap();
     let (record, _) = ledger.transaction(&committed.tx_id).unwrap().unwrap();

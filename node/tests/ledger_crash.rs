@@ -71,6 +71,17 @@ fn run_node(dir: &Path) {
     }
 }
 
+/// A stored transaction's id and its decoded body.
+fn decode(bytes: &[u8]) -> (TxId, Transaction) {
+    let signed = SignedTransaction::decode(bytes).unwrap();
+    let transaction = Transaction::decode(signed.transaction.as_slice()).unwrap();
+    let proposal = runnel_node::proto::Proposal::decode(
+        transaction.proposal.as_ref().unwrap().proposal.as_slice(),
+    )
+    .unwrap();
+    (runnel_node::tx::tx_id(&proposal), transaction)
+}
+
 /// The state a replay of the stored transactions gives, checked against the store.
 fn check_replay(ledger: &Ledger) -> Seq {
     let world = ledger.world();
@@ -99,13 +110,7 @@ fn check_replay(ledger: &Ledger) -> Seq {
             (oseq, obytes),
             "peer and orderer agree at {seq}"
         );
-        let signed = SignedTransaction::decode(bytes.as_slice()).unwrap();
-        let transaction = Transaction::decode(signed.transaction.as_slice()).unwrap();
-        let proposal = runnel_node::proto::Proposal::decode(
-            transaction.proposal.as_ref().unwrap().proposal.as_slice(),
-        )
-        .unwrap();
-        let tx_id = runnel_node::tx::tx_id(&proposal);
+        let (tx_id, transaction) = decode(bytes);
         let record = world.tx(&tx_id).unwrap().unwrap();
         if record.seq != *seq {
             // A later copy of an id is a duplicate, recorded under the first.
@@ -220,13 +225,7 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
             .unwrap()
             .pop()
             .unwrap();
-        let signed = SignedTransaction::decode(bytes.as_slice()).unwrap();
-        let transaction = Transaction::decode(signed.transaction.as_slice()).unwrap();
-        let proposal = runnel_node::proto::Proposal::decode(
-            transaction.proposal.as_ref().unwrap().proposal.as_slice(),
-        )
-        .unwrap();
-        let tx_id = runnel_node::tx::tx_id(&proposal);
+        let (tx_id, _) = decode(&bytes);
         assert_eq!(ledger.world().tx(&tx_id).unwrap().unwrap().seq, any_seq);
         let mut watch = ledger.watch(tx_id);
         let again = ledger.orderer().submit(bytes).unwrap();

@@ -1,13 +1,15 @@
 //! Execute → order → validate end to end, in one process, on real sled directories:
 //! endorsers, the solo orderer and the validator pipeline wired as a peer runs them.
 
+mod common;
+
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use prost::Message;
 use runnel_node::endorser::{Endorsed, Endorser, EndorserConfig};
-use runnel_node::identity::{Msp, NetworkIdentities, Role, Signer};
+use runnel_node::identity::{Msp, Role, Signer};
 use runnel_node::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_node::lifecycle::LIFECYCLE_NAMESPACE;
 use runnel_node::orderer::{Orderer, OrdererConfig, SoloOrderer};
@@ -19,23 +21,8 @@ use runnel_node::trace::{Stage, TraceBook};
 use runnel_node::tx;
 use runnel_node::validator::{Hub, Phase, Validator, ValidatorConfig};
 use runnel_runtime::{Runtime, RuntimeConfig};
-use time::Duration;
 
-const ORGS: [&str; 3] = ["Org1", "Org2", "Org3"];
-
-fn network() -> &'static NetworkIdentities {
-    static NETWORK: OnceLock<NetworkIdentities> = OnceLock::new();
-    NETWORK.get_or_init(|| NetworkIdentities::generate(&ORGS, Duration::days(1)).unwrap())
-}
-
-fn kv_wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| runnel_wasm_build::wasm("kv").expect("kv builds"))
-}
-
-fn signer(org: &str, role: Role) -> Signer {
-    network().org(org).unwrap().signer(role).unwrap()
-}
+use common::{ORGS, kv_wasm, network, signer};
 
 /// One peer with every role in process: world state, orderer, validator, endorsers.
 struct Peer {
@@ -68,15 +55,11 @@ impl Peer {
         );
         let hub = Arc::new(Hub::default());
         let traces = Arc::new(TraceBook::default());
-        let last_seal = world.store().last_seal().unwrap().map_or(0, |s| s.number.0);
-        let delivery = orderer
-            .deliver(world.durable_height().next(), BlockNumber(last_seal + 1))
-            .unwrap();
         let validator = Validator::start(
             ValidatorConfig::default(),
             msp.clone(),
             world.clone(),
-            delivery,
+            &*orderer,
             hub.clone(),
             traces.clone(),
         )
