@@ -83,6 +83,37 @@ fn breakdown(ledger: &Ledger, ids: &[TxId]) {
     }
 }
 
+/// Bytes this process has caused to be written to storage (Linux `/proc/self/io`).
+fn bytes_written() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|line| line.strip_prefix("write_bytes: "))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// CPU time this process has used, user and system, all threads (Linux `/proc/self/stat`,
+/// in clock ticks of 10 ms).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which ends with the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after ')'.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index.min(sorted.len() - 1)]
@@ -147,21 +178,25 @@ fn main() {
             std::thread::spawn(move || {
                 let value = value();
                 let mut latencies = Vec::new();
+                let mut ids = Vec::new();
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let key = format!("c{c}-{i}");
                     let t = Instant::now();
-                    ledger
+                    let committed = ledger
                         .submit("kv", "put", &[key.as_bytes(), &value])
                         .expect("committed");
                     latencies.push(t.elapsed());
+                    ids.push(committed.tx_id);
                     done.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
-                latencies
+                (latencies, ids)
             })
         })
         .collect();
+    let written_before = bytes_written();
+    let cpu_before = cpu_time();
     let start = Instant::now();
     let mut last = 0;
     for second in 1..=throughput_secs {
@@ -174,19 +209,35 @@ fn main() {
     }
     let elapsed = start.elapsed();
     let total = done.load(Ordering::Relaxed);
+    let written = bytes_written().saturating_sub(written_before);
+    let cpu = cpu_time().saturating_sub(cpu_before);
     stop.store(true, Ordering::Relaxed);
-    let latencies: Vec<Duration> = threads
-        .into_iter()
-        .flat_map(|t| t.join().expect("client"))
-        .collect();
+    let (mut latencies, mut ids) = (Vec::new(), Vec::new());
+    for thread in threads {
+        let (l, i) = thread.join().expect("client");
+        latencies.extend(l);
+        ids.extend(i);
+    }
     println!(
         "committed {total} tx in {:.1} s: {:.0} tx/s",
         elapsed.as_secs_f64(),
         total as f64 / elapsed.as_secs_f64()
     );
+    println!(
+        "CPU (all threads, user + system): {:.0} µs per committed tx, {:.2} cores busy",
+        cpu.as_secs_f64() * 1e6 / total.max(1) as f64,
+        cpu.as_secs_f64() / elapsed.as_secs_f64()
+    );
+    println!(
+        "written to disk: {:.1} MB/s, {:.1} KB per committed tx",
+        written as f64 / elapsed.as_secs_f64() / 1e6,
+        written as f64 / total.max(1) as f64 / 1e3
+    );
     report(
         &format!("latency under load ({clients} clients)"),
         latencies,
     );
+    // The traces kept are the most recent ones: the end of the run, under full load.
+    breakdown(&ledger, &ids);
     ledger.close();
 }
