@@ -1,6 +1,8 @@
 //! Types generated from `node/proto/runnel/v1/transaction.proto` (proposals, endorsements,
-//! transactions, contract definitions) and `block.proto` (ordered transactions, seals,
-//! inclusion proofs), plus the read/write-set types they embed.
+//! transactions, contract definitions), `block.proto` (ordered transactions, seals,
+//! inclusion proofs) and `api.proto` (the API's requests and responses, with a server
+//! module and a client module per service, e.g. `gateway_server` and `gateway_client`),
+//! plus the read/write-set types they embed.
 
 #![allow(missing_docs)]
 

@@ -4,14 +4,26 @@
 //! Stages stamp a transaction as it passes ([`TraceBook::mark`]); a stamp is Unix
 //! microseconds from the clock of the process that saw the stage. The book holds the
 //! last [`TraceBook::capacity`] transactions and forgets the oldest first.
+//!
+//! Each trace is also broadcast once, when its transaction is complete
+//! ([`TraceBook::completed`]): when its submitter has been told ([`Stage::Notified`]).
+//! A transaction whose endorsement this process stamped is complete only once its
+//! orderer stages are stamped too, since the submitting side stamps those when the
+//! orderer answers, which may be after the validator has already notified.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::broadcast;
 
 use crate::ids::TxId;
 
 /// Transactions whose traces a book keeps by default.
 pub const TRACES_KEPT: usize = 100_000;
+
+/// Completed traces a [`TraceBook::completed`] subscriber may fall behind by before it
+/// misses some.
+pub const COMPLETED_CAPACITY: usize = 4096;
 
 /// A stage of the flow, in the order a transaction meets them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,6 +97,22 @@ impl Trace {
             .filter_map(|&stage| self.at(stage).map(|at| (stage, at)))
             .collect()
     }
+
+    /// Complete: the submitter was told and, if this process stamped the endorsement, the
+    /// orderer's stages are in too.
+    fn is_complete(&self) -> bool {
+        self.at(Stage::Notified).is_some()
+            && (self.at(Stage::EndorseStart).is_none() || self.at(Stage::Ordered).is_some())
+    }
+}
+
+/// A transaction's trace once it is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTrace {
+    /// The transaction.
+    pub tx_id: TxId,
+    /// Its stamps.
+    pub trace: Trace,
 }
 
 struct Book {
@@ -97,6 +125,7 @@ struct Book {
 pub struct TraceBook {
     capacity: usize,
     book: Mutex<Book>,
+    completed: broadcast::Sender<CompletedTrace>,
 }
 
 impl std::fmt::Debug for TraceBook {
@@ -122,6 +151,7 @@ impl TraceBook {
                 traces: HashMap::new(),
                 order: VecDeque::new(),
             }),
+            completed: broadcast::channel(COMPLETED_CAPACITY).0,
         }
     }
 
@@ -142,8 +172,22 @@ impl TraceBook {
             }
             book.order.push_back(tx_id);
         }
-        let stamp = &mut book.traces.entry(tx_id).or_default().stamps[stage as usize];
-        stamp.get_or_insert(at_us);
+        let trace = book.traces.entry(tx_id).or_default();
+        let was_complete = trace.is_complete();
+        trace.stamps[stage as usize].get_or_insert(at_us);
+        let completed = (!was_complete && trace.is_complete()).then_some(*trace);
+        drop(book);
+        if let Some(trace) = completed {
+            // No subscriber is not an error.
+            let _ = self.completed.send(CompletedTrace { tx_id, trace });
+        }
+    }
+
+    /// Each transaction's trace, once, as it completes (see the module doc). A
+    /// subscriber more than [`COMPLETED_CAPACITY`] traces behind is told how many it
+    /// missed.
+    pub fn completed(&self) -> broadcast::Receiver<CompletedTrace> {
+        self.completed.subscribe()
     }
 
     /// The trace of `tx_id`, if it is recent enough to be kept.
@@ -174,6 +218,30 @@ mod tests {
         );
         assert_eq!(trace.at(Stage::Committed), None);
         assert_eq!(book.get(&id(2)), None);
+    }
+
+    #[test]
+    fn a_trace_is_broadcast_once_when_complete() {
+        let book = TraceBook::new(10);
+        let mut completed = book.completed();
+        // Submitted elsewhere: complete when notified.
+        book.mark(id(1), Stage::Delivered, 1);
+        book.mark(id(1), Stage::Notified, 2);
+        book.mark(id(1), Stage::Notified, 3);
+        assert_eq!(completed.try_recv().unwrap().tx_id, id(1));
+        assert!(completed.try_recv().is_err());
+        // Endorsed here: the orderer's stamps may come after the notification.
+        book.mark(id(2), Stage::EndorseStart, 1);
+        book.mark(id(2), Stage::Notified, 5);
+        assert!(completed.try_recv().is_err());
+        book.mark(id(2), Stage::Received, 2);
+        book.mark(id(2), Stage::Ordered, 3);
+        let done = completed.try_recv().unwrap();
+        assert_eq!(
+            (done.tx_id, done.trace.at(Stage::Ordered)),
+            (id(2), Some(3))
+        );
+        assert!(completed.try_recv().is_err());
     }
 
     #[test]

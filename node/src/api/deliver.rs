@@ -1,0 +1,218 @@
+//! `Deliver`: the ledger as this node committed it, as streams: transactions from a seq
+//! on and blocks from a number on, first what is stored and then live. The store is the
+//! source of every item; the ledger's broadcasts only say when to read it again
+//! ([`super::stream`]).
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+use tonic::{Request, Response, Status};
+
+use super::stream::{self, Items, PAGE_ITEMS, Sink};
+use super::{Shared, first_seq, shutting_down, validation_code};
+use crate::block;
+use crate::ids::{BlockNumber, Seq};
+use crate::ledger::{Ledger, LedgerError, StoredTx};
+use crate::proto::deliver_server::Deliver;
+use crate::proto::{
+    Block, BlockSeal, BlockTransaction, CommittedTransaction, DeliverBlocksRequest,
+    DeliverBlocksResponse, DeliverTransactionsRequest, DeliverTransactionsResponse,
+};
+use crate::store::SealRecord;
+use crate::validator::Phase;
+
+/// The `Deliver` service.
+pub(super) struct DeliverService {
+    shared: Arc<Shared>,
+}
+
+impl DeliverService {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        DeliverService { shared }
+    }
+}
+
+#[tonic::async_trait]
+impl Deliver for DeliverService {
+    type TransactionsStream = Items<DeliverTransactionsResponse>;
+
+    async fn transactions(
+        &self,
+        request: Request<DeliverTransactionsRequest>,
+    ) -> Result<Response<Self::TransactionsStream>, Status> {
+        let next = first_seq(request.into_inner().start_seq);
+        let shared = self.shared.clone();
+        stream::start(&self.shared, move |sink| transactions(shared, next, sink))
+    }
+
+    type BlocksStream = Items<DeliverBlocksResponse>;
+
+    async fn blocks(
+        &self,
+        request: Request<DeliverBlocksRequest>,
+    ) -> Result<Response<Self::BlocksStream>, Status> {
+        let request = request.into_inner();
+        let next = BlockNumber(request.start_block.max(1));
+        let shared = self.shared.clone();
+        stream::start(&self.shared, move |sink| {
+            blocks(shared, next, request.with_transactions, sink)
+        })
+    }
+}
+
+/// Committed transactions from `next` on.
+async fn transactions(
+    shared: Arc<Shared>,
+    mut next: Seq,
+    sink: Sink<DeliverTransactionsResponse>,
+) -> Result<(), Status> {
+    let mut wake: Option<broadcast::Receiver<_>> = None;
+    loop {
+        loop {
+            let from = next;
+            let page = shared
+                .blocking(move |ledger| ledger.committed_transactions(from, PAGE_ITEMS))
+                .await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            next = last.seq.next();
+            for tx in page {
+                let item = DeliverTransactionsResponse {
+                    transaction: Some(committed_transaction(tx)),
+                };
+                if !sink.send(item).await {
+                    return Ok(());
+                }
+            }
+        }
+        let Some(wake) = wake.as_mut() else {
+            // Subscribed, then the store is read once more.
+            wake = Some(shared.ledger.statuses());
+            continue;
+        };
+        loop {
+            match wake.recv().await {
+                Ok(status) if status.phase == Phase::Committed && status.seq >= next => break,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return Err(shutting_down()),
+            }
+        }
+    }
+}
+
+/// Committed blocks from `next` on.
+async fn blocks(
+    shared: Arc<Shared>,
+    mut next: BlockNumber,
+    with_transactions: bool,
+    sink: Sink<DeliverBlocksResponse>,
+) -> Result<(), Status> {
+    let mut wake: Option<broadcast::Receiver<_>> = None;
+    loop {
+        loop {
+            let from = next;
+            let page = shared
+                .blocking(move |ledger| stored_blocks(ledger, from, with_transactions))
+                .await?;
+            let Some(last) = page.last().and_then(|block| block.seal.as_ref()) else {
+                break;
+            };
+            next = BlockNumber(last.number + 1);
+            for block in page {
+                if !sink
+                    .send(DeliverBlocksResponse { block: Some(block) })
+                    .await
+                {
+                    return Ok(());
+                }
+            }
+        }
+        let Some(wake) = wake.as_mut() else {
+            wake = Some(shared.ledger.blocks());
+            continue;
+        };
+        loop {
+            match wake.recv().await {
+                Ok(block) if block.number >= next => break,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return Err(shutting_down()),
+            }
+        }
+    }
+}
+
+/// Transactions read at once to list a block's.
+const BLOCK_PAGE_TXS: usize = 256;
+
+/// One page of stored blocks from `from` on.
+fn stored_blocks(
+    ledger: &Ledger,
+    from: BlockNumber,
+    with_transactions: bool,
+) -> Result<Vec<Block>, LedgerError> {
+    ledger
+        .world()
+        .store()
+        .seals(from, PAGE_ITEMS)?
+        .into_iter()
+        .map(|seal| block_message(ledger, seal, with_transactions))
+        .collect()
+}
+
+/// A stored block as the API sends it, with its transaction list if asked for.
+pub(super) fn block_message(
+    ledger: &Ledger,
+    record: SealRecord,
+    with_transactions: bool,
+) -> Result<Block, LedgerError> {
+    let sealed = block::decode_signed_seal(&record.bytes).map_err(|e| {
+        LedgerError::BadResult(format!("stored seal of block {}: {e}", record.number))
+    })?;
+    let seal = &sealed.seal;
+    let mut transactions = Vec::new();
+    if with_transactions {
+        let mut next = record.first;
+        while next <= record.last {
+            let remaining = usize::try_from(record.last.0 - next.0 + 1).unwrap_or(usize::MAX);
+            let page = ledger.committed_transactions(next, remaining.min(BLOCK_PAGE_TXS))?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            next = last.seq.next();
+            transactions.extend(page.into_iter().take_while(|tx| tx.seq <= record.last).map(
+                |tx| BlockTransaction {
+                    seq: tx.seq.0,
+                    tx_id: tx.tx_id.to_hex(),
+                    code: validation_code(tx.code),
+                },
+            ));
+        }
+    }
+    Ok(Block {
+        seal: Some(BlockSeal {
+            number: seal.number.0,
+            first_seq: seal.first.0,
+            last_seq: seal.last.0,
+            previous_hash: seal.previous_hash.to_vec(),
+            tx_root: seal.tx_root.to_vec(),
+            timestamp_ms: seal.timestamp_ms,
+        }),
+        hash: sealed.hash.to_vec(),
+        signed_seal: sealed.bytes,
+        transactions,
+    })
+}
+
+/// A stored transaction as the API sends it.
+pub(super) fn committed_transaction(tx: StoredTx) -> CommittedTransaction {
+    CommittedTransaction {
+        seq: tx.seq.0,
+        tx_id: tx.tx_id.to_hex(),
+        code: validation_code(tx.code),
+        timestamp_ms: tx.timestamp_ms.unwrap_or(0),
+        transaction: tx.bytes,
+    }
+}

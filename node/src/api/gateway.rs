@@ -1,0 +1,310 @@
+//! `Gateway`: what applications call, the way they call Fabric Gateway. The client signs
+//! its proposal; `Endorse` gathers the endorsements the contract's policy needs and
+//! returns the transaction; the client signs it and calls `Submit`; `CommitStatus`
+//! waits for its validation code; `ContractEvents` streams a contract's events.
+
+use std::sync::Arc;
+
+use prost::Message;
+use tokio::sync::broadcast;
+use tonic::{Code, Request, Response, Status};
+
+use super::stream::{self, Items, PAGE_ITEMS, Sink};
+use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
+use crate::ids::{Seq, TxId};
+use crate::ledger::{Ledger, LedgerError};
+use crate::lifecycle;
+use crate::proto::contract_events_request::Start;
+use crate::proto::gateway_server::Gateway;
+use crate::proto::{
+    CommitStatusRequest, CommitStatusResponse, ContractEvent, ContractEventsRequest,
+    ContractEventsResponse, EndorseRequest, EndorseResponse, EvaluateRequest, EvaluateResponse,
+    ResponsePayload, SignedTransaction, SubmitRequest, SubmitResponse, Transaction, TxPhase,
+};
+use crate::validator::Phase;
+
+/// The `Gateway` service.
+pub(super) struct GatewayService {
+    shared: Arc<Shared>,
+}
+
+impl GatewayService {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        GatewayService { shared }
+    }
+}
+
+#[tonic::async_trait]
+impl Gateway for GatewayService {
+    async fn evaluate(
+        &self,
+        request: Request<EvaluateRequest>,
+    ) -> Result<Response<EvaluateResponse>, Status> {
+        let signed = request
+            .into_inner()
+            .proposal
+            .ok_or_else(|| missing("proposal"))?;
+        let result = self
+            .shared
+            .blocking(move |ledger| ledger.evaluate_signed(&signed))
+            .await?;
+        Ok(Response::new(EvaluateResponse { result }))
+    }
+
+    async fn endorse(
+        &self,
+        request: Request<EndorseRequest>,
+    ) -> Result<Response<EndorseResponse>, Status> {
+        let signed = request
+            .into_inner()
+            .proposal
+            .ok_or_else(|| missing("proposal"))?;
+        let prepared = self
+            .shared
+            .blocking(move |ledger| ledger.endorse_signed(&signed))
+            .await?;
+        Ok(Response::new(EndorseResponse {
+            tx_id: prepared.tx_id.to_hex(),
+            transaction: prepared.transaction.encode_to_vec(),
+            result: prepared.result,
+        }))
+    }
+
+    async fn submit(
+        &self,
+        request: Request<SubmitRequest>,
+    ) -> Result<Response<SubmitResponse>, Status> {
+        let bytes = request.into_inner().transaction;
+        let (tx_id, seq) = self
+            .shared
+            .blocking(move |ledger| ledger.submit_signed(bytes))
+            .await?;
+        Ok(Response::new(SubmitResponse {
+            tx_id: tx_id.to_hex(),
+            seq: seq.0,
+        }))
+    }
+
+    async fn commit_status(
+        &self,
+        request: Request<CommitStatusRequest>,
+    ) -> Result<Response<CommitStatusResponse>, Status> {
+        let request = request.into_inner();
+        let tx_id = tx_id(&request.tx_id)?;
+        let wait_for = match TxPhase::try_from(request.wait_for) {
+            Ok(TxPhase::Validated) => Phase::Validated,
+            Ok(TxPhase::Unspecified | TxPhase::Committed) => Phase::Committed,
+            Err(_) => {
+                return Err(status::error(
+                    Code::InvalidArgument,
+                    "BAD_PAYLOAD",
+                    format_args!("wait_for {} is not a TxPhase", request.wait_for),
+                ));
+            }
+        };
+        loop {
+            // Registered before the ledger is read: a status arriving in between wakes it.
+            let mut waiter = self.shared.waiters.register(tx_id)?;
+            let reached = self
+                .shared
+                .blocking(move |ledger| commit_status(ledger, &tx_id, wait_for))
+                .await?;
+            if let Some(response) = reached {
+                return Ok(Response::new(response));
+            }
+            tokio::select! {
+                () = waiter.woken() => {}
+                () = self.shared.stopped() => return Err(shutting_down()),
+            }
+        }
+    }
+
+    type ContractEventsStream = Items<ContractEventsResponse>;
+
+    async fn contract_events(
+        &self,
+        request: Request<ContractEventsRequest>,
+    ) -> Result<Response<Self::ContractEventsStream>, Status> {
+        let request = request.into_inner();
+        lifecycle::check_name(&request.contract)
+            .map_err(|e| status::error(Code::InvalidArgument, e.code(), e))?;
+        let next = match request.start {
+            Some(Start::StartSeq(seq)) => Position {
+                seq: first_seq(seq),
+                index: 0,
+            },
+            Some(Start::After(checkpoint)) => Position {
+                seq: Seq(checkpoint.seq),
+                index: u64::from(checkpoint.index) + 1,
+            },
+            None => Position {
+                seq: self.shared.ledger.world().durable_height().next(),
+                index: 0,
+            },
+        };
+        let shared = self.shared.clone();
+        stream::start(&self.shared, move |sink| {
+            events(shared, request.contract, next, sink)
+        })
+    }
+}
+
+/// The status of `tx_id` once it has reached `wait_for`.
+fn commit_status(
+    ledger: &Ledger,
+    tx_id: &TxId,
+    wait_for: Phase,
+) -> Result<Option<CommitStatusResponse>, LedgerError> {
+    let Some((record, block)) = ledger.transaction(tx_id)? else {
+        return Ok(None);
+    };
+    let committed = record.seq <= ledger.world().durable_height();
+    if wait_for == Phase::Committed && !committed {
+        return Ok(None);
+    }
+    Ok(Some(CommitStatusResponse {
+        tx_id: tx_id.to_hex(),
+        code: validation_code(record.code),
+        seq: record.seq.0,
+        phase: phase(committed) as i32,
+        block: block.map_or(0, |number| number.0),
+        timestamp_ms: record.timestamp_ms,
+    }))
+}
+
+/// A place in the event stream: the event at `index` among those of the transaction at
+/// `seq`. Ordered as the stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Position {
+    seq: Seq,
+    index: u64,
+}
+
+/// The events of one contract from `next` on: stored, then live (see [`stream`]).
+async fn events(
+    shared: Arc<Shared>,
+    contract: String,
+    mut next: Position,
+    sink: Sink<ContractEventsResponse>,
+) -> Result<(), Status> {
+    loop {
+        // The store up to its durable height; subscribe; the store once more.
+        let mut live: Option<broadcast::Receiver<_>> = None;
+        let mut live = loop {
+            loop {
+                let (from, name) = (next, contract.clone());
+                let page = shared
+                    .blocking(move |ledger| stored_events(ledger, &name, from))
+                    .await?;
+                let Some((page, after)) = page else {
+                    break;
+                };
+                for event in page {
+                    if !sink.send(event).await {
+                        return Ok(());
+                    }
+                }
+                next = after;
+            }
+            match live {
+                Some(live) => break live,
+                None => live = Some(shared.ledger.events()),
+            }
+        };
+        // Every transaction before `replayed` was read from the store; every one from it
+        // on is durable only after the subscription, so all its events come live.
+        let replayed = next.seq;
+        let mut last: Option<Position> = None;
+        loop {
+            let event = match live.recv().await {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return Err(shutting_down()),
+            };
+            if event.seq < replayed {
+                continue;
+            }
+            let index = match last {
+                Some(last) if last.seq == event.seq => last.index + 1,
+                _ => 0,
+            };
+            let position = Position {
+                seq: event.seq,
+                index,
+            };
+            last = Some(position);
+            if position < next {
+                continue;
+            }
+            next = Position {
+                seq: event.seq,
+                index: index + 1,
+            };
+            if event.contract != contract {
+                continue;
+            }
+            let response = event_response(
+                event.tx_id,
+                position,
+                ContractEvent {
+                    contract: event.contract,
+                    name: event.name,
+                    payload: event.payload,
+                },
+            );
+            if !sink.send(response).await {
+                return Ok(());
+            }
+        }
+        // Overflowed: what the broadcast dropped is read back from the store.
+    }
+}
+
+/// The events of `contract` in the durable transactions of one page from `from` on, and
+/// the position after the page; `None` when nothing durable is there yet.
+fn stored_events(
+    ledger: &Ledger,
+    contract: &str,
+    from: Position,
+) -> Result<Option<(Vec<ContractEventsResponse>, Position)>, LedgerError> {
+    let transactions = ledger.committed_transactions(first_seq(from.seq.0), PAGE_ITEMS)?;
+    let Some(last) = transactions.last() else {
+        return Ok(None);
+    };
+    let after = Position {
+        seq: last.seq.next(),
+        index: 0,
+    };
+    let mut events = Vec::new();
+    for tx in transactions.iter().filter(|tx| tx.code.is_valid()) {
+        for (index, event) in payload_events(&tx.bytes).into_iter().enumerate() {
+            let position = Position {
+                seq: tx.seq,
+                index: index as u64,
+            };
+            if position >= from && event.contract == contract {
+                events.push(event_response(tx.tx_id, position, event));
+            }
+        }
+    }
+    Ok(Some((events, after)))
+}
+
+/// The events in a transaction's payload (none if it does not decode, which a valid
+/// transaction always does).
+fn payload_events(signed_transaction: &[u8]) -> Vec<ContractEvent> {
+    SignedTransaction::decode(signed_transaction)
+        .and_then(|signed| Transaction::decode(signed.transaction.as_slice()))
+        .and_then(|transaction| ResponsePayload::decode(transaction.payload.as_slice()))
+        .map(|payload| payload.events)
+        .unwrap_or_default()
+}
+
+fn event_response(tx_id: TxId, position: Position, event: ContractEvent) -> ContractEventsResponse {
+    ContractEventsResponse {
+        tx_id: tx_id.to_hex(),
+        seq: position.seq.0,
+        index: u32::try_from(position.index).unwrap_or(u32::MAX),
+        event: Some(event),
+    }
+}
