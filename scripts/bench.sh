@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs Runnel's benchmarks (criterion) and prints the figures docs/benchmarks.md records.
 #
-#   ./scripts/bench.sh [runtime|store|endorse|pipeline|all] [options]
+#   ./scripts/bench.sh [runtime|store|endorse|pipeline|grpc|all] [options]
 #
 # e.g. ./scripts/bench.sh endorse --warm-up-time 2 --measurement-time 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=all
 case "${1:-}" in
-runtime | store | endorse | pipeline | all)
+runtime | store | endorse | pipeline | grpc | all)
   suite=$1
   shift
   ;;
@@ -23,8 +23,12 @@ fi
 if [[ $suite == endorse || $suite == all ]]; then
   cargo bench --locked -p runnel-node --bench endorse -- "$@"
 fi
-# The pipeline bench takes its own arguments: [latency-secs] [throughput-secs] [clients].
+# The pipeline and grpc benches take their own arguments:
+# [latency-secs] [throughput-secs] [clients].
+if [[ $suite == all ]]; then set --; fi
 if [[ $suite == pipeline || $suite == all ]]; then
-  if [[ $suite == all ]]; then set --; fi
   cargo bench --locked -p runnel-node --bench pipeline -- "$@"
+fi
+if [[ $suite == grpc || $suite == all ]]; then
+  cargo bench --locked -p runnel-node --bench grpc -- "$@"
 fi

@@ -27,6 +27,12 @@
 //! ```
 //!
 //! A runnable version is `node/examples/embedded.rs`.
+//!
+//! For transactions assembled and signed elsewhere (the API's clients), the same flow is
+//! split where a client's key is needed: [`Ledger::endorse_signed`] takes a proposal the
+//! client signed and returns the endorsed transaction for the client to sign;
+//! [`Ledger::submit_signed`] orders the signed transaction; [`Ledger::status`] and the
+//! [`Ledger::statuses`] broadcast tell how far it has got.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,13 +45,14 @@ use crate::endorser::{EndorseError, Endorsed, Endorser, EndorserConfig};
 use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
-use crate::orderer::{OrderError, Orderer, OrdererConfig, SoloOrderer};
+use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{
-    ContractDefinition, DeployRequest, ResponsePayload, SignedProposal, Transaction,
+    ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal,
+    SignedTransaction, Transaction,
 };
 use crate::store::{StoreError, TxRecord, WorldState};
-use crate::trace::{Stage, Trace, TraceBook};
+use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
 use crate::tx;
 use crate::validator::{
     BlockEvent, CommittedEvent, Hub, Phase, TxStatus, Validator, ValidatorConfig, ValidatorError,
@@ -128,6 +135,15 @@ pub enum LedgerError {
     /// The ledger stopped before the transaction's status arrived.
     #[error("the ledger closed before transaction {0} was committed")]
     Closed(TxId),
+    /// A transaction with this id is already in the ledger (a replay); it was not
+    /// ordered again.
+    #[error("transaction {tx_id} is already in the ledger at seq {seq} (replayed transaction)")]
+    DuplicateTxId {
+        /// The id.
+        tx_id: TxId,
+        /// Where the ledger holds it.
+        seq: Seq,
+    },
 }
 
 impl LedgerError {
@@ -145,6 +161,7 @@ impl LedgerError {
             LedgerError::Unendorsable(_) => "ENDORSEMENT_POLICY_FAILURE",
             LedgerError::Rejected { code, .. } => code.as_str(),
             LedgerError::Closed(_) => "CLOSED",
+            LedgerError::DuplicateTxId { .. } => "DUPLICATE_TXID",
         }
     }
 }
@@ -158,6 +175,62 @@ pub struct Committed {
     pub seq: Seq,
     /// What the function returned.
     pub result: Vec<u8>,
+}
+
+/// A transaction endorsed for a proposal signed elsewhere, for its creator to sign
+/// ([`crate::tx::sign_transaction`]) and submit ([`Ledger::submit_signed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// Its id.
+    pub tx_id: TxId,
+    /// The signed proposal, the agreed payload and the endorsements.
+    pub transaction: Transaction,
+    /// What the function returned, as endorsed.
+    pub result: Vec<u8>,
+}
+
+/// A transaction as the ledger holds it at its place in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTx {
+    /// Its place in the stream.
+    pub seq: Seq,
+    /// Its id (for bytes that do not decode, the SHA-256 of the bytes, as the validator
+    /// records them).
+    pub tx_id: TxId,
+    /// Its validation code.
+    pub code: ValidationCode,
+    /// The orderer's clock when it ordered it, Unix milliseconds. `None` for a
+    /// `DUPLICATE_TXID`: the ledger keeps one record per id, the first one's.
+    pub timestamp_ms: Option<u64>,
+    /// The encoded `SignedTransaction`, exactly as ordered.
+    pub bytes: Vec<u8>,
+}
+
+/// What the ledger is and how far it has got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerInfo {
+    /// The channel served.
+    pub channel: String,
+    /// The network's organisations.
+    pub orgs: Vec<String>,
+    /// Streaming or Fabric-style blocks.
+    pub mode: OrderingMode,
+    /// A block is sealed when it holds this many transactions...
+    pub seal_max_txs: usize,
+    /// ... or when its first transaction has waited this long.
+    pub seal_max_delay: std::time::Duration,
+    /// The last seq the orderer assigned.
+    pub ordered_height: Seq,
+    /// The last seq validated (staged).
+    pub validated_height: Seq,
+    /// The last seq durable on this peer.
+    pub committed_height: Seq,
+    /// The last block sealed on this peer.
+    pub last_block: Option<BlockNumber>,
+    /// Largest signed proposal the endorsers accept, in bytes.
+    pub proposal_bytes_max: usize,
+    /// Largest signed transaction the orderer accepts, in bytes.
+    pub transaction_bytes_max: usize,
 }
 
 /// A transaction's inclusion in a sealed block, checkable with
@@ -193,6 +266,8 @@ pub struct Ledger {
     traces: Arc<TraceBook>,
     orgs: Vec<Org>,
     channel: String,
+    orderer_config: OrdererConfig,
+    proposal_bytes_max: usize,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -287,6 +362,8 @@ impl Ledger {
             traces,
             orgs,
             channel: config.endorser.channel.clone(),
+            orderer_config: config.orderer.clone(),
+            proposal_bytes_max: config.endorser.proposal_bytes_max,
         })
     }
 
@@ -308,6 +385,29 @@ impl Ledger {
     /// The peer's world state (durable + staged) and block store.
     pub fn world(&self) -> &Arc<WorldState> {
         &self.world
+    }
+
+    /// The channel served.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// What the ledger is and how far it has got.
+    pub fn info(&self) -> Result<LedgerInfo, LedgerError> {
+        let last_block = self.world.store().last_seal()?.map(|seal| seal.number);
+        Ok(LedgerInfo {
+            channel: self.channel.clone(),
+            orgs: self.orgs.iter().map(|org| org.name.clone()).collect(),
+            mode: self.orderer_config.mode,
+            seal_max_txs: self.orderer_config.seal_max_txs,
+            seal_max_delay: self.orderer_config.seal_max_delay,
+            ordered_height: self.orderer.height(),
+            validated_height: self.world.staged_height(),
+            committed_height: self.world.durable_height(),
+            last_block,
+            proposal_bytes_max: self.proposal_bytes_max,
+            transaction_bytes_max: self.orderer_config.transaction_bytes_max,
+        })
     }
 
     /// Calls `contract.function(args)` as a transaction signed by [`Ledger::client`] and
@@ -332,7 +432,7 @@ impl Ledger {
         let args = args.iter().map(|a| a.to_vec()).collect();
         let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
         let signed = tx::sign_proposal(creator, &proposal);
-        self.run(creator, contract, &signed)
+        self.run(creator, &signed)
     }
 
     /// Runs `contract.function(args)` on the current state and returns its result,
@@ -349,6 +449,138 @@ impl Ledger {
         Ok(self.orgs[0]
             .peer
             .evaluate(&tx::sign_proposal(creator, &proposal))?)
+    }
+
+    /// Runs a proposal signed elsewhere on the current state and returns its result,
+    /// without a transaction. The creator and signature are checked as for an endorsement.
+    pub fn evaluate_signed(&self, signed: &SignedProposal) -> Result<Vec<u8>, LedgerError> {
+        Ok(self.orgs[0].peer.evaluate(signed)?)
+    }
+
+    /// Endorses a proposal signed elsewhere with as many organisations' peers (admins,
+    /// for `_lifecycle`) as the policy in force needs, and returns the transaction for
+    /// its creator to sign. Stamps the endorsement stages of its trace.
+    pub fn endorse_signed(&self, signed: &SignedProposal) -> Result<Prepared, LedgerError> {
+        let started_us = tx::now_us();
+        let proposal = self.decode_proposal(signed)?;
+        let endorsed = self.endorse(&proposal.contract, signed)?;
+        let ended_us = tx::now_us();
+        let Some(first) = endorsed.first() else {
+            return Err(LedgerError::Unendorsable(proposal.contract));
+        };
+        let tx_id = first.tx_id;
+        let payload = first.response.payload.clone();
+        let result = ResponsePayload::decode(payload.as_slice())
+            .map_err(|e| LedgerError::BadResult(format!("response payload: {e}")))?
+            .result;
+        let transaction = Transaction {
+            proposal: Some(signed.clone()),
+            payload,
+            endorsements: endorsed
+                .into_iter()
+                .filter_map(|e| e.response.endorsement)
+                .collect(),
+        };
+        self.traces.mark(tx_id, Stage::EndorseStart, started_us);
+        self.traces.mark(tx_id, Stage::EndorseEnd, ended_us);
+        Ok(Prepared {
+            tx_id,
+            transaction,
+            result,
+        })
+    }
+
+    /// Orders an encoded `SignedTransaction` assembled and signed elsewhere; returns its
+    /// id and seq once it has one. Its status follows ([`Ledger::status`],
+    /// [`Ledger::statuses`]). A transaction whose id the ledger already holds is refused
+    /// ([`LedgerError::DuplicateTxId`]) instead of being ordered again.
+    pub fn submit_signed(&self, signed_transaction: Vec<u8>) -> Result<(TxId, Seq), LedgerError> {
+        let tx_id = self.id_to_order(&signed_transaction)?;
+        if let Some(record) = self.world.tx(&tx_id)? {
+            return Err(LedgerError::DuplicateTxId {
+                tx_id,
+                seq: record.seq,
+            });
+        }
+        let ordered = self.order(signed_transaction)?;
+        Ok((ordered.tx_id, ordered.seq))
+    }
+
+    /// The status of `tx_id` on this peer now: its code and seq once validated, and
+    /// whether it is durable. `None` while the peer has not validated it. For an id
+    /// ordered more than once, the first transaction's.
+    pub fn status(&self, tx_id: &TxId) -> Result<Option<TxStatus>, LedgerError> {
+        let Some(record) = self.world.tx(tx_id)? else {
+            return Ok(None);
+        };
+        let phase = if record.seq <= self.world.durable_height() {
+            Phase::Committed
+        } else {
+            Phase::Validated
+        };
+        Ok(Some(TxStatus {
+            tx_id: *tx_id,
+            seq: record.seq,
+            code: record.code,
+            phase,
+        }))
+    }
+
+    /// The transaction at `seq`, validated (staged) or durable.
+    pub fn transaction_at(&self, seq: Seq) -> Result<Option<StoredTx>, LedgerError> {
+        match self.world.transaction(seq)? {
+            Some(bytes) => self.stored(seq, bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` durable transactions from seq `from` on, in seq order.
+    pub fn committed_transactions(
+        &self,
+        from: Seq,
+        limit: usize,
+    ) -> Result<Vec<StoredTx>, LedgerError> {
+        self.world
+            .store()
+            .transactions(from, limit)?
+            .into_iter()
+            .map(|(seq, bytes)| self.stored(seq, bytes))
+            .collect()
+    }
+
+    /// Up to `limit` contract definitions in force, by name, after `start_after`.
+    pub fn contracts(
+        &self,
+        start_after: &str,
+        limit: usize,
+    ) -> Result<Vec<ContractDefinition>, LedgerError> {
+        let start = if start_after.is_empty() {
+            lifecycle::DEFINITION_PREFIX.to_vec()
+        } else {
+            // The first key after `start_after`'s.
+            let mut key = lifecycle::definition_key(start_after);
+            key.push(0);
+            key
+        };
+        let mut end = lifecycle::DEFINITION_PREFIX.to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let entries = self
+            .world
+            .snapshot()
+            .scan(LIFECYCLE_NAMESPACE, &start, Some(&end), limit)?;
+        entries
+            .into_iter()
+            .map(|(key, stored)| {
+                ContractDefinition::decode(stored.value.as_slice()).map_err(|e| {
+                    LedgerError::BadResult(format!(
+                        "stored definition {}: {e}",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// Deploys a contract (`policy` empty: a majority of the organisations' peers),
@@ -398,49 +630,28 @@ impl Ledger {
             admin,
         );
         let signed = tx::sign_proposal(admin, &proposal);
-        let committed = self.run(admin, LIFECYCLE_NAMESPACE, &signed)?;
+        let committed = self.run(admin, &signed)?;
         ContractDefinition::decode(committed.result.as_slice())
             .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))
     }
 
     /// Endorses, orders and waits for one signed proposal.
-    fn run(
-        &self,
-        creator: &Signer,
-        contract: &str,
-        signed: &SignedProposal,
-    ) -> Result<Committed, LedgerError> {
-        let started_us = tx::now_us();
-        let endorsed = self.endorse(contract, signed)?;
-        let ended_us = tx::now_us();
-        let tx_id = endorsed[0].tx_id;
-        let payload = endorsed[0].response.payload.clone();
-        let result = ResponsePayload::decode(payload.as_slice())
-            .map_err(|e| LedgerError::BadResult(format!("response payload: {e}")))?
-            .result;
-        let transaction = Transaction {
-            proposal: Some(signed.clone()),
-            payload,
-            endorsements: endorsed
-                .iter()
-                .filter_map(|e| e.response.endorsement.clone())
-                .collect(),
-        };
+    fn run(&self, creator: &Signer, signed: &SignedProposal) -> Result<Committed, LedgerError> {
+        let Prepared {
+            tx_id,
+            transaction,
+            result,
+        } = self.endorse_signed(signed)?;
         let bytes = tx::sign_transaction(creator, &transaction).encode_to_vec();
 
         let mut watch = self.hub.watch(tx_id);
-        let ordered = match self.orderer.submit(bytes) {
+        let ordered = match self.order(bytes) {
             Ok(ordered) => ordered,
             Err(error) => {
                 self.hub.unwatch(&tx_id);
-                return Err(error.into());
+                return Err(error);
             }
         };
-        self.traces.mark(tx_id, Stage::EndorseStart, started_us);
-        self.traces.mark(tx_id, Stage::EndorseEnd, ended_us);
-        self.traces
-            .mark(tx_id, Stage::Received, ordered.received_us);
-        self.traces.mark(tx_id, Stage::Ordered, ordered.ordered_us);
         loop {
             let Some(status) = watch.next_blocking() else {
                 return Err(self.closed(tx_id));
@@ -461,6 +672,65 @@ impl Ledger {
                 result,
             });
         }
+    }
+
+    /// Submits to the orderer and stamps the orderer's stages. The endorsement stages
+    /// are stamped before this, so that a trace is complete only with these
+    /// ([`crate::trace`]).
+    fn order(&self, signed_transaction: Vec<u8>) -> Result<Ordered, LedgerError> {
+        let ordered = self.orderer.submit(signed_transaction)?;
+        self.traces
+            .mark(ordered.tx_id, Stage::Received, ordered.received_us);
+        self.traces
+            .mark(ordered.tx_id, Stage::Ordered, ordered.ordered_us);
+        Ok(ordered)
+    }
+
+    /// The size check and decoding an endorser does first, to learn the contract (and
+    /// so the policy) before any endorser runs.
+    fn decode_proposal(&self, signed: &SignedProposal) -> Result<Proposal, EndorseError> {
+        let size_bytes = signed.proposal.len() + signed.signature.len();
+        if size_bytes > self.proposal_bytes_max {
+            return Err(EndorseError::TooLarge {
+                size_bytes,
+                limit_bytes: self.proposal_bytes_max,
+            });
+        }
+        Proposal::decode(signed.proposal.as_slice())
+            .map_err(|e| EndorseError::Malformed(e.to_string()))
+    }
+
+    /// The id of a signed transaction about to be ordered, after the orderer's size
+    /// limit (the orderer checks everything else).
+    fn id_to_order(&self, signed_transaction: &[u8]) -> Result<TxId, OrderError> {
+        let limit_bytes = self.orderer_config.transaction_bytes_max;
+        if signed_transaction.len() > limit_bytes {
+            return Err(OrderError::TooLarge {
+                size_bytes: signed_transaction.len(),
+                limit_bytes,
+            });
+        }
+        transaction_id(signed_transaction).map_err(|e| OrderError::Malformed(e.to_string()))
+    }
+
+    /// A stored transaction with its id, code and time from the tx index.
+    fn stored(&self, seq: Seq, bytes: Vec<u8>) -> Result<StoredTx, LedgerError> {
+        let tx_id = transaction_id(&bytes).unwrap_or_else(|_| TxId(crate::block::tx_hash(&bytes)));
+        let record = self.world.tx(&tx_id)?.ok_or_else(|| {
+            LedgerError::BadResult(format!("transaction {tx_id} at seq {seq} has no record"))
+        })?;
+        let (code, timestamp_ms) = if record.seq == seq {
+            (record.code, Some(record.timestamp_ms))
+        } else {
+            (ValidationCode::DuplicateTxid, None)
+        };
+        Ok(StoredTx {
+            seq,
+            tx_id,
+            code,
+            timestamp_ms,
+            bytes,
+        })
     }
 
     fn closed(&self, tx_id: TxId) -> LedgerError {
@@ -556,6 +826,11 @@ impl Ledger {
         self.traces.get(tx_id)
     }
 
+    /// Each transaction's trace as it completes ([`crate::trace`]).
+    pub fn completed_traces(&self) -> broadcast::Receiver<CompletedTrace> {
+        self.traces.completed()
+    }
+
     /// Watches one transaction's statuses (register before submitting it elsewhere).
     pub fn watch(&self, tx_id: TxId) -> crate::validator::TxWatch {
         self.hub.watch(tx_id)
@@ -581,12 +856,43 @@ impl Ledger {
         &self.orderer
     }
 
+    /// How many items wait at each validator stage's input now
+    /// ([`Validator::queue_depths`]).
+    pub fn queue_depths(&self) -> [(&'static str, usize); 3] {
+        self.validator.queue_depths()
+    }
+
+    /// Why the ledger no longer orders or validates (a fatal error, or it was closed);
+    /// `None` while it works.
+    pub fn failure(&self) -> Option<String> {
+        match self.validator.failure() {
+            Some(error) => Some(error.to_string()),
+            None if self.validator.stopped() => Some("the ledger is closed".to_string()),
+            None => None,
+        }
+    }
+
     /// Stops validating and ordering. Everything committed stays; what was ordered but
     /// not yet committed is validated again on the next open.
     pub fn close(&self) {
         self.validator.close();
         self.orderer.close();
     }
+}
+
+/// The id of an encoded `SignedTransaction`, decoded exactly as the validator decodes it
+/// (so that both name a transaction alike).
+fn transaction_id(signed_transaction: &[u8]) -> Result<TxId, prost::DecodeError> {
+    let signed = SignedTransaction::decode(signed_transaction)?;
+    let transaction = Transaction::decode(signed.transaction.as_slice())?;
+    let proposal = Proposal::decode(
+        transaction
+            .proposal
+            .as_ref()
+            .map(|p| p.proposal.as_slice())
+            .unwrap_or_default(),
+    )?;
+    Ok(tx::tx_id(&proposal))
 }
 
 impl Drop for Ledger {

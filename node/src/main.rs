@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use runnel_node::local::{self, LocalCall};
 
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "runnel",
@@ -19,6 +21,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a network: a CA per organisation, admin/peer/client/orderer identities, and
+    /// a commented runnel.toml (like Fabric's cryptogen and configtxgen together).
+    Init(cli::node::InitArgs),
+    /// Run a one-organisation dev node: created on first run in .runnel/dev, the example
+    /// contracts (kv, token, basic) deployed, the explorer served when built.
+    Dev(cli::node::DevArgs),
+    /// Run the node of a network made by `runnel init` (every role in one process).
+    Start(cli::node::ServeArgs),
+    /// Call a contract function as a transaction: endorse, sign, order, wait for commit.
+    Invoke(cli::client::CallArgs),
+    /// Call a contract function on the node's current state, without a transaction.
+    Query(cli::client::CallArgs),
+    /// Deploy (or --upgrade) a contract, signed by the organisation's admin.
+    Deploy(cli::client::DeployArgs),
+    /// Show a transaction: proposal, read/write sets, events, endorsements, status.
+    Tx(cli::client::TxArgs),
+    /// Show a sealed block and its transactions.
+    Block(cli::client::BlockArgs),
+    /// Show the network and the node's heights.
+    Status(cli::client::Connection),
     /// Run one contract call locally against a state file and print the result, the
     /// read/write set and the events. Writes are kept (as if committed) unless --dry-run.
     Exec {
@@ -46,7 +68,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let outcome = match cli.command {
+        Command::Init(args) => cli::node::init(&args),
+        Command::Dev(args) => cli::node::dev(&args),
+        Command::Start(args) => cli::node::start(&args),
+        Command::Invoke(args) => cli::client::invoke(&args),
+        Command::Query(args) => cli::client::query(&args),
+        Command::Deploy(args) => cli::client::deploy(&args),
+        Command::Tx(args) => cli::client::transaction(&args),
+        Command::Block(args) => cli::client::block(&args),
+        Command::Status(args) => cli::client::node_status(&args),
         Command::Exec {
             wasm,
             namespace,
@@ -65,19 +96,19 @@ fn main() -> ExitCode {
                 data_dir,
                 commit: !dry_run,
             };
-            match local::run(&call) {
-                Ok(report) => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&report).unwrap_or_default()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
+            local::run(&call).map(|report| {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
+            })
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }

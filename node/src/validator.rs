@@ -142,6 +142,14 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct Validator {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    queues: Queues,
+}
+
+/// Receiving ends kept only to read how full each stage's input is.
+struct Queues {
+    verify: crossbeam_channel::Receiver<verify::Job>,
+    check: crossbeam_channel::Receiver<verify::Verified>,
+    commit: crossbeam_channel::Receiver<check::Checked>,
 }
 
 impl std::fmt::Debug for Validator {
@@ -192,6 +200,11 @@ impl Validator {
         let (to_check, check_rx) = bounded::<verify::Verified>(queue);
         let (to_commit, commit_rx) = bounded::<check::Checked>(queue);
         let (control, control_rx) = unbounded::<commit::Control>();
+        let queues = Queues {
+            verify: verify_rx.clone(),
+            check: check_rx.clone(),
+            commit: commit_rx.clone(),
+        };
 
         let mut threads = Vec::new();
         let mut spawn = |name: String, run: Box<dyn FnOnce() + Send>| {
@@ -234,7 +247,23 @@ impl Validator {
         Ok(Validator {
             shared,
             threads: Mutex::new(threads),
+            queues,
         })
+    }
+
+    /// How many items wait at each stage's input now, by stage: `verify` (stage 1),
+    /// `check` (stage 2), `commit` (stage 3). Each holds at most `config.queue`.
+    pub fn queue_depths(&self) -> [(&'static str, usize); 3] {
+        [
+            ("verify", self.queues.verify.len()),
+            ("check", self.queues.check.len()),
+            ("commit", self.queues.commit.len()),
+        ]
+    }
+
+    /// True once the pipeline stops (closed, or a fatal error).
+    pub fn stopped(&self) -> bool {
+        self.shared.stopping()
     }
 
     /// The fatal error that stopped the pipeline, if one did.

@@ -29,6 +29,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::Histogram;
+
 use super::{
     Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
     admit,
@@ -97,6 +99,8 @@ struct Inner {
     for_flusher: Condvar,
     /// The sealer waits here for its first or its `seal_max_txs`-th transaction.
     for_sealer: Condvar,
+    /// How long each flush (fsync) of the log took.
+    flush_seconds: Histogram,
 }
 
 impl Inner {
@@ -161,7 +165,9 @@ impl Inner {
             }
             let (head, sealed) = (state.head, state.sealed);
             drop(state);
+            let flush = Instant::now();
             let flushed = self.db.flush();
+            self.flush_seconds.observe(flush.elapsed().as_secs_f64());
             state = self.lock();
             if let Err(error) = flushed {
                 self.fail(state, format!("flush failed: {error}"));
@@ -321,6 +327,7 @@ impl SoloOrderer {
             for_deliveries: Condvar::new(),
             for_flusher: Condvar::new(),
             for_sealer: Condvar::new(),
+            flush_seconds: crate::metrics::flush_histogram(),
         });
         let spawn = |name: &str, run: fn(&Inner)| {
             let inner = inner.clone();
@@ -338,6 +345,12 @@ impl SoloOrderer {
             threads: Mutex::new(threads),
             _dir_lock: dir_lock,
         })
+    }
+
+    /// The durations of the log's flushes (fsync) so far, in seconds; the handle shares
+    /// the live histogram.
+    pub fn flush_seconds(&self) -> Histogram {
+        self.inner.flush_seconds.clone()
     }
 
     /// Stops ordering: refuses new submissions, flushes what was ordered, stops the

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::Histogram;
 use runnel_runtime::VersionedValue;
 
 use super::keys::{self, HEIGHT_KEY, SEAL, SEAL_INDEX};
@@ -71,6 +72,8 @@ pub struct Store {
     /// The seal chain's tip, held across a commit's check-then-apply, so two commits
     /// cannot both pass the seq and seal checks against the same height and tip.
     commit_lock: Mutex<SealTip>,
+    /// How long each commit's flush (fsync) took.
+    flush_seconds: Histogram,
     /// The OS lock on the directory's lock file, released when the store drops
     /// (after `db`, fields dropping in order).
     _dir_lock: File,
@@ -123,6 +126,7 @@ impl Store {
             db,
             height: AtomicU64::new(height.0),
             commit_lock: Mutex::new(tip),
+            flush_seconds: crate::metrics::flush_histogram(),
             _dir_lock: lock,
         })
     }
@@ -369,8 +373,16 @@ impl Store {
         // flush fail, the batch may not survive a crash: the error stops the caller.
         self.height.store(new_height.0, Ordering::Release);
         *tip = new_tip;
+        let flush = Instant::now();
         self.db.flush()?;
+        self.flush_seconds.observe(flush.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    /// The durations of this store's flushes (fsync) so far, in seconds; the handle
+    /// shares the live histogram.
+    pub fn flush_seconds(&self) -> Histogram {
+        self.flush_seconds.clone()
     }
 
     /// The durable state record under `state_key` (already encoded), decoded.

@@ -1,0 +1,307 @@
+//! `runnel init`, `runnel start` and `runnel dev`: create a network and run a node.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use runnel_node::api::{ApiConfig, Server};
+use runnel_node::config::{self, LogFormat, NodeConfig};
+use runnel_node::identity::NetworkIdentities;
+use runnel_node::ledger::Ledger;
+use runnel_node::metrics::NodeMetrics;
+use runnel_node::ops;
+
+/// The example contracts `runnel dev` deploys: contract name and module file.
+const EXAMPLES: [(&str, &str); 3] = [
+    ("kv", "kv.wasm"),
+    ("token", "token.wasm"),
+    ("basic", "asset_transfer.wasm"),
+];
+
+/// `runnel init`.
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The node's data directory: identities/, runnel.toml, and later its stores.
+    #[arg(long, env = "RUNNEL_DIR", default_value = ".runnel/node")]
+    pub dir: PathBuf,
+    /// The organisations, comma-separated. Each gets a CA and admin, peer, client and
+    /// orderer identities.
+    #[arg(long, value_delimiter = ',', default_value = "Org1")]
+    pub orgs: Vec<String>,
+    /// The channel the network serves.
+    #[arg(long, default_value = "main")]
+    pub channel: String,
+    /// How long the certificates are valid, in days.
+    #[arg(long, default_value_t = 3650)]
+    pub validity_days: i64,
+}
+
+/// What `runnel start` and `runnel dev` share: where the node is and how it serves.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The node's data directory (see `runnel init`).
+    #[arg(long, env = "RUNNEL_DIR")]
+    pub dir: Option<PathBuf>,
+    /// Listen here for gRPC, gRPC-web, /metrics, /healthz and the explorer (overrides
+    /// `api.listen` of runnel.toml).
+    #[arg(long, env = "RUNNEL_LISTEN")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// The explorer's built files to serve at / (overrides `explorer.dir`).
+    #[arg(long, env = "RUNNEL_EXPLORER")]
+    pub explorer: Option<PathBuf>,
+    /// The log filter, RUST_LOG syntax (overrides `log.level`).
+    #[arg(long, env = "RUNNEL_LOG")]
+    pub log: Option<String>,
+    /// Log as JSON lines (overrides `log.format`).
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+/// `runnel dev`'s own flags.
+#[derive(Args, Debug)]
+pub struct DevArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Where the example contracts' modules are (built by scripts/build-contracts.sh).
+    #[arg(
+        long,
+        env = "RUNNEL_CONTRACTS",
+        default_value = "target/wasm32-unknown-unknown/contract"
+    )]
+    pub contracts: PathBuf,
+}
+
+/// Creates a network's identities and a commented runnel.toml in `args.dir`.
+pub fn init(args: &InitArgs) -> Result<()> {
+    create(
+        &args.dir,
+        &args.orgs,
+        &args.channel,
+        time::Duration::days(args.validity_days),
+    )?;
+    println!(
+        "created a network of {} in {}",
+        args.orgs.join(", "),
+        args.dir.display()
+    );
+    println!("  identities: {}", args.dir.join("identities").display());
+    println!(
+        "  settings:   {}",
+        args.dir.join(config::FILE_NAME).display()
+    );
+    println!("start it with: runnel start --dir {}", args.dir.display());
+    Ok(())
+}
+
+fn create(dir: &Path, orgs: &[String], channel: &str, validity: time::Duration) -> Result<()> {
+    let identities = dir.join("identities");
+    if identities.exists() {
+        bail!(
+            "{} already holds a network ({} exists); choose another --dir",
+            dir.display(),
+            identities.display()
+        );
+    }
+    if orgs.is_empty() || orgs.iter().any(|org| org.trim().is_empty()) {
+        bail!("--orgs: give at least one organisation name");
+    }
+    let names: Vec<&str> = orgs.iter().map(String::as_str).collect();
+    let network = NetworkIdentities::generate(&names, validity)
+        .context("generating the network's identities")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let staging = dir.join("identities.new");
+    network
+        .write(&staging)
+        .with_context(|| format!("writing {}", staging.display()))?;
+    std::fs::rename(&staging, &identities)?;
+    let settings = dir.join(config::FILE_NAME);
+    if !settings.exists() {
+        let quoted: Vec<String> = orgs.iter().map(|org| format!("{org:?}")).collect();
+        let text = config::TEMPLATE
+            .replace("channel = \"main\"", &format!("channel = {channel:?}"))
+            .replace(
+                "orgs = [\"Org1\"]",
+                &format!("orgs = [{}]", quoted.join(", ")),
+            );
+        std::fs::write(&settings, text)
+            .with_context(|| format!("writing {}", settings.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs the node in `args.dir` until interrupted.
+pub fn start(args: &ServeArgs) -> Result<()> {
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".runnel/node"));
+    if !dir.join("identities").exists() {
+        bail!(
+            "{} holds no network yet: run `runnel init --dir {}` first (or `runnel dev`)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    serve(&dir, args, None)
+}
+
+/// Runs a one-org dev node with the example contracts deployed.
+pub fn dev(args: &DevArgs) -> Result<()> {
+    let dir = args
+        .serve
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".runnel/dev"));
+    if !dir.join("identities").exists() {
+        eprintln!(
+            "creating a one-organisation dev network in {}",
+            dir.display()
+        );
+        create(
+            &dir,
+            &["Org1".to_string()],
+            "main",
+            time::Duration::days(3650),
+        )?;
+    }
+    serve(&dir, &args.serve, Some(&args.contracts))
+}
+
+fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
+    let mut config = NodeConfig::load(&dir.join(config::FILE_NAME))?;
+    if let Some(listen) = args.listen {
+        config.api.listen = listen;
+    }
+    if let Some(explorer) = &args.explorer {
+        config.explorer.dir = Some(explorer.clone());
+    }
+    if let Some(level) = &args.log {
+        config.log.level = level.clone();
+    }
+    if args.log_json {
+        config.log.format = LogFormat::Json;
+    }
+    let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
+    let explorer = config.explorer.dir.clone().filter(|dir| {
+        let found = dir.join("index.html").is_file();
+        if !found {
+            tracing::warn!(dir = %dir.display(), "no explorer build there (index.html); serving the API only");
+        }
+        found
+    });
+
+    eprintln!(
+        "opening the ledger in {} (the first start compiles the contracts)",
+        dir.display()
+    );
+    let ledger = Arc::new(
+        Ledger::open(dir, config.ledger_config())
+            .with_context(|| format!("opening the ledger in {}", dir.display()))?,
+    );
+    if let Some(modules) = examples {
+        deploy_examples(&ledger, modules)?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel-api")
+        .build()
+        .context("starting the async runtime")?;
+    let api: ApiConfig = config.api_config();
+    let served = runtime.block_on(async {
+        let metrics = Arc::new(NodeMetrics::new(&ledger));
+        let collector = tokio::spawn(
+            metrics
+                .clone()
+                .collect(ledger.completed_traces(), ledger.statuses()),
+        );
+        let server = Server::bind(ledger.clone(), api).await?;
+        let addr = server.local_addr();
+        banner(addr, explorer.is_some(), examples.is_some(), dir);
+        tracing::info!(%addr, dir = %dir.display(), "serving");
+        let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
+        let served = server.serve_with(extra, interrupted()).await;
+        collector.abort();
+        served.map_err(anyhow::Error::from)
+    });
+    tracing::info!("stopping");
+    ledger.close();
+    served
+}
+
+/// Deploys each example contract that is not deployed yet.
+fn deploy_examples(ledger: &Ledger, modules: &Path) -> Result<()> {
+    let deployed: Vec<String> = ledger
+        .contracts("", 1000)?
+        .into_iter()
+        .map(|definition| definition.name)
+        .collect();
+    for (name, file) in EXAMPLES {
+        if deployed.iter().any(|d| d == name) {
+            continue;
+        }
+        let path = modules.join(file);
+        let code = std::fs::read(&path).with_context(|| {
+            format!(
+                "reading the example contract {} (build it with ./scripts/build-contracts.sh, or pass --contracts)",
+                path.display()
+            )
+        })?;
+        eprintln!("deploying example contract {name} ({})", path.display());
+        ledger
+            .deploy(name, "1", &code, "")
+            .with_context(|| format!("deploying {name}"))?;
+    }
+    Ok(())
+}
+
+fn banner(addr: std::net::SocketAddr, explorer: bool, dev: bool, dir: &Path) {
+    let url = format!("http://{addr}");
+    println!();
+    println!("Runnel node ready ({})", dir.display());
+    println!("  gRPC and gRPC-web  {url}");
+    if explorer {
+        println!("  explorer           {url}/");
+    }
+    println!("  metrics            {url}/metrics");
+    println!("  health             {url}/healthz");
+    if dev {
+        let runnel = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.to_str().map(str::to_owned))
+            .unwrap_or_else(|| "runnel".into());
+        let flags = format!("--url {url} --dir {}", dir.display());
+        println!();
+        println!("Try, from another terminal:");
+        println!("  {runnel} invoke {flags} kv put greeting \"hello, runnel\"");
+        println!("  {runnel} query  {flags} kv get greeting");
+        println!("  {runnel} status {flags}");
+    }
+    println!();
+    println!(
+        "Ctrl-C stops the node; everything committed stays in {}.",
+        dir.display()
+    );
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

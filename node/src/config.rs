@@ -1,0 +1,348 @@
+//! The node's configuration file, `runnel.toml` in its data directory.
+//!
+//! Every setting has a default, so an empty file (or none) is a working one-org dev node.
+//! The command line overrides the file, and `RUNNEL_*` environment variables stand for
+//! the command line's flags (see `runnel start --help`). [`TEMPLATE`] is what
+//! `runnel init` writes: every setting, commented.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::api::ApiConfig;
+use crate::ledger::LedgerConfig;
+use crate::orderer::OrderingMode;
+
+/// The file's name in a data directory.
+pub const FILE_NAME: &str = "runnel.toml";
+
+/// The node's settings (see the module doc and [`TEMPLATE`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The network: channel and organisations.
+    pub network: NetworkSection,
+    /// The API's address and limits.
+    pub api: ApiSection,
+    /// How transactions are ordered and sealed.
+    pub ordering: OrderingSection,
+    /// The validator pipeline.
+    pub validator: ValidatorSection,
+    /// Logs.
+    pub log: LogSection,
+    /// The web explorer served by the node.
+    pub explorer: ExplorerSection,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkSection {
+    /// The channel served.
+    pub channel: String,
+    /// Organisations created by `runnel init` (ignored once identities exist).
+    pub orgs: Vec<String>,
+}
+
+/// `[api]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSection {
+    /// gRPC, gRPC-web, metrics and the explorer, on one address.
+    pub listen: SocketAddr,
+    /// Largest message received or sent, in bytes.
+    pub message_bytes_max: usize,
+    /// Most concurrent calls on one HTTP/2 connection.
+    pub connection_streams_max: u32,
+    /// Most live server streams at once.
+    pub streams_max: usize,
+    /// Most `CommitStatus` calls waiting at once.
+    pub commit_waits_max: usize,
+}
+
+/// `[ordering]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrderingSection {
+    /// `"streaming"` (each transaction delivered at once) or `"blocks"` (Fabric-style).
+    pub mode: Mode,
+    /// A block is sealed when it holds this many transactions...
+    pub seal_max_txs: usize,
+    /// ... or when its first transaction has waited this long, in milliseconds.
+    pub seal_max_delay_ms: u64,
+}
+
+/// The ordering mode, as written in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// [`OrderingMode::Streaming`].
+    Streaming,
+    /// [`OrderingMode::Blocks`].
+    Blocks,
+}
+
+/// `[validator]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidatorSection {
+    /// Stage-1 workers (signature checks); 0: one per core.
+    pub workers: usize,
+    /// Items each stage's input holds before the one before it waits.
+    pub queue: usize,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSection {
+    /// A filter in `RUST_LOG` syntax, e.g. `"info"` or `"info,runnel_node::api=debug"`.
+    /// Changeable while running: `PUT /log/level` from the node's host.
+    pub level: String,
+    /// `"text"` or `"json"` (one object per line).
+    pub format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// For log collectors.
+    Json,
+}
+
+/// `[explorer]`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorerSection {
+    /// The explorer's built files (`explorer/dist`); none: the node serves no explorer.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let ledger = LedgerConfig::default();
+        let api = ApiConfig::default();
+        NodeConfig {
+            network: NetworkSection {
+                channel: ledger.orderer.channel.clone(),
+                orgs: ledger.orgs.clone(),
+            },
+            api: ApiSection {
+                listen: api.listen,
+                message_bytes_max: api.message_bytes_max,
+                connection_streams_max: api.connection_streams_max,
+                streams_max: api.streams_max,
+                commit_waits_max: api.commit_waits_max,
+            },
+            ordering: OrderingSection {
+                mode: Mode::Streaming,
+                seal_max_txs: ledger.orderer.seal_max_txs,
+                seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
+            },
+            validator: ValidatorSection {
+                workers: 0,
+                queue: ledger.validator.queue,
+            },
+            log: LogSection {
+                level: "info".to_string(),
+                format: LogFormat::Text,
+            },
+            explorer: ExplorerSection::default(),
+        }
+    }
+}
+
+/// Each section's defaults are the whole file's.
+macro_rules! section_defaults {
+    ($($section:ident: $field:ident),* $(,)?) => {$(
+        impl Default for $section {
+            fn default() -> Self {
+                NodeConfig::default().$field
+            }
+        }
+    )*};
+}
+
+section_defaults!(
+    NetworkSection: network,
+    ApiSection: api,
+    OrderingSection: ordering,
+    ValidatorSection: validator,
+    LogSection: log,
+);
+
+impl NodeConfig {
+    /// Reads `path`; a missing file is the defaults.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => NodeConfig::parse(&text).map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeConfig::default()),
+            Err(e) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses a file's text; the error says where and why.
+    pub fn parse(text: &str) -> Result<NodeConfig, String> {
+        let config: NodeConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if config.network.orgs.is_empty() {
+            return Err("network.orgs: at least one organisation".into());
+        }
+        if config.ordering.seal_max_txs == 0 {
+            return Err("ordering.seal_max_txs: at least 1".into());
+        }
+        Ok(config)
+    }
+
+    /// The ledger's configuration: these settings over the defaults.
+    pub fn ledger_config(&self) -> LedgerConfig {
+        let mut ledger = LedgerConfig {
+            orgs: self.network.orgs.clone(),
+            ..LedgerConfig::default()
+        };
+        ledger.orderer.channel = self.network.channel.clone();
+        ledger.validator.channel = self.network.channel.clone();
+        ledger.endorser.channel = self.network.channel.clone();
+        ledger.orderer.mode = match self.ordering.mode {
+            Mode::Streaming => OrderingMode::Streaming,
+            Mode::Blocks => OrderingMode::Blocks,
+        };
+        ledger.orderer.seal_max_txs = self.ordering.seal_max_txs;
+        ledger.orderer.seal_max_delay = Duration::from_millis(self.ordering.seal_max_delay_ms);
+        if self.validator.workers > 0 {
+            ledger.validator.workers = self.validator.workers;
+        }
+        ledger.validator.queue = self.validator.queue.max(1);
+        ledger
+    }
+
+    /// The API's configuration: these settings over the defaults.
+    pub fn api_config(&self) -> ApiConfig {
+        ApiConfig {
+            listen: self.api.listen,
+            message_bytes_max: self.api.message_bytes_max,
+            connection_streams_max: self.api.connection_streams_max,
+            streams_max: self.api.streams_max,
+            commit_waits_max: self.api.commit_waits_max,
+            ..ApiConfig::default()
+        }
+    }
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS's reason.
+        message: String,
+    },
+    /// The file is not a valid configuration.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        message: String,
+    },
+}
+
+/// What `runnel init` writes: every setting at its default, commented.
+pub const TEMPLATE: &str = r#"# Runnel node configuration. Every setting is optional; these are the defaults.
+# Flags and RUNNEL_* environment variables override this file (see `runnel start --help`).
+
+[network]
+# The channel served.
+channel = "main"
+# Organisations created by `runnel init` (ignored once identities/ exists).
+orgs = ["Org1"]
+
+[api]
+# gRPC, gRPC-web, /metrics, /healthz and the explorer, on one address.
+listen = "127.0.0.1:7051"
+# Largest message received or sent, in bytes.
+message_bytes_max = 33554432
+# Most concurrent calls on one HTTP/2 connection.
+connection_streams_max = 256
+# Most live server streams (events, deliveries, traces) at once.
+streams_max = 1024
+# Most CommitStatus calls waiting at once.
+commit_waits_max = 16384
+
+[ordering]
+# "streaming": each transaction is delivered at once, blocks are sealed behind the
+# stream; "blocks": Fabric-style, transactions are delivered in cut blocks.
+mode = "streaming"
+# A block is sealed when it holds this many transactions...
+seal_max_txs = 500
+# ... or when its first transaction has waited this long (milliseconds).
+seal_max_delay_ms = 250
+
+[validator]
+# Signature-checking workers; 0: one per core.
+workers = 0
+# Items each stage's input holds before the stage before it waits.
+queue = 4096
+
+[log]
+# A filter in RUST_LOG syntax, e.g. "info" or "info,runnel_node::api=debug".
+# Changeable while running: curl -X PUT --data debug http://127.0.0.1:7051/log/level
+level = "info"
+# "text" or "json".
+format = "text"
+
+[explorer]
+# The explorer's built files; unset: no explorer.
+# dir = "explorer/dist"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_is_the_defaults() {
+        assert_eq!(NodeConfig::parse(TEMPLATE).unwrap(), NodeConfig::default());
+        assert_eq!(NodeConfig::parse("").unwrap(), NodeConfig::default());
+    }
+
+    #[test]
+    fn settings_reach_the_ledger_and_the_api() {
+        let config = NodeConfig::parse(
+            "[network]\nchannel = \"c\"\norgs = [\"A\", \"B\"]\n\
+             [ordering]\nmode = \"blocks\"\nseal_max_txs = 10\nseal_max_delay_ms = 2000\n\
+             [api]\nlisten = \"127.0.0.1:9000\"\n",
+        )
+        .unwrap();
+        let ledger = config.ledger_config();
+        assert_eq!(ledger.orgs, vec!["A", "B"]);
+        assert_eq!(ledger.orderer.channel, "c");
+        assert_eq!(ledger.validator.channel, "c");
+        assert_eq!(ledger.endorser.channel, "c");
+        assert_eq!(ledger.orderer.mode, OrderingMode::Blocks);
+        assert_eq!(ledger.orderer.seal_max_delay, Duration::from_secs(2));
+        assert_eq!(config.api_config().listen.port(), 9000);
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_where() {
+        let unknown = NodeConfig::parse("[api]\nlisen = \"x\"\n").unwrap_err();
+        assert!(unknown.contains("lisen"), "{unknown}");
+        let bad_mode = NodeConfig::parse("[ordering]\nmode = \"fast\"\n").unwrap_err();
+        assert!(bad_mode.contains("fast"), "{bad_mode}");
+        assert!(NodeConfig::parse("[network]\norgs = []\n").is_err());
+    }
+}
