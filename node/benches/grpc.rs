@@ -9,6 +9,8 @@
 //! `cargo bench -p runnel-node --bench grpc -- [latency-secs] [throughput-secs] [clients]`
 //! (defaults 10, 30, 64).
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ use runnel_node::identity::Signer;
 use runnel_node::ledger::{Ledger, LedgerConfig};
 use runnel_node::proto::gateway_client::GatewayClient;
 use runnel_node::proto::{
-    CommitStatusRequest, EndorseRequest, SignedTransaction, SubmitRequest, TxPhase, ValidationCode,
+    CommitStatusRequest, EndorseRequest, SubmitRequest, TxPhase, ValidationCode,
 };
 use runnel_node::tx;
 use tonic::transport::Channel;
@@ -49,13 +51,7 @@ async fn put(
         .await
         .expect("endorsed")
         .into_inner();
-    let signature = signer
-        .sign(&tx::transaction_message(&tx::sha256(&endorsed.transaction)))
-        .to_vec();
-    let signed = SignedTransaction {
-        transaction: endorsed.transaction,
-        signature,
-    };
+    let signed = tx::sign_transaction_bytes(signer, endorsed.transaction);
     let submitted = gateway
         .submit(SubmitRequest {
             transaction: signed.encode_to_vec(),
@@ -72,24 +68,6 @@ async fn put(
         .expect("status")
         .into_inner();
     assert_eq!(status.code, ValidationCode::Valid as i32);
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn report(name: &str, mut latencies: Vec<Duration>) {
-    latencies.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!(
-        "{name:<34} n={:<6} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms",
-        latencies.len(),
-        ms(percentile(&latencies, 0.5)),
-        ms(percentile(&latencies, 0.9)),
-        ms(percentile(&latencies, 0.99)),
-        ms(*latencies.last().expect("some"))
-    );
 }
 
 fn main() {
@@ -174,7 +152,7 @@ fn main() {
         }
         latencies
     });
-    report("1 client", latencies);
+    common::report("1 client", latencies);
 
     if throughput_secs > 0 {
         println!("== gRPC, {clients} closed-loop clients, {throughput_secs} s");
@@ -208,18 +186,7 @@ fn main() {
                 })
             })
             .collect();
-        let start = Instant::now();
-        let mut last = 0;
-        for second in 1..=throughput_secs {
-            std::thread::sleep(Duration::from_secs(second).saturating_sub(start.elapsed()));
-            let now = done.load(Ordering::Relaxed);
-            if second % 10 == 0 || second == throughput_secs {
-                println!("  t={second:>3}s  {:>7} tx/s", now - last);
-            }
-            last = now;
-        }
-        let elapsed = start.elapsed();
-        let total = done.load(Ordering::Relaxed);
+        let (elapsed, total) = common::watch(throughput_secs, &done);
         stop.store(true, Ordering::Relaxed);
         let latencies: Vec<Duration> = runtime.block_on(async {
             let mut all = Vec::new();
@@ -233,7 +200,7 @@ fn main() {
             elapsed.as_secs_f64(),
             total as f64 / elapsed.as_secs_f64()
         );
-        report(
+        common::report(
             &format!("latency under load ({clients} clients)"),
             latencies,
         );

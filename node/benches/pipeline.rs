@@ -9,6 +9,8 @@
 //! `cargo bench -p runnel-node --bench pipeline -- [latency-secs] [throughput-secs] [clients]`
 //! (defaults 10, 60, 64).
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -114,26 +116,6 @@ fn cpu_time() -> Duration {
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn report(name: &str, mut latencies: Vec<Duration>) -> Duration {
-    latencies.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
-    println!(
-        "{name:<34} n={:<6} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms",
-        latencies.len(),
-        ms(p50),
-        ms(percentile(&latencies, 0.9)),
-        ms(p99),
-        ms(*latencies.last().expect("some"))
-    );
-    p50
-}
-
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -148,12 +130,12 @@ fn main() {
     // Warm up: compile caches, sled trees, pools.
     one_client(&ledger, Duration::from_secs(1), 200);
     let (latencies, ids) = one_client(&ledger, Duration::from_secs(latency_secs), usize::MAX);
-    let streaming = report("streaming", latencies);
+    let streaming = common::report("streaming", latencies);
     breakdown(&ledger, &ids);
     ledger.close();
     drop(ledger);
     let (_dir, ledger) = open(OrdererConfig::fabric_blocks());
-    let blocks = report(
+    let blocks = common::report(
         "block mode (N=10, T=2 s)",
         one_client(&ledger, Duration::from_secs(latency_secs.max(10)), 20).0,
     );
@@ -197,18 +179,7 @@ fn main() {
         .collect();
     let written_before = bytes_written();
     let cpu_before = cpu_time();
-    let start = Instant::now();
-    let mut last = 0;
-    for second in 1..=throughput_secs {
-        std::thread::sleep(Duration::from_secs(second).saturating_sub(start.elapsed()));
-        let now = done.load(Ordering::Relaxed);
-        if second % 10 == 0 || second == throughput_secs {
-            println!("  t={second:>3}s  {:>7} tx/s", now - last);
-        }
-        last = now;
-    }
-    let elapsed = start.elapsed();
-    let total = done.load(Ordering::Relaxed);
+    let (elapsed, total) = common::watch(throughput_secs, &done);
     let written = bytes_written().saturating_sub(written_before);
     let cpu = cpu_time().saturating_sub(cpu_before);
     stop.store(true, Ordering::Relaxed);
@@ -233,7 +204,7 @@ fn main() {
         written as f64 / elapsed.as_secs_f64() / 1e6,
         written as f64 / total.max(1) as f64 / 1e3
     );
-    report(
+    common::report(
         &format!("latency under load ({clients} clients)"),
         latencies,
     );

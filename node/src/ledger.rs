@@ -48,8 +48,7 @@ use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{
-    ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal,
-    SignedTransaction, Transaction,
+    ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal, Transaction,
 };
 use crate::store::{StoreError, TxRecord, WorldState};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
@@ -880,19 +879,9 @@ impl Ledger {
     }
 }
 
-/// The id of an encoded `SignedTransaction`, decoded exactly as the validator decodes it
-/// (so that both name a transaction alike).
+/// The id of an encoded `SignedTransaction`, decoded as every stage decodes it.
 fn transaction_id(signed_transaction: &[u8]) -> Result<TxId, prost::DecodeError> {
-    let signed = SignedTransaction::decode(signed_transaction)?;
-    let transaction = Transaction::decode(signed.transaction.as_slice())?;
-    let proposal = Proposal::decode(
-        transaction
-            .proposal
-            .as_ref()
-            .map(|p| p.proposal.as_slice())
-            .unwrap_or_default(),
-    )?;
-    Ok(tx::tx_id(&proposal))
+    tx::decode_transaction(signed_transaction).map(|(_, _, proposal)| tx::tx_id(&proposal))
 }
 
 impl Drop for Ledger {

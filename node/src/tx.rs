@@ -124,6 +124,36 @@ pub fn sign_proposal(signer: &Signer, proposal: &Proposal) -> SignedProposal {
     }
 }
 
+/// The layers of an encoded `SignedTransaction`: the envelope, the transaction and its
+/// proposal (an absent proposal decodes as an empty one). The one decoding every stage
+/// uses, so that all of them name and read a transaction alike.
+pub fn decode_transaction(
+    bytes: &[u8],
+) -> Result<(SignedTransaction, Transaction, Proposal), prost::DecodeError> {
+    let signed = SignedTransaction::decode(bytes)?;
+    let transaction = Transaction::decode(signed.transaction.as_slice())?;
+    let proposal = Proposal::decode(
+        transaction
+            .proposal
+            .as_ref()
+            .map(|p| p.proposal.as_slice())
+            .unwrap_or_default(),
+    )?;
+    Ok((signed, transaction, proposal))
+}
+
+/// Signs an encoded `Transaction` as its creator, exactly as given: what a client does
+/// with the bytes the node's Endorse returns.
+pub fn sign_transaction_bytes(signer: &Signer, transaction: Vec<u8>) -> SignedTransaction {
+    let signature = signer
+        .sign(&transaction_message(&sha256(&transaction)))
+        .to_vec();
+    SignedTransaction {
+        transaction,
+        signature,
+    }
+}
+
 /// Encodes and signs `transaction` as its creator.
 pub fn sign_transaction(signer: &Signer, transaction: &Transaction) -> SignedTransaction {
     let bytes = transaction.encode_to_vec();

@@ -14,8 +14,8 @@ use runnel_node::proto::gateway_client::GatewayClient;
 use runnel_node::proto::query_client::QueryClient;
 use runnel_node::proto::{
     CommitStatusRequest, DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest,
-    GetBlockRequest, GetNetworkInfoRequest, GetTransactionRequest, SignedProposal,
-    SignedTransaction, SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
+    GetBlockRequest, GetNetworkInfoRequest, GetTransactionRequest, SignedProposal, SubmitRequest,
+    TxPhase, UpgradeContractRequest, ValidationCode,
 };
 use runnel_node::tx;
 use serde_json::{Value, json};
@@ -186,13 +186,7 @@ async fn submit_and_wait(
     transaction: Vec<u8>,
     validated: bool,
 ) -> Result<Value> {
-    let signature = creator
-        .sign(&tx::transaction_message(&tx::sha256(&transaction)))
-        .to_vec();
-    let signed = SignedTransaction {
-        transaction,
-        signature,
-    };
+    let signed = tx::sign_transaction_bytes(creator, transaction);
     let submitted = gateway
         .submit(SubmitRequest {
             transaction: signed.encode_to_vec(),
@@ -228,22 +222,29 @@ async fn submit_and_wait(
     Ok(report)
 }
 
+/// The call's signed proposal and its signer, for the channel the node serves.
+async fn call_proposal(channel: &Channel, args: &CallArgs) -> Result<(Signer, SignedProposal)> {
+    let creator = signer(&args.connection, args.role)?;
+    let proposal = tx::new_proposal(
+        &channel_name(channel).await?,
+        &args.contract,
+        &args.function,
+        args.args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        &creator,
+    );
+    let signed = tx::sign_proposal(&creator, &proposal);
+    Ok((creator, signed))
+}
+
 /// `runnel invoke`: endorse, sign, submit, wait.
 pub fn invoke(args: &CallArgs) -> Result<()> {
     runtime()?.block_on(async {
         let channel = connect(&args.connection.url).await?;
-        let creator = signer(&args.connection, args.role)?;
-        let proposal = tx::new_proposal(
-            &channel_name(&channel).await?,
-            &args.contract,
-            &args.function,
-            args.args.iter().map(|a| a.as_bytes().to_vec()).collect(),
-            &creator,
-        );
+        let (creator, proposal) = call_proposal(&channel, args).await?;
         let mut gateway = GatewayClient::new(channel);
         let endorsed = gateway
             .endorse(EndorseRequest {
-                proposal: Some(tx::sign_proposal(&creator, &proposal)),
+                proposal: Some(proposal),
             })
             .await
             .map_err(status)?
@@ -260,17 +261,10 @@ pub fn invoke(args: &CallArgs) -> Result<()> {
 pub fn query(args: &CallArgs) -> Result<()> {
     runtime()?.block_on(async {
         let channel = connect(&args.connection.url).await?;
-        let creator = signer(&args.connection, args.role)?;
-        let proposal = tx::new_proposal(
-            &channel_name(&channel).await?,
-            &args.contract,
-            &args.function,
-            args.args.iter().map(|a| a.as_bytes().to_vec()).collect(),
-            &creator,
-        );
+        let (_, proposal) = call_proposal(&channel, args).await?;
         let result = GatewayClient::new(channel)
             .evaluate(EvaluateRequest {
-                proposal: Some(tx::sign_proposal(&creator, &proposal)),
+                proposal: Some(proposal),
             })
             .await
             .map_err(status)?

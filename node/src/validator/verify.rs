@@ -116,19 +116,6 @@ pub(crate) fn run(shared: &Shared, jobs: &Receiver<Job>, out: &Sender<Verified>)
     }
 }
 
-fn parts(bytes: &[u8]) -> Result<(SignedTransaction, Transaction, Proposal), prost::DecodeError> {
-    let signed = SignedTransaction::decode(bytes)?;
-    let transaction = Transaction::decode(signed.transaction.as_slice())?;
-    let proposal = Proposal::decode(
-        transaction
-            .proposal
-            .as_ref()
-            .map(|p| p.proposal.as_slice())
-            .unwrap_or_default(),
-    )?;
-    Ok((signed, transaction, proposal))
-}
-
 /// Decodes a delivered transaction and checks everything but the signatures, which it
 /// returns to verify. A transaction that cannot be decoded is recorded under the hash
 /// of its bytes as its id.
@@ -142,7 +129,7 @@ fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
         transaction: Vec::new(),
         outcome: Err(ValidationCode::BadPayload),
     };
-    let pending = match parts(&ordered.transaction) {
+    let pending = match crate::tx::decode_transaction(&ordered.transaction) {
         Err(_) => None,
         Ok((signed, transaction, proposal)) => {
             verified.tx_id = tx::tx_id(&proposal);
