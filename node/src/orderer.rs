@@ -20,7 +20,7 @@
 //! crash could leave the peer holding a seq the orderer reassigns). Seals are delivered
 //! only once durable, since a seal cut again after a crash would differ in its time.
 //!
-//! [`SoloOrderer`] is the embedded default: one sequencer over a sled log. A Raft cluster
+//! [`SoloOrderer`] is the embedded default: one sequencer over an append-only log file. A Raft cluster
 //! will implement the same trait.
 
 mod solo;

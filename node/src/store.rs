@@ -12,7 +12,7 @@
 //! | `'s' ns 0x00 key` | `seq u64be ++ value` (a delete removes the key) |
 //! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete) ++ tx_id [32] ++ value` |
 //! | `'t' tx_id [32]` | `seq u64be ++ code u8 ++ timestamp_ms u64be` |
-//! | `'o' seq u64be` | the transaction's bytes as the orderer delivered them (opaque) |
+//! | `'o' seq u64be` | where the transaction's bytes lie in the transactions' file: `offset u64be ++ len u32be` |
 //! | `'b' number u64be` | `first u64be ++ last u64be ++ seal bytes` (the seal is opaque) |
 //! | `'c' last u64be` | `number u64be ++ first u64be`: the seal index, by last seq covered |
 //! | `'m' "height"` | the last durable seq, `u64be` |
@@ -23,7 +23,10 @@
 //! iteration newest first. Every record read back is decoded and checked: one that does not
 //! decode is [`StoreError::Corrupt`], never a panic and never skipped.
 //!
-//! Every ordered transaction, valid or not, keeps its bytes under `'o'`. A transaction's
+//! Every ordered transaction, valid or not, keeps its bytes, as the orderer delivered
+//! them, in `transactions.log`: an append-only [`crate::records::RecordFile`] beside
+//! sled, since big write-once values cost a B-tree far more than an append. `'o'` points
+//! into it. A transaction's
 //! block is known only once a seal covering it arrives, so the tx index does not hold it:
 //! [`Store::block_of`] finds it in the seal index, whose first entry with `last >= seq`
 //! is the only seal that can cover `seq`. Seals form one chain: block numbers `1, 2, 3,
@@ -33,9 +36,11 @@
 //!
 //! [`Store::commit`] checks the whole batch (seqs contiguous from the height, namespaces and
 //! keys well formed, seals continuing the stored chain and covering nothing beyond the
-//! height after the batch) before writing anything, then applies one `sled::Batch` holding
-//! every state, history, tx-index, transaction, seal and seal-index record together with
-//! the new height, and flushes (fsync) before it returns. After a crash the height and the
+//! height after the batch) before writing anything. It then appends the transactions'
+//! bytes to the transactions' file and syncs it, applies one `sled::Batch` holding every
+//! state, history, tx-index, transaction-place, seal and seal-index record together with
+//! the new height, and flushes sled before it returns. A crash between the two leaves
+//! records in the file that nothing points at; opening the store cuts them. After a crash the height and the
 //! contents always agree: a commit is wholly there or wholly absent, and a seal is never
 //! durable without every transaction it covers. The tx index keeps the first record of a
 //! tx id; a later transaction with the same id (a `DUPLICATE_TXID`) does not replace it.
@@ -79,7 +84,7 @@ use runnel_runtime::NsRwSet;
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 
 pub use durable::Store;
-pub(crate) use durable::open_locked;
+pub(crate) use durable::lock_dir;
 pub use error::StoreError;
 pub use world::{Snapshot, WorldState};
 

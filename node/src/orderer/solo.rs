@@ -1,23 +1,27 @@
-//! The solo orderer: one sequencer over a sled log, a flusher that makes the log durable
-//! in group commits, and a sealer that cuts and signs blocks.
+//! The solo orderer: one sequencer over an append-only log file, a flusher that makes
+//! the log durable in group commits, and a sealer that cuts and signs blocks.
 //!
-//! # Log layout (its own sled database)
+//! # Log layout
 //!
-//! | key | value |
+//! One [`RecordFile`] (`orderer.log` in the orderer's directory) holds, in the order
+//! they were written:
+//!
+//! | kind | payload |
 //! |---|---|
-//! | `'t' seq u64be` | the encoded `OrderedTx` |
-//! | `'s' number u64be` | the encoded `SignedSeal` of block `number` |
+//! | `'t'` | an encoded `OrderedTx`; the n-th one has seq n |
+//! | `'s'` | the encoded `SignedSeal` of the next block |
 //!
-//! Sequencing inserts into sled under one lock, so the log holds seqs `1..=height` with
-//! no gap, and sled recovers a prefix of its writes after a crash: on open, every record
-//! found is durable, and ordering resumes after the last one.
+//! An index in memory (seq and block number to file offset) is rebuilt from the file on
+//! open. Sequencing appends under one lock, so the log holds seqs `1..=height` with no
+//! gap; a crash can only cut a torn tail, which open removes: every record found is
+//! whole, and ordering resumes after the last one.
 //!
 //! # Threads
 //!
 //! - Callers of [`SoloOrderer::submit`] check their transaction in parallel, then take
-//!   the lock only to assign the seq and insert.
-//! - The flusher calls `sled::Db::flush` whenever something was written since its last
-//!   flush, and publishes the heights it covered: one fsync for everything that arrived
+//!   the lock only to assign the seq and append.
+//! - The flusher calls `fdatasync` whenever something was appended since its last
+//!   flush, and publishes the heights it covered: one sync for everything that arrived
 //!   during the previous one (adaptive group commit).
 //! - The sealer cuts a block when `seal_max_txs` transactions are unsealed or the oldest
 //!   has waited `seal_max_delay`, signs its seal and writes it to the log.
@@ -38,34 +42,35 @@ use super::{
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq};
+use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
 use crate::tx::{self, Hash};
 
+/// Record kinds in the log.
 const TX: u8 = b't';
 const SEAL: u8 = b's';
 
-fn log_key(prefix: u8, n: u64) -> [u8; 9] {
-    let mut key = [0u8; 9];
-    key[0] = prefix;
-    key[1..].copy_from_slice(&n.to_be_bytes());
-    key
-}
+/// The log's file name in the orderer's directory.
+pub const LOG_FILE: &str = "orderer.log";
 
-fn log_number(key: &[u8]) -> Result<u64, OrderError> {
-    let bytes: [u8; 8] = key
-        .get(1..9)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| OrderError::Corrupt(format!("log key of {} bytes", key.len())))?;
-    Ok(u64::from_be_bytes(bytes))
-}
-
-fn log_error(error: sled::Error) -> OrderError {
-    OrderError::Log(error.to_string())
+fn log_error(error: RecordError) -> OrderError {
+    match error {
+        RecordError::Damaged { .. } | RecordError::NotRecordFile { .. } => {
+            OrderError::Corrupt(error.to_string())
+        }
+        other => OrderError::Log(other.to_string()),
+    }
 }
 
 /// What the sequencer, flusher, sealer and deliveries share, under one lock.
 struct State {
-    /// The last seq assigned (and written to sled).
+    /// The log, appended to under this lock.
+    log: RecordFile,
+    /// Where transaction n lies in the log, at index n - 1.
+    txs: Vec<RecordAt>,
+    /// Where seal n lies in the log, at index n - 1.
+    seals: Vec<RecordAt>,
+    /// The last seq assigned (and appended).
     head: Seq,
     /// The last seq a finished flush covered.
     durable: Seq,
@@ -91,7 +96,8 @@ struct Inner {
     config: OrdererConfig,
     msp: Arc<Msp>,
     signer: Signer,
-    db: sled::Db,
+    /// Reads and syncs the log beside the appends.
+    reader: RecordReader,
     state: Mutex<State>,
     /// Deliveries and `close` wait here: a seq, durability or a seal moved.
     for_deliveries: Condvar,
@@ -126,25 +132,26 @@ impl Inner {
         self.for_sealer.notify_all();
     }
 
-    fn read_tx(&self, seq: Seq) -> Result<OrderedTx, OrderError> {
-        let bytes = self
-            .db
-            .get(log_key(TX, seq.0))
-            .map_err(log_error)?
+    fn read_tx(&self, state: &State, seq: Seq) -> Result<OrderedTx, OrderError> {
+        let at = seq
+            .0
+            .checked_sub(1)
+            .and_then(|i| state.txs.get(i as usize))
             .ok_or_else(|| OrderError::Corrupt(format!("transaction {seq} is missing")))?;
-        OrderedTx::decode(&bytes)
+        OrderedTx::decode(&self.reader.read(*at).map_err(log_error)?)
     }
 
-    fn read_seal(&self, number: BlockNumber) -> Result<SignedSealed, OrderError> {
-        let bytes = self
-            .db
-            .get(log_key(SEAL, number.0))
-            .map_err(log_error)?
+    fn read_seal(&self, state: &State, number: BlockNumber) -> Result<SignedSealed, OrderError> {
+        let at = number
+            .0
+            .checked_sub(1)
+            .and_then(|i| state.seals.get(i as usize))
             .ok_or_else(|| OrderError::Corrupt(format!("seal {} is missing", number.0)))?;
+        let bytes = self.reader.read(*at).map_err(log_error)?;
         block::decode_signed_seal(&bytes).map_err(|e| OrderError::Corrupt(e.to_string()))
     }
 
-    /// The flusher: one `flush` covers everything written before it started.
+    /// The flusher: one sync covers everything appended before it started.
     fn run_flusher(&self) {
         let mut state = self.lock();
         loop {
@@ -166,7 +173,7 @@ impl Inner {
             let (head, sealed) = (state.head, state.sealed);
             drop(state);
             let flush = Instant::now();
-            let flushed = self.db.flush();
+            let flushed = self.reader.sync();
             self.flush_seconds.observe(flush.elapsed().as_secs_f64());
             state = self.lock();
             if let Err(error) = flushed {
@@ -211,12 +218,12 @@ impl Inner {
                         .map(|(hash, _)| hash)
                         .collect();
                     let sealed = state.chain.seal_next(&self.signer, &hashes, tx::now_ms());
-                    if let Err(error) = self
-                        .db
-                        .insert(log_key(SEAL, sealed.seal.number.0), sealed.bytes.as_slice())
-                    {
-                        self.fail(state, format!("writing seal: {error}"));
-                        return;
+                    match state.log.append(SEAL, &sealed.bytes) {
+                        Ok(at) => state.seals.push(at),
+                        Err(error) => {
+                            self.fail(state, format!("writing seal: {error}"));
+                            return;
+                        }
                     }
                     state.sealed = sealed.seal.number;
                     state
@@ -246,7 +253,7 @@ impl Inner {
 pub struct SoloOrderer {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// The OS lock on the log directory, released after sled closes.
+    /// The OS lock on the log directory.
     _dir_lock: File,
 }
 
@@ -268,23 +275,66 @@ impl SoloOrderer {
         msp: Arc<Msp>,
         signer: Signer,
     ) -> Result<SoloOrderer, OrderError> {
-        let (db, dir_lock) = crate::store::open_locked(dir).map_err(|e| match e {
+        let dir_lock = crate::store::lock_dir(dir).map_err(|e| match e {
             StoreError::Locked { path } => OrderError::Locked(path),
             other => OrderError::Log(other.to_string()),
         })?;
-        let (chain, sealed) = match db.scan_prefix([SEAL]).next_back() {
-            None => (SealChain::genesis(), BlockNumber(0)),
-            Some(entry) => {
-                let (_, bytes) = entry.map_err(log_error)?;
-                let last = block::decode_signed_seal(&bytes)
-                    .map_err(|e| OrderError::Corrupt(e.to_string()))?;
-                (SealChain::after(&last), last.seal.number)
+        if dir.join("conf").exists() && !dir.join(LOG_FILE).exists() {
+            return Err(OrderError::Corrupt(format!(
+                "{} holds an orderer log of an older format; move it away to start afresh",
+                dir.display()
+            )));
+        }
+        let Opened {
+            file: log,
+            records,
+            torn_at,
+        } = RecordFile::open(&dir.join(LOG_FILE)).map_err(log_error)?;
+        if let Some(offset) = torn_at {
+            tracing::warn!(
+                offset,
+                "orderer log ended in a torn record (a crash during a write); cut it"
+            );
+        }
+        let reader = log.handle().map_err(log_error)?;
+        let (mut txs, mut seals) = (Vec::new(), Vec::new());
+        for at in records {
+            match at.kind {
+                TX => txs.push(at),
+                SEAL => seals.push(at),
+                other => {
+                    return Err(OrderError::Corrupt(format!(
+                        "record of unknown kind {other} at byte {}",
+                        at.offset
+                    )));
+                }
             }
-        };
-        let head = match db.scan_prefix([TX]).next_back() {
-            None => Seq::ZERO,
-            Some(entry) => Seq(log_number(&entry.map_err(log_error)?.0)?),
-        };
+        }
+        let head = Seq(txs.len() as u64);
+        // Appends happen in seq order under one lock: the last record tells whether the
+        // numbering holds.
+        if let Some(at) = txs.last() {
+            let seq = OrderedTx::decode(&reader.read(*at).map_err(log_error)?)?.seq;
+            if seq != head {
+                return Err(OrderError::Corrupt(format!(
+                    "the log's last transaction record holds seq {seq}, not {head}"
+                )));
+            }
+        }
+        let mut chain = SealChain::genesis();
+        for (i, at) in seals.iter().enumerate() {
+            let sealed = block::decode_signed_seal(&reader.read(*at).map_err(log_error)?)
+                .map_err(|e| OrderError::Corrupt(e.to_string()))?;
+            if sealed.seal.number.0 != i as u64 + 1 {
+                return Err(OrderError::Corrupt(format!(
+                    "seal record {} holds block {}",
+                    i + 1,
+                    sealed.seal.number.0
+                )));
+            }
+            chain = SealChain::after(&sealed);
+        }
+        let sealed = BlockNumber(seals.len() as u64);
         let sealed_through = Seq(chain.next_first().0 - 1);
         if head < sealed_through {
             return Err(OrderError::Corrupt(format!(
@@ -292,27 +342,23 @@ impl SoloOrderer {
             )));
         }
         // The transactions after the last seal wait for the next one.
-        let mut unsealed = VecDeque::new();
         let now = Instant::now();
-        for (i, entry) in db
-            .range(log_key(TX, sealed_through.0 + 1)..=log_key(TX, head.0))
-            .enumerate()
-        {
-            let (key, bytes) = entry.map_err(log_error)?;
-            let expected = sealed_through.0 + 1 + i as u64;
-            if log_number(&key)? != expected {
-                return Err(OrderError::Corrupt(format!(
-                    "transaction {expected} is missing"
-                )));
-            }
-            unsealed.push_back((OrderedTx::decode(&bytes)?.hash(), now));
-        }
+        let unsealed = txs[sealed_through.0 as usize..]
+            .iter()
+            .map(|at| {
+                let bytes = reader.read(*at).map_err(log_error)?;
+                Ok((OrderedTx::decode(&bytes)?.hash(), now))
+            })
+            .collect::<Result<VecDeque<_>, OrderError>>()?;
         let inner = Arc::new(Inner {
             config,
             msp,
             signer,
-            db,
+            reader,
             state: Mutex::new(State {
+                log,
+                txs,
+                seals,
                 head,
                 durable: head,
                 unsealed,
@@ -387,14 +433,13 @@ impl Orderer for SoloOrderer {
             timestamp_ms: tx::now_ms(),
             transaction: signed_transaction,
         };
-        if let Err(error) = self
-            .inner
-            .db
-            .insert(log_key(TX, seq.0), ordered.into_bytes())
-        {
-            let failure = format!("writing transaction {seq}: {error}");
-            self.inner.fail(state, failure.clone());
-            return Err(OrderError::Log(failure));
+        match state.log.append(TX, &ordered.into_bytes()) {
+            Ok(at) => state.txs.push(at),
+            Err(error) => {
+                let failure = format!("writing transaction {seq}: {error}");
+                self.inner.fail(state, failure.clone());
+                return Err(OrderError::Log(failure));
+            }
         }
         state.head = seq;
         state.unsealed.push_back((hash, Instant::now()));
@@ -456,7 +501,7 @@ impl SoloDelivery {
         }
         if self.next_block <= state.sealed_durable {
             if self.seal.is_none() {
-                self.seal = Some(self.inner.read_seal(self.next_block)?);
+                self.seal = Some(self.inner.read_seal(state, self.next_block)?);
             }
             if let Some(sealed) = self.seal.take_if(|s| s.seal.last < self.next_seq) {
                 self.next_block = BlockNumber(self.next_block.0 + 1);
@@ -468,7 +513,7 @@ impl SoloDelivery {
             OrderingMode::Blocks => state.sealed_durable_through,
         };
         if self.next_seq <= deliverable {
-            let ordered = self.inner.read_tx(self.next_seq)?;
+            let ordered = self.inner.read_tx(state, self.next_seq)?;
             self.next_seq = self.next_seq.next();
             return Ok(Some(Delivered::Tx(ordered)));
         }

@@ -1,4 +1,5 @@
-//! [`Store`]: the durable state, history, tx index and seals in one sled tree.
+//! [`Store`]: the durable state, history, tx index and seals in one sled tree, and the
+//! transactions' bytes in an append-only file beside it.
 
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};
@@ -10,9 +11,13 @@ use std::time::{Duration, Instant};
 use prometheus_client::metrics::histogram::Histogram;
 use runnel_runtime::VersionedValue;
 
-use super::keys::{self, HEIGHT_KEY, SEAL, SEAL_INDEX};
+use super::keys::{self, HEIGHT_KEY, SEAL, SEAL_INDEX, TRANSACTION_RECORD};
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
+use crate::records::{Opened, RecordFile, RecordReader};
+
+/// The transactions' file in the store's directory.
+pub const TRANSACTIONS_FILE: &str = "transactions.log";
 
 /// Bytes of the seq that closes a history key.
 const HISTORY_SEQ_BYTES: usize = 8;
@@ -69,9 +74,12 @@ pub struct Store {
     db: sled::Db,
     /// The last durable seq, as the height record says.
     height: AtomicU64,
-    /// The seal chain's tip, held across a commit's check-then-apply, so two commits
-    /// cannot both pass the seq and seal checks against the same height and tip.
-    commit_lock: Mutex<SealTip>,
+    /// The seal chain's tip and the transactions' file, held across a commit's
+    /// check-then-apply, so two commits cannot both pass the seq and seal checks against
+    /// the same height and tip, nor interleave their appends.
+    commit_lock: Mutex<(SealTip, RecordFile)>,
+    /// Reads the transactions' file.
+    transactions: RecordReader,
     /// How long each commit's flush (fsync) took.
     flush_seconds: Histogram,
     /// The OS lock on the directory's lock file, released when the store drops
@@ -122,10 +130,12 @@ impl Store {
                 last: Seq::ZERO,
             },
         };
+        let file = open_transactions(dir, &db, height)?;
         Ok(Store {
             db,
             height: AtomicU64::new(height.0),
-            commit_lock: Mutex::new(tip),
+            transactions: file.handle()?,
+            commit_lock: Mutex::new((tip, file)),
             flush_seconds: crate::metrics::flush_histogram(),
             _dir_lock: lock,
         })
@@ -208,10 +218,13 @@ impl Store {
         if seq > self.height() {
             return Ok(None);
         }
-        Ok(self
-            .db
-            .get(keys::transaction_key(seq))?
-            .map(|bytes| bytes.to_vec()))
+        match self.db.get(keys::transaction_key(seq))? {
+            Some(place) => Ok(Some(
+                self.transactions
+                    .read(keys::decode_transaction_place(&place)?)?,
+            )),
+            None => Ok(None),
+        }
     }
 
     /// Up to `limit` durable transactions from seq `from` on, in ascending seq order.
@@ -234,8 +247,11 @@ impl Store {
         let hi = keys::transaction_key(end);
         let mut out = Vec::new();
         for item in self.db.range(lo..hi).take(limit) {
-            let (key, bytes) = item?;
-            out.push((keys::decode_transaction_key(&key)?, bytes.to_vec()));
+            let (key, place) = item?;
+            let bytes = self
+                .transactions
+                .read(keys::decode_transaction_place(&place)?)?;
+            out.push((keys::decode_transaction_key(&key)?, bytes));
         }
         Ok(out)
     }
@@ -295,7 +311,8 @@ impl Store {
         if batch.is_empty() {
             return Err(StoreError::EmptyBatch);
         }
-        let mut tip = lock(&self.commit_lock);
+        let mut committer = lock(&self.commit_lock);
+        let (tip, file) = &mut *committer;
         let height = self.height();
         let mut expected = height.next();
         for tx in &batch.txs {
@@ -321,13 +338,23 @@ impl Store {
             new_tip = new_tip.check_next(seal, new_height)?;
         }
 
+        // The bytes first, durable before any record points at them.
+        let mut places = Vec::with_capacity(batch.txs.len());
+        for tx in &batch.txs {
+            places.push(file.append(TRANSACTION_RECORD, &tx.transaction)?);
+        }
+        self.transactions.sync()?;
+
         let mut writes = sled::Batch::default();
         let mut indexed = HashSet::new();
-        for BatchTx {
-            record,
-            writes: sets,
-            transaction,
-        } in &batch.txs
+        for (
+            BatchTx {
+                record,
+                writes: sets,
+                ..
+            },
+            place,
+        ) in batch.txs.iter().zip(places)
         {
             let tx_key = keys::tx_key(&record.tx_id);
             if indexed.insert(record.tx_id) && !self.db.contains_key(tx_key)? {
@@ -335,7 +362,7 @@ impl Store {
             }
             writes.insert(
                 &keys::transaction_key(record.seq)[..],
-                transaction.as_slice(),
+                &keys::encode_transaction_place(place)[..],
             );
             if !record.code.is_valid() {
                 continue;
@@ -400,6 +427,60 @@ impl Store {
 }
 
 /// The seal with the highest block number in `db`.
+/// Opens the transactions' file and cuts what the last commit appended without
+/// recording (a crash between the two): the file then ends with the transaction at
+/// `height`.
+fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFile, StoreError> {
+    let path = dir.join(TRANSACTIONS_FILE);
+    if height > Seq::ZERO && !path.exists() {
+        return Err(StoreError::corrupt(
+            "transaction file",
+            format!(
+                "{} is missing from a store at height {height} (a store of an older \
+                 format, or a damaged one)",
+                path.display()
+            ),
+        ));
+    }
+    let Opened {
+        mut file,
+        records,
+        torn_at,
+    } = RecordFile::open(&path)?;
+    if let Some(offset) = torn_at {
+        tracing::warn!(
+            offset,
+            "transaction file ended in a torn record (a crash during a commit); cut it"
+        );
+    }
+    let kept = match db.get(keys::transaction_key(height))? {
+        None if height == Seq::ZERO => 0,
+        None => {
+            return Err(StoreError::corrupt(
+                "transaction record",
+                format!("the record of seq {height} is missing"),
+            ));
+        }
+        Some(place) => {
+            let place = keys::decode_transaction_place(&place)?;
+            records
+                .iter()
+                .position(|at| *at == place)
+                .map(|i| i + 1)
+                .ok_or_else(|| {
+                    StoreError::corrupt(
+                        "transaction file",
+                        format!("it lacks the transaction at seq {height}"),
+                    )
+                })?
+        }
+    };
+    if kept < records.len() {
+        file.cut(records[kept].offset - crate::records::HEADER)?;
+    }
+    Ok(file)
+}
+
 fn last_seal(db: &sled::Db) -> Result<Option<SealRecord>, StoreError> {
     match db.range([SEAL]..[SEAL + 1]).next_back() {
         Some(item) => {
@@ -424,7 +505,25 @@ const SLED_RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// for its background threads, whose file handle keeps sled's lock a few milliseconds
 /// longer. So an I/O error from sled is retried for [`SLED_RELEASE_WAIT`] before it is
 /// reported; a restart of an embedded ledger in one process then never fails at random.
-pub(crate) fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
+fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
+    let lock = lock_dir(dir)?;
+    let deadline = Instant::now() + SLED_RELEASE_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match sled::Config::new().path(dir).open() {
+            Ok(db) => return Ok((db, lock)),
+            Err(sled::Error::Io(_)) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Creates `dir` if needed and takes Runnel's OS lock on it ([`StoreError::Locked`] when
+/// another open store or log holds it); the lock lasts as long as the returned file.
+pub(crate) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
     std::fs::create_dir_all(dir).map_err(|error| StoreError::Sled(error.to_string()))?;
     let lock = File::options()
         .create(true)
@@ -441,18 +540,7 @@ pub(crate) fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
         }
         Err(TryLockError::Error(error)) => return Err(StoreError::Sled(error.to_string())),
     }
-    let deadline = Instant::now() + SLED_RELEASE_WAIT;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match sled::Config::new().path(dir).open() {
-            Ok(db) => return Ok((db, lock)),
-            Err(sled::Error::Io(_)) if Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
+    Ok(lock)
 }
 
 #[cfg(test)]
@@ -521,6 +609,43 @@ mod tests {
         assert_eq!(store.transaction(Seq(2)).unwrap(), Some(b"tx2".to_vec()));
         assert_eq!(store.block_of(Seq(2)).unwrap(), Some(BlockNumber(1)));
         assert_eq!(store.block_of(Seq(3)).unwrap(), None);
+    }
+
+    #[test]
+    fn bytes_appended_by_a_commit_that_never_landed_are_cut_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            Vec::new(),
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        drop(store);
+        // A crash after the file's sync, before sled's batch: a record nothing points at.
+        let path = dir.path().join(TRANSACTIONS_FILE);
+        let mut file = RecordFile::open(&path).unwrap().file;
+        file.append(TRANSACTION_RECORD, b"tx2, never committed")
+            .unwrap();
+        file.handle().unwrap().sync().unwrap();
+        drop(file);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.height(), Seq(1));
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            Vec::new(),
+            b"tx2".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        let all = store.transactions(Seq(1), 10).unwrap();
+        assert_eq!(
+            all,
+            vec![(Seq(1), b"tx1".to_vec()), (Seq(2), b"tx2".to_vec())]
+        );
+        drop(store);
+        assert_eq!(RecordFile::open(&path).unwrap().records.len(), 2);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use runnel_runtime::StateError;
 
 use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX};
 use crate::ids::{BlockNumber, Seq};
+use crate::records::RecordError;
 
 /// Most characters of a namespace quoted in an error; longer ones are cut.
 const QUOTE_CHARS_MAX: usize = 64;
@@ -127,6 +128,20 @@ impl StoreError {
 impl From<sled::Error> for StoreError {
     fn from(error: sled::Error) -> Self {
         StoreError::Sled(error.to_string())
+    }
+}
+
+impl From<RecordError> for StoreError {
+    fn from(error: RecordError) -> Self {
+        match error {
+            RecordError::Damaged { .. } | RecordError::NotRecordFile { .. } => {
+                StoreError::Corrupt {
+                    what: "transaction file",
+                    detail: error.to_string(),
+                }
+            }
+            other => StoreError::Sled(other.to_string()),
+        }
     }
 }
 

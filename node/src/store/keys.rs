@@ -5,6 +5,7 @@ use runnel_runtime::{Version, VersionedValue};
 
 use super::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX, SealRecord, StoreError, TxRecord};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use crate::records::RecordAt;
 
 /// Prefix of state records.
 const STATE: u8 = b's';
@@ -252,6 +253,29 @@ pub(super) fn decode_tx_record(tx_id: TxId, bytes: &[u8]) -> Result<TxRecord, St
 pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
     prefixed_u64(TRANSACTION, seq.0)
 }
+
+/// The value of an ordered-transaction record: where its bytes lie in the store's
+/// transaction file (`offset u64be ++ len u32be`).
+pub(super) fn encode_transaction_place(at: RecordAt) -> [u8; U64_BYTES + 4] {
+    let mut value = [0u8; U64_BYTES + 4];
+    value[..U64_BYTES].copy_from_slice(&at.offset.to_be_bytes());
+    value[U64_BYTES..].copy_from_slice(&at.len.to_be_bytes());
+    value
+}
+
+/// Decodes [`encode_transaction_place`].
+pub(super) fn decode_transaction_place(bytes: &[u8]) -> Result<RecordAt, StoreError> {
+    let bad = || StoreError::corrupt("transaction record", format!("{} bytes", bytes.len()));
+    let value: [u8; U64_BYTES + 4] = bytes.try_into().map_err(|_| bad())?;
+    Ok(RecordAt {
+        kind: TRANSACTION,
+        offset: u64::from_be_bytes(value[..U64_BYTES].try_into().map_err(|_| bad())?),
+        len: u32::from_be_bytes(value[U64_BYTES..].try_into().map_err(|_| bad())?),
+    })
+}
+
+/// The kind of the transaction file's records.
+pub(super) const TRANSACTION_RECORD: u8 = TRANSACTION;
 
 /// Decodes an ordered-transaction record key into its seq.
 pub(super) fn decode_transaction_key(bytes: &[u8]) -> Result<Seq, StoreError> {

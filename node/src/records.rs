@@ -1,0 +1,501 @@
+//! [`RecordFile`]: an append-only file of checksummed records, the layout Fabric uses
+//! for its block files.
+//!
+//! Big, write-once records (transactions) belong in a file like this rather than in a
+//! B-tree: appending costs one `write`, and a group of appends one `fdatasync`, where
+//! a tree would copy each value again every time it rewrites the page holding it. An
+//! index elsewhere (memory, or a small sled record) maps a key to the record's place.
+//!
+//! # Format
+//!
+//! The file starts with [`MAGIC`]; then records, each
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 4 | payload length, u32 little-endian |
+//! | 4 | CRC-32 of kind and payload, u32 little-endian |
+//! | 1 | kind (the caller's tag) |
+//! | length | payload |
+//!
+//! # Space and syncs
+//!
+//! The file grows in chunks (up to [`CHUNK_MAX_BYTES`]) written as zeros and synced once, so an
+//! append never changes the file's size and a sync has only data to write: the same
+//! level of durability as sled's log, which Runnel's stores sit on. [`RecordReader::sync`]
+//! writes the appended pages through to the device and waits for them
+//! (`sync_file_range`), so a record survives a crash of the process or the kernel.
+//!
+//! # Crashes
+//!
+//! Records are only appended, and a sync covers everything appended before it. A crash
+//! can therefore leave at most a torn tail: a last record cut short or with bytes the
+//! disk never wrote. [`RecordFile::open`] checks every record, stops at the first that
+//! is incomplete or fails its checksum (zeros, where nothing was written yet, never
+//! pass), and zeroes what follows, reporting whether a torn record was there.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The first bytes of every record file (format version 1).
+pub const MAGIC: &[u8; 8] = b"RUNNEL1\n";
+
+/// Bytes before each payload: length, checksum, kind.
+pub const HEADER: u64 = 9;
+
+/// The file grows in zeros by its own size, at least [`CHUNK_MIN_BYTES`] and at most
+/// [`CHUNK_MAX_BYTES`] at a time.
+pub const CHUNK_MIN_BYTES: u64 = 1 << 20;
+/// See [`CHUNK_MIN_BYTES`].
+pub const CHUNK_MAX_BYTES: u64 = 64 << 20;
+
+/// Where a record's payload lies in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordAt {
+    /// The caller's tag.
+    pub kind: u8,
+    /// The payload's first byte.
+    pub offset: u64,
+    /// The payload's length.
+    pub len: u32,
+}
+
+/// What [`RecordFile::open`] found.
+#[derive(Debug)]
+pub struct Opened {
+    /// The file, positioned to append after the last good record.
+    pub file: RecordFile,
+    /// Every good record, in file order.
+    pub records: Vec<RecordAt>,
+    /// Where a torn record was found and cut (`None` after a clean shutdown).
+    pub torn_at: Option<u64>,
+}
+
+/// Why a record file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The operating system refused a read, write or sync.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not a record file of this version.
+    #[error("{path}: not a Runnel record file (it does not start with the format marker)")]
+    NotRecordFile {
+        /// The file.
+        path: String,
+    },
+    /// A record read back does not match its checksum or bounds.
+    #[error("{path}: record at byte {offset} is damaged")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// The payload's offset.
+        offset: u64,
+    },
+    /// A payload too big for the format (4 GiB).
+    #[error("{path}: record of {len} bytes is larger than a record may be")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its length.
+        len: usize,
+    },
+}
+
+/// An append-only file of checksummed records (see the module doc).
+///
+/// Appends take `&mut self`; reads and syncs take `&self` and may run on other threads
+/// while appends go on (they use their own positioned reads and the file's inode).
+#[derive(Debug)]
+pub struct RecordFile {
+    path: PathBuf,
+    file: File,
+    /// Where the next record goes.
+    len: u64,
+    /// The file's size: zeros from `len` on.
+    allocated: u64,
+    /// Header and payload of the record being appended, reused.
+    buffer: Vec<u8>,
+}
+
+fn checksum(kind: u8, payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// Writes zeros over `from..to` of `file`.
+fn zero(file: &File, from: u64, to: u64) -> std::io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+impl RecordFile {
+    /// Opens (creating if needed) the record file at `path`, checks every record and
+    /// cuts a torn tail.
+    pub fn open(path: &Path) -> Result<Opened, RecordError> {
+        let io = |source| RecordError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        if size < MAGIC.len() as u64 {
+            // New, or cut short while its marker was being written.
+            file.set_len(0).map_err(io)?;
+            file.write_all_at(MAGIC, 0).map_err(io)?;
+            let mut file = RecordFile::at(path, file, MAGIC.len() as u64, MAGIC.len() as u64);
+            file.grow(0)?;
+            sync_parent(path).map_err(io)?;
+            return Ok(Opened {
+                file,
+                records: Vec::new(),
+                torn_at: None,
+            });
+        }
+        let mut reader = BufReader::with_capacity(1 << 20, &file);
+        let mut magic = [0u8; 8];
+        reader.read_exact(&mut magic).map_err(io)?;
+        if &magic != MAGIC {
+            return Err(RecordError::NotRecordFile {
+                path: path.display().to_string(),
+            });
+        }
+        let mut records = Vec::new();
+        let mut good = MAGIC.len() as u64;
+        let mut payload = Vec::new();
+        let torn = loop {
+            let mut header = [0u8; HEADER as usize];
+            if size - good < HEADER || reader.read_exact(&mut header).is_err() {
+                break size > good;
+            }
+            let len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
+            let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
+            let kind = header[8];
+            if header == [0u8; HEADER as usize] {
+                break false;
+            }
+            if size - good - HEADER < u64::from(len) {
+                break true;
+            }
+            payload.resize(len as usize, 0);
+            if reader.read_exact(&mut payload).is_err() || checksum(kind, &payload) != crc {
+                break true;
+            }
+            records.push(RecordAt {
+                kind,
+                offset: good + HEADER,
+                len,
+            });
+            good += HEADER + u64::from(len);
+        };
+        drop(reader);
+        if torn {
+            // Nothing after the torn record was ever acknowledged: zero it all, so no
+            // stale bytes can pass for a record once appends overwrite part of it.
+            zero(&file, good, size).map_err(io)?;
+            file.sync_all().map_err(io)?;
+        }
+        Ok(Opened {
+            file: RecordFile::at(path, file, good, size),
+            records,
+            torn_at: torn.then_some(good),
+        })
+    }
+
+    fn at(path: &Path, file: File, len: u64, allocated: u64) -> RecordFile {
+        RecordFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+            allocated,
+            buffer: Vec::new(),
+        }
+    }
+
+    fn io(&self, source: std::io::Error) -> RecordError {
+        RecordError::Io {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Extends the file in zeros to hold `more` bytes after `len`, and syncs the new
+    /// size, so that appends never change it.
+    fn grow(&mut self, more: u64) -> Result<(), RecordError> {
+        let want = self.len + more;
+        let mut allocated = self.allocated;
+        while allocated < want || allocated == self.allocated {
+            allocated += allocated.clamp(CHUNK_MIN_BYTES, CHUNK_MAX_BYTES);
+        }
+        zero(&self.file, self.allocated, allocated).map_err(|e| self.io(e))?;
+        self.file.sync_all().map_err(|e| self.io(e))?;
+        self.allocated = allocated;
+        Ok(())
+    }
+
+    /// Appends one record (one `write`); durable after the next [`RecordReader::sync`].
+    pub fn append(&mut self, kind: u8, payload: &[u8]) -> Result<RecordAt, RecordError> {
+        let len = u32::try_from(payload.len()).map_err(|_| RecordError::TooLarge {
+            path: self.path.display().to_string(),
+            len: payload.len(),
+        })?;
+        let total = HEADER + u64::from(len);
+        if self.len + total > self.allocated {
+            self.grow(total)?;
+        }
+        self.buffer.clear();
+        self.buffer.extend_from_slice(&len.to_le_bytes());
+        self.buffer
+            .extend_from_slice(&checksum(kind, payload).to_le_bytes());
+        self.buffer.push(kind);
+        self.buffer.extend_from_slice(payload);
+        if let Err(error) = self.file.write_all_at(&self.buffer, self.len) {
+            // A partial write may have left part of a record: zero it, so the next
+            // append starts on a clean boundary.
+            let _ = zero(&self.file, self.len, self.len + total);
+            return Err(self.io(error));
+        }
+        let at = RecordAt {
+            kind,
+            offset: self.len + HEADER,
+            len,
+        };
+        self.len += total;
+        Ok(at)
+    }
+
+    /// Drops every record from byte `at` on (a record's start, found by
+    /// [`RecordFile::open`]): zeroes them, durably, and appends there next.
+    pub fn cut(&mut self, at: u64) -> Result<(), RecordError> {
+        if at < MAGIC.len() as u64 || at > self.len {
+            return Err(RecordError::Damaged {
+                path: self.path.display().to_string(),
+                offset: at,
+            });
+        }
+        zero(&self.file, at, self.len).map_err(|e| self.io(e))?;
+        self.file.sync_data().map_err(|e| self.io(e))?;
+        self.len = at;
+        Ok(())
+    }
+
+    /// A handle that reads and syncs this file from another thread.
+    pub fn handle(&self) -> Result<RecordReader, RecordError> {
+        Ok(RecordReader {
+            path: self.path.clone(),
+            file: self.file.try_clone().map_err(|e| self.io(e))?,
+        })
+    }
+}
+
+/// Reads records and syncs the file, from any thread, while appends go on.
+#[derive(Debug)]
+pub struct RecordReader {
+    path: PathBuf,
+    file: File,
+}
+
+impl RecordReader {
+    /// The payload of a record appended earlier, checked against its checksum.
+    pub fn read(&self, at: RecordAt) -> Result<Vec<u8>, RecordError> {
+        let damaged = || RecordError::Damaged {
+            path: self.path.display().to_string(),
+            offset: at.offset,
+        };
+        let start = at.offset.checked_sub(HEADER).ok_or_else(damaged)?;
+        let mut record = vec![0u8; HEADER as usize + at.len as usize];
+        self.file
+            .read_exact_at(&mut record, start)
+            .map_err(|source| RecordError::Io {
+                path: self.path.display().to_string(),
+                source,
+            })?;
+        let payload = record.split_off(HEADER as usize);
+        let len = u32::from_le_bytes(record[0..4].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(record[4..8].try_into().expect("4 bytes"));
+        if len != at.len || record[8] != at.kind || checksum(at.kind, &payload) != crc {
+            return Err(damaged());
+        }
+        Ok(payload)
+    }
+
+    /// Writes every record appended so far through to the device and waits for it
+    /// (`sync_file_range`; the file's size is already durable, see the module doc).
+    pub fn sync(&self) -> Result<(), RecordError> {
+        // SAFETY: a plain system call on a file descriptor this handle owns; it reads
+        // no memory of this process.
+        let done = unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                0,
+                0,
+                libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                    | libc::SYNC_FILE_RANGE_WRITE
+                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            )
+        };
+        let result = if done == 0 {
+            Ok(())
+        } else {
+            match std::io::Error::last_os_error() {
+                // Not every file system has it: a full data sync is at least as strong.
+                error if error.raw_os_error() == Some(libc::ENOSYS) => self.file.sync_data(),
+                error => Err(error),
+            }
+        };
+        result.map_err(|source| RecordError::Io {
+            path: self.path.display().to_string(),
+            source,
+        })
+    }
+}
+
+/// Makes a new file's directory entry durable.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => File::open(parent)?.sync_all(),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payloads() -> Vec<Vec<u8>> {
+        (0..20u8).map(|i| vec![i; i as usize * 37]).collect()
+    }
+
+    fn write(path: &Path) -> Vec<RecordAt> {
+        let Opened { mut file, .. } = RecordFile::open(path).unwrap();
+        let at: Vec<RecordAt> = payloads()
+            .iter()
+            .enumerate()
+            .map(|(i, p)| file.append(i as u8 % 3, p).unwrap())
+            .collect();
+        file.handle().unwrap().sync().unwrap();
+        at
+    }
+
+    #[test]
+    fn records_read_back_and_reopen_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let at = write(&path);
+        let Opened {
+            file,
+            records,
+            torn_at,
+        } = RecordFile::open(&path).unwrap();
+        assert_eq!(records, at);
+        assert_eq!(torn_at, None);
+        let reader = file.handle().unwrap();
+        for (at, payload) in at.iter().zip(payloads()) {
+            assert_eq!(reader.read(*at).unwrap(), payload);
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_at_the_last_good_record_and_appends_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let at = write(&path);
+        let last = at[19];
+        let start = last.offset - HEADER;
+        // A record cut short, or with a byte the disk never wrote (zero).
+        let full = last.offset + u64::from(last.len);
+        for (cut, hole) in [
+            (start + 1, None),
+            (last.offset + 3, None),
+            (full, Some(full - 5)),
+        ] {
+            let file = File::options().write(true).open(&path).unwrap();
+            file.set_len(cut).unwrap();
+            if let Some(hole) = hole {
+                file.write_all_at(&[0], hole).unwrap();
+            }
+            drop(file);
+            let Opened {
+                mut file,
+                records,
+                torn_at,
+            } = RecordFile::open(&path).unwrap();
+            assert_eq!(records, at[..19]);
+            assert_eq!(torn_at, Some(start));
+            let again = file.append(last.kind, &payloads()[19]).unwrap();
+            assert_eq!(again, last);
+            file.handle().unwrap().sync().unwrap();
+            let reopened = RecordFile::open(&path).unwrap();
+            assert_eq!(reopened.records, at);
+            assert_eq!(reopened.torn_at, None);
+        }
+    }
+
+    #[test]
+    fn a_damaged_record_cuts_the_file_there_and_a_read_reports_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let at = write(&path);
+        let reader = RecordFile::open(&path).unwrap().file.handle().unwrap();
+        let file = File::options().write(true).open(&path).unwrap();
+        file.write_all_at(&[0xff], at[7].offset + 2).unwrap();
+        assert!(matches!(
+            reader.read(at[7]),
+            Err(RecordError::Damaged { .. })
+        ));
+        drop(file);
+        let Opened {
+            records, torn_at, ..
+        } = RecordFile::open(&path).unwrap();
+        assert_eq!(records, at[..7]);
+        assert_eq!(torn_at, Some(at[7].offset - HEADER));
+    }
+
+    #[test]
+    fn the_file_grows_in_zeroed_chunks_that_appends_fill() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
+        let size = || std::fs::metadata(&path).unwrap().len();
+        let first = size();
+        assert!(first >= CHUNK_MIN_BYTES);
+        let big = vec![7u8; (CHUNK_MIN_BYTES / 3) as usize];
+        let at: Vec<RecordAt> = (0..7).map(|_| file.append(1, &big).unwrap()).collect();
+        assert!(size() > first, "grew past its first chunk");
+        let Opened {
+            records, torn_at, ..
+        } = RecordFile::open(&path).unwrap();
+        assert_eq!((records, torn_at), (at, None));
+    }
+
+    #[test]
+    fn another_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"something else entirely").unwrap();
+        assert!(matches!(
+            RecordFile::open(&path),
+            Err(RecordError::NotRecordFile { .. })
+        ));
+    }
+}
