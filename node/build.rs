@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/runnel/v1/transaction.proto",
         "proto/runnel/v1/block.proto",
         "proto/runnel/v1/api.proto",
+        "proto/runnel/v1/ordering.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

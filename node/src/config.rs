@@ -22,6 +22,8 @@ pub const FILE_NAME: &str = "runnel.toml";
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
+    /// What this process runs: every role, or the orderer or a peer alone.
+    pub node: NodeSection,
     /// The network: channel and organisations.
     pub network: NetworkSection,
     /// The API's address and limits.
@@ -34,6 +36,31 @@ pub struct NodeConfig {
     pub log: LogSection,
     /// The web explorer served by the node.
     pub explorer: ExplorerSection,
+}
+
+/// `[node]`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeSection {
+    /// The roles this process runs.
+    pub role: NodeRole,
+    /// The organisation it acts for (its orderer or peer identity); unset: the first.
+    pub org: Option<String>,
+}
+
+/// The roles a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    /// Orderer and peer in one process: the embedded ledger (a dev node, a one-node
+    /// network).
+    #[default]
+    All,
+    /// The ordering service alone: peers connect to it (`Ordering` service).
+    Orderer,
+    /// A peer alone: endorses, validates and serves clients, ordering through
+    /// `ordering.endpoint`.
+    Peer,
 }
 
 /// `[network]`.
@@ -72,6 +99,8 @@ pub struct OrderingSection {
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long, in milliseconds.
     pub seal_max_delay_ms: u64,
+    /// The orderer a peer orders through, `http://host:port` (role `peer` only).
+    pub endpoint: Option<String>,
 }
 
 /// The ordering mode, as written in the file.
@@ -128,6 +157,7 @@ impl Default for NodeConfig {
         let ledger = LedgerConfig::default();
         let api = ApiConfig::default();
         NodeConfig {
+            node: NodeSection::default(),
             network: NetworkSection {
                 channel: ledger.orderer.channel.clone(),
                 orgs: ledger.orgs.clone(),
@@ -143,6 +173,7 @@ impl Default for NodeConfig {
                 mode: Mode::Streaming,
                 seal_max_txs: ledger.orderer.seal_max_txs,
                 seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
+                endpoint: None,
             },
             validator: ValidatorSection {
                 workers: 0,
@@ -201,13 +232,35 @@ impl NodeConfig {
         if config.ordering.seal_max_txs == 0 {
             return Err("ordering.seal_max_txs: at least 1".into());
         }
+        config.check_roles()?;
         Ok(config)
+    }
+
+    /// Checks that the roles have what they need (also after flags changed them).
+    pub fn check_roles(&self) -> Result<(), String> {
+        if self.node.role == NodeRole::Peer && self.ordering.endpoint.is_none() {
+            return Err(
+                "ordering.endpoint: a peer needs its orderer's address (e.g. \
+                 \"http://127.0.0.1:7050\", or --orderer)"
+                    .into(),
+            );
+        }
+        if let Some(org) = &self.node.org
+            && !self.network.orgs.contains(org)
+        {
+            return Err(format!(
+                "node.org: {org} is not one of network.orgs ({})",
+                self.network.orgs.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     /// The ledger's configuration: these settings over the defaults.
     pub fn ledger_config(&self) -> LedgerConfig {
         let mut ledger = LedgerConfig {
             orgs: self.network.orgs.clone(),
+            org: self.node.org.clone(),
             ..LedgerConfig::default()
         };
         ledger.orderer.channel = self.network.channel.clone();
@@ -264,6 +317,13 @@ pub enum ConfigError {
 pub const TEMPLATE: &str = r#"# Runnel node configuration. Every setting is optional; these are the defaults.
 # Flags and RUNNEL_* environment variables override this file (see `runnel start --help`).
 
+[node]
+# The roles this process runs: "all" (orderer and peer in one process), "orderer"
+# (the ordering service alone) or "peer" (a peer ordering through ordering.endpoint).
+role = "all"
+# The organisation this node acts for; unset: the first of network.orgs.
+# org = "Org1"
+
 [network]
 # The channel served.
 channel = "main"
@@ -290,6 +350,8 @@ mode = "streaming"
 seal_max_txs = 500
 # ... or when its first transaction has waited this long (milliseconds).
 seal_max_delay_ms = 250
+# The orderer a peer orders through (role "peer" only).
+# endpoint = "http://127.0.0.1:7050"
 
 [validator]
 # Signature-checking workers; 0: one per core.
@@ -344,5 +406,20 @@ mod tests {
         let bad_mode = NodeConfig::parse("[ordering]\nmode = \"fast\"\n").unwrap_err();
         assert!(bad_mode.contains("fast"), "{bad_mode}");
         assert!(NodeConfig::parse("[network]\norgs = []\n").is_err());
+        let no_orderer = NodeConfig::parse("[node]\nrole = \"peer\"\n").unwrap_err();
+        assert!(no_orderer.contains("ordering.endpoint"), "{no_orderer}");
+        let stranger = NodeConfig::parse("[node]\norg = \"Org9\"\n").unwrap_err();
+        assert!(stranger.contains("Org9"), "{stranger}");
+    }
+
+    #[test]
+    fn a_peer_names_its_org_and_orderer() {
+        let config = NodeConfig::parse(
+            "[node]\nrole = \"peer\"\norg = \"B\"\n[network]\norgs = [\"A\", \"B\"]\n\
+             [ordering]\nendpoint = \"http://127.0.0.1:7050\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.node.role, NodeRole::Peer);
+        assert_eq!(config.ledger_config().org.as_deref(), Some("B"));
     }
 }

@@ -75,6 +75,10 @@ pub struct LedgerConfig {
     pub runtime: RuntimeConfig,
     /// Transactions whose traces are kept.
     pub traces_kept: usize,
+    /// The organisation this node acts for: it endorses as that organisation's peer
+    /// only. `None`: every organisation whose keys are in the directory (one process
+    /// standing for the whole network).
+    pub org: Option<String>,
 }
 
 impl Default for LedgerConfig {
@@ -87,6 +91,7 @@ impl Default for LedgerConfig {
             endorser: EndorserConfig::default(),
             runtime: RuntimeConfig::default(),
             traces_kept: crate::trace::TRACES_KEPT,
+            org: None,
         }
     }
 }
@@ -259,7 +264,7 @@ pub struct Ledger {
     dir: PathBuf,
     msp: Arc<Msp>,
     world: Arc<WorldState>,
-    orderer: Arc<SoloOrderer>,
+    orderer: Arc<dyn Orderer>,
     validator: Validator,
     hub: Arc<Hub>,
     traces: Arc<TraceBook>,
@@ -286,6 +291,31 @@ impl Ledger {
     /// and starts ordering and validating. Transactions ordered but not yet committed
     /// when it last stopped are validated again from the orderer's log.
     pub fn open(dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
+        Ledger::open_with(dir, config, None)
+    }
+
+    /// Opens a peer in `dir` that orders through `orderer` (another process's, see
+    /// [`crate::orderer::RemoteOrderer`]) instead of running one. The directory needs
+    /// the network's identities (`runnel init`); state and traces are this peer's own.
+    pub fn open_peer(
+        dir: &Path,
+        config: LedgerConfig,
+        orderer: Arc<dyn Orderer>,
+    ) -> Result<Ledger, LedgerError> {
+        if !dir.join("identities").exists() {
+            return Err(LedgerError::Identity(format!(
+                "{} holds no network identities (copy them from `runnel init`)",
+                dir.display()
+            )));
+        }
+        Ledger::open_with(dir, config, Some(orderer))
+    }
+
+    fn open_with(
+        dir: &Path,
+        config: LedgerConfig,
+        orderer: Option<Arc<dyn Orderer>>,
+    ) -> Result<Ledger, LedgerError> {
         let identities = dir.join("identities");
         if !identities.exists() {
             let orgs: Vec<&str> = config.orgs.iter().map(String::as_str).collect();
@@ -304,12 +334,25 @@ impl Ledger {
         };
 
         let world = Arc::new(WorldState::open(&dir.join("state"))?);
-        let orderer = Arc::new(SoloOrderer::open(
-            &dir.join("orderer"),
-            config.orderer.clone(),
-            msp.clone(),
-            signer(&keys.orgs[0], Role::Orderer)?,
-        )?);
+        let names: Vec<String> = match &config.org {
+            None => keys.orgs.clone(),
+            Some(org) if keys.orgs.contains(org) => vec![org.clone()],
+            Some(org) => {
+                return Err(LedgerError::Identity(format!(
+                    "no organisation {org} in the network ({})",
+                    keys.orgs.join(", ")
+                )));
+            }
+        };
+        let orderer: Arc<dyn Orderer> = match orderer {
+            Some(orderer) => orderer,
+            None => Arc::new(SoloOrderer::open(
+                &dir.join("orderer"),
+                config.orderer.clone(),
+                msp.clone(),
+                signer(&names[0], Role::Orderer)?,
+            )?),
+        };
         let hub = Arc::new(Hub::default());
         let traces = Arc::new(TraceBook::new(config.traces_kept));
         let validator = Validator::start(
@@ -338,8 +381,7 @@ impl Ledger {
             )
             .map_err(|e| LedgerError::Policy(e.to_string()))
         };
-        let orgs = keys
-            .orgs
+        let orgs = names
             .iter()
             .map(|name| {
                 Ok(Org {
@@ -389,6 +431,12 @@ impl Ledger {
     /// The channel served.
     pub fn channel(&self) -> &str {
         &self.channel
+    }
+
+    /// A digest of the durable world state: `(height, SHA-256, keys)`
+    /// ([`crate::store::Store::state_hash`]).
+    pub fn state_hash(&self) -> Result<(Seq, [u8; 32], u64), LedgerError> {
+        Ok(self.world.store().state_hash()?)
     }
 
     /// What the ledger is and how far it has got.
@@ -851,7 +899,7 @@ impl Ledger {
     }
 
     /// The orderer (to submit transactions assembled elsewhere).
-    pub fn orderer(&self) -> &Arc<SoloOrderer> {
+    pub fn orderer(&self) -> &Arc<dyn Orderer> {
         &self.orderer
     }
 

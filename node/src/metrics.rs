@@ -100,11 +100,13 @@ impl NodeMetrics {
             "Transactions committed, by validation code",
             transactions.clone(),
         );
-        registry.register(
-            "orderer_flush_seconds",
-            "Duration of each flush (fsync) of the orderer's log",
-            ledger.orderer().flush_seconds(),
-        );
+        if let Some(flushes) = ledger.orderer().flush_seconds() {
+            registry.register(
+                "orderer_flush_seconds",
+                "Duration of each flush (fsync) of the orderer's log",
+                flushes,
+            );
+        }
         registry.register(
             "peer_flush_seconds",
             "Duration of each flush (fsync) of the peer's store",

@@ -23,10 +23,12 @@
 //! [`SoloOrderer`] is the embedded default: one sequencer over an append-only log file. A Raft cluster
 //! will implement the same trait.
 
+mod remote;
 mod solo;
 
 use std::time::Duration;
 
+use prometheus_client::metrics::histogram::Histogram;
 use prost::Message;
 
 use crate::block::SignedSealed;
@@ -36,6 +38,7 @@ use crate::proto;
 use crate::sig;
 use crate::tx::{self, Hash};
 
+pub use remote::RemoteOrderer;
 pub use solo::SoloOrderer;
 
 /// Largest signed transaction accepted, in bytes: a proposal's 8 MiB plus the payload
@@ -180,6 +183,14 @@ pub trait Orderer: Send + Sync {
 
     /// The last seq durable at the orderer.
     fn durable_height(&self) -> Seq;
+
+    /// The durations of the orderer's log flushes, when it keeps its log in this process.
+    fn flush_seconds(&self) -> Option<Histogram> {
+        None
+    }
+
+    /// Stops what this process runs of the orderer (idempotent).
+    fn close(&self) {}
 }
 
 /// Why the orderer refused or failed.
@@ -222,6 +233,19 @@ pub enum OrderError {
     /// A stored record does not decode.
     #[error("orderer log is corrupt: {0}")]
     Corrupt(String),
+    /// The orderer (in another process) cannot be reached or did not answer.
+    #[error("orderer unavailable: {0}")]
+    Unavailable(String),
+    /// An orderer in another process refused or failed, for the reason it named.
+    #[error("{message}")]
+    Remote {
+        /// Its error name ([`OrderError::code`] there).
+        code: &'static str,
+        /// The gRPC status code it answered with.
+        grpc: i32,
+        /// Its message.
+        message: String,
+    },
 }
 
 impl OrderError {
@@ -237,6 +261,8 @@ impl OrderError {
             OrderError::Closed => "CLOSED",
             OrderError::Log(_) => "LOG_FAILURE",
             OrderError::Corrupt(_) => "LOG_CORRUPT",
+            OrderError::Unavailable(_) => "ORDERER_UNAVAILABLE",
+            OrderError::Remote { code, .. } => code,
         }
     }
 }

@@ -27,6 +27,7 @@ mod admin;
 pub mod codec;
 mod deliver;
 mod gateway;
+pub mod ordering;
 mod query;
 pub mod status;
 mod stream;

@@ -15,9 +15,9 @@ use crate::proto::query_server::Query;
 use crate::proto::{
     EndorsementDetail, GetBlockRequest, GetBlockResponse, GetKeyHistoryRequest,
     GetKeyHistoryResponse, GetKeyRequest, GetKeyResponse, GetNetworkInfoRequest,
-    GetNetworkInfoResponse, GetTransactionRequest, GetTransactionResponse, Identity,
-    KeyModification, ListContractsRequest, ListContractsResponse, Proposal, ResponsePayload,
-    SignedTransaction, Transaction,
+    GetNetworkInfoResponse, GetStateHashRequest, GetStateHashResponse, GetTransactionRequest,
+    GetTransactionResponse, Identity, KeyModification, ListContractsRequest, ListContractsResponse,
+    Proposal, ResponsePayload, SignedTransaction, Transaction,
 };
 
 /// Entries a page holds when the request names no limit.
@@ -194,6 +194,18 @@ impl Query for QueryService {
             message_bytes_max: as_u64(self.shared.config.message_bytes_max),
             proposal_bytes_max: as_u64(info.proposal_bytes_max),
             transaction_bytes_max: as_u64(info.transaction_bytes_max),
+        }))
+    }
+
+    async fn get_state_hash(
+        &self,
+        _request: Request<GetStateHashRequest>,
+    ) -> Result<Response<GetStateHashResponse>, Status> {
+        let (height, hash, keys) = self.shared.blocking(|ledger| ledger.state_hash()).await?;
+        Ok(Response::new(GetStateHashResponse {
+            height: height.0,
+            hash: hash.to_vec(),
+            keys,
         }))
     }
 }

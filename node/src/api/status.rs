@@ -95,7 +95,7 @@ fn store_code(error: &StoreError) -> Code {
     }
 }
 
-fn order_code(error: &OrderError) -> Code {
+pub(crate) fn order_code(error: &OrderError) -> Code {
     match error {
         OrderError::TooLarge { .. } => Code::ResourceExhausted,
         OrderError::Malformed(_) | OrderError::WrongChannel { .. } => Code::InvalidArgument,
@@ -103,6 +103,8 @@ fn order_code(error: &OrderError) -> Code {
         OrderError::BadSignature => Code::Unauthenticated,
         OrderError::Locked(_) | OrderError::Closed | OrderError::Log(_) => Code::Unavailable,
         OrderError::Corrupt(_) => Code::DataLoss,
+        OrderError::Unavailable(_) => Code::Unavailable,
+        OrderError::Remote { grpc, .. } => Code::from_i32(*grpc),
     }
 }
 

@@ -2,15 +2,18 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use runnel_node::api::ordering::OrderingServerHandle;
 use runnel_node::api::{ApiConfig, Server};
-use runnel_node::config::{self, LogFormat, NodeConfig};
-use runnel_node::identity::NetworkIdentities;
+use runnel_node::config::{self, LogFormat, NodeConfig, NodeRole};
+use runnel_node::identity::{NetworkIdentities, NetworkKeys, Role};
 use runnel_node::ledger::Ledger;
 use runnel_node::metrics::NodeMetrics;
 use runnel_node::ops;
+use runnel_node::orderer::{Orderer, RemoteOrderer, SoloOrderer};
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
 const EXAMPLES: [(&str, &str); 3] = [
@@ -56,6 +59,17 @@ pub struct ServeArgs {
     /// Log as JSON lines (overrides `log.format`).
     #[arg(long)]
     pub log_json: bool,
+    /// The roles this process runs: all (orderer and peer), orderer, or peer
+    /// (overrides `node.role`).
+    #[arg(long, env = "RUNNEL_ROLE", value_enum)]
+    pub role: Option<NodeRole>,
+    /// The organisation this node acts for (overrides `node.org`).
+    #[arg(long, env = "RUNNEL_ORG")]
+    pub org: Option<String>,
+    /// The orderer a peer orders through, http://host:port (overrides
+    /// `ordering.endpoint`).
+    #[arg(long, env = "RUNNEL_ORDERER")]
+    pub orderer: Option<String>,
 }
 
 /// `runnel dev`'s own flags.
@@ -182,6 +196,21 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     if args.log_json {
         config.log.format = LogFormat::Json;
     }
+    if let Some(role) = args.role {
+        config.node.role = role;
+    }
+    if let Some(org) = &args.org {
+        config.node.org = Some(org.clone());
+    }
+    if let Some(orderer) = &args.orderer {
+        config.ordering.endpoint = Some(orderer.clone());
+    }
+    config
+        .check_roles()
+        .map_err(|message| anyhow::anyhow!("{message}"))?;
+    if examples.is_some() && config.node.role != NodeRole::All {
+        bail!("runnel dev runs every role in one process; use runnel start for --role");
+    }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
     let explorer = config.explorer.dir.clone().filter(|dir| {
         let found = dir.join("index.html").is_file();
@@ -195,10 +224,19 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         "opening the ledger in {} (the first start compiles the contracts)",
         dir.display()
     );
-    let ledger = Arc::new(
-        Ledger::open(dir, config.ledger_config())
-            .with_context(|| format!("opening the ledger in {}", dir.display()))?,
-    );
+    let ledger = match config.node.role {
+        NodeRole::All => Ledger::open(dir, config.ledger_config()),
+        NodeRole::Orderer => return serve_orderer(dir, &config),
+        NodeRole::Peer => {
+            let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
+            let orderer =
+                RemoteOrderer::connect(endpoint, config.api.message_bytes_max, ORDERER_TIMEOUT)
+                    .with_context(|| format!("the orderer at {endpoint}"))?;
+            Ledger::open_peer(dir, config.ledger_config(), Arc::new(orderer))
+        }
+    };
+    let ledger =
+        Arc::new(ledger.with_context(|| format!("opening the ledger in {}", dir.display()))?);
     if let Some(modules) = examples {
         deploy_examples(&ledger, modules)?;
     }
@@ -226,6 +264,58 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     });
     tracing::info!("stopping");
     ledger.close();
+    served
+}
+
+/// How long a peer waits for its orderer to answer a call.
+const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service on
+/// the API's address, until interrupted.
+fn serve_orderer(dir: &Path, config: &NodeConfig) -> Result<()> {
+    let keys = NetworkKeys::load(&dir.join("identities"))
+        .with_context(|| format!("reading the identities in {}", dir.display()))?;
+    let org = config
+        .node
+        .org
+        .clone()
+        .unwrap_or_else(|| keys.orgs[0].clone());
+    let signer = keys
+        .signer(&org, Role::Orderer)
+        .cloned()
+        .with_context(|| format!("no orderer identity for {org}"))?;
+    let msp = Arc::new(keys.msp()?);
+    let ledger = config.ledger_config();
+    let orderer: Arc<dyn Orderer> = Arc::new(
+        SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp, signer)
+            .with_context(|| format!("opening the orderer's log in {}", dir.display()))?,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel-api")
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(async {
+        let server = OrderingServerHandle::bind(
+            orderer.clone(),
+            config.api.listen,
+            config.api.message_bytes_max,
+        )
+        .await?;
+        let addr = server.local_addr();
+        println!();
+        println!("Runnel orderer ready ({}, as {org})", dir.display());
+        println!("  ordering service   http://{addr}");
+        println!("  peers start with   runnel start --role peer --orderer http://{addr}");
+        println!();
+        tracing::info!(%addr, dir = %dir.display(), "ordering");
+        server
+            .serve(interrupted())
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    tracing::info!("stopping");
+    orderer.close();
     served
 }
 

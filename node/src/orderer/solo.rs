@@ -479,6 +479,14 @@ impl Orderer for SoloOrderer {
     fn durable_height(&self) -> Seq {
         self.inner.lock().durable
     }
+
+    fn flush_seconds(&self) -> Option<Histogram> {
+        Some(SoloOrderer::flush_seconds(self))
+    }
+
+    fn close(&self) {
+        SoloOrderer::close(self);
+    }
 }
 
 /// One subscriber's position in the stream.

@@ -9,6 +9,8 @@ use crate::records::RecordAt;
 
 /// Prefix of state records.
 const STATE: u8 = b's';
+/// [`STATE`] as a scan prefix.
+pub(super) const STATE_PREFIX: [u8; 1] = [STATE];
 /// Prefix of history records.
 const HISTORY: u8 = b'h';
 /// Prefix of tx-index records.

@@ -1,0 +1,177 @@
+//! The `Ordering` service (ordering.proto): an orderer process's API for peers. Broadcast
+//! submits a signed transaction; Stream is [`Orderer::deliver`] over the network.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::Stream;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status};
+
+use super::{ApiError, status};
+use crate::ids::{BlockNumber, Seq};
+use crate::orderer::{Delivered, OrderError, Orderer};
+use crate::proto::ordering_item::Item;
+use crate::proto::ordering_server::{Ordering, OrderingServer};
+use crate::proto::{
+    BroadcastRequest, BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem,
+    StreamRequest,
+};
+
+/// How long a stream's reader waits on the orderer before it looks whether its client
+/// left or the server is stopping.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Items a stream holds for a slow peer before it stops reading ahead (it re-reads from
+/// the log when the peer catches up, so nothing is lost).
+const STREAM_QUEUE: usize = 1024;
+
+/// The `Ordering` service over an orderer.
+#[derive(Clone)]
+pub struct OrderingService {
+    orderer: Arc<dyn Orderer>,
+    stopping: watch::Receiver<bool>,
+}
+
+/// The status of an orderer error: its name first, in the message and the
+/// `runnel-error-code` header ([`status`]).
+pub fn from_order(error: &OrderError) -> Status {
+    status::error(status::order_code(error), error.code(), error)
+}
+
+type ItemStream = Pin<Box<dyn Stream<Item = Result<OrderingItem, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Ordering for OrderingService {
+    async fn broadcast(
+        &self,
+        request: Request<BroadcastRequest>,
+    ) -> Result<Response<BroadcastResponse>, Status> {
+        let orderer = self.orderer.clone();
+        let bytes = request.into_inner().signed_transaction;
+        let ordered = tokio::task::spawn_blocking(move || orderer.submit(bytes))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| from_order(&e))?;
+        Ok(Response::new(BroadcastResponse {
+            seq: ordered.seq.0,
+            tx_id: ordered.tx_id.0.to_vec(),
+            received_us: ordered.received_us,
+            ordered_us: ordered.ordered_us,
+        }))
+    }
+
+    type StreamStream = ItemStream;
+
+    async fn stream(
+        &self,
+        request: Request<StreamRequest>,
+    ) -> Result<Response<ItemStream>, Status> {
+        let request = request.into_inner();
+        let mut delivery = self
+            .orderer
+            .deliver(Seq(request.from_seq), BlockNumber(request.next_block))
+            .map_err(|e| from_order(&e))?;
+        let (send, receive) = mpsc::channel(STREAM_QUEUE);
+        let stopping = self.stopping.clone();
+        tokio::task::spawn_blocking(move || {
+            loop {
+                if send.is_closed() || *stopping.borrow() {
+                    return;
+                }
+                let item = match delivery.next(POLL) {
+                    Ok(None) => continue,
+                    Ok(Some(Delivered::Tx(ordered))) => Ok(Item::Transaction(ordered.into_bytes())),
+                    Ok(Some(Delivered::Durable(seq))) => Ok(Item::Durable(seq.0)),
+                    Ok(Some(Delivered::Seal(sealed))) => Ok(Item::Seal(sealed.bytes)),
+                    Err(error) => Err(from_order(&error)),
+                };
+                let last = item.is_err();
+                let item = item.map(|item| OrderingItem { item: Some(item) });
+                if send.blocking_send(item).is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receive),
+        )))
+    }
+
+    async fn heights(
+        &self,
+        _request: Request<HeightsRequest>,
+    ) -> Result<Response<HeightsResponse>, Status> {
+        Ok(Response::new(HeightsResponse {
+            height: self.orderer.height().0,
+            durable_height: self.orderer.durable_height().0,
+        }))
+    }
+}
+
+/// An orderer's API bound to its address, ready to serve.
+pub struct OrderingServerHandle {
+    orderer: Arc<dyn Orderer>,
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    message_bytes_max: usize,
+}
+
+impl OrderingServerHandle {
+    /// Binds `listen` for `orderer`'s `Ordering` service.
+    pub async fn bind(
+        orderer: Arc<dyn Orderer>,
+        listen: SocketAddr,
+        message_bytes_max: usize,
+    ) -> Result<OrderingServerHandle, ApiError> {
+        let listener = TcpListener::bind(listen)
+            .await
+            .map_err(|e| ApiError::Bind {
+                addr: listen,
+                message: e.to_string(),
+            })?;
+        let local_addr = listener.local_addr().map_err(|e| ApiError::Bind {
+            addr: listen,
+            message: e.to_string(),
+        })?;
+        Ok(OrderingServerHandle {
+            orderer,
+            listener,
+            local_addr,
+            message_bytes_max,
+        })
+    }
+
+    /// The address bound (with the port chosen, when `listen` asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Serves until `shutdown` completes; open streams end then.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ApiError> {
+        let (stop, stopping) = watch::channel(false);
+        let service = OrderingService {
+            orderer: self.orderer,
+            stopping,
+        };
+        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        let signal = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        tonic::transport::Server::builder()
+            .add_service(
+                OrderingServer::new(service)
+                    .max_decoding_message_size(self.message_bytes_max)
+                    .max_encoding_message_size(self.message_bytes_max),
+            )
+            .serve_with_incoming_shutdown(incoming, signal)
+            .await
+            .map_err(|e| ApiError::Serve(e.to_string()))
+    }
+}
