@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::api::ApiConfig;
+use crate::api::{ApiConfig, ClientAuth, TlsConfig};
+use crate::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use crate::ledger::LedgerConfig;
 use crate::orderer::OrderingMode;
 
@@ -87,6 +88,26 @@ pub struct ApiSection {
     pub streams_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
+    /// TLS on the API's port.
+    pub tls: TlsSection,
+}
+
+/// `[api.tls]`: TLS on the API's port. Paths are relative to the node's directory.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSection {
+    /// Serve TLS only (https); false: plain HTTP.
+    pub enabled: bool,
+    /// The certificate chain, PEM; unset: the first organisation's TLS server
+    /// certificate from `runnel init` (`identities/<org>/tls/server.pem`).
+    pub cert: Option<PathBuf>,
+    /// The private key, PEM; unset: `identities/<org>/tls/server.key` of the first
+    /// organisation.
+    pub key: Option<PathBuf>,
+    /// `"none"`, `"optional"` or `"required"`: whether clients present certificates.
+    pub client_auth: ClientAuth,
+    /// The CA certificates (PEM, one or more) client certificates must chain to.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// `[ordering]`.
@@ -168,6 +189,7 @@ impl Default for NodeConfig {
                 connection_streams_max: api.connection_streams_max,
                 streams_max: api.streams_max,
                 commit_waits_max: api.commit_waits_max,
+                tls: TlsSection::default(),
             },
             ordering: OrderingSection {
                 mode: Mode::Streaming,
@@ -279,16 +301,40 @@ impl NodeConfig {
         ledger
     }
 
-    /// The API's configuration: these settings over the defaults.
-    pub fn api_config(&self) -> ApiConfig {
+    /// The API's configuration: these settings over the defaults, with relative paths
+    /// taken from `dir`, the node's directory.
+    pub fn api_config(&self, dir: &Path) -> ApiConfig {
         ApiConfig {
             listen: self.api.listen,
             message_bytes_max: self.api.message_bytes_max,
             connection_streams_max: self.api.connection_streams_max,
             streams_max: self.api.streams_max,
             commit_waits_max: self.api.commit_waits_max,
+            tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
+    }
+
+    /// The API's TLS files when TLS is enabled, relative paths taken from `dir`.
+    pub fn tls_config(&self, dir: &Path) -> Option<TlsConfig> {
+        let tls = &self.api.tls;
+        if !tls.enabled {
+            return None;
+        }
+        let org = dir.join("identities").join(&self.network.orgs[0]);
+        let cert = match &tls.cert {
+            Some(cert) => dir.join(cert),
+            None => org.join(TLS_SERVER_CERT_FILE),
+        };
+        let key = match &tls.key {
+            Some(key) => dir.join(key),
+            None => org.join(TLS_SERVER_KEY_FILE),
+        };
+        Some(TlsConfig {
+            client_auth: tls.client_auth,
+            client_ca: tls.client_ca.as_ref().map(|ca| dir.join(ca)),
+            ..TlsConfig::new(cert, key)
+        })
     }
 }
 
@@ -341,6 +387,21 @@ connection_streams_max = 256
 streams_max = 1024
 # Most CommitStatus calls waiting at once.
 commit_waits_max = 16384
+
+[api.tls]
+# Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or
+# HTTP/2 (ALPN h2 and http/1.1), /healthz, /metrics and the explorer. Clients trust the
+# CA that issued the certificate: for the one from `runnel init`, identities/<org>/tls/ca.pem.
+enabled = false
+# The certificate chain and its private key, PEM; relative paths are from this file's
+# directory. Unset: the first organisation's, identities/<org>/tls/server.pem and .key.
+# cert = "identities/Org1/tls/server.pem"
+# key = "identities/Org1/tls/server.key"
+# Mutual TLS: "none", "optional" (a certificate a client presents is checked) or
+# "required" (every client presents one); client certificates must chain to a CA
+# certificate in client_ca (PEM, one or more concatenated).
+client_auth = "none"
+# client_ca = "identities/Org1/tls/ca.pem"
 
 [ordering]
 # "streaming": each transaction is delivered at once, blocks are sealed behind the
@@ -396,7 +457,38 @@ mod tests {
         assert_eq!(ledger.endorser.channel, "c");
         assert_eq!(ledger.orderer.mode, OrderingMode::Blocks);
         assert_eq!(ledger.orderer.seal_max_delay, Duration::from_secs(2));
-        assert_eq!(config.api_config().listen.port(), 9000);
+        let api = config.api_config(Path::new("/net"));
+        assert_eq!(api.listen.port(), 9000);
+        assert_eq!(api.tls, None);
+    }
+
+    #[test]
+    fn tls_paths_are_from_the_node_directory() {
+        let dir = Path::new("/net");
+        let config =
+            NodeConfig::parse("[network]\norgs = [\"B\", \"A\"]\n[api.tls]\nenabled = true\n")
+                .unwrap();
+        let tls = config.api_config(dir).tls.unwrap();
+        assert_eq!(tls.cert, dir.join("identities/B/tls/server.pem"));
+        assert_eq!(tls.key, dir.join("identities/B/tls/server.key"));
+        assert_eq!(tls.client_auth, ClientAuth::None);
+        assert_eq!(tls.client_ca, None);
+
+        let config = NodeConfig::parse(
+            "[api.tls]\nenabled = true\ncert = \"certs/node.pem\"\nkey = \"/etc/node.key\"\n\
+             client_auth = \"required\"\nclient_ca = \"certs/clients.pem\"\n",
+        )
+        .unwrap();
+        let tls = config.api_config(dir).tls.unwrap();
+        assert_eq!(tls.cert, dir.join("certs/node.pem"));
+        assert_eq!(tls.key, Path::new("/etc/node.key"));
+        assert_eq!(tls.client_auth, ClientAuth::Required);
+        assert_eq!(tls.client_ca, Some(dir.join("certs/clients.pem")));
+
+        let bad = NodeConfig::parse("[api.tls]\nclient_auth = \"always\"\n").unwrap_err();
+        assert!(bad.contains("always"), "{bad}");
+        let unknown = NodeConfig::parse("[api.tls]\ncertificate = \"x\"\n").unwrap_err();
+        assert!(unknown.contains("certificate"), "{unknown}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `identities/<org>/` | CA certificate, and certificate + key of the org's admin, peer, client and orderer; generated on first open |
+//! | `identities/<org>/` | CA certificate, and certificate + key of the org's admin, peer, client and orderer; `tls/`: the org's TLS CA certificate and TLS server and client certificates + keys; generated on first open |
 //! | `state/` | the peer's state and block store (sled) |
 //! | `orderer/` | the orderer's log (sled) |
 //! | `artifacts/` | compiled contract artifacts |

@@ -41,6 +41,9 @@ enum Command {
     Block(cli::client::BlockArgs),
     /// Show the network and the node's heights.
     Status(cli::client::Connection),
+    /// Show a digest of the node's durable state and its height: equal at equal heights
+    /// on every peer that validated the same stream.
+    StateHash(cli::client::Connection),
     /// Run one contract call locally against a state file and print the result, the
     /// read/write set and the events. Writes are kept (as if committed) unless --dry-run.
     Exec {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Tx(args) => cli::client::transaction(&args),
         Command::Block(args) => cli::client::block(&args),
         Command::Status(args) => cli::client::node_status(&args),
+        Command::StateHash(args) => cli::client::state_hash(&args),
         Command::Exec {
             wasm,
             namespace,

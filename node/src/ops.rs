@@ -164,6 +164,20 @@ async fn log_level(State(ops): State<Ops>) -> Response {
     }
 }
 
+/// The client's address, over plain TCP or TLS.
+fn remote_addr(request: &Request) -> Option<std::net::SocketAddr> {
+    use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+    let extensions = request.extensions();
+    extensions
+        .get::<TcpConnectInfo>()
+        .or_else(|| {
+            extensions
+                .get::<TlsConnectInfo<TcpConnectInfo>>()
+                .map(TlsConnectInfo::get_ref)
+        })
+        .and_then(TcpConnectInfo::remote_addr)
+}
+
 async fn set_log_level(State(ops): State<Ops>, request: Request) -> Response {
     let Some(logs) = &ops.logs else {
         return (
@@ -172,11 +186,7 @@ async fn set_log_level(State(ops): State<Ops>, request: Request) -> Response {
         )
             .into_response();
     };
-    let local = request
-        .extensions()
-        .get::<tonic::transport::server::TcpConnectInfo>()
-        .and_then(|info| info.remote_addr())
-        .is_some_and(|addr| addr.ip().is_loopback());
+    let local = remote_addr(&request).is_some_and(|addr| addr.ip().is_loopback());
     if !local {
         return (
             StatusCode::FORBIDDEN,

@@ -1,148 +1,18 @@
 //! The `runnel` binary as an operator and an application use it: `init`, `dev`, `start`
-//! in a real process on loopback, the client commands against it, the operations
-//! endpoints (/healthz, /metrics, /log/level), a clean stop on SIGTERM, and a restart
-//! that keeps what was committed.
+//! in a real process on loopback, the client commands against it (over TLS for a network
+//! from `runnel init`, plain HTTP for a dev node), the operations endpoints (/healthz,
+//! /metrics, /log/level), a clean stop on SIGTERM, and a restart that keeps what was
+//! committed.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::Path;
+use std::process::Command;
 
-use serde_json::Value;
+mod common;
 
-const RUNNEL: &str = env!("CARGO_BIN_EXE_runnel");
-
-/// How long a node may take to start (the first start compiles contracts).
-const START_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// A node process; killed if the test ends without stopping it.
-struct Node {
-    child: Child,
-    url: String,
-    dir: PathBuf,
-}
-
-impl Node {
-    /// Runs `runnel <args>` and waits for its banner's URL.
-    fn start(args: &[&str], dir: &Path) -> Node {
-        let mut child = Command::new(RUNNEL)
-            .args(args)
-            .args(["--dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-            .env("RUNNEL_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("runnel starts");
-        let stdout = child.stdout.take().unwrap();
-        let (found, url) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.trim().strip_prefix("gRPC and gRPC-web") {
-                    let _ = found.send(url.trim().to_string());
-                }
-            }
-        });
-        let url = match url.recv_timeout(START_TIMEOUT) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                let mut stderr = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
-                panic!("runnel {args:?} did not start:\n{stderr}");
-            }
-        };
-        Node {
-            child,
-            url,
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    /// Runs a client command against this node.
-    fn run(&self, args: &[&str]) -> Output {
-        let (command, rest) = args.split_first().unwrap();
-        Command::new(RUNNEL)
-            .arg(command)
-            .args(["--url", &self.url, "--dir", self.dir.to_str().unwrap()])
-            .args(rest)
-            .output()
-            .expect("runnel runs")
-    }
-
-    /// Runs a client command that must succeed and print JSON.
-    fn json(&self, args: &[&str]) -> Value {
-        let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "{args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).expect("JSON")
-    }
-
-    fn text(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "{args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap().trim().to_string()
-    }
-
-    /// SIGTERM, then the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill runs");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(std::time::Instant::now() < deadline, "node did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A plain HTTP/1.1 request to the node; status and body.
-fn http(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    use std::io::Write;
-    let addr = url.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
+use common::process::{Node, RUNNEL};
 
 #[test]
-fn init_start_invoke_query_inspect_stop_restart() {
+fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("net");
     let init = Command::new(RUNNEL)
@@ -154,6 +24,7 @@ fn init_start_invoke_query_inspect_stop_restart() {
             "Org1,Org2",
         ])
         .args(["--channel", "trade"])
+        .args(["--tls-host", "node1.example", "--tls-host", "10.0.0.7"])
         .output()
         .unwrap();
     assert!(
@@ -162,10 +33,66 @@ fn init_start_invoke_query_inspect_stop_restart() {
         String::from_utf8_lossy(&init.stderr)
     );
     assert!(net.join("identities/Org2/ca.pem").is_file());
+    for file in [
+        "ca.pem",
+        "server.pem",
+        "server.key",
+        "client.pem",
+        "client.key",
+    ] {
+        assert!(
+            net.join("identities/Org2/tls").join(file).is_file(),
+            "{file}"
+        );
+    }
     let settings = std::fs::read_to_string(net.join("runnel.toml")).unwrap();
     assert!(
         settings.contains("orgs = [\"Org1\", \"Org2\"]"),
         "{settings}"
+    );
+    assert!(
+        settings.contains("[api.tls]\n") && settings.contains("\nenabled = true\n"),
+        "{settings}"
+    );
+    assert!(
+        settings.contains("\ncert = \"identities/Org1/tls/server.pem\"\n"),
+        "{settings}"
+    );
+    assert_tls_server_certificate(&net.join("identities/Org1/tls/server.pem"));
+
+    // Bad TLS files stop the node at start, naming the file, before the ledger opens.
+    let missing = dir.path().join("missing.pem");
+    let refused = Command::new(RUNNEL)
+        .args([
+            "start",
+            "--dir",
+            net.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--tls-cert", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
+    let mismatched = Command::new(RUNNEL)
+        .args([
+            "start",
+            "--dir",
+            net.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("RUNNEL_TLS_KEY", net.join("identities/Org2/tls/server.key"))
+        .output()
+        .unwrap();
+    assert!(!mismatched.status.success());
+    let stderr = String::from_utf8_lossy(&mismatched.stderr);
+    assert!(
+        stderr.contains("does not belong to the certificate")
+            && stderr.contains("Org2/tls/server.key"),
+        "{stderr}"
     );
     // A second init would overwrite the keys: refused.
     let again = Command::new(RUNNEL)
@@ -174,8 +101,18 @@ fn init_start_invoke_query_inspect_stop_restart() {
         .unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a network"));
+    // A TLS host name that no client could connect by.
+    let bad_host = Command::new(RUNNEL)
+        .args(["init", "--dir", dir.path().join("bad").to_str().unwrap()])
+        .args(["--tls-host", "not a host"])
+        .output()
+        .unwrap();
+    assert!(!bad_host.status.success());
+    assert!(String::from_utf8_lossy(&bad_host.stderr).contains("`not a host`"));
+    assert!(!dir.path().join("bad/identities").exists());
 
     let node = Node::start(&["start"], &net);
+    assert!(node.url.starts_with("https://127.0.0.1:"), "{}", node.url);
     let status = node.json(&["status"]);
     assert_eq!(status["channel"], "trade");
     assert_eq!(status["orgs"], serde_json::json!(["Org1", "Org2"]));
@@ -213,9 +150,39 @@ fn init_start_invoke_query_inspect_stop_restart() {
     assert!(!bad_tx.status.success());
     assert_eq!(node.text(&["query", "kv", "get", "colour"]), "\"blue\"");
 
+    // Clients that cannot check the node's certificate are refused, with a reason.
+    let plain = node.url.replace("https://", "http://");
+    let refused = node.fails(&plain, &["status"]);
+    assert!(refused.contains("https://"), "{refused}");
+    let other = dir.path().join("other");
+    let init_other = Command::new(RUNNEL)
+        .args(["init", "--dir", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(init_other.status.success());
+    let foreign_ca = other.join("identities/Org1/tls/ca.pem");
+    let refused = node.fails(
+        &node.url,
+        &["status", "--tls-ca", foreign_ca.to_str().unwrap()],
+    );
+    assert!(
+        refused.contains("not issued by a CA this client trusts") && refused.contains("--tls-ca"),
+        "{refused}"
+    );
+    let refused = node.fails(
+        &node.url,
+        &["status", "--tls-server-name", "elsewhere.example"],
+    );
+    assert!(
+        refused.contains("not valid for this host name"),
+        "{refused}"
+    );
+    let by_name = node.json(&["status", "--tls-server-name", "node1.example"]);
+    assert_eq!(by_name["channel"], "trade");
+
     // Operations.
-    assert_eq!(http(&node.url, "GET", "/healthz", ""), (200, "ok\n".into()));
-    let (code, metrics) = http(&node.url, "GET", "/metrics", "");
+    assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
+    let (code, metrics) = node.http("GET", "/metrics", "");
     assert_eq!(code, 200);
     assert!(
         metrics.contains("runnel_transactions_total{code=\"VALID\"} 2"),
@@ -227,21 +194,95 @@ fn init_start_invoke_query_inspect_stop_restart() {
     );
     assert!(metrics.contains("runnel_stage_seconds_count{stage=\"validated\"}"));
     assert!(metrics.contains("runnel_peer_flush_seconds_count"));
-    let (code, level) = http(&node.url, "PUT", "/log/level", "info,runnel_node=debug");
+    let (code, level) = node.http("PUT", "/log/level", "info,runnel_node=debug");
     assert_eq!(code, 200);
     assert!(level.contains("runnel_node=debug"), "{level}");
-    assert_eq!(http(&node.url, "GET", "/log/level", "").1, level);
-    assert_eq!(http(&node.url, "PUT", "/log/level", "=nonsense=").0, 400);
-    assert_eq!(http(&node.url, "GET", "/no/such/page", "").0, 404);
+    assert_eq!(node.http("GET", "/log/level", "").1, level);
+    assert_eq!(node.http("PUT", "/log/level", "=nonsense=").0, 400);
+    assert_eq!(node.http("GET", "/no/such/page", "").0, 404);
 
     assert!(node.stop().success(), "a clean stop on SIGTERM");
 
-    // Restarted: what was committed is there, and the node goes on.
-    let node = Node::start(&["start"], &net);
+    // Restarted, now requiring client certificates from Org1's TLS CA: what was
+    // committed is there, and the node goes on. The client commands present the org's
+    // TLS client certificate from the network directory.
+    let client_ca = net.join("identities/Org1/tls/ca.pem");
+    let node = Node::start(
+        &[
+            "start",
+            "--tls-client-auth",
+            "required",
+            "--tls-client-ca",
+            client_ca.to_str().unwrap(),
+        ],
+        &net,
+    );
     assert_eq!(node.text(&["query", "kv", "get", "colour"]), "\"blue\"");
     let next = node.json(&["invoke", "kv", "put", "colour", "green", "--validated"]);
     assert_eq!(next["seq"], 3);
+    // Org2's TLS client certificate is from another CA.
+    let refused = node.fails(
+        &node.url,
+        &["query", "--org", "Org2", "kv", "get", "colour"],
+    );
+    assert!(refused.contains("TLS"), "{refused}");
+    // Without any client certificate.
+    let (cert, key) = (dir.path().join("none.pem"), dir.path().join("none.key"));
+    std::fs::write(&cert, "").unwrap();
+    std::fs::write(&key, "").unwrap();
+    let refused = node.fails(
+        &node.url,
+        &[
+            "status",
+            "--tls-client-cert",
+            cert.to_str().unwrap(),
+            "--tls-client-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(refused.contains("not a PEM private key"), "{refused}");
     assert!(node.stop().success());
+}
+
+/// The TLS server certificate `runnel init` wrote: ECDSA P-256, for server
+/// authentication, valid for the local names and those given with --tls-host.
+fn assert_tls_server_certificate(path: &Path) {
+    use x509_parser::extensions::GeneralName;
+    let pem = std::fs::read(path).unwrap();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+    let cert = pem.parse_x509().unwrap();
+    assert_eq!(
+        cert.public_key().algorithm.algorithm.to_id_string(),
+        "1.2.840.10045.2.1",
+        "an EC key"
+    );
+    assert!(
+        cert.extended_key_usage()
+            .unwrap()
+            .unwrap()
+            .value
+            .server_auth
+    );
+    let names: Vec<String> = cert
+        .subject_alternative_name()
+        .unwrap()
+        .unwrap()
+        .value
+        .general_names
+        .iter()
+        .map(|name| match name {
+            GeneralName::DNSName(name) => name.to_string(),
+            GeneralName::IPAddress(ip) => match ip.len() {
+                4 => std::net::Ipv4Addr::from(<[u8; 4]>::try_from(*ip).unwrap()).to_string(),
+                _ => std::net::Ipv6Addr::from(<[u8; 16]>::try_from(*ip).unwrap()).to_string(),
+            },
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["localhost", "127.0.0.1", "::1", "node1.example", "10.0.0.7"]
+    );
 }
 
 #[test]
@@ -252,6 +293,7 @@ fn dev_creates_a_network_and_deploys_the_examples() {
     let modules = contracts[0].parent().unwrap();
     let dev = dir.path().join("dev");
     let node = Node::start(&["dev", "--contracts", modules.to_str().unwrap()], &dev);
+    assert!(node.url.starts_with("http://127.0.0.1:"), "{}", node.url);
     let minted = node.json(&[
         "invoke",
         "--as",
@@ -264,6 +306,18 @@ fn dev_creates_a_network_and_deploys_the_examples() {
     assert_eq!(minted["code"], "VALID");
     let transferred = node.json(&["invoke", "--as", "admin", "basic", "InitLedger"]);
     assert_eq!(transferred["code"], "VALID");
+    assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
+    assert!(node.stop().success());
+
+    // The dev node can be given TLS, with the certificates made with it.
+    let node = Node::start(
+        &["dev", "--tls", "--contracts", modules.to_str().unwrap()],
+        &dev,
+    );
+    assert!(node.url.starts_with("https://127.0.0.1:"), "{}", node.url);
+    let balance = node.text(&["query", "token", "balance", "Org1/alice"]);
+    assert_eq!(balance, "100");
+    assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
     assert!(node.stop().success());
 
     // A start without a network says what to do.

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use prost::Message;
 use runnel_node::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use runnel_node::ledger::{Ledger, LedgerConfig};
-use runnel_node::orderer::{Delivered, Orderer};
+use runnel_node::orderer::Delivered;
 use runnel_node::proto::{ResponsePayload, SignedTransaction, Transaction};
 use runnel_node::validator::Phase;
 

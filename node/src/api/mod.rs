@@ -22,6 +22,10 @@
 //! an item (`stream.rs`); the trace stream, which has no store behind it, ends a reader
 //! that falls too far behind with `RESOURCE_EXHAUSTED`. Errors map to statuses in
 //! [`status`].
+//!
+//! With [`ApiConfig::tls`] the port speaks TLS only ([`tls`]): gRPC over HTTP/2 and
+//! gRPC-web over HTTP/1.1 or HTTP/2 (ALPN `h2` and `http/1.1`), and the operations
+//! routes, optionally with client certificates (mutual TLS).
 
 mod admin;
 pub mod codec;
@@ -31,6 +35,7 @@ pub mod ordering;
 mod query;
 pub mod status;
 mod stream;
+pub mod tls;
 mod trace;
 mod waiters;
 
@@ -42,6 +47,7 @@ use std::time::Duration;
 use http::{HeaderName, Method};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_rustls::rustls::ServerConfig;
 use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Code, Status};
@@ -55,6 +61,8 @@ use crate::proto::deliver_server::DeliverServer;
 use crate::proto::gateway_server::GatewayServer;
 use crate::proto::query_server::QueryServer;
 use crate::proto::trace_server::TraceServer;
+
+pub use tls::{ClientAuth, TlsConfig, TlsError};
 
 /// How the API is served, and its limits.
 #[derive(Debug, Clone)]
@@ -76,6 +84,8 @@ pub struct ApiConfig {
     pub stream_queue_depth: usize,
     /// How long browsers may cache a CORS preflight answer.
     pub cors_max_age: Duration,
+    /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ApiConfig {
@@ -88,6 +98,7 @@ impl Default for ApiConfig {
             commit_waits_max: 16_384,
             stream_queue_depth: 64,
             cors_max_age: Duration::from_secs(24 * 60 * 60),
+            tls: None,
         }
     }
 }
@@ -103,6 +114,9 @@ pub enum ApiError {
         /// The system's message.
         message: String,
     },
+    /// TLS could not be set up: a file is missing, unreadable or does not fit.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// The server failed.
     #[error("serving the API: {0}")]
     Serve(String),
@@ -125,11 +139,18 @@ pub struct Server {
     config: ApiConfig,
     listener: TcpListener,
     local_addr: SocketAddr,
+    tls: Option<Arc<ServerConfig>>,
 }
 
 impl Server {
-    /// Binds `config.listen`.
+    /// Reads and checks the TLS files, if any (a missing, unreadable or mismatched one is
+    /// [`ApiError::Tls`], naming it), then binds `config.listen`.
     pub async fn bind(ledger: Arc<Ledger>, config: ApiConfig) -> Result<Server, ApiError> {
+        let tls = config
+            .tls
+            .as_ref()
+            .map(TlsConfig::server_config)
+            .transpose()?;
         let addr = config.listen;
         let bind_error = |e: std::io::Error| ApiError::Bind {
             addr,
@@ -142,12 +163,24 @@ impl Server {
             config,
             listener,
             local_addr,
+            tls,
         })
     }
 
     /// The address bound (with the port chosen when `listen` asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Whether the port speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The URL clients reach the API at: `https://` or `http://` and the address bound.
+    pub fn url(&self) -> String {
+        let scheme = if self.is_tls() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr)
     }
 
     /// Serves until `shutdown` completes; then ends every live stream and waiting call
@@ -223,16 +256,22 @@ impl Server {
             .max_concurrent_streams(shared.config.connection_streams_max)
             .layer(cors)
             .add_routes(Routes::from(everything));
-        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let signal = async move {
             shutdown.await;
             // Live streams and waits end now, so the graceful shutdown can finish.
             let _ = stop.send(true);
         };
-        let served = router
-            .serve_with_incoming_shutdown(incoming, signal)
-            .await
-            .map_err(|e| ApiError::Serve(e.to_string()));
+        let served = match (self.tls, &shared.config.tls) {
+            (Some(tls), Some(config)) => {
+                let incoming = tls::incoming(self.listener, tls, config.handshake_timeout);
+                router.serve_with_incoming_shutdown(incoming, signal).await
+            }
+            _ => {
+                let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+                router.serve_with_incoming_shutdown(incoming, signal).await
+            }
+        }
+        .map_err(|e| ApiError::Serve(e.to_string()));
         // Returns only once no task of the API holds the ledger any more, so that the
         // caller may close it (and its directory) as soon as this returns.
         dispatcher.abort();

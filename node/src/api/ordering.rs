@@ -13,7 +13,7 @@ use tokio_stream::Stream;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
-use super::{ApiError, status};
+use super::{ApiError, TlsConfig, status};
 use crate::ids::{BlockNumber, Seq};
 use crate::orderer::{Delivered, OrderError, Orderer};
 use crate::proto::ordering_item::Item;
@@ -152,26 +152,46 @@ impl OrderingServerHandle {
         self.local_addr
     }
 
-    /// Serves until `shutdown` completes; open streams end then.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ApiError> {
+    /// Serves until `shutdown` completes, over TLS when `tls` is given; open streams end
+    /// then.
+    pub async fn serve(
+        self,
+        tls: Option<&TlsConfig>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
+        let tls = match tls {
+            Some(config) => Some((
+                config
+                    .server_config()
+                    .map_err(|e| ApiError::Serve(e.to_string()))?,
+                config.handshake_timeout,
+            )),
+            None => None,
+        };
         let (stop, stopping) = watch::channel(false);
         let service = OrderingService {
             orderer: self.orderer,
             stopping,
         };
-        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let signal = async move {
             shutdown.await;
             let _ = stop.send(true);
         };
-        tonic::transport::Server::builder()
-            .add_service(
-                OrderingServer::new(service)
-                    .max_decoding_message_size(self.message_bytes_max)
-                    .max_encoding_message_size(self.message_bytes_max),
-            )
-            .serve_with_incoming_shutdown(incoming, signal)
-            .await
-            .map_err(|e| ApiError::Serve(e.to_string()))
+        let router = tonic::transport::Server::builder().add_service(
+            OrderingServer::new(service)
+                .max_decoding_message_size(self.message_bytes_max)
+                .max_encoding_message_size(self.message_bytes_max),
+        );
+        match tls {
+            Some((config, handshake_timeout)) => {
+                let incoming = super::tls::incoming(self.listener, config, handshake_timeout);
+                router.serve_with_incoming_shutdown(incoming, signal).await
+            }
+            None => {
+                let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+                router.serve_with_incoming_shutdown(incoming, signal).await
+            }
+        }
+        .map_err(|e| ApiError::Serve(e.to_string()))
     }
 }

@@ -1,5 +1,6 @@
 //! The client commands: `invoke`, `query`, `deploy`, `tx`, `block`, `status`. Each signs
-//! with an identity from a network directory and talks to a node's API like any client.
+//! with an identity from a network directory and talks to a node's API like any client,
+//! over TLS when the URL is https:// (trusting the network's TLS CAs by default).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,19 +8,24 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use prost::Message;
-use runnel_node::identity::{NetworkKeys, Role, Signer};
+use runnel_node::identity::{
+    NetworkKeys, Role, Signer, TLS_CA_FILE, TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE,
+};
 use runnel_node::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use runnel_node::proto::admin_client::AdminClient;
 use runnel_node::proto::gateway_client::GatewayClient;
 use runnel_node::proto::query_client::QueryClient;
 use runnel_node::proto::{
     CommitStatusRequest, DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest,
-    GetBlockRequest, GetNetworkInfoRequest, GetTransactionRequest, SignedProposal, SubmitRequest,
-    TxPhase, UpgradeContractRequest, ValidationCode,
+    GetBlockRequest, GetNetworkInfoRequest, GetStateHashRequest, GetTransactionRequest,
+    SignedProposal, SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
 };
 use runnel_node::tx;
 use serde_json::{Value, json};
-use tonic::transport::Channel;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
 /// Where the node is and who speaks to it.
 #[derive(Args, Debug, Clone)]
@@ -33,6 +39,31 @@ pub struct Connection {
     /// The identity's organisation.
     #[arg(long, env = "RUNNEL_ORG", default_value = "Org1")]
     pub org: String,
+    /// With an https:// --url: the CA certificates (PEM, one or more) to trust for the
+    /// node's TLS certificate. Default: the TLS CA of every organisation in --dir
+    /// (identities/<org>/tls/ca.pem, written by `runnel init`).
+    #[arg(long, env = "RUNNEL_TLS_CA", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// With https: the client certificate (PEM) presented when the node asks for one
+    /// (mutual TLS). Default: identities/<org>/tls/client.pem in --dir, when there.
+    #[arg(
+        long,
+        env = "RUNNEL_TLS_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "tls_client_key"
+    )]
+    pub tls_client_cert: Option<PathBuf>,
+    /// With https: the client certificate's private key (PEM).
+    #[arg(
+        long,
+        env = "RUNNEL_TLS_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "tls_client_cert"
+    )]
+    pub tls_client_key: Option<PathBuf>,
+    /// With https: the name the node's certificate must hold, instead of --url's host.
+    #[arg(long, env = "RUNNEL_TLS_SERVER_NAME", value_name = "NAME")]
+    pub tls_server_name: Option<String>,
 }
 
 /// A contract call.
@@ -103,15 +134,164 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-async fn connect(url: &str) -> Result<Channel> {
-    Channel::from_shared(url.to_string())
+async fn connect(connection: &Connection) -> Result<Channel> {
+    let url = &connection.url;
+    let mut endpoint = Channel::from_shared(url.to_string())
         .map_err(|e| anyhow!("bad --url {url}: {e}"))?
-        .timeout(CALL_TIMEOUT)
-        .connect()
-        .await
-        .map_err(|e| anyhow!("cannot reach the node at {url}: {e} (is it running? `runnel dev`)"))
+        .timeout(CALL_TIMEOUT);
+    let tls = endpoint.uri().scheme_str() == Some("https");
+    if tls {
+        endpoint = endpoint
+            .tls_config(client_tls(connection)?)
+            .map_err(|e| anyhow!("setting up TLS for {url}: {}", chain(&e)))?;
+    }
+    endpoint.connect().await.map_err(|e| {
+        let hint = tls_hint(&e).unwrap_or(if tls {
+            "is it running? (`runnel start`)"
+        } else {
+            "is it running? (`runnel dev`) A node that serves TLS needs an https:// --url"
+        });
+        anyhow!("cannot reach the node at {url}: {}; {hint}", chain(&e))
+    })
 }
 
+/// The TLS settings of an https:// connection: the CAs to trust, the client certificate
+/// to present if the node asks for one, and the name to check.
+pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
+    let identities = connection.dir.join("identities");
+    let cas: Vec<PathBuf> = match &connection.tls_ca {
+        Some(ca) => vec![ca.clone()],
+        None => {
+            let mut cas: Vec<PathBuf> = std::fs::read_dir(&identities)
+                .map(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|org| org.path().join(TLS_CA_FILE))
+                        .filter(|ca| ca.is_file())
+                        .collect()
+                })
+                .unwrap_or_default();
+            cas.sort();
+            if cas.is_empty() {
+                bail!(
+                    "no TLS CA to trust for {}: none under {} (identities/<org>/{TLS_CA_FILE}); \
+                     pass the node's TLS CA certificate with --tls-ca FILE",
+                    connection.url,
+                    identities.display()
+                );
+            }
+            cas
+        }
+    };
+    let mut tls = ClientTlsConfig::new();
+    for ca in &cas {
+        let pem = std::fs::read(ca)
+            .with_context(|| format!("reading the TLS CA certificate {}", ca.display()))?;
+        let certs = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow!("the TLS CA file {} is malformed: {e}", ca.display()))?;
+        if certs.is_empty() {
+            bail!("the TLS CA file {} holds no PEM CERTIFICATE", ca.display());
+        }
+        tls = tls.ca_certificate(Certificate::from_pem(pem));
+    }
+    let org = identities.join(&connection.org);
+    let client = match (&connection.tls_client_cert, &connection.tls_client_key) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        _ => Some((
+            org.join(TLS_CLIENT_CERT_FILE),
+            org.join(TLS_CLIENT_KEY_FILE),
+        ))
+        .filter(|(cert, key)| cert.is_file() && key.is_file()),
+    };
+    if let Some((cert, key)) = client {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+        };
+        PrivateKeyDer::from_pem_slice(&read(&key)?).map_err(|e| {
+            anyhow!(
+                "the TLS client key {} is not a PEM private key: {e}",
+                key.display()
+            )
+        })?;
+        tls = tls.identity(Identity::from_pem(read(&cert)?, read(&key)?));
+    }
+    if let Some(name) = &connection.tls_server_name {
+        tls = tls.domain_name(name.clone());
+    }
+    Ok(tls)
+}
+
+/// An error and every error under it, on one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
+/// The TLS error under `error`, if any (rustls's errors reach us inside I/O errors).
+fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<rustls::Error>() {
+            return Some(found);
+        }
+        if let Some(found) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// What to do about a failed TLS handshake, when that is what failed.
+fn tls_hint(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    use rustls::{AlertDescription, CertificateError, Error};
+    Some(match rustls_error(error)? {
+        Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => {
+            "the node's TLS certificate is not valid for this host name: connect by a name it \
+             holds (localhost, 127.0.0.1, ::1 and the --tls-host names given to `runnel init`) \
+             or pass --tls-server-name"
+        }
+        Error::InvalidCertificate(
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. },
+        ) => "the node's TLS certificate is outside its validity period (or a clock is wrong)",
+        Error::InvalidCertificate(_) => {
+            "the node's TLS certificate is not issued by a CA this client trusts: pass its \
+             network's TLS CA with --tls-ca (identities/<org>/tls/ca.pem of the network it was \
+             made in)"
+        }
+        Error::AlertReceived(AlertDescription::CertificateRequired) => {
+            "the node requires a client certificate: pass --tls-client-cert and --tls-client-key"
+        }
+        Error::AlertReceived(
+            AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateUnknown,
+        ) => "the node refused this client's TLS certificate: pass one its client CA issued",
+        Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
+            "the node does not seem to speak TLS on this port: try an http:// --url"
+        }
+        _ => return None,
+    })
+}
 fn signer(connection: &Connection, role: Role) -> Result<Signer> {
     let identities = connection.dir.join("identities");
     let keys = NetworkKeys::load(&identities)
@@ -125,8 +305,18 @@ fn signer(connection: &Connection, role: Role) -> Result<Signer> {
     })
 }
 
-/// The node's message, which starts with the error's name (docs/api.md).
+/// The node's message, which starts with the error's name (docs/api.md); for a failure
+/// of the connection itself, what failed under it.
 fn status(error: tonic::Status) -> anyhow::Error {
+    use std::error::Error as _;
+    if let Some(source) = error.source() {
+        let hint = tls_hint(source).unwrap_or(
+            "the node stopped or refused the connection: a node serving TLS needs an \
+             https:// --url, one requiring client certificates (mutual TLS) a certificate \
+             its client CA issued (--tls-client-cert, --tls-client-key)",
+        );
+        return anyhow!("{}: {}; {hint}", error.code(), chain(source));
+    }
     if error.message().is_empty() {
         anyhow!("{}", error.code())
     } else {
@@ -239,7 +429,7 @@ async fn call_proposal(channel: &Channel, args: &CallArgs) -> Result<(Signer, Si
 /// `runnel invoke`: endorse, sign, submit, wait.
 pub fn invoke(args: &CallArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = connect(&args.connection.url).await?;
+        let channel = connect(&args.connection).await?;
         let (creator, proposal) = call_proposal(&channel, args).await?;
         let mut gateway = GatewayClient::new(channel);
         let endorsed = gateway
@@ -260,7 +450,7 @@ pub fn invoke(args: &CallArgs) -> Result<()> {
 /// `runnel query`: evaluate on the node's current state; nothing is ordered.
 pub fn query(args: &CallArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = connect(&args.connection.url).await?;
+        let channel = connect(&args.connection).await?;
         let (_, proposal) = call_proposal(&channel, args).await?;
         let result = GatewayClient::new(channel)
             .evaluate(EvaluateRequest {
@@ -283,7 +473,7 @@ pub fn deploy(args: &DeployArgs) -> Result<()> {
     let code =
         std::fs::read(&args.wasm).with_context(|| format!("reading {}", args.wasm.display()))?;
     runtime()?.block_on(async {
-        let channel = connect(&args.connection.url).await?;
+        let channel = connect(&args.connection).await?;
         let admin = signer(&args.connection, Role::Admin)?;
         let request = DeployRequest {
             name: args.name.clone(),
@@ -340,7 +530,7 @@ pub fn deploy(args: &DeployArgs) -> Result<()> {
 /// `runnel tx`: a transaction in full.
 pub fn transaction(args: &TxArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = connect(&args.connection.url).await?;
+        let channel = connect(&args.connection).await?;
         let t = QueryClient::new(channel)
             .get_transaction(GetTransactionRequest {
                 tx_id: args.tx_id.clone(),
@@ -399,7 +589,7 @@ pub fn transaction(args: &TxArgs) -> Result<()> {
 /// `runnel block`: a sealed block and its transactions.
 pub fn block(args: &BlockArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = connect(&args.connection.url).await?;
+        let channel = connect(&args.connection).await?;
         let block = QueryClient::new(channel)
             .get_block(GetBlockRequest {
                 number: args.number,
@@ -429,9 +619,27 @@ pub fn block(args: &BlockArgs) -> Result<()> {
 }
 
 /// `runnel status`: the network and the node's heights.
+/// `runnel state-hash`: the digest of the node's durable state, to compare peers.
+pub fn state_hash(connection: &Connection) -> Result<()> {
+    runtime()?.block_on(async {
+        let channel = connect(connection).await?;
+        let digest = QueryClient::new(channel)
+            .get_state_hash(GetStateHashRequest {})
+            .await
+            .map_err(status)?
+            .into_inner();
+        print(&json!({
+            "height": digest.height,
+            "state_hash": hex::encode(&digest.hash),
+            "keys": digest.keys,
+        }));
+        Ok(())
+    })
+}
+
 pub fn node_status(connection: &Connection) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = connect(&connection.url).await?;
+        let channel = connect(connection).await?;
         let info = QueryClient::new(channel)
             .get_network_info(GetNetworkInfoRequest {})
             .await

@@ -7,13 +7,16 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use runnel_node::api::ordering::OrderingServerHandle;
-use runnel_node::api::{ApiConfig, Server};
+
+use crate::cli::client::Connection;
+use runnel_node::api::{ApiConfig, ClientAuth, Server, TlsConfig};
 use runnel_node::config::{self, LogFormat, NodeConfig, NodeRole};
-use runnel_node::identity::{NetworkIdentities, NetworkKeys, Role};
+use runnel_node::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
 use runnel_node::ledger::Ledger;
 use runnel_node::metrics::NodeMetrics;
 use runnel_node::ops;
 use runnel_node::orderer::{Orderer, RemoteOrderer, SoloOrderer};
+use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
 const EXAMPLES: [(&str, &str); 3] = [
@@ -38,6 +41,11 @@ pub struct InitArgs {
     /// How long the certificates are valid, in days.
     #[arg(long, default_value_t = 3650)]
     pub validity_days: i64,
+    /// Another name the nodes' TLS server certificates are valid for, besides localhost,
+    /// 127.0.0.1 and ::1: a DNS name or an IP address clients reach the node by.
+    /// Repeatable.
+    #[arg(long = "tls-host", value_name = "NAME")]
+    pub tls_hosts: Vec<String>,
 }
 
 /// What `runnel start` and `runnel dev` share: where the node is and how it serves.
@@ -70,6 +78,23 @@ pub struct ServeArgs {
     /// `ordering.endpoint`).
     #[arg(long, env = "RUNNEL_ORDERER")]
     pub orderer: Option<String>,
+    /// Serve the API over TLS (https), or not with `--tls=false` (overrides
+    /// `api.tls.enabled`).
+    #[arg(long, env = "RUNNEL_TLS", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub tls: Option<bool>,
+    /// The API's TLS certificate chain, PEM (overrides `api.tls.cert`).
+    #[arg(long, env = "RUNNEL_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The API's TLS private key, PEM (overrides `api.tls.key`).
+    #[arg(long, env = "RUNNEL_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: none, optional or required (overrides `api.tls.client_auth`).
+    #[arg(long, env = "RUNNEL_TLS_CLIENT_AUTH", value_name = "MODE")]
+    pub tls_client_auth: Option<ClientAuth>,
+    /// The CA certificates, PEM, client certificates must chain to (overrides
+    /// `api.tls.client_ca`).
+    #[arg(long, env = "RUNNEL_TLS_CLIENT_CA", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// `runnel dev`'s own flags.
@@ -93,6 +118,10 @@ pub fn init(args: &InitArgs) -> Result<()> {
         &args.orgs,
         &args.channel,
         time::Duration::days(args.validity_days),
+        &Tls {
+            enabled: true,
+            hosts: &args.tls_hosts,
+        },
     )?;
     println!(
         "created a network of {} in {}",
@@ -104,11 +133,36 @@ pub fn init(args: &InitArgs) -> Result<()> {
         "  settings:   {}",
         args.dir.join(config::FILE_NAME).display()
     );
+    let mut hosts: Vec<&str> = TLS_LOCAL_HOSTS.to_vec();
+    hosts.extend(args.tls_hosts.iter().map(String::as_str));
+    println!(
+        "  TLS:        on; clients trust {} (valid for {})",
+        args.dir
+            .join("identities")
+            .join(&args.orgs[0])
+            .join(TLS_CA_FILE)
+            .display(),
+        hosts.join(", ")
+    );
     println!("start it with: runnel start --dir {}", args.dir.display());
     Ok(())
 }
 
-fn create(dir: &Path, orgs: &[String], channel: &str, validity: time::Duration) -> Result<()> {
+/// The TLS part of a new network.
+struct Tls<'a> {
+    /// Whether runnel.toml turns it on.
+    enabled: bool,
+    /// Names the TLS server certificates hold besides the local ones.
+    hosts: &'a [String],
+}
+
+fn create(
+    dir: &Path,
+    orgs: &[String],
+    channel: &str,
+    validity: time::Duration,
+    tls: &Tls<'_>,
+) -> Result<()> {
     let identities = dir.join("identities");
     if identities.exists() {
         bail!(
@@ -121,7 +175,14 @@ fn create(dir: &Path, orgs: &[String], channel: &str, validity: time::Duration) 
         bail!("--orgs: give at least one organisation name");
     }
     let names: Vec<&str> = orgs.iter().map(String::as_str).collect();
-    let network = NetworkIdentities::generate(&names, validity)
+    for host in tls.hosts {
+        // What a client may connect by: a DNS name (a wildcard's base too) or an IP address.
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        if ServerName::try_from(name).is_err() {
+            bail!("--tls-host: `{host}` is neither a DNS name nor an IP address");
+        }
+    }
+    let network = NetworkIdentities::generate_with_tls_hosts(&names, validity, tls.hosts)
         .context("generating the network's identities")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let staging = dir.join("identities.new");
@@ -132,12 +193,31 @@ fn create(dir: &Path, orgs: &[String], channel: &str, validity: time::Duration) 
     let settings = dir.join(config::FILE_NAME);
     if !settings.exists() {
         let quoted: Vec<String> = orgs.iter().map(|org| format!("{org:?}")).collect();
-        let text = config::TEMPLATE
+        let first = &orgs[0];
+        let mut text = config::TEMPLATE
             .replace("channel = \"main\"", &format!("channel = {channel:?}"))
             .replace(
                 "orgs = [\"Org1\"]",
                 &format!("orgs = [{}]", quoted.join(", ")),
+            )
+            .replace(
+                "# cert = \"identities/Org1/tls/server.pem\"",
+                &format!("cert = {:?}", format!("identities/{first}/tls/server.pem")),
+            )
+            .replace(
+                "# key = \"identities/Org1/tls/server.key\"",
+                &format!("key = {:?}", format!("identities/{first}/tls/server.key")),
+            )
+            .replace(
+                "# client_ca = \"identities/Org1/tls/ca.pem\"",
+                &format!(
+                    "# client_ca = {:?}",
+                    format!("identities/{first}/tls/ca.pem")
+                ),
             );
+        if tls.enabled {
+            text = text.replace("\nenabled = false\n", "\nenabled = true\n");
+        }
         std::fs::write(&settings, text)
             .with_context(|| format!("writing {}", settings.display()))?;
     }
@@ -172,11 +252,17 @@ pub fn dev(args: &DevArgs) -> Result<()> {
             "creating a one-organisation dev network in {}",
             dir.display()
         );
+        // A local node: TLS certificates are made, but it serves plain HTTP unless
+        // given --tls.
         create(
             &dir,
             &["Org1".to_string()],
             "main",
             time::Duration::days(3650),
+            &Tls {
+                enabled: false,
+                hosts: &[],
+            },
         )?;
     }
     serve(&dir, &args.serve, Some(&args.contracts))
@@ -211,6 +297,31 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     if examples.is_some() && config.node.role != NodeRole::All {
         bail!("runnel dev runs every role in one process; use runnel start for --role");
     }
+    let tls = &mut config.api.tls;
+    if let Some(enabled) = args.tls {
+        tls.enabled = enabled;
+    }
+    // Paths on the command line are the caller's, from the current directory.
+    let from_here = |path: &PathBuf| {
+        std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
+    };
+    if let Some(cert) = &args.tls_cert {
+        tls.cert = Some(from_here(cert)?);
+    }
+    if let Some(key) = &args.tls_key {
+        tls.key = Some(from_here(key)?);
+    }
+    if let Some(mode) = args.tls_client_auth {
+        tls.client_auth = mode;
+    }
+    if let Some(ca) = &args.tls_client_ca {
+        tls.client_ca = Some(from_here(ca)?);
+    }
+    let api: ApiConfig = config.api_config(dir);
+    // Checked before the ledger opens: a bad file stops the node at once, naming it.
+    if let Some(tls) = &api.tls {
+        tls.server_config().context("setting up the API's TLS")?;
+    }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
     let explorer = config.explorer.dir.clone().filter(|dir| {
         let found = dir.join("index.html").is_file();
@@ -226,12 +337,34 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     );
     let ledger = match config.node.role {
         NodeRole::All => Ledger::open(dir, config.ledger_config()),
-        NodeRole::Orderer => return serve_orderer(dir, &config),
+        NodeRole::Orderer => return serve_orderer(dir, &config, &api),
         NodeRole::Peer => {
             let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
-            let orderer =
-                RemoteOrderer::connect(endpoint, config.api.message_bytes_max, ORDERER_TIMEOUT)
-                    .with_context(|| format!("the orderer at {endpoint}"))?;
+            // The peer speaks to its orderer as a client of the network: the TLS CAs
+            // and client certificate of its organisation in the network directory.
+            let tls = match endpoint.starts_with("https://") {
+                true => Some(crate::cli::client::client_tls(&Connection {
+                    url: endpoint.to_string(),
+                    dir: dir.to_path_buf(),
+                    org: config
+                        .node
+                        .org
+                        .clone()
+                        .unwrap_or_else(|| config.network.orgs[0].clone()),
+                    tls_ca: None,
+                    tls_client_cert: None,
+                    tls_client_key: None,
+                    tls_server_name: None,
+                })?),
+                false => None,
+            };
+            let orderer = RemoteOrderer::connect(
+                endpoint,
+                tls,
+                config.api.message_bytes_max,
+                ORDERER_TIMEOUT,
+            )
+            .with_context(|| format!("the orderer at {endpoint}"))?;
             Ledger::open_peer(dir, config.ledger_config(), Arc::new(orderer))
         }
     };
@@ -245,7 +378,6 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         .thread_name("runnel-api")
         .build()
         .context("starting the async runtime")?;
-    let api: ApiConfig = config.api_config();
     let served = runtime.block_on(async {
         let metrics = Arc::new(NodeMetrics::new(&ledger));
         let collector = tokio::spawn(
@@ -253,10 +385,18 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 .clone()
                 .collect(ledger.completed_traces(), ledger.statuses()),
         );
+        let tls = api.tls.clone();
         let server = Server::bind(ledger.clone(), api).await?;
         let addr = server.local_addr();
-        banner(addr, explorer.is_some(), examples.is_some(), dir);
-        tracing::info!(%addr, dir = %dir.display(), "serving");
+        let url = server.url();
+        banner(
+            &url,
+            tls.as_ref(),
+            explorer.is_some(),
+            examples.is_some(),
+            dir,
+        );
+        tracing::info!(%addr, tls = tls.is_some(), dir = %dir.display(), "serving");
         let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
         let served = server.serve_with(extra, interrupted()).await;
         collector.abort();
@@ -272,7 +412,7 @@ const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service on
 /// the API's address, until interrupted.
-fn serve_orderer(dir: &Path, config: &NodeConfig) -> Result<()> {
+fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()> {
     let keys = NetworkKeys::load(&dir.join("identities"))
         .with_context(|| format!("reading the identities in {}", dir.display()))?;
     let org = config
@@ -303,14 +443,15 @@ fn serve_orderer(dir: &Path, config: &NodeConfig) -> Result<()> {
         )
         .await?;
         let addr = server.local_addr();
+        let scheme = if api.tls.is_some() { "https" } else { "http" };
         println!();
         println!("Runnel orderer ready ({}, as {org})", dir.display());
-        println!("  ordering service   http://{addr}");
-        println!("  peers start with   runnel start --role peer --orderer http://{addr}");
+        println!("  ordering service   {scheme}://{addr}");
+        println!("  peers start with   runnel start --role peer --orderer {scheme}://{addr}");
         println!();
         tracing::info!(%addr, dir = %dir.display(), "ordering");
         server
-            .serve(interrupted())
+            .serve(api.tls.as_ref(), interrupted())
             .await
             .map_err(anyhow::Error::from)
     });
@@ -345,11 +486,16 @@ fn deploy_examples(ledger: &Ledger, modules: &Path) -> Result<()> {
     Ok(())
 }
 
-fn banner(addr: std::net::SocketAddr, explorer: bool, dev: bool, dir: &Path) {
-    let url = format!("http://{addr}");
+fn banner(url: &str, tls: Option<&TlsConfig>, explorer: bool, dev: bool, dir: &Path) {
     println!();
     println!("Runnel node ready ({})", dir.display());
     println!("  gRPC and gRPC-web  {url}");
+    if let Some(tls) = tls {
+        println!("  TLS certificate    {}", tls.cert.display());
+        if tls.client_auth != ClientAuth::None {
+            println!("  mutual TLS         {}", tls.client_auth);
+        }
+    }
     if explorer {
         println!("  explorer           {url}/");
     }

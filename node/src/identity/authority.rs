@@ -1,10 +1,11 @@
-//! Issuing identities: an organisation's CA and the certificates it signs.
+//! Issuing identities: an organisation's CA and the certificates it signs, and its TLS CA
+//! with the certificates the API is served and reached with.
 
 use ed25519_dalek::pkcs8::DecodePrivateKey;
 use ed25519_dalek::{Signer as _, SigningKey};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, PKCS_ED25519,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PKCS_ED25519,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -183,5 +184,113 @@ impl Signer {
     /// Signs `message`.
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.key.sign(message).to_bytes()
+    }
+}
+
+/// An organisation's TLS certificate authority, separate from its signing CA (like
+/// Fabric's `tlsca`): ECDSA P-256, which every TLS stack and browser accepts. It issues
+/// the certificates a node serves its API with and those clients present for mutual TLS.
+/// Its certificates carry no role and are never trusted by the [`Msp`](super::Msp).
+pub struct TlsAuthority {
+    org: String,
+    issuer: Issuer<'static, KeyPair>,
+    cert_pem: String,
+}
+
+impl std::fmt::Debug for TlsAuthority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsAuthority")
+            .field("org", &self.org)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsAuthority {
+    /// A new TLS CA for `org` (`tlsca.<org>`), valid from now for `valid_for`.
+    pub fn new(org: &str, valid_for: Duration) -> Result<Self, IdentityError> {
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(issue_error)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue_error)?;
+        params.distinguished_name = dn(org, None, &format!("tlsca.{org}"));
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + valid_for;
+        let cert = params.self_signed(&key).map_err(issue_error)?;
+        Ok(TlsAuthority {
+            org: org.to_string(),
+            issuer: Issuer::new(params, key),
+            cert_pem: cert.pem(),
+        })
+    }
+
+    /// The organisation.
+    pub fn org(&self) -> &str {
+        &self.org
+    }
+
+    /// The TLS CA certificate, PEM: what a client trusts to reach the org's node.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// A TLS server certificate for `name` (its CN), valid for each of `hosts` (DNS names
+    /// or IP addresses, its subject alternative names) from now for `valid_for`.
+    pub fn issue_server(
+        &self,
+        name: &str,
+        hosts: &[String],
+        valid_for: Duration,
+    ) -> Result<IssuedIdentity, IdentityError> {
+        if hosts.is_empty() {
+            return Err(IdentityError::Issue(
+                "a TLS server certificate needs at least one host name".into(),
+            ));
+        }
+        let mut params = CertificateParams::new(hosts.to_vec()).map_err(|e| {
+            IdentityError::Issue(format!(
+                "TLS host names {hosts:?}: {e} (give DNS names or IP addresses)"
+            ))
+        })?;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        self.issue_tls(params, name, valid_for)
+    }
+
+    /// A TLS client certificate for `name` (its CN), for mutual TLS, valid from now for
+    /// `valid_for`.
+    pub fn issue_client(
+        &self,
+        name: &str,
+        valid_for: Duration,
+    ) -> Result<IssuedIdentity, IdentityError> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue_error)?;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        self.issue_tls(params, name, valid_for)
+    }
+
+    fn issue_tls(
+        &self,
+        mut params: CertificateParams,
+        name: &str,
+        valid_for: Duration,
+    ) -> Result<IssuedIdentity, IdentityError> {
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(issue_error)?;
+        params.distinguished_name = dn(&self.org, None, name);
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.use_authority_key_identifier_extension = true;
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + valid_for;
+        let cert = params.signed_by(&key, &self.issuer).map_err(issue_error)?;
+        Ok(IssuedIdentity {
+            cert_der: cert.der().to_vec(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 }

@@ -5,7 +5,8 @@
 //! - [`Msp`] verifies them against the network's org CAs and caches each verified
 //!   certificate by fingerprint, so a busy peer parses and checks a submitter's
 //!   certificate once, not per transaction.
-//! - [`NetworkIdentities`] generates a CA and standard identities per organisation.
+//! - [`NetworkIdentities`] generates a CA and standard identities per organisation, and
+//!   a TLS CA ([`TlsAuthority`], ECDSA P-256) with the org's node's TLS certificates.
 //! - [`Signer`] signs with an identity's key; [`Identity::verify`] checks a signature.
 
 mod authority;
@@ -13,9 +14,12 @@ mod msp;
 mod network;
 mod role;
 
-pub use authority::{CertificateAuthority, IssuedIdentity, Signer};
+pub use authority::{CertificateAuthority, IssuedIdentity, Signer, TlsAuthority};
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
-pub use network::{NetworkIdentities, NetworkKeys, OrgIdentities};
+pub use network::{
+    NetworkIdentities, NetworkKeys, OrgIdentities, OrgTls, TLS_CA_FILE, TLS_CLIENT_CERT_FILE,
+    TLS_CLIENT_KEY_FILE, TLS_LOCAL_HOSTS, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE,
+};
 pub use role::{Role, UnknownRole};
 
 /// Why a certificate, key or signature was refused.

@@ -1,12 +1,38 @@
 //! A whole network's identities in one call: per organisation a CA, an admin, a peer, a
-//! client and an orderer. What `runnel init` writes to disk, and what tests and
+//! client and an orderer, and a TLS CA with the org's node's TLS server certificate and a
+//! TLS client certificate. What `runnel init` writes to disk, and what tests and
 //! benchmarks stand on.
 
 use std::path::Path;
 
 use time::Duration;
 
-use super::{CertificateAuthority, IdentityError, IssuedIdentity, Msp, Role, Signer};
+use super::{CertificateAuthority, IdentityError, IssuedIdentity, Msp, Role, Signer, TlsAuthority};
+
+/// The host names every TLS server certificate holds: a node is always reachable by
+/// them from its own host.
+pub const TLS_LOCAL_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// An organisation's TLS CA certificate, inside its directory.
+pub const TLS_CA_FILE: &str = "tls/ca.pem";
+/// The org's node's TLS server certificate, inside its directory.
+pub const TLS_SERVER_CERT_FILE: &str = "tls/server.pem";
+/// The org's node's TLS server key, inside its directory.
+pub const TLS_SERVER_KEY_FILE: &str = "tls/server.key";
+/// The org's TLS client certificate (mutual TLS), inside its directory.
+pub const TLS_CLIENT_CERT_FILE: &str = "tls/client.pem";
+/// The org's TLS client key (mutual TLS), inside its directory.
+pub const TLS_CLIENT_KEY_FILE: &str = "tls/client.key";
+
+/// One organisation's TLS material: its TLS CA and what it issued.
+pub struct OrgTls {
+    /// The organisation's TLS CA (separate from its signing CA).
+    pub ca: TlsAuthority,
+    /// `peer0.<org>`'s TLS server certificate: the org's node serves its API with it.
+    pub server: IssuedIdentity,
+    /// `client.<org>`'s TLS client certificate, for mutual TLS.
+    pub client: IssuedIdentity,
+}
 
 /// One organisation's CA and its standard identities.
 pub struct OrgIdentities {
@@ -20,6 +46,8 @@ pub struct OrgIdentities {
     pub client: IssuedIdentity,
     /// `orderer0.<org>`, role orderer: signs block seals.
     pub orderer: IssuedIdentity,
+    /// The org's TLS CA, server and client certificates.
+    pub tls: OrgTls,
 }
 
 impl OrgIdentities {
@@ -46,14 +74,37 @@ pub struct NetworkIdentities {
 }
 
 impl NetworkIdentities {
-    /// Generates a CA and an admin, peer, client and orderer identity for each of `orgs`, all
-    /// valid from now for `valid_for`.
+    /// Generates a CA and an admin, peer, client and orderer identity for each of `orgs`,
+    /// and a TLS CA with a server certificate for [`TLS_LOCAL_HOSTS`] and a client
+    /// certificate, all valid from now for `valid_for`.
     pub fn generate(orgs: &[&str], valid_for: Duration) -> Result<Self, IdentityError> {
+        Self::generate_with_tls_hosts(orgs, valid_for, &[])
+    }
+
+    /// [`NetworkIdentities::generate`], with the TLS server certificates also valid for
+    /// `tls_hosts` (DNS names or IP addresses) besides [`TLS_LOCAL_HOSTS`].
+    pub fn generate_with_tls_hosts(
+        orgs: &[&str],
+        valid_for: Duration,
+        tls_hosts: &[String],
+    ) -> Result<Self, IdentityError> {
+        let mut hosts: Vec<String> = TLS_LOCAL_HOSTS.map(String::from).to_vec();
+        for host in tls_hosts {
+            if !hosts.contains(host) {
+                hosts.push(host.clone());
+            }
+        }
         let orgs = orgs
             .iter()
             .map(|&org| {
                 let ca = CertificateAuthority::new(org, valid_for)?;
+                let tls_ca = TlsAuthority::new(org, valid_for)?;
                 Ok(OrgIdentities {
+                    tls: OrgTls {
+                        server: tls_ca.issue_server(&format!("peer0.{org}"), &hosts, valid_for)?,
+                        client: tls_ca.issue_client(&format!("client.{org}"), valid_for)?,
+                        ca: tls_ca,
+                    },
                     admin: ca.issue(Role::Admin, &format!("admin.{org}"), valid_for)?,
                     peer: ca.issue(Role::Peer, &format!("peer0.{org}"), valid_for)?,
                     client: ca.issue(Role::Client, &format!("client.{org}"), valid_for)?,
@@ -84,13 +135,23 @@ const ROLES: [Role; 4] = [Role::Admin, Role::Peer, Role::Client, Role::Orderer];
 
 impl NetworkIdentities {
     /// Writes the network under `dir`: per organisation a directory holding `ca.pem`
-    /// (the CA certificate) and `<role>.pem` / `<role>.key` for each identity (keys
-    /// readable by the owner only). The CA keys are not written.
+    /// (the CA certificate) and `<role>.pem` / `<role>.key` for each identity, and `tls/`
+    /// holding `ca.pem` (the TLS CA certificate), `server.pem` / `server.key` (the node's
+    /// TLS server certificate) and `client.pem` / `client.key` (a TLS client certificate).
+    /// Keys are readable by the owner only; the CAs' keys are not written.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         for org in &self.orgs {
             let org_dir = dir.join(org.org());
-            std::fs::create_dir_all(&org_dir)?;
+            std::fs::create_dir_all(org_dir.join(TLS_DIR))?;
             std::fs::write(org_dir.join(CA_FILE), org.ca.cert_pem())?;
+            std::fs::write(org_dir.join(TLS_CA_FILE), org.tls.ca.cert_pem())?;
+            for (cert, key, identity) in [
+                (TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, &org.tls.server),
+                (TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE, &org.tls.client),
+            ] {
+                std::fs::write(org_dir.join(cert), &identity.cert_pem)?;
+                write_key(&org_dir.join(key), &identity.key_pem)?;
+            }
             for role in ROLES {
                 let identity = match role {
                     Role::Admin => &org.admin,
@@ -99,17 +160,25 @@ impl NetworkIdentities {
                     Role::Orderer => &org.orderer,
                 };
                 std::fs::write(org_dir.join(format!("{role}.pem")), &identity.cert_pem)?;
-                let key_path = org_dir.join(format!("{role}.key"));
-                std::fs::write(&key_path, &identity.key_pem)?;
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600))?;
-                }
+                write_key(&org_dir.join(format!("{role}.key")), &identity.key_pem)?;
             }
         }
         Ok(())
     }
+}
+
+/// The directory of an organisation's TLS files, inside its directory.
+const TLS_DIR: &str = "tls";
+
+/// Writes a private key readable by its owner only.
+fn write_key(path: &Path, key_pem: &str) -> std::io::Result<()> {
+    std::fs::write(path, key_pem)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }
 
 /// A network as a node reads it back from disk ([`NetworkIdentities::write`]).

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
 use super::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
@@ -98,10 +98,11 @@ impl std::fmt::Debug for RemoteOrderer {
 }
 
 impl RemoteOrderer {
-    /// An orderer at `endpoint` (`http://host:port`). Connects lazily: the orderer may
-    /// start after its peers. Calls give up after `timeout`.
+    /// An orderer at `endpoint` (`http://host:port`, or `https://` with `tls`). Connects
+    /// lazily: the orderer may start after its peers. Calls give up after `timeout`.
     pub fn connect(
         endpoint: &str,
+        tls: Option<ClientTlsConfig>,
         message_bytes_max: usize,
         timeout: Duration,
     ) -> Result<RemoteOrderer, OrderError> {
@@ -115,6 +116,12 @@ impl RemoteOrderer {
             .map_err(|e| OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}")))?
             .connect_timeout(timeout)
             .tcp_nodelay(true);
+        let channel = match tls {
+            Some(tls) => channel.tls_config(tls).map_err(|e| {
+                OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
+            })?,
+            None => channel,
+        };
         let channel = {
             let _entered = runtime.enter();
             channel.connect_lazy()

@@ -3,6 +3,8 @@
 // Every test binary uses only part of this.
 #![allow(dead_code)]
 
+pub mod process;
+
 use std::sync::OnceLock;
 
 use runnel_node::identity::{NetworkIdentities, Role, Signer};
