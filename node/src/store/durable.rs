@@ -64,6 +64,13 @@ impl SealTip {
     }
 }
 
+/// Transactions' bytes written ahead of their commit ([`Store::write_ahead`]).
+#[derive(Debug, Default)]
+struct Written {
+    /// Where each one's bytes lie, by seq.
+    places: std::collections::BTreeMap<Seq, crate::records::RecordAt>,
+}
+
 /// The durable store on sled.
 ///
 /// Reads may run from any number of threads. Commits are serialised. When the store
@@ -77,7 +84,7 @@ pub struct Store {
     /// The seal chain's tip and the transactions' file, held across a commit's
     /// check-then-apply, so two commits cannot both pass the seq and seal checks against
     /// the same height and tip, nor interleave their appends.
-    commit_lock: Mutex<(SealTip, RecordFile)>,
+    commit_lock: Mutex<(SealTip, RecordFile, Written)>,
     /// Reads the transactions' file.
     transactions: RecordReader,
     /// How long each commit's flush (fsync) took.
@@ -135,7 +142,7 @@ impl Store {
             db,
             height: AtomicU64::new(height.0),
             transactions: file.handle()?,
-            commit_lock: Mutex::new((tip, file)),
+            commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: crate::metrics::flush_histogram(),
             _dir_lock: lock,
         })
@@ -312,7 +319,7 @@ impl Store {
             return Err(StoreError::EmptyBatch);
         }
         let mut committer = lock(&self.commit_lock);
-        let (tip, file) = &mut *committer;
+        let (tip, file, written) = &mut *committer;
         let height = self.height();
         let mut expected = height.next();
         for tx in &batch.txs {
@@ -338,12 +345,28 @@ impl Store {
             new_tip = new_tip.check_next(seal, new_height)?;
         }
 
-        // The bytes first, durable before any record points at them.
+        // The bytes first, durable before any record points at them (most were written
+        // ahead, see `write_ahead`).
         let mut places = Vec::with_capacity(batch.txs.len());
+        let mut appended = false;
         for tx in &batch.txs {
-            places.push(file.append(TRANSACTION_RECORD, &tx.transaction)?);
+            let ahead = written
+                .places
+                .get(&tx.record.seq)
+                .filter(|at| at.len as usize == tx.transaction.len());
+            match ahead {
+                Some(at) => places.push(*at),
+                None => {
+                    places.push(file.append(TRANSACTION_RECORD, &tx.transaction)?);
+                    appended = true;
+                }
+            }
         }
-        self.transactions.sync()?;
+        if appended {
+            self.transactions.sync()?;
+        }
+        let new_last = batch.last_seq().unwrap_or(height);
+        written.places = written.places.split_off(&new_last.next());
 
         let mut writes = sled::Batch::default();
         let mut indexed = HashSet::new();
@@ -403,6 +426,33 @@ impl Store {
         let flush = Instant::now();
         self.db.flush()?;
         self.flush_seconds.observe(flush.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    /// Appends the bytes of transactions a coming [`Store::commit`] will hold, and makes
+    /// them durable now, so that the commit only writes sled. Nothing points at them
+    /// until that commit: a crash before it leaves records that opening the store cuts.
+    /// Seqs at or below the height, or written ahead already, are skipped.
+    pub fn write_ahead<'a>(
+        &self,
+        txs: impl IntoIterator<Item = (Seq, &'a [u8])>,
+    ) -> Result<(), StoreError> {
+        let mut committer = lock(&self.commit_lock);
+        let (_, file, written) = &mut *committer;
+        let height = self.height();
+        let mut appended = false;
+        for (seq, bytes) in txs {
+            if seq <= height || written.places.contains_key(&seq) {
+                continue;
+            }
+            written
+                .places
+                .insert(seq, file.append(TRANSACTION_RECORD, bytes)?);
+            appended = true;
+        }
+        if appended {
+            self.transactions.sync()?;
+        }
         Ok(())
     }
 
@@ -666,6 +716,48 @@ mod tests {
         );
         drop(store);
         assert_eq!(RecordFile::open(&path).unwrap().records.len(), 2);
+    }
+
+    #[test]
+    fn bytes_written_ahead_are_the_ones_the_commit_points_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .write_ahead([(Seq(1), &b"tx1"[..]), (Seq(2), &b"tx2"[..])])
+            .unwrap();
+        // Again, or for a committed seq: nothing more is written.
+        store.write_ahead([(Seq(1), &b"tx1"[..])]).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            Vec::new(),
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        store.write_ahead([(Seq(1), &b"tx1"[..])]).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            Vec::new(),
+            b"tx2".to_vec(),
+        );
+        batch.push_tx(
+            record(3, ValidationCode::Valid),
+            Vec::new(),
+            b"tx3".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            store.transactions(Seq(1), 10).unwrap(),
+            vec![
+                (Seq(1), b"tx1".to_vec()),
+                (Seq(2), b"tx2".to_vec()),
+                (Seq(3), b"tx3".to_vec())
+            ]
+        );
+        drop(store);
+        let path = dir.path().join(TRANSACTIONS_FILE);
+        assert_eq!(RecordFile::open(&path).unwrap().records.len(), 3);
     }
 
     #[test]

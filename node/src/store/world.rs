@@ -205,6 +205,22 @@ impl WorldState {
         Ok(())
     }
 
+    /// Writes the bytes of the staged transactions up to `through` ahead of their commit
+    /// ([`Store::write_ahead`]): a caller waiting for something else before it commits
+    /// (the orderer's durability) spends that wait on the bytes' sync.
+    pub fn write_ahead(&self, through: Seq) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        let durable = self.durable_height();
+        let bytes: Vec<(Seq, Arc<Vec<u8>>)> = read(&inner.txs)
+            .by_seq
+            .range(durable.0 + 1..=through.0)
+            .map(|(seq, staged)| (Seq(*seq), Arc::clone(&staged.transaction)))
+            .collect();
+        inner
+            .store
+            .write_ahead(bytes.iter().map(|(seq, b)| (*seq, b.as_slice())))
+    }
+
     /// Makes the staged transactions `durable_height + 1 ..= through` durable, with
     /// `seals` (in chain order, as [`Store::commit`] checks them), in one
     /// [`Store::commit`], then prunes the overlay. With nothing to commit (`through` is

@@ -134,6 +134,12 @@ impl Committer {
                 }
             }
             self.verify_seals(shared)?;
+            // The bytes' sync overlaps the wait for the orderer's durability.
+            if let Some(last) = self.staged.back()
+                && last.seq > self.orderer_durable
+            {
+                shared.world.write_ahead(last.seq).map_err(store_error)?;
+            }
             self.commit(shared)?;
         }
         Ok(())
