@@ -11,6 +11,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 /// Prints the percentiles of `latencies` on one line; returns the median.
 pub fn report(name: &str, mut latencies: Vec<Duration>) -> Duration {
+    if latencies.is_empty() {
+        println!("{name:<34} n=0");
+        return Duration::ZERO;
+    }
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let p50 = percentile(&latencies, 0.5);

@@ -107,8 +107,7 @@ impl Gateway for GatewayService {
             let mut waiter = self.shared.waiters.register(tx_id)?;
             let reached = self
                 .shared
-                .blocking(move |ledger| commit_status(ledger, &tx_id, wait_for))
-                .await?;
+                .inline(|ledger| commit_status(ledger, &tx_id, wait_for))?;
             if let Some(response) = reached {
                 return Ok(Response::new(response));
             }

@@ -317,6 +317,13 @@ struct Shared {
 
 impl Shared {
     /// Runs `call` on the ledger on the blocking pool.
+    /// Runs a short ledger call (a lookup, or the orderer's admission: tens of
+    /// microseconds) on the calling task: handing it to the blocking pool would cost two
+    /// thread switches, more than the call itself.
+    fn inline<T>(&self, call: impl FnOnce(&Ledger) -> Result<T, LedgerError>) -> Result<T, Status> {
+        call(&self.ledger).map_err(|e| status::from_ledger(&e))
+    }
+
     async fn blocking<T, F>(&self, call: F) -> Result<T, Status>
     where
         T: Send + 'static,
