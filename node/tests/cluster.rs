@@ -112,6 +112,27 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
     // The state hash tells different states apart.
     assert_ne!(one["state_hash"], two["state_hash"]);
 
+    // The orderer restarts on its address; both peers reconnect and resume their
+    // streams where they were, with nothing skipped or repeated.
+    let address = orderer.url.trim_start_matches("https://").to_string();
+    assert!(orderer.stop().success());
+    let down = peer1.run(&["invoke", "kv", "put", "lost", "x"]);
+    assert!(!down.status.success(), "ordered with no orderer");
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("ORDERER_UNAVAILABLE"),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let orderer = Node::start_on(&["start", "--role", "orderer"], &dirs[0], &address);
+    for (i, via) in [&peer2, &peer1, &peer2].into_iter().enumerate() {
+        let put = via.json(&["invoke", "kv", "put", &format!("after{i}"), "restart"]);
+        assert_eq!(put["code"], "VALID", "{put}");
+        height += 1;
+    }
+    let one = state_at(&peer1, height);
+    assert_eq!(state_at(&peer2, height), one);
+    assert_eq!(peer1.text(&["query", "kv", "get", "after2"]), "\"restart\"");
+
     assert!(peer1.stop().success());
     assert!(peer2.stop().success());
     assert!(orderer.stop().success());

@@ -25,9 +25,14 @@ pub struct Node {
 impl Node {
     /// Runs `runnel <args>` and waits for its banner's URL.
     pub fn start(args: &[&str], dir: &Path) -> Node {
+        Node::start_on(args, dir, "127.0.0.1:0")
+    }
+
+    /// [`Node::start`] listening on `listen`.
+    pub fn start_on(args: &[&str], dir: &Path, listen: &str) -> Node {
         let mut child = Command::new(RUNNEL)
             .args(args)
-            .args(["--dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(["--dir", dir.to_str().unwrap(), "--listen", listen])
             .env("RUNNEL_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
