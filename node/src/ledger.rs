@@ -50,6 +50,7 @@ use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{
     ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal, Transaction,
 };
+use crate::sig::SigCheck;
 use crate::store::{StoreError, TxRecord, WorldState};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
 use crate::tx;
@@ -478,8 +479,34 @@ impl Ledger {
     ) -> Result<Committed, LedgerError> {
         let args = args.iter().map(|a| a.to_vec()).collect();
         let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
-        let signed = tx::sign_proposal(creator, &proposal);
+        let signed = self.sign_own_proposal(creator, &proposal);
         self.run(creator, &signed)
+    }
+
+    /// Signs `proposal` as `creator` and remembers the signature as valid: this process
+    /// made it with the key, so its own endorsers need not verify it again. Any other
+    /// process verifies it as usual; signatures made elsewhere (API clients) are always
+    /// verified.
+    fn sign_own_proposal(&self, creator: &Signer, proposal: &Proposal) -> SignedProposal {
+        let signed = tx::sign_proposal(creator, proposal);
+        self.msp.signatures().remember(&SigCheck {
+            key: creator.public_key(),
+            message: tx::proposal_message(&tx::sha256(&signed.proposal)),
+            signature: signed.signature.clone(),
+        });
+        signed
+    }
+
+    /// [`Ledger::sign_own_proposal`] for the transaction the creator submits: its own
+    /// orderer need not verify it again.
+    fn sign_own_transaction(&self, creator: &Signer, transaction: &Transaction) -> Vec<u8> {
+        let signed = tx::sign_transaction(creator, transaction);
+        self.msp.signatures().remember(&SigCheck {
+            key: creator.public_key(),
+            message: tx::transaction_message(&tx::sha256(&signed.transaction)),
+            signature: signed.signature.clone(),
+        });
+        signed.encode_to_vec()
     }
 
     /// Runs `contract.function(args)` on the current state and returns its result,
@@ -495,7 +522,7 @@ impl Ledger {
         let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
         Ok(self.orgs[0]
             .peer
-            .evaluate(&tx::sign_proposal(creator, &proposal))?)
+            .evaluate(&self.sign_own_proposal(creator, &proposal))?)
     }
 
     /// Runs a proposal signed elsewhere on the current state and returns its result,
@@ -689,7 +716,7 @@ impl Ledger {
             transaction,
             result,
         } = self.endorse_signed(signed)?;
-        let bytes = tx::sign_transaction(creator, &transaction).encode_to_vec();
+        let bytes = self.sign_own_transaction(creator, &transaction);
 
         let mut watch = self.hub.watch(tx_id);
         let ordered = match self.order(bytes) {
