@@ -22,13 +22,49 @@ const PKCS8_ED25519_PREFIX = new Uint8Array([
 ]);
 
 /**
- * The PKCS#8 DER of an Ed25519 private key given as PEM (`-----BEGIN PRIVATE KEY-----`,
- * what `runnel init` writes), PKCS#8 DER, or a bare 32-byte seed.
+ * The PKCS#8 v1 DER of an Ed25519 private key given as PEM (`-----BEGIN PRIVATE KEY-----`,
+ * what `runnel init` writes), PKCS#8 DER (v1, or v2 with the public key, RFC 5958), or a
+ * bare 32-byte seed. WebCrypto and OpenSSL refuse some v2 encodings, so the seed is
+ * taken out and re-wrapped as v1.
  */
 export function ed25519Pkcs8(key: string | Uint8Array): Uint8Array {
-  if (typeof key === "string") return pemBlock(key, "PRIVATE KEY");
-  if (key.length === ED25519_SEED_BYTES) return concat(PKCS8_ED25519_PREFIX, key);
-  return key;
+  const der = typeof key === "string" ? pemBlock(key, "PRIVATE KEY") : key;
+  const seed = der.length === ED25519_SEED_BYTES ? der : ed25519Seed(der);
+  return concat(PKCS8_ED25519_PREFIX, seed);
+}
+
+/** The seed inside a PKCS#8 (v1 or v2) Ed25519 private key. */
+function ed25519Seed(der: Uint8Array): Uint8Array {
+  const bad = (why: string) => new TypeError(`not an Ed25519 private key (PKCS#8): ${why}`);
+  // OneAsymmetricKey ::= SEQUENCE { version INTEGER, algorithm SEQUENCE { OID 1.3.101.112 },
+  //   privateKey OCTET STRING { OCTET STRING (32) }, ... }
+  let at = 0;
+  const header = (tag: number): number => {
+    if (der[at] !== tag) throw bad(`expected DER tag 0x${tag.toString(16)} at byte ${at}`);
+    let length = der[at + 1] ?? 0;
+    at += 2;
+    if (length & 0x80) {
+      const bytes = length & 0x7f;
+      if (bytes > 2) throw bad("DER length too long");
+      length = 0;
+      for (let i = 0; i < bytes; i++) length = (length << 8) | (der[at++] ?? 0);
+    }
+    if (at + length > der.length) throw bad("truncated");
+    return length;
+  };
+  header(0x30);
+  const version = header(0x02);
+  at += version;
+  const algorithm = header(0x30);
+  const oid = der.subarray(at, at + algorithm);
+  if (oid.length !== 5 || oid[0] !== 0x06 || oid[1] !== 0x03 || oid[2] !== 0x2b || oid[3] !== 0x65 || oid[4] !== 0x70) {
+    throw bad("the algorithm is not Ed25519 (1.3.101.112)");
+  }
+  at += algorithm;
+  header(0x04);
+  const length = header(0x04);
+  if (length !== ED25519_SEED_BYTES) throw bad(`a seed of ${length} bytes`);
+  return der.subarray(at, at + length);
 }
 
 /**
