@@ -95,7 +95,7 @@ export function serializeCheckpoint(state: CheckpointState): string {
 export function parseCheckpoint(text: string): CheckpointState {
   const value: unknown = JSON.parse(text);
   const bad = () => new TypeError(`not a checkpoint: ${text.slice(0, 200)}`);
-  if (typeof value !== "object" || value === null) throw bad();
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad();
   const state: CheckpointState = {};
   const { event, block } = value as { event?: unknown; block?: unknown };
   if (event !== undefined) {
