@@ -85,8 +85,8 @@ export async function deployContract(context: ContractContext, options: DeployOp
     new Uint8Array(),
     undefined,
   );
-  const { status } = await transaction.submitAndWait(options.commitWait ?? "durable", options);
-  checkStatus(status);
+  const commit = await transaction.submit(options);
+  const status = checkStatus(await commit.getStatus({ ...options, wait: options.commitWait ?? "durable" }));
   const definition = response.definition;
   return {
     status,

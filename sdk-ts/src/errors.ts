@@ -49,7 +49,7 @@ export class GatewayError extends Error {
   readonly transactionId: string | undefined;
   /** The URL of the node called. */
   readonly url: string;
-  /** Whether the call failed to reach the node at all (refused, reset, timed out). */
+  /** Whether the call failed to reach the node at all (refused, reset, not a Runnel node). */
   readonly unreachable: boolean;
 
   /** @param step - what failed, for the message: "endorse", "submit", ... */
@@ -59,11 +59,7 @@ export class GatewayError extends Error {
     const validationCode = connect.metadata.get(VALIDATION_CODE_HEADER) ?? undefined;
     const unreachable =
       errorName === undefined &&
-      (connect.code === Code.Unavailable ||
-        connect.code === Code.Unknown ||
-        connect.code === Code.Internal ||
-        connect.code === Code.DeadlineExceeded ||
-        connect.code === Code.Canceled);
+      (connect.code === Code.Unavailable || connect.code === Code.Unknown || connect.code === Code.Internal);
     const tx = details.transactionId === undefined ? "" : ` of transaction ${details.transactionId}`;
     const why = unreachable
       ? `cannot reach the node at ${details.url}: ${connect.rawMessage || Code[connect.code]}`

@@ -218,39 +218,6 @@ export class Transaction {
     }
     return new Commit(clients, this.#transactionId);
   }
-
-  /**
-   * Submits and waits for the status in one go: the status call starts with the submit,
-   * so the wait costs no extra round trip. Resolves with the status, valid or not.
-   * @internal What `Contract.submit` uses.
-   */
-  async submitAndWait(wait: CommitWait, options?: CallOptions): Promise<{ commit: Commit; status: Status }> {
-    const clients = this.#context.clients;
-    const transaction = await this.#signedBytes();
-    const commit = new Commit(clients, this.#transactionId);
-    const abort = new AbortController();
-    const cancel = () => abort.abort(options?.signal?.reason);
-    options?.signal?.addEventListener("abort", cancel, { once: true });
-    const status = commit.getStatus({
-      wait,
-      signal: abort.signal,
-      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    });
-    // Rejections are handled below; this only keeps an early one from being reported as unhandled.
-    status.catch(() => undefined);
-    try {
-      await clients.gateway.submit(
-        { transaction },
-        callOptions(options, clients.timeouts.submitMs),
-      );
-    } catch (cause) {
-      abort.abort();
-      throw new SubmitError("submit", { url: clients.url, transactionId: this.#transactionId, cause });
-    } finally {
-      options?.signal?.removeEventListener("abort", cancel);
-    }
-    return { commit, status: await status };
-  }
 }
 
 /** Options of {@link Commit.getStatus}. */

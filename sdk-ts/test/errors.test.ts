@@ -7,6 +7,7 @@ import { describe, expect, inject, test } from "vitest";
 import {
   Code,
   CommitError,
+  CommitStatusError,
   connect,
   EndorseError,
   EvaluateError,
@@ -147,6 +148,26 @@ describe("refused requests", () => {
     using gateway = connect({ url: inject("runnelUrl"), identity, signer: newNodeCryptoSigner(key) });
     const kv = gateway.getNetwork(CHANNEL).getContract("kv");
     await expect(kv.submitTransaction("put", uniqueKey("nodecrypto"), "v")).resolves.toBeInstanceOf(Uint8Array);
+  });
+});
+
+describe("deadlines and cancellation", () => {
+  test.each([true, false])("a status wait past its deadline is a CommitStatusError DEADLINE_EXCEEDED (direct unary: %s)", async (directUnary) => {
+    using gateway = await gatewayAs("client", { directUnary });
+    const never = gateway.newCommit("ab".repeat(32));
+    const error = await never.getStatus({ timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommitStatusError);
+    expect((error as CommitStatusError).grpcCode).toBe(Code.DeadlineExceeded);
+    expect((error as CommitStatusError).unreachable).toBe(false);
+    expect((error as CommitStatusError).transactionId).toBe("ab".repeat(32));
+  });
+
+  test("an aborted signal cancels a waiting call", async () => {
+    using gateway = await gatewayAs();
+    const abort = new AbortController();
+    const waiting = gateway.newCommit("cd".repeat(32)).getStatus({ signal: abort.signal });
+    setTimeout(() => abort.abort(), 100);
+    await expect(waiting).rejects.toMatchObject({ grpcCode: Code.Canceled });
   });
 });
 

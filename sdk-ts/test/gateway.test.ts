@@ -5,10 +5,14 @@ import { inject } from "vitest";
 import { connect, loadNetworkIdentity, type Gateway, type Protocol } from "../src/index.js";
 import { CHANNEL, gatewayAs, json, uniqueKey } from "./helpers.js";
 
-describe.each<Protocol>(["grpc", "grpc-web"])("over %s", (protocol) => {
+describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
+  ["gRPC, direct unary calls (default)", { protocol: "grpc" }],
+  ["gRPC, connect-node unary calls", { protocol: "grpc", directUnary: false }],
+  ["gRPC-web", { protocol: "grpc-web" }],
+])("over %s", (_, options) => {
   let gateway: Gateway;
   beforeAll(async () => {
-    gateway = await gatewayAs("client", { protocol });
+    gateway = await gatewayAs("client", options);
   });
   afterAll(() => gateway.close());
 
