@@ -4,8 +4,9 @@
  * binary and the example contracts are; by default the repository's target/.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdtempSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdtempSync, readFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -42,35 +43,71 @@ process.once("exit", () => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-/** A dev node on loopback. */
+/** Runs `runnel` with `args` to completion; throws with its output if it fails. */
+function run(args: string[]): void {
+  const result = spawnSync(RUNNEL_BIN, args, { encoding: "utf8" });
+  if (result.status !== 0) {
+    throw new Error(`runnel ${args.join(" ")} failed (${result.error?.message ?? result.status}): ${result.stderr}`);
+  }
+}
+
+/** A node on loopback: `runnel dev`, or a network from `runnel init` served by `runnel start`. */
 export class RunnelNode {
   readonly dir: string;
   readonly port: number;
   readonly url: string;
+  /** The organisations of a network from `runnel init`; undefined for a dev node. */
+  readonly orgs: string[] | undefined;
   #child: ChildProcess | undefined;
   #starts = 0;
 
-  private constructor(dir: string, port: number) {
+  private constructor(dir: string, port: number, orgs?: string[]) {
     this.dir = dir;
     this.port = port;
-    this.url = `http://127.0.0.1:${port}`;
+    this.orgs = orgs;
+    this.url = `${orgs === undefined ? "http" : "https"}://127.0.0.1:${port}`;
   }
 
-  /** Starts a node in a new temp dir (or `dir`) on a free port. */
+  /** Starts a dev node in a new temp dir (or `dir`) on a free port. */
   static async start(dir?: string): Promise<RunnelNode> {
     const node = new RunnelNode(dir ?? mkdtempSync(join(tmpdir(), "runnel-sdk-")), await freePort());
     await node.#start();
     return node;
   }
 
+  /** Creates a network of `orgs` (`runnel init`, TLS on) and starts its node (`runnel start`). */
+  static async startNetwork(orgs: string[]): Promise<RunnelNode> {
+    const node = new RunnelNode(mkdtempSync(join(tmpdir(), "runnel-sdk-")), await freePort(), orgs);
+    run(["init", "--dir", node.networkDir, "--orgs", orgs.join(",")]);
+    await node.#start();
+    return node;
+  }
+
+  /** The TLS CA of a network from `runnel init`, PEM. */
+  get tlsCa(): string {
+    return readFileSync(join(this.networkDir, "identities", this.orgs?.[0] ?? "Org1", "tls", "ca.pem"), "utf8");
+  }
+
+  async #healthy(): Promise<boolean> {
+    if (this.orgs === undefined) return (await fetch(`${this.url}/healthz`)).ok;
+    return new Promise((done) => {
+      const request = httpsGet(`${this.url}/healthz`, { ca: this.tlsCa }, (response) => {
+        response.resume();
+        done(response.statusCode === 200);
+      });
+      request.on("error", () => done(false));
+    });
+  }
+
   async #start(): Promise<void> {
     this.#starts += 1;
     const log = createWriteStream(join(this.dir, `node-${this.#starts}.log`));
-    const child = spawn(
-      RUNNEL_BIN,
-      ["dev", "--dir", join(this.dir, "net"), "--listen", `127.0.0.1:${this.port}`, "--contracts", RUNNEL_CONTRACTS],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const listen = ["--listen", `127.0.0.1:${this.port}`];
+    const args =
+      this.orgs === undefined
+        ? ["dev", "--dir", this.networkDir, ...listen, "--contracts", RUNNEL_CONTRACTS]
+        : ["start", "--dir", this.networkDir, ...listen];
+    const child = spawn(RUNNEL_BIN, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     running.add(child);
@@ -86,18 +123,17 @@ export class RunnelNode {
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (exited !== undefined) {
-        throw new Error(`runnel dev ${exited}; see ${join(this.dir, `node-${this.#starts}.log`)}`);
+        throw new Error(`runnel ${args[0]} ${exited}; see ${join(this.dir, `node-${this.#starts}.log`)}`);
       }
       try {
-        const response = await fetch(`${this.url}/healthz`);
-        if (response.ok) return;
+        if (await this.#healthy()) return;
       } catch {
         // not listening yet
       }
       await new Promise((done) => setTimeout(done, 100));
     }
     await this.stop();
-    throw new Error(`runnel dev did not answer ${this.url}/healthz within ${START_TIMEOUT_MS} ms`);
+    throw new Error(`runnel ${args[0]} did not answer ${this.url}/healthz within ${START_TIMEOUT_MS} ms`);
   }
 
   /** The network directory (identities/). */
