@@ -164,7 +164,11 @@ export function createFastUnaryTransport(options: FastUnaryOptions): { transport
       stream.on("trailers", (incoming) => {
         trailers = incoming;
       });
-      stream.on("error", (error) => finish(ConnectError.from(error, Code.Unavailable)));
+      stream.on("error", (error: Error) => {
+        // A stream canceled because its session failed: the session's error says why.
+        const reason = error.cause instanceof Error ? error.cause : error;
+        finish(new ConnectError(reason.message, Code.Unavailable, undefined, undefined, reason));
+      });
       stream.on("close", () => {
         if (settled) return;
         // A trailers-only response carries its status in the headers.
