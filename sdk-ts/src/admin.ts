@@ -40,7 +40,9 @@ export interface DeployOptions extends CallOptions {
 
 /** What a deployment put in force. */
 export interface Deployed {
+  /** The contract definition now in force. */
   readonly definition: ContractDefinition;
+  /** The status of the lifecycle transaction. */
   readonly status: Status;
 }
 

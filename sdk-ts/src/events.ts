@@ -23,7 +23,9 @@ export interface CloseableAsyncIterable<T> extends AsyncIterable<T> {
 
 /** A place in a contract's event stream: the event at `index` among those of the transaction at `seq`. */
 export interface EventCheckpoint {
+  /** The seq of the transaction that emitted the event. */
   readonly seq: bigint;
+  /** The event's place among that transaction's events, from 0. */
   readonly index: number;
 }
 
@@ -45,7 +47,9 @@ export interface ContractEvent {
 
 /** A transaction in a block's list. */
 export interface BlockTransaction {
+  /** Its place in the ordered stream. */
   readonly seq: bigint;
+  /** Its id. */
   readonly transactionId: string;
   /** Its validation code's name: `"VALID"`, `"MVCC_READ_CONFLICT"`, ... */
   readonly code: string;
@@ -53,8 +57,11 @@ export interface BlockTransaction {
 
 /** A sealed (virtual) block: a signed boundary over a range of the ordered stream. */
 export interface Block {
+  /** 1 for the first block, +1 per block. */
   readonly number: bigint;
+  /** The seq of its first transaction. */
   readonly firstSeq: bigint;
+  /** The seq of its last transaction, inclusive. */
   readonly lastSeq: bigint;
   /** Hex sha256 of the previous block's seal; zeros for block 1. */
   readonly previousHash: string;

@@ -23,9 +23,13 @@ export interface KeyValue {
 
 /** One committed write of a key. */
 export interface KeyModification {
+  /** The seq of the transaction that wrote it. */
   readonly seq: bigint;
+  /** That transaction's id. */
   readonly transactionId: string;
+  /** Whether the write deleted the key. */
   readonly isDelete: boolean;
+  /** The value written (empty for a delete). */
   readonly value: Uint8Array;
 }
 
@@ -163,7 +167,10 @@ export class Query {
     return this.#call("network info", (ms) => this.#clients.query.getNetworkInfo({}, callOptions(options, ms)));
   }
 
-  /** A SHA-256 over the node's whole durable state, with its height and key count. */
+  /**
+   * A SHA-256 over the node's whole durable state (`hash`, hex), the committed `height`
+   * it is of, and how many `keys` the state holds. Commits wait while it is computed.
+   */
   async getStateHash(options?: CallOptions): Promise<{ height: bigint; hash: string; keys: bigint }> {
     const response = await this.#call("state hash", (ms) =>
       this.#clients.query.getStateHash({}, callOptions(options, ms)),

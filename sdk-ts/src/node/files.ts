@@ -50,7 +50,9 @@ export const checkpointers = {
 
 /** An identity and its signer. */
 export interface NetworkIdentity {
+  /** The certificate. */
   readonly identity: Identity;
+  /** A signer with its private key. */
   readonly signer: Signer;
 }
 
