@@ -68,6 +68,29 @@ describe("contract events on the shared node", () => {
     expect([...seqs].sort((a, b) => (a < b ? -1 : 1))).toEqual(seqs);
   });
 
+  test("from a block or after an event: the same stream from that point", async () => {
+    using admin = await gatewayAs("admin");
+    const to = account();
+    const ids = await mint(admin, to, 3);
+    const network = admin.getNetwork(CHANNEL);
+    const mine = async (options: Parameters<typeof network.getContractEvents>[1], count: number) => {
+      const events = await network.getContractEvents("token", options);
+      const out: ContractEvent[] = [];
+      const iterator = events[Symbol.asyncIterator]();
+      while (out.length < count) {
+        const next = await iterator.next();
+        if (next.done === true) break;
+        if (JSON.parse(next.value.payloadText).to === to) out.push(next.value);
+      }
+      events.close();
+      return out;
+    };
+    const all = await mine({ startBlock: 1n }, 3);
+    expect(all.map((e) => e.transactionId)).toEqual(ids);
+    const rest = await mine({ after: all[0]!.checkpoint }, 2);
+    expect(rest.map((e) => e.transactionId)).toEqual(ids.slice(1));
+  });
+
   test("with no start: only events committed after the call", async () => {
     using admin = await gatewayAs("admin");
     await mint(admin, account(), 1);

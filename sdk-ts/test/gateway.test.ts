@@ -46,8 +46,12 @@ describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
 
   test("newProposal -> endorse -> submit -> getStatus, with one transaction id throughout", async () => {
     const kv = gateway.getNetwork(CHANNEL).getContract("kv");
-    const proposal = await kv.newProposal("put", { arguments: [uniqueKey("steps"), "1"] });
+    const key = uniqueKey("steps");
+    const proposal = await kv.newProposal("put", { arguments: [key, "1"] });
     const id = proposal.getTransactionId();
+    // Evaluating a proposal runs it without ordering it.
+    expect(json(await proposal.evaluate())).toBeNull();
+    expect(json(await kv.evaluateTransaction("get", key))).toBeNull();
     expect(id).toMatch(/^[0-9a-f]{64}$/);
     const transaction = await proposal.endorse();
     expect(transaction.getTransactionId()).toBe(id);
@@ -57,6 +61,13 @@ describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
     expect(status).toMatchObject({ transactionId: id, codeName: "VALID", successful: true });
     // Another client can ask for the same status by id.
     expect((await gateway.newCommit(id).getStatus()).seq).toBe(status.seq);
+    expect(json(await kv.evaluateTransaction("get", key))).toBe("1");
+    const network = gateway.getNetwork(CHANNEL);
+    expect(network.getName()).toBe(CHANNEL);
+    expect(network.getGateway()).toBe(gateway);
+    expect(kv.getContractName()).toBe("kv");
+    expect(gateway.getIdentity().org).toBe("Org1");
+    expect(gateway.getUrl()).toBe(inject("runnelUrl"));
   });
 
   test("trace(txId) has every stage in flow order", async () => {
