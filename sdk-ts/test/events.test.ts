@@ -11,6 +11,7 @@ import {
   checkpointers,
   connect,
   loadNetworkIdentity,
+  QueryError,
   type CloseableAsyncIterable,
   type ContractEvent,
   type Gateway,
@@ -177,5 +178,21 @@ describe("across a node restart", () => {
     const [next] = await take(resumed, 1);
     expect(next?.transactionId).toBe(expected.at(-1));
     resumed.close();
+  });
+
+  test("a stream whose node stays down gives up after reconnectTimeoutMs with an error naming the URL", async () => {
+    const { identity, signer } = await loadNetworkIdentity(node.networkDir, "Org1", "admin");
+    using reader = connect({ url: node.url, identity, signer });
+    const events = await reader
+      .getNetwork(CHANNEL)
+      .getContractEvents("token", { startSeq: 1n, reconnectTimeoutMs: 1_000, reconnectDelayMs: 100 });
+    const iterator = events[Symbol.asyncIterator]();
+    expect((await iterator.next()).done).toBe(false);
+    await node.stop();
+    const error = await (async () => {
+      for (;;) await iterator.next();
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QueryError);
+    expect((error as QueryError).message).toContain(node.url);
   });
 });

@@ -70,6 +70,14 @@ describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
     expect(gateway.getUrl()).toBe(inject("runnelUrl"));
   });
 
+  test("many concurrent submits on one gateway all commit, each with its own result", async () => {
+    const kv = gateway.getNetwork(CHANNEL).getContract("kv");
+    const keys = Array.from({ length: 40 }, (_, i) => uniqueKey(`concurrent-${i}`));
+    await Promise.all(keys.map((key) => kv.submitTransaction("put", key, key)));
+    const values = await Promise.all(keys.map(async (key) => json(await kv.evaluateTransaction("get", key))));
+    expect(values).toEqual(keys);
+  });
+
   test("trace(txId) has every stage in flow order", async () => {
     const kv = gateway.getNetwork(CHANNEL).getContract("kv");
     const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("trace"), "x"] });

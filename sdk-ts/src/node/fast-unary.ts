@@ -58,6 +58,8 @@ export function createFastUnaryTransport(options: FastUnaryOptions): { transport
           ? tls.connect({
               ...options.nodeOptions,
               socket: net.connect({ host, port, noDelay: true }),
+              // The name the certificate is checked against (with `socket`, tls would assume localhost).
+              host,
               ALPNProtocols: ["h2"],
               servername: options.nodeOptions?.servername ?? (isIP(host) === 0 ? host : undefined),
             })
