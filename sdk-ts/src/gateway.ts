@@ -133,6 +133,19 @@ export class Gateway implements Disposable {
     return this.#query;
   }
 
+  /**
+   * An unsigned proposal from its bytes (`Proposal.getBytes`), e.g. made by another
+   * process: read its digest (`getDigest`) to sign it, then use {@link Gateway.newSignedProposal}.
+   */
+  async newProposal(bytes: Uint8Array): Promise<Proposal> {
+    return Proposal.fromBytes(this.#context(""), bytes);
+  }
+
+  /** An unsigned transaction from its bytes (`Transaction.getBytes`); see {@link Gateway.newProposal}. */
+  async newTransaction(bytes: Uint8Array): Promise<Transaction> {
+    return Transaction.fromBytes(this.#context(""), bytes);
+  }
+
   /** A proposal signed offline: its bytes (`Proposal.getBytes`) and the signature of its digest. */
   async newSignedProposal(bytes: Uint8Array, signature: Uint8Array): Promise<Proposal> {
     return Proposal.fromBytes(this.#context(""), bytes, signature);

@@ -108,7 +108,7 @@ describe("endorsement policy", () => {
     const endorsed = await (await gateway.newSignedProposal(unsigned.getBytes(), await signer(unsigned.getDigest()))).endorse();
     const decoded = fromBinary(txProto.TransactionSchema, endorsed.getBytes());
     const stripped = toBinary(txProto.TransactionSchema, create(txProto.TransactionSchema, { ...decoded, endorsements: [] }));
-    const unsignedTx = await gateway.newSignedTransaction(stripped, new Uint8Array(64));
+    const unsignedTx = await gateway.newTransaction(stripped);
     const transaction = await gateway.newSignedTransaction(stripped, await signer(unsignedTx.getDigest()));
     const status = await (await transaction.submit()).getStatus();
     expect(status.codeName).toBe("ENDORSEMENT_POLICY_FAILURE");

@@ -103,7 +103,11 @@ describe("offline signing", () => {
     const unsigned = await kv.newProposal("put", { arguments: [key, "signed offline"] });
     await expect(unsigned.endorse()).rejects.toThrow(/no signer/);
 
-    const proposal = await gateway.newSignedProposal(unsigned.getBytes(), await signer(unsigned.getDigest()));
+    // The bytes alone carry the proposal, e.g. to a signing service and back.
+    const carried = await gateway.newProposal(unsigned.getBytes());
+    expect(carried.getTransactionId()).toBe(unsigned.getTransactionId());
+    expect(carried.getDigest()).toEqual(unsigned.getDigest());
+    const proposal = await gateway.newSignedProposal(carried.getBytes(), await signer(carried.getDigest()));
     expect(proposal.getTransactionId()).toBe(unsigned.getTransactionId());
     const endorsed = await proposal.endorse();
     const transaction = await gateway.newSignedTransaction(endorsed.getBytes(), await signer(endorsed.getDigest()));

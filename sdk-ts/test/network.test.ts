@@ -55,7 +55,7 @@ describe("a two-organisation network over TLS", () => {
       create(txProto.TransactionSchema, { ...decoded, endorsements: decoded.endorsements.slice(0, 1) }),
     );
     const { signer } = await loadNetworkIdentity(node.networkDir, "Org1", "client");
-    const digest = (await client.newSignedTransaction(onlyOrg1, new Uint8Array(64))).getDigest();
+    const digest = (await client.newTransaction(onlyOrg1)).getDigest();
     const tampered = await client.newSignedTransaction(onlyOrg1, await signer(digest));
     const status = await (await tampered.submit()).getStatus();
     expect(status.successful).toBe(false);
