@@ -28,10 +28,12 @@ export type {
   BlockEventsOptions,
   BlockTransaction,
   CloseableAsyncIterable,
+  CommittedTransaction,
   ContractEvent,
   ContractEventsOptions,
   EventCheckpoint,
   ReconnectOptions,
+  TransactionEventsOptions,
 } from "./events.js";
 export type { GatewayOptions, TransportGatewayOptions } from "./gateway.js";
 export { connectWithTransport, Gateway, Network } from "./gateway.js";

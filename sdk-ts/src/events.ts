@@ -77,6 +77,26 @@ export interface Block {
   readonly transactions: readonly BlockTransaction[];
 }
 
+/** A committed transaction, valid or not, as the node's ordered stream delivers it. */
+export interface CommittedTransaction {
+  /** Its place in the ordered stream. */
+  readonly seq: bigint;
+  /** Its id. */
+  readonly transactionId: string;
+  /** Its validation code's name: `"VALID"`, `"MVCC_READ_CONFLICT"`, ... */
+  readonly code: string;
+  /** The orderer's clock when it ordered it, Unix milliseconds (0 for a `DUPLICATE_TXID`). */
+  readonly timestampMs: bigint;
+  /** The encoded `SignedTransaction`, exactly as ordered. */
+  readonly bytes: Uint8Array;
+}
+
+/** Where a transaction stream starts. */
+export interface TransactionEventsOptions extends ReconnectOptions {
+  /** The first seq; default: the next transaction committed after the call. */
+  startSeq?: bigint;
+}
+
 /** How a stream reconnects after the connection breaks. */
 export interface ReconnectOptions {
   /** Reconnect at all; default true. */
@@ -229,6 +249,32 @@ export async function blockEvents(
       const block = toBlock(response.block);
       next = block.number + 1n;
       return block;
+    },
+  );
+}
+
+/** Opens the committed transaction stream (see `Network.getTransactionEvents`). */
+export async function transactionEvents(
+  clients: Clients,
+  options: TransactionEventsOptions,
+): Promise<CloseableAsyncIterable<CommittedTransaction>> {
+  let next = options.startSeq ?? (await committedHeight(clients)) + 1n;
+  return resumable(
+    clients,
+    "transaction events",
+    options,
+    (signal) => clients.deliver.transactions({ startSeq: next }, { signal }),
+    (response) => {
+      const tx = response.transaction;
+      if (tx === undefined) return undefined;
+      next = tx.seq + 1n;
+      return {
+        seq: tx.seq,
+        transactionId: tx.txId,
+        code: validationCodeName(tx.code),
+        timestampMs: tx.timestampMs,
+        bytes: tx.transaction,
+      };
     },
   );
 }

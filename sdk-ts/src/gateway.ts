@@ -11,11 +11,14 @@ import { Contract, type ContractContext } from "./contract.js";
 import {
   blockEvents,
   contractEvents,
+  transactionEvents,
   type Block,
   type BlockEventsOptions,
   type CloseableAsyncIterable,
+  type CommittedTransaction,
   type ContractEvent,
   type ContractEventsOptions,
+  type TransactionEventsOptions,
 } from "./events.js";
 import type { Identity } from "./identity.js";
 import { Commit, Proposal, Transaction } from "./proposal.js";
@@ -84,6 +87,13 @@ export class Network {
   /** Committed blocks from `startBlock` (or after a checkpointer's block) on, then live; reconnects like contract events. */
   async getBlockEvents(options: BlockEventsOptions = {}): Promise<CloseableAsyncIterable<Block>> {
     return blockEvents(this.#context.clients, options);
+  }
+
+  /** Every committed transaction, valid or not, from `startSeq` (default: the next one) on, then live; reconnects like contract events. */
+  async getTransactionEvents(
+    options: TransactionEventsOptions = {},
+  ): Promise<CloseableAsyncIterable<CommittedTransaction>> {
+    return transactionEvents(this.#context.clients, options);
   }
 
   /** The gateway this network belongs to. */

@@ -126,6 +126,23 @@ describe("contract events on the shared node", () => {
     }
   });
 
+  test("the transaction stream carries every committed transaction, invalid ones with their code", async () => {
+    using client = await gatewayAs();
+    const network = client.getNetwork(CHANNEL);
+    const stream = await network.getTransactionEvents();
+    const kv = network.getContract("kv");
+    const valid = await kv.submitAsync("put", { arguments: [account(), "v"] });
+    await valid.getStatus();
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = (await iterator.next()).value;
+    expect(first).toMatchObject({ transactionId: valid.getTransactionId(), code: "VALID" });
+    expect(first?.bytes.length).toBeGreaterThan(0);
+    const again = await network.getTransactionEvents({ startSeq: first!.seq });
+    expect((await again[Symbol.asyncIterator]().next()).value?.seq).toBe(first!.seq);
+    again.close();
+    stream.close();
+  });
+
   test("a file checkpointer's state survives reopening the file", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "runnel-cp-")), "checkpoint.json");
     const first = await checkpointers.file(path);
