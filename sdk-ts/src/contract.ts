@@ -4,7 +4,7 @@ import type { CallOptions } from "./client.js";
 import { argumentBytes, type Argument } from "./bytes.js";
 import type { Status } from "./errors.js";
 import type { Identity } from "./identity.js";
-import { checkStatus, Commit, Proposal, type CommitWait, type StepContext } from "./proposal.js";
+import { checkStatus, Proposal, type CommitStatusOptions, type CommitWait, type StepContext } from "./proposal.js";
 import { encodeProposal, newProposalMessage, proposalMessage, transactionId } from "./tx.js";
 
 /** Options of a proposal: the function's arguments. */
@@ -29,7 +29,7 @@ export interface SubmittedTransaction {
   /** The function's return value, as endorsed. */
   getResult(): Uint8Array;
   /** Waits for its status (see {@link Commit.getStatus}); valid or not. */
-  getStatus(options?: Parameters<Commit["getStatus"]>[0]): Promise<Status>;
+  getStatus(options?: CommitStatusOptions): Promise<Status>;
 }
 
 /** What a contract needs from its network. */
