@@ -223,9 +223,10 @@ console.log(`# ${TRANSACTIONS} transactions and ${UNARY_CALLS} unary calls per r
 const rows = [];
 const splits = [];
 const transports = [
-  ["gRPC, direct unary (default)", { protocol: "grpc" }],
+  ["gRPC, direct unary", { protocol: "grpc" }],
+  ["gRPC-web, direct unary", { protocol: "grpc-web" }],
   ["gRPC, connect-node unary", { protocol: "grpc", directUnary: false }],
-  ["gRPC-web, connect-node (HTTP/1.1)", { protocol: "grpc-web" }],
+  ["gRPC-web, connect-node unary", { protocol: "grpc-web", directUnary: false }],
 ];
 
 console.log("# one unary call (Query.GetNetworkInfo)");

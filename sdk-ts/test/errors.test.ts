@@ -15,6 +15,7 @@ import {
   newNodeCryptoSigner,
   SubmitError,
   txProto,
+  type Protocol,
 } from "../src/index.js";
 import { freePort, RUNNEL_CONTRACTS } from "./node.js";
 import { CHANNEL, gatewayAs, uniqueKey } from "./helpers.js";
@@ -152,8 +153,13 @@ describe("refused requests", () => {
 });
 
 describe("deadlines and cancellation", () => {
-  test.each([true, false])("a status wait past its deadline is a CommitStatusError DEADLINE_EXCEEDED (direct unary: %s)", async (directUnary) => {
-    using gateway = await gatewayAs("client", { directUnary });
+  test.each<[Protocol, boolean]>([
+    ["grpc", true],
+    ["grpc", false],
+    ["grpc-web", true],
+    ["grpc-web", false],
+  ])("a status wait past its deadline is a CommitStatusError DEADLINE_EXCEEDED (%s, direct unary: %s)", async (protocol, directUnary) => {
+    using gateway = await gatewayAs("client", { protocol, directUnary });
     const never = gateway.newCommit("ab".repeat(32));
     const error = await never.getStatus({ timeoutMs: 300 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommitStatusError);
@@ -162,8 +168,8 @@ describe("deadlines and cancellation", () => {
     expect((error as CommitStatusError).transactionId).toBe("ab".repeat(32));
   });
 
-  test("an aborted signal cancels a waiting call", async () => {
-    using gateway = await gatewayAs();
+  test.each<Protocol>(["grpc", "grpc-web"])("an aborted signal cancels a waiting call (%s)", async (protocol) => {
+    using gateway = await gatewayAs("client", { protocol });
     const abort = new AbortController();
     const waiting = gateway.newCommit("cd".repeat(32)).getStatus({ signal: abort.signal });
     setTimeout(() => abort.abort(), 100);

@@ -8,7 +8,8 @@ import { CHANNEL, gatewayAs, json, uniqueKey } from "./helpers.js";
 describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
   ["gRPC, direct unary calls (default)", { protocol: "grpc" }],
   ["gRPC, connect-node unary calls", { protocol: "grpc", directUnary: false }],
-  ["gRPC-web", { protocol: "grpc-web" }],
+  ["gRPC-web, direct unary calls", { protocol: "grpc-web" }],
+  ["gRPC-web, connect-node unary calls", { protocol: "grpc-web", directUnary: false }],
 ])("over %s", (_, options) => {
   let gateway: Gateway;
   beforeAll(async () => {
@@ -82,7 +83,13 @@ describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
     const kv = gateway.getNetwork(CHANNEL).getContract("kv");
     const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("trace"), "x"] });
     await submitted.getStatus();
-    const trace = await gateway.trace(submitted.getTransactionId());
+    // The node completes a trace just after it answers the status (NOTIFIED is the last
+    // stage): read until it is complete.
+    let trace = await gateway.trace(submitted.getTransactionId());
+    for (let i = 0; i < 50 && trace.stages.at(-1)?.stage !== "NOTIFIED"; i++) {
+      await new Promise((done) => setTimeout(done, 20));
+      trace = await gateway.trace(submitted.getTransactionId());
+    }
     expect(trace.transactionId).toBe(submitted.getTransactionId());
     const stages = trace.stages.map((s) => s.stage);
     expect(stages).toEqual(
