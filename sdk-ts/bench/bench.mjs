@@ -29,6 +29,7 @@ const TRANSACTIONS = Number(process.argv[2] ?? 1000);
 const UNARY_CALLS = Number(process.argv[3] ?? 3000);
 const WARMUP = 100;
 const ROUND = 50;
+const CONCURRENCY = 32;
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 async function freePort() {
@@ -319,10 +320,38 @@ for (const [name, t, once] of [
   console.log(JSON.stringify(row));
   splits.push(row);
 }
+// Many transactions at once through one gateway: what HTTP/2's one multiplexed
+// connection and HTTP/1.1's pool of connections cost when calls overlap.
+console.log(`# ${CONCURRENCY} submitters sharing one gateway, ${TRANSACTIONS * 2} transactions`);
+const concurrent = [];
+for (const [name, options] of transports.slice(0, 2)) {
+  const gateway = connect({ url: node.url, identity, signer: nodeSigner, ...options });
+  closers.push(gateway);
+  const kv = gateway.getNetwork("main").getContract("kv");
+  const run = async (count) => {
+    let left = count;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (left-- > 0) await kv.submitTransaction("put", nextKey(), value);
+      }),
+    );
+  };
+  await run(WARMUP * 2);
+  const cpu0 = process.cpuUsage();
+  const start = performance.now();
+  await run(TRANSACTIONS * 2);
+  const seconds = (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const row = { name, tps: Math.round((TRANSACTIONS * 2) / seconds), cpu_us: Math.round((cpu.user + cpu.system) / (TRANSACTIONS * 2)) };
+  console.log(JSON.stringify(row));
+  concurrent.push(row);
+}
 for (const closer of closers) closer.close();
 await node.stop();
 console.log("\n| what | p50 ms | p99 ms | mean ms | client CPU µs/call |\n|---|---|---|---|---|");
 for (const r of rows) console.log(`| ${r.name} | ${r.p50_ms} | ${r.p99_ms} | ${r.mean_ms} | ${r.cpu_us} |`);
+console.log(`\n| ${CONCURRENCY} submitters, one gateway | tx/s | client CPU µs/tx |\n|---|---|---|`);
+for (const r of concurrent) console.log(`| ${r.name} | ${r.tps} | ${r.cpu_us} |`);
 console.log("\n| client | mean ms per transaction | in the 3 calls | outside them, µs |\n|---|---|---|---|");
 for (const r of splits) console.log(`| ${r.name.replace("split ", "")} | ${r.total_ms} | ${r.in_calls_ms} | ${r.outside_us} |`);
 process.exit(0);
