@@ -13,7 +13,7 @@
 
 import type { Transport } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { connectWithTransport, type Gateway, type GatewayOptions } from "./gateway.js";
+import { checkUrl, connectWithTransport, type Gateway, type GatewayOptions } from "./gateway.js";
 
 export * from "./common.js";
 
@@ -25,6 +25,7 @@ export interface ConnectOptions extends GatewayOptions {
 
 /** Connects to a node over gRPC-web; no call is made until the first request. */
 export function connect(options: ConnectOptions): Gateway {
+  checkUrl(options.url);
   const transport =
     options.transport ?? createGrpcWebTransport({ baseUrl: options.url, useBinaryFormat: true });
   return connectWithTransport({ ...options, transport });

@@ -199,8 +199,19 @@ export class Gateway implements Disposable {
 
 /** A gateway over a transport the caller built. The platform entry points' `connect` build one for you. */
 export function connectWithTransport(options: TransportGatewayOptions): Gateway {
-  if (!/^https?:\/\//.test(options.url)) {
-    throw new TypeError(`url must start with http:// or https://, got ${JSON.stringify(options.url)}`);
-  }
+  checkUrl(options.url);
   return new Gateway(options);
+}
+
+/** Throws a TypeError unless `url` is an http:// or https:// URL. */
+export function checkUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    throw new TypeError(`url must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
+  }
 }

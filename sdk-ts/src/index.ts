@@ -19,7 +19,7 @@
 
 import { createHash } from "node:crypto";
 import { setSha256 } from "./crypto.js";
-import { connectWithTransport, type Gateway, type GatewayOptions } from "./gateway.js";
+import { checkUrl, connectWithTransport, type Gateway, type GatewayOptions } from "./gateway.js";
 import { nodeTransport, type NodeTransportOptions } from "./node/transport.js";
 
 export * from "./common.js";
@@ -42,6 +42,7 @@ export interface ConnectOptions extends GatewayOptions, NodeTransportOptions {}
  * request with an error naming the URL.
  */
 export function connect(options: ConnectOptions): Gateway {
+  checkUrl(options.url);
   const { transport, close } = nodeTransport(options);
   return connectWithTransport({ ...options, transport, closeTransport: close });
 }

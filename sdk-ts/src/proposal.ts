@@ -50,6 +50,15 @@ async function sign(context: StepContext, message: Uint8Array, what: string): Pr
   return context.signer(message);
 }
 
+/** `read()`, or a TypeError saying that the bytes are not an encoded `what`. */
+function decode<T>(what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    throw new TypeError(`not an encoded ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 /** A proposal to run one contract function: evaluate it (a query) or endorse it (a write). */
 export class Proposal {
   readonly #context: StepContext;
@@ -79,7 +88,7 @@ export class Proposal {
     bytes: Uint8Array,
     signature?: Uint8Array,
   ): Promise<Proposal> {
-    const message = fromBinary(ProposalSchema, bytes);
+    const message = decode("Proposal", () => fromBinary(ProposalSchema, bytes));
     const [digest, id] = await Promise.all([
       proposalMessage(bytes),
       transactionId(message.nonce, message.creator),
@@ -169,9 +178,11 @@ export class Transaction {
     bytes: Uint8Array,
     signature?: Uint8Array,
   ): Promise<Transaction> {
-    const transaction = fromBinary(TransactionSchema, bytes);
-    const proposal = fromBinary(ProposalSchema, transaction.proposal?.proposal ?? new Uint8Array());
-    const payload = fromBinary(ResponsePayloadSchema, transaction.payload);
+    const transaction = decode("Transaction", () => fromBinary(TransactionSchema, bytes));
+    const proposal = decode("Transaction's proposal", () =>
+      fromBinary(ProposalSchema, transaction.proposal?.proposal ?? new Uint8Array()),
+    );
+    const payload = decode("Transaction's payload", () => fromBinary(ResponsePayloadSchema, transaction.payload));
     const [digest, id] = await Promise.all([
       transactionMessage(bytes),
       transactionId(proposal.nonce, proposal.creator),

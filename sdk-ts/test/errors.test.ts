@@ -152,6 +152,40 @@ describe("refused requests", () => {
   });
 });
 
+describe("malformed and oversized input", () => {
+  test("bytes that are not a proposal or transaction are refused before any call", async () => {
+    using gateway = await gatewayAs();
+    const garbage = new Uint8Array([0xff, 0xff, 0xff, 0xff]);
+    await expect(gateway.newProposal(garbage)).rejects.toThrow(/not an encoded Proposal/);
+    await expect(gateway.newSignedTransaction(garbage, new Uint8Array(64))).rejects.toThrow(/not an encoded Transaction/);
+  });
+
+  test("a URL that is not http(s) is refused at connect", async () => {
+    const { identity } = await loadNetworkIdentity(inject("runnelDir"), "Org1", "client");
+    expect(() => connect({ url: "127.0.0.1:7051", identity })).toThrow(/http:\/\/ or https:\/\//);
+  });
+
+  test("arguments over the node's limit: EndorseError ARGS_TOO_LARGE; nothing is ordered", async () => {
+    using gateway = await gatewayAs();
+    const kv = gateway.getNetwork(CHANNEL).getContract("kv");
+    const key = uniqueKey("oversized");
+    const error = await kv.submitTransaction("put", key, "x".repeat(3 * 1024 * 1024)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EndorseError);
+    expect((error as EndorseError).errorName).toBe("ARGS_TOO_LARGE");
+    expect((error as EndorseError).grpcCode).toBe(Code.InvalidArgument);
+    expect((await gateway.getQuery().getKey("kv", key)).found).toBe(false);
+  });
+
+  test("a malformed transaction id: CommitStatusError BAD_TX_ID", async () => {
+    using gateway = await gatewayAs();
+    await expect(gateway.newCommit("not hex").getStatus()).rejects.toMatchObject({
+      name: "CommitStatusError",
+      errorName: "BAD_TX_ID",
+      grpcCode: Code.InvalidArgument,
+    });
+  });
+});
+
 describe("deadlines and cancellation", () => {
   test.each<[Protocol, boolean]>([
     ["grpc", true],
