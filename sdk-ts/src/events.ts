@@ -1,5 +1,5 @@
 /**
- * Contract events and blocks as async iterables that resume by themselves. Each stream
+ * Contract events, transactions and blocks as async iterables that resume by themselves. Each stream
  * keeps a cursor just past the last item it handed out; when the connection breaks (the
  * node restarts, the network blips) it reopens from the cursor, so the reader sees every
  * item exactly once and in order. The node guarantees the same across its own switch
@@ -8,12 +8,11 @@
 
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { utf8 } from "./bytes.js";
+import { toHex, utf8 } from "./bytes.js";
 import type { Checkpointer } from "./checkpoint.js";
 import type { Clients } from "./client.js";
 import { QueryError, validationCodeName } from "./errors.js";
 import { EventCheckpointSchema, type Block as BlockMessage, type ContractEventsRequest } from "./gen/runnel/v1/api_pb.js";
-import { toHex } from "./bytes.js";
 
 /** An async iterable that can be closed; closing ends a `for await` loop over it. */
 export interface CloseableAsyncIterable<T> extends AsyncIterable<T> {
