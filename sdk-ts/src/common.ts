@@ -1,0 +1,63 @@
+/** What both entry points (Node.js and browser) export. */
+
+export { Code } from "@connectrpc/connect";
+export type { Argument } from "./bytes.js";
+export { toHex, utf8 } from "./bytes.js";
+export type { CallOptions, Timeouts } from "./client.js";
+export { DEFAULT_TIMEOUTS } from "./client.js";
+export type { Checkpointer, CheckpointState } from "./checkpoint.js";
+export { inMemoryCheckpointer, parseCheckpoint, serializeCheckpoint, StateCheckpointer } from "./checkpoint.js";
+export type { EvaluateOptions, ProposalOptions, SubmitOptions, SubmittedTransaction } from "./contract.js";
+export { Contract } from "./contract.js";
+export type { Sha256 } from "./crypto.js";
+export type { GatewayErrorDetails, Status, ValidationCodeName } from "./errors.js";
+export {
+  CommitError,
+  CommitStatusError,
+  EndorseError,
+  ERROR_CODE_HEADER,
+  EvaluateError,
+  GatewayError,
+  QueryError,
+  SubmitError,
+  VALIDATION_CODE_HEADER,
+  validationCodeName,
+} from "./errors.js";
+export type {
+  Block,
+  BlockEventsOptions,
+  BlockTransaction,
+  CloseableAsyncIterable,
+  CommittedTransaction,
+  ContractEvent,
+  ContractEventsOptions,
+  EventCheckpoint,
+  ReconnectOptions,
+  TransactionEventsOptions,
+} from "./events.js";
+export type { GatewayOptions, TransportGatewayOptions } from "./gateway.js";
+export { connectWithTransport, Gateway, Network } from "./gateway.js";
+export type { Identity } from "./identity.js";
+export { identityFromDer, identityFromPem } from "./identity.js";
+export type { CommitStatusOptions, CommitWait } from "./proposal.js";
+export { Commit, Proposal, Transaction } from "./proposal.js";
+export type {
+  ContractDefinition,
+  KeyHistoryOptions,
+  KeyModification,
+  KeyValue,
+  ListContractsOptions,
+  NetworkInfo,
+  TransactionDetail,
+} from "./query.js";
+export { Query } from "./query.js";
+export type { Signer } from "./signing.js";
+export { ed25519Pkcs8, newPrivateKeySigner } from "./signing.js";
+export type { StageName, StageStamp, Trace } from "./trace.js";
+export type { Deployed, DeployOptions } from "./admin.js";
+export { LIFECYCLE_NAMESPACE } from "./admin.js";
+export { PROPOSAL_DOMAIN, TRANSACTION_DOMAIN } from "./tx.js";
+/** The generated protobuf messages and services (from node/proto), for what the helpers do not cover. */
+export * as proto from "./gen/runnel/v1/api_pb.js";
+/** The generated transaction messages (Proposal, Transaction, ...), to inspect signed bytes. */
+export * as txProto from "./gen/runnel/v1/transaction_pb.js";

@@ -1,0 +1,134 @@
+/**
+ * Typed errors, as fabric-gateway's: an error says which step failed (endorse, submit,
+ * commit status, commit), for which transaction, with the node's own message and the
+ * stable error name the node puts in the `runnel-error-code` header (docs/api.md).
+ * A call that never reached the node says which URL could not be reached.
+ */
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ValidationCode } from "./gen/runnel/v1/api_pb.js";
+
+/** The name of a validation code, as Fabric names it: `"VALID"`, `"MVCC_READ_CONFLICT"`, ... */
+export type ValidationCodeName = Exclude<keyof typeof ValidationCode, number>;
+
+/** The name of a validation code number (`"UNKNOWN(n)"` for a number this SDK does not know). */
+export function validationCodeName(code: number): string {
+  const name: unknown = (ValidationCode as unknown as Record<number, string>)[code];
+  return typeof name === "string" ? name : `UNKNOWN(${code})`;
+}
+
+/** The response header that names a node error. */
+export const ERROR_CODE_HEADER = "runnel-error-code";
+/** The response header that holds the validation code a node error amounts to. */
+export const VALIDATION_CODE_HEADER = "runnel-validation-code";
+
+/** What {@link GatewayError} is made from. */
+export interface GatewayErrorDetails {
+  /** The node's URL. */
+  url: string;
+  /** The transaction concerned, when there is one. */
+  transactionId?: string;
+  /** The error underneath (a `ConnectError` for a failed call). */
+  cause: unknown;
+}
+
+/**
+ * A call to the node failed. `grpcCode` tells what to do about it (retry on
+ * `UNAVAILABLE`, ...), `errorName` which error the node meant, `message` what happened.
+ */
+export class GatewayError extends Error {
+  /** The gRPC status code (`@connectrpc/connect`'s `Code`); `Code.Unknown` if none. */
+  readonly grpcCode: Code;
+  /** The node's stable error name (`"CONTRACT_ERROR"`, ...); undefined if the call never reached it. */
+  readonly errorName: string | undefined;
+  /** The validation code the error amounts to (`"DUPLICATE_TXID"`, ...), when it does. */
+  readonly validationCode: string | undefined;
+  /** The node's own message (for a contract's error, it holds the contract's message). */
+  readonly nodeMessage: string;
+  /** The transaction concerned, when there is one. */
+  readonly transactionId: string | undefined;
+  /** The URL of the node called. */
+  readonly url: string;
+  /** Whether the call failed to reach the node at all (refused, reset, not a Runnel node). */
+  readonly unreachable: boolean;
+
+  /** @param step - what failed, for the message: "endorse", "submit", ... */
+  constructor(step: string, details: GatewayErrorDetails) {
+    const connect = ConnectError.from(details.cause);
+    const errorName = connect.metadata.get(ERROR_CODE_HEADER) ?? undefined;
+    const validationCode = connect.metadata.get(VALIDATION_CODE_HEADER) ?? undefined;
+    const unreachable =
+      errorName === undefined &&
+      (connect.code === Code.Unavailable || connect.code === Code.Unknown || connect.code === Code.Internal);
+    const tx = details.transactionId === undefined ? "" : ` of transaction ${details.transactionId}`;
+    const why = unreachable
+      ? `cannot reach the node at ${details.url}: ${connect.rawMessage || Code[connect.code]}`
+      : connect.rawMessage;
+    super(`${step}${tx} failed: ${why}`, { cause: details.cause });
+    this.name = new.target.name;
+    this.grpcCode = connect.code;
+    this.errorName = errorName;
+    this.validationCode = validationCode;
+    this.nodeMessage = connect.rawMessage;
+    this.transactionId = details.transactionId;
+    this.url = details.url;
+    this.unreachable = unreachable;
+  }
+}
+
+/** Evaluating a proposal failed: the contract's error, a missing contract, the node down, ... */
+export class EvaluateError extends GatewayError {}
+
+/** Endorsing a proposal failed: the contract's error, no endorsers for its policy, ... */
+export class EndorseError extends GatewayError {}
+
+/** Submitting an endorsed transaction for ordering failed. */
+export class SubmitError extends GatewayError {}
+
+/** Asking for a transaction's commit status failed (its outcome is unknown, not invalid). */
+export class CommitStatusError extends GatewayError {}
+
+/** A query, stream or admin call failed. */
+export class QueryError extends GatewayError {}
+
+/** The status of a committed transaction, as {@link Commit.getStatus} returns it. */
+export interface Status {
+  /** The transaction's id, lowercase hex. */
+  readonly transactionId: string;
+  /** Its validation code number (`ValidationCode`). */
+  readonly code: ValidationCode;
+  /** The validation code's name: `"VALID"`, `"MVCC_READ_CONFLICT"`, ... */
+  readonly codeName: string;
+  /** Whether it is valid (its writes are in the state). */
+  readonly successful: boolean;
+  /** Its place in the ordered stream. */
+  readonly seq: bigint;
+  /** The sealed block holding it; 0n while none does yet. */
+  readonly blockNumber: bigint;
+  /** Whether it is durable on the node (`"durable"`) or only validated (`"validated"`). */
+  readonly phase: "validated" | "durable";
+  /** The orderer's clock when it ordered the transaction, Unix milliseconds. */
+  readonly timestampMs: bigint;
+}
+
+/**
+ * A transaction was ordered but is invalid: it is recorded in the ledger with its
+ * validation code (`code`, e.g. `"MVCC_READ_CONFLICT"`), and its writes were not applied.
+ */
+export class CommitError extends Error {
+  /** The transaction's id. */
+  readonly transactionId: string;
+  /** The validation code's name: `"MVCC_READ_CONFLICT"`, `"ENDORSEMENT_POLICY_FAILURE"`, ... */
+  readonly code: string;
+  /** The status the node reported. */
+  readonly status: Status;
+
+  /** @param status - the invalid transaction's status. */
+  constructor(status: Status) {
+    super(`transaction ${status.transactionId} failed to commit with status code ${status.code} (${status.codeName})`);
+    this.name = "CommitError";
+    this.transactionId = status.transactionId;
+    this.code = status.codeName;
+    this.status = status;
+  }
+}

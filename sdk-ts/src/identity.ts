@@ -1,0 +1,38 @@
+/**
+ * Identities: who a client is to the network. A Runnel identity is an X.509 certificate
+ * with an Ed25519 key, issued by an organisation's CA (`runnel init` writes them as PEM
+ * under `identities/<org>/<role>.pem`); the node reads the organisation and role from the
+ * certificate itself.
+ */
+
+import { pemBlock } from "./pem.js";
+
+/** A client identity: the certificate the node sees as a proposal's creator. */
+export interface Identity {
+  /** The organisation, for display (the node reads it from the certificate). */
+  readonly org?: string;
+  /** The X.509 certificate, DER. */
+  readonly credentials: Uint8Array;
+}
+
+/**
+ * An identity from a PEM certificate (`-----BEGIN CERTIFICATE-----`), as text.
+ *
+ * @param pem - the certificate, PEM.
+ * @param org - the organisation's name, for display.
+ */
+export function identityFromPem(pem: string, org?: string): Identity {
+  const credentials = pemBlock(pem, "CERTIFICATE");
+  return org === undefined ? { credentials } : { org, credentials };
+}
+
+/**
+ * An identity from a DER certificate.
+ *
+ * @param der - the certificate, DER.
+ * @param org - the organisation's name, for display.
+ */
+export function identityFromDer(der: Uint8Array, org?: string): Identity {
+  if (der.length === 0) throw new TypeError("an identity's certificate must not be empty");
+  return org === undefined ? { credentials: der } : { org, credentials: der };
+}

@@ -1,0 +1,73 @@
+/** Identities, signers and checkpointers from files (Node.js only). */
+
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { inMemoryCheckpointer } from "../checkpoint.js";
+import { identityFromDer, identityFromPem, type Identity } from "../identity.js";
+import { newPrivateKeySigner, type Signer } from "../signing.js";
+import { fileCheckpointer } from "./checkpoint.js";
+import { newNodeCryptoSigner } from "./signer.js";
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    throw new Error(`reading ${what} ${path}: ${String(error)}`, { cause: error });
+  }
+}
+
+/** Identities from certificates. */
+export const identities = {
+  /** An identity from a PEM certificate's text. */
+  fromPem: identityFromPem,
+  /** An identity from a DER certificate. */
+  fromDer: identityFromDer,
+  /** An identity from a PEM certificate file, e.g. `identities/Org1/client.pem`. */
+  async fromPemFile(path: string, org?: string): Promise<Identity> {
+    return identityFromPem(await readText(path, "the certificate"), org);
+  },
+};
+
+/** Signers from private keys. */
+export const signers = {
+  /** A WebCrypto Ed25519 signer (browsers and Node.js alike) from PEM (PKCS#8), PKCS#8 DER or a 32-byte seed. */
+  newPrivateKeySigner,
+  /** A `node:crypto` Ed25519 signer (Node.js; half WebCrypto's cost here) from the same. */
+  newNodeCryptoSigner,
+  /** A `node:crypto` Ed25519 signer from a PEM private key file, e.g. `identities/Org1/client.key`. */
+  async fromPemFile(path: string): Promise<Signer> {
+    return newNodeCryptoSigner(await readText(path, "the private key"));
+  },
+};
+
+/** Checkpointers for event and block streams. */
+export const checkpointers = {
+  /** Kept in memory. */
+  inMemory: inMemoryCheckpointer,
+  /** Kept in a JSON file, replaced atomically. */
+  file: fileCheckpointer,
+};
+
+/** An identity and its signer. */
+export interface NetworkIdentity {
+  /** The certificate. */
+  readonly identity: Identity;
+  /** A signer with its private key. */
+  readonly signer: Signer;
+}
+
+/**
+ * The identity `role` of organisation `org` in a network directory made by
+ * `runnel init` or `runnel dev`: `<dir>/identities/<org>/<role>.pem` and `.key`.
+ *
+ * @param role - `"client"` (default) or `"admin"`, ...
+ */
+export async function loadNetworkIdentity(dir: string, org: string, role = "client"): Promise<NetworkIdentity> {
+  const base = join(dir, "identities", org, role);
+  const [cert, key] = await Promise.all([
+    readText(`${base}.pem`, "the certificate"),
+    readText(`${base}.key`, "the private key"),
+  ]);
+  return { identity: identityFromPem(cert, org), signer: newNodeCryptoSigner(key) };
+}
+
