@@ -28,4 +28,10 @@ step "contracts -> wasm32 (profile contract)"
 step "Rust tests (unit, integration, hostile modules, doc tests)"
 cargo test --workspace --locked
 
+step "TypeScript SDK (type check, build, tests against a real node)"
+cargo build --locked -p runnel-node --bin runnel
+npm run -w sdk-ts typecheck
+npm run -w sdk-ts build
+npm run -w sdk-ts test
+
 # Benchmarks are type-checked by clippy --all-targets above; run them with ./scripts/bench.sh.
