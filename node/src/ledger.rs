@@ -718,7 +718,7 @@ impl Ledger {
         } = self.endorse_signed(signed)?;
         let bytes = self.sign_own_transaction(creator, &transaction);
 
-        let mut watch = self.hub.watch(tx_id);
+        let mut watch = self.hub.watch_commit(tx_id);
         let ordered = match self.order(bytes) {
             Ok(ordered) => ordered,
             Err(error) => {

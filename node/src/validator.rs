@@ -19,8 +19,11 @@
 //!   so the next transaction and every endorser see them; says "validated".
 //! - **Stage 3** (`commit`) makes everything staged durable in one sled batch per
 //!   flush, never beyond the orderer's durable mark, with the seals it verified; the
-//!   next flush starts as soon as the last ends (adaptive group commit); says
-//!   "committed", then the contract events and block events.
+//!   next flush starts as soon as the last ends (adaptive group commit). Stage 3
+//!   writes each batch to sled and hands it to the **flusher**, which flushes whatever
+//!   was written (one fsync for every batch written meanwhile) and then says
+//!   "committed", then the contract events and block events; stage 3 meanwhile writes
+//!   the next batch, so writing, flushing and waking the waiters overlap.
 //!
 //! Channels between stages are bounded: a slow disk slows intake, and then the orderer's
 //! stream, instead of filling memory.
@@ -230,11 +233,22 @@ impl Validator {
                 Box::new(move || check::run(&shared, next, &check_rx, &to_commit)),
             )?;
         }
+        // Unbounded, but never long: the flusher takes everything waiting at each flush.
+        let (notices, notices_rx) = unbounded::<commit::Notice>();
         {
             let shared = shared.clone();
             spawn(
                 "runnel-commit".into(),
-                Box::new(move || commit::run(&shared, last_seal, &commit_rx, &control_rx)),
+                Box::new(move || {
+                    commit::run(&shared, last_seal, &commit_rx, &control_rx, &notices);
+                }),
+            )?;
+        }
+        {
+            let shared = shared.clone();
+            spawn(
+                "runnel-flush".into(),
+                Box::new(move || commit::flush_and_notify(&shared, &notices_rx)),
             )?;
         }
         {

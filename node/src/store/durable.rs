@@ -79,8 +79,10 @@ struct Written {
 pub struct Store {
     /// The one tree holding every record (layout in the module doc).
     db: sled::Db,
-    /// The last durable seq, as the height record says.
+    /// The last seq written, as the height record says: what reads see.
     height: AtomicU64,
+    /// The last seq known durable: written before a flush began that has returned.
+    durable: AtomicU64,
     /// The seal chain's tip and the transactions' file, held across a commit's
     /// check-then-apply, so two commits cannot both pass the seq and seal checks against
     /// the same height and tip, nor interleave their appends.
@@ -141,6 +143,7 @@ impl Store {
         Ok(Store {
             db,
             height: AtomicU64::new(height.0),
+            durable: AtomicU64::new(height.0),
             transactions: file.handle()?,
             commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: crate::metrics::flush_histogram(),
@@ -148,9 +151,16 @@ impl Store {
         })
     }
 
-    /// The last durable seq ([`Seq::ZERO`] when nothing was committed).
+    /// The last seq written ([`Seq::ZERO`] when nothing was): reads see everything up to
+    /// it. Durable once a [`Store::flush`] that began after it was written returns
+    /// ([`Store::durable_height`]).
     pub fn height(&self) -> Seq {
         Seq(self.height.load(Ordering::Acquire))
+    }
+
+    /// The last durable seq: at most [`Store::height`], equal to it after a flush.
+    pub fn durable_height(&self) -> Seq {
+        Seq(self.durable.load(Ordering::Acquire))
     }
 
     /// The durable value of `key` in namespace `ns`.
@@ -303,18 +313,42 @@ impl Store {
         Ok(out)
     }
 
-    /// Makes `batch` durable: checks it whole, writes it as one atomic sled batch with the
-    /// new height, and flushes (fsync) before returning. A refused batch writes nothing.
+    /// Makes `batch` durable: [`Store::write`], then [`Store::flush`].
+    pub fn commit(&self, batch: &CommitBatch) -> Result<(), StoreError> {
+        self.write(batch)?;
+        self.flush()?;
+        Ok(())
+    }
+
+    /// Makes everything written so far durable (fsync) and returns the durable height.
+    /// Writes may go on meanwhile: a flush makes durable at least what was written before
+    /// it began, so a writer and a flusher on two threads overlap a batch's writing with
+    /// the previous batches' flush.
+    pub fn flush(&self) -> Result<Seq, StoreError> {
+        let height = self.height();
+        let flush = Instant::now();
+        self.db.flush()?;
+        self.flush_seconds.observe(flush.elapsed().as_secs_f64());
+        self.durable.fetch_max(height.0, Ordering::AcqRel);
+        Ok(height)
+    }
+
+    /// Writes `batch`: checks it whole and writes it as one atomic sled batch with the new
+    /// height. Reads see it at once; it is durable after the next [`Store::flush`] (sled
+    /// recovers a prefix of the batches written, each whole or not at all). A refused
+    /// batch writes nothing.
     ///
     /// The batch's transactions must be exactly `height + 1`, `height + 2`, ... Only valid
     /// transactions' writes are applied; every transaction keeps its bytes, and enters the
-    /// tx index unless its id is already there (the first record of an id stays).
+    /// tx index unless its id is already there (the first record of an id stays). A valid
+    /// transaction's id must be new: the validator gives a known id `DUPLICATE_TXID`, and
+    /// only invalid records are looked up.
     ///
     /// The batch's seals must continue the stored chain in order: block numbers one after
     /// the other from the last stored seal's (the first seal is block 1), each starting
     /// right after the seq the previous one ends at (block 1 at seq 1), ending at or after
     /// its first seq and at or before the height after this batch.
-    pub fn commit(&self, batch: &CommitBatch) -> Result<(), StoreError> {
+    pub fn write(&self, batch: &CommitBatch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Err(StoreError::EmptyBatch);
         }
@@ -380,7 +414,11 @@ impl Store {
         ) in batch.txs.iter().zip(places)
         {
             let tx_key = keys::tx_key(&record.tx_id);
-            if indexed.insert(record.tx_id) && !self.db.contains_key(tx_key)? {
+            // A valid transaction's id is new (stage 2 checks it), so only an invalid one
+            // may find its id taken.
+            if indexed.insert(record.tx_id)
+                && (record.code.is_valid() || !self.db.contains_key(tx_key)?)
+            {
                 writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
             }
             writes.insert(
@@ -419,13 +457,9 @@ impl Store {
         writes.insert(HEIGHT_KEY, &keys::encode_height(new_height)[..]);
 
         self.db.apply_batch(writes)?;
-        // Readers already see the batch in sled; the height follows it at once. Should the
-        // flush fail, the batch may not survive a crash: the error stops the caller.
+        // Readers already see the batch in sled; the height follows it at once.
         self.height.store(new_height.0, Ordering::Release);
         *tip = new_tip;
-        let flush = Instant::now();
-        self.db.flush()?;
-        self.flush_seconds.observe(flush.elapsed().as_secs_f64());
         Ok(())
     }
 
@@ -639,6 +673,36 @@ mod tests {
             }],
             ..NsRwSet::default()
         }
+    }
+
+    #[test]
+    fn a_write_is_read_at_once_and_durable_after_the_next_flush_which_a_reopen_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v1")],
+            b"tx1".to_vec(),
+        );
+        store.write(&batch).unwrap();
+        assert_eq!(store.height(), Seq(1));
+        assert_eq!(store.durable_height(), Seq::ZERO);
+        assert!(store.get("ns", b"k").unwrap().is_some());
+        // The next batch may be written while nothing is durable yet.
+        let mut next = CommitBatch::new();
+        next.push_tx(
+            record(2, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v2")],
+            b"tx2".to_vec(),
+        );
+        store.write(&next).unwrap();
+        assert_eq!(store.flush().unwrap(), Seq(2));
+        assert_eq!(store.durable_height(), Seq(2));
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!((store.height(), store.durable_height()), (Seq(2), Seq(2)));
+        assert_eq!(store.get("ns", b"k").unwrap().unwrap().value, b"v2".to_vec());
     }
 
     #[test]

@@ -104,6 +104,12 @@ impl WorldState {
 
     /// The last durable seq.
     pub fn durable_height(&self) -> Seq {
+        self.inner.store.durable_height()
+    }
+
+    /// The last seq written to the store, durable or not yet
+    /// ([`WorldState::write_staged`]); staged transactions follow it.
+    pub fn written_height(&self) -> Seq {
         self.inner.store.height()
     }
 
@@ -210,10 +216,10 @@ impl WorldState {
     /// (the orderer's durability) spends that wait on the bytes' sync.
     pub fn write_ahead(&self, through: Seq) -> Result<(), StoreError> {
         let inner = &*self.inner;
-        let durable = self.durable_height();
+        let written = self.written_height();
         let bytes: Vec<(Seq, Arc<Vec<u8>>)> = read(&inner.txs)
             .by_seq
-            .range(durable.0 + 1..=through.0)
+            .range(written.0 + 1..=through.0)
             .map(|(seq, staged)| (Seq(*seq), Arc::clone(&staged.transaction)))
             .collect();
         inner
@@ -221,15 +227,30 @@ impl WorldState {
             .write_ahead(bytes.iter().map(|(seq, b)| (*seq, b.as_slice())))
     }
 
-    /// Makes the staged transactions `durable_height + 1 ..= through` durable, with
-    /// `seals` (in chain order, as [`Store::commit`] checks them), in one
-    /// [`Store::commit`], then prunes the overlay. With nothing to commit (`through` is
-    /// the durable height and no seals), only prunes. A refused commit leaves everything
-    /// staged as it was.
+    /// Makes the staged transactions `written_height + 1 ..= through` durable, with
+    /// `seals`: [`WorldState::write_staged`], then [`WorldState::flush`].
     pub fn commit_staged(&self, through: Seq, seals: Vec<SealRecord>) -> Result<(), StoreError> {
+        self.write_staged(through, seals)?;
+        self.flush()?;
+        Ok(())
+    }
+
+    /// Makes everything written durable ([`Store::flush`]) and returns the durable height.
+    /// May run on another thread than [`WorldState::write_staged`], overlapping them.
+    pub fn flush(&self) -> Result<Seq, StoreError> {
+        self.inner.store.flush()
+    }
+
+    /// Writes the staged transactions `written_height + 1 ..= through`, with `seals` (in
+    /// chain order, as [`Store::write`] checks them), to the store in one
+    /// [`Store::write`], then prunes the overlay: reads find them in the store at once;
+    /// they are durable after the next [`WorldState::flush`]. With nothing to write
+    /// (`through` is the written height and no seals), only prunes. A refused write leaves
+    /// everything staged as it was.
+    pub fn write_staged(&self, through: Seq, seals: Vec<SealRecord>) -> Result<(), StoreError> {
         let inner = &*self.inner;
         let _commit = lock(&inner.commit_lock);
-        let durable = self.durable_height();
+        let durable = self.written_height();
         let staged = self.staged_height();
         if through < durable || through > staged {
             return Err(StoreError::CommitRange {
@@ -267,7 +288,7 @@ impl WorldState {
         for seal in seals {
             batch.push_seal(seal);
         }
-        if let Err(error) = inner.store.commit(&batch) {
+        if let Err(error) = inner.store.write(&batch) {
             // Give the writes back, so a retry commits the same transactions.
             let mut txs = write(&inner.txs);
             for tx in batch.txs {
@@ -278,7 +299,7 @@ impl WorldState {
             return Err(error);
         }
         {
-            // Durable now: `Store::tx` and `Store::transaction` answer for them.
+            // Written now: `Store::tx` and `Store::transaction` answer for them.
             let mut txs = write(&inner.txs);
             let rest = txs.by_seq.split_off(&(through.0 + 1));
             txs.by_seq = rest;
@@ -368,7 +389,7 @@ impl WorldState {
     /// Prunes the overlay (rule in the module doc).
     fn prune(&self) {
         let oldest = lock(&self.inner.snapshots).keys().next().copied();
-        let floor = Seq(self.durable_height().0.min(oldest.unwrap_or(u64::MAX)));
+        let floor = Seq(self.written_height().0.min(oldest.unwrap_or(u64::MAX)));
         write(&self.inner.overlay).prune(floor);
     }
 

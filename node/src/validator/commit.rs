@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crossbeam_channel::{Receiver, select};
+use crossbeam_channel::{Receiver, Sender, select};
 
 use super::check::Checked;
 use super::{BlockEvent, CommittedEvent, POLL, Phase, Shared, TxStatus, ValidatorError, stamp};
@@ -18,6 +18,55 @@ pub(crate) enum Control {
     Durable(Seq),
     /// The next seal, to verify against the transactions it covers.
     Seal(SignedSealed),
+}
+
+/// What one write put in the store, for the flusher to make durable and tell.
+pub(crate) struct Notice {
+    /// The transactions written, in seq order.
+    txs: Vec<Checked>,
+    /// The blocks whose seals were written, in order.
+    blocks: Vec<BlockEvent>,
+}
+
+/// The flusher: makes what stage 3 wrote durable, then tells the world — statuses, then
+/// contract events, then blocks — in commit order. One flush covers every write handed
+/// over before it began, and it runs while stage 3 writes the next batch, so writing
+/// and flushing overlap; waking the waiters (a system call each) overlaps too.
+pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
+    while let Ok(first) = notices.recv() {
+        let mut written = vec![first];
+        written.extend(notices.try_iter());
+        if let Err(error) = shared.world.flush() {
+            shared.fail(store_error(error));
+            return;
+        }
+        let committed_us = tx::now_us();
+        for notice in written {
+            for checked in notice.txs {
+                stamp(shared, checked.tx_id, Stage::Committed, committed_us);
+                // Stamped as the status goes out, so that whoever it wakes sees the stamp.
+                stamp(shared, checked.tx_id, Stage::Notified, tx::now_us());
+                shared.hub.status(TxStatus {
+                    tx_id: checked.tx_id,
+                    seq: checked.seq,
+                    code: checked.code,
+                    phase: Phase::Committed,
+                });
+                for event in checked.events {
+                    shared.hub.event(CommittedEvent {
+                        tx_id: checked.tx_id,
+                        seq: checked.seq,
+                        contract: event.contract,
+                        name: event.name,
+                        payload: event.payload,
+                    });
+                }
+            }
+            for block in notice.blocks {
+                shared.hub.block(block);
+            }
+        }
+    }
 }
 
 /// Stage 3's bookkeeping between commits.
@@ -44,10 +93,11 @@ pub(crate) fn run(
     last_seal: Option<SealRecord>,
     rx: &Receiver<Checked>,
     control: &Receiver<Control>,
+    notices: &Sender<Notice>,
 ) {
     match Committer::resume(shared, last_seal) {
         Ok(mut committer) => {
-            if let Err(error) = committer.run(shared, rx, control) {
+            if let Err(error) = committer.run(shared, rx, control, notices) {
                 shared.fail(error);
             }
         }
@@ -109,6 +159,7 @@ impl Committer {
         shared: &Shared,
         rx: &Receiver<Checked>,
         control: &Receiver<Control>,
+        notices: &Sender<Notice>,
     ) -> Result<(), ValidatorError> {
         let staged_max = shared.config.queue.max(1) * 4;
         while !shared.stopping() {
@@ -140,7 +191,7 @@ impl Committer {
             {
                 shared.world.write_ahead(last.seq).map_err(store_error)?;
             }
-            self.commit(shared)?;
+            self.commit(shared, notices)?;
         }
         Ok(())
     }
@@ -176,18 +227,18 @@ impl Committer {
         Ok(())
     }
 
-    /// Makes durable everything staged that the orderer holds durable, with the seals
-    /// that fall inside, then tells the world.
-    fn commit(&mut self, shared: &Shared) -> Result<(), ValidatorError> {
-        let durable = shared.world.durable_height();
-        let staged = self.staged.back().map_or(durable, |c| c.seq);
+    /// Writes everything staged that the orderer holds durable, with the seals that fall
+    /// inside, and hands it to the flusher.
+    fn commit(&mut self, shared: &Shared, notices: &Sender<Notice>) -> Result<(), ValidatorError> {
+        let written = shared.world.written_height();
+        let staged = self.staged.back().map_or(written, |c| c.seq);
         let through = staged.min(self.orderer_durable);
         let sealable = self
             .verified
             .iter()
-            .take_while(|(seal, _)| seal.last <= through.max(durable))
+            .take_while(|(seal, _)| seal.last <= through.max(written))
             .count();
-        if through <= durable && sealable == 0 {
+        if through <= written && sealable == 0 {
             return Ok(());
         }
         let (seals, blocks): (Vec<SealRecord>, Vec<BlockEvent>) = self
@@ -205,35 +256,17 @@ impl Committer {
             .unzip();
         shared
             .world
-            .commit_staged(through.max(durable), seals)
+            .write_staged(through.max(written), seals)
             .map_err(store_error)?;
-        let committed_us = tx::now_us();
+        let mut txs = Vec::new();
         while self.staged.front().is_some_and(|c| c.seq <= through) {
             let Some(checked) = self.staged.pop_front() else {
                 break;
             };
-            stamp(shared, checked.tx_id, Stage::Committed, committed_us);
-            // Stamped as the status goes out, so that whoever it wakes sees the stamp.
-            stamp(shared, checked.tx_id, Stage::Notified, tx::now_us());
-            shared.hub.status(TxStatus {
-                tx_id: checked.tx_id,
-                seq: checked.seq,
-                code: checked.code,
-                phase: Phase::Committed,
-            });
-            for event in checked.events {
-                shared.hub.event(CommittedEvent {
-                    tx_id: checked.tx_id,
-                    seq: checked.seq,
-                    contract: event.contract,
-                    name: event.name,
-                    payload: event.payload,
-                });
-            }
+            txs.push(checked);
         }
-        for block in blocks {
-            shared.hub.block(block);
-        }
+        // The flusher has not gone unless the pipeline is stopping.
+        let _ = notices.send(Notice { txs, blocks });
         Ok(())
     }
 }

@@ -95,8 +95,15 @@ impl TxWatch {
 /// Who waits for which transaction; none once the hub is closed.
 #[derive(Default)]
 struct Watchers {
-    by_tx: HashMap<TxId, Vec<mpsc::UnboundedSender<TxStatus>>>,
+    by_tx: HashMap<TxId, Vec<Watcher>>,
     closed: bool,
+}
+
+/// One watch's sending end.
+struct Watcher {
+    tx: mpsc::UnboundedSender<TxStatus>,
+    /// Whether it wants validated statuses too, or committed ones only.
+    validated: bool,
 }
 
 /// Where the validator's news goes.
@@ -129,11 +136,25 @@ impl Hub {
     /// transaction with the same id, which is a `DUPLICATE_TXID`). The watch ends after
     /// the first committed status.
     pub fn watch(&self, tx_id: TxId) -> TxWatch {
+        self.watch_from(tx_id, true)
+    }
+
+    /// Like [`Hub::watch`], but only the committed status comes: a waiter that has no
+    /// use for the validated one is not woken for it.
+    pub fn watch_commit(&self, tx_id: TxId) -> TxWatch {
+        self.watch_from(tx_id, false)
+    }
+
+    fn watch_from(&self, tx_id: TxId, validated: bool) -> TxWatch {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut watchers = self.watchers();
         // On a closed hub the sender is dropped here: the watch ends at once.
         if !watchers.closed {
-            watchers.by_tx.entry(tx_id).or_default().push(tx);
+            watchers
+                .by_tx
+                .entry(tx_id)
+                .or_default()
+                .push(Watcher { tx, validated });
         }
         TxWatch { rx }
     }
@@ -174,7 +195,7 @@ impl Hub {
         let mut watchers = self.watchers();
         let done = status.phase == Phase::Committed;
         if let Some(list) = watchers.by_tx.get_mut(&status.tx_id) {
-            list.retain(|tx| tx.send(status.clone()).is_ok());
+            list.retain(|w| (!done && !w.validated) || w.tx.send(status.clone()).is_ok());
             if done || list.is_empty() {
                 watchers.by_tx.remove(&status.tx_id);
             }
@@ -213,6 +234,17 @@ mod tests {
         hub.status(status(Phase::Validated));
         hub.status(status(Phase::Committed));
         assert_eq!(watch.next_blocking(), Some(status(Phase::Validated)));
+        assert_eq!(watch.next_blocking(), Some(status(Phase::Committed)));
+        assert_eq!(watch.next_blocking(), None);
+    }
+
+    #[test]
+    fn a_commit_watch_is_told_the_committed_status_only() {
+        let hub = Hub::default();
+        let mut watch = hub.watch_commit(TxId([1; 32]));
+        hub.status(status(Phase::Validated));
+        assert_eq!(watch.try_next(), None);
+        hub.status(status(Phase::Committed));
         assert_eq!(watch.next_blocking(), Some(status(Phase::Committed)));
         assert_eq!(watch.next_blocking(), None);
     }
