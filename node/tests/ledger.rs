@@ -77,6 +77,29 @@ fn deploy_submit_evaluate_trace_and_reopen() {
             .seq,
         Seq(3)
     );
+
+    // A key's history gives back large values exactly, and after a reopen (the store keeps
+    // them once, in the transactions, and points at them).
+    let big: Vec<Vec<u8>> = (0..3u8).map(|i| vec![b'a' + i; 1500]).collect();
+    for value in &big {
+        ledger.submit("kv", "put", &[b"big", value]).unwrap();
+    }
+    let history = |ledger: &Ledger| -> Vec<Vec<u8>> {
+        ledger
+            .world()
+            .store()
+            .history("kv", b"big", None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.value.unwrap())
+            .collect()
+    };
+    let newest_first: Vec<Vec<u8>> = big.iter().rev().cloned().collect();
+    assert_eq!(history(&ledger), newest_first);
+    ledger.close();
+    drop(ledger);
+    let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+    assert_eq!(history(&ledger), newest_first);
 }
 
 #[test]

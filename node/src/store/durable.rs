@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use prometheus_client::metrics::histogram::Histogram;
 use runnel_runtime::VersionedValue;
 
-use super::keys::{self, HEIGHT_KEY, SEAL, SEAL_INDEX, TRANSACTION_RECORD};
+use super::keys::{self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, TRANSACTION_RECORD};
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::records::{Opened, RecordFile, RecordReader};
@@ -215,10 +215,38 @@ impl Store {
         for item in self.db.range(start..=end).take(limit) {
             let (record_key, value) = item?;
             let seq = keys::decode_history_seq(&record_key, prefix.len())?;
-            let (tx_id, value) = keys::decode_history_value(&value)?;
+            let (tx_id, write) = keys::decode_history_value(&value)?;
+            let value = match write {
+                HistoryWrite::Put(value) => Some(value),
+                HistoryWrite::Delete => None,
+                HistoryWrite::PutAt { offset, len } => {
+                    Some(self.value_in_transaction(seq, offset, len)?)
+                }
+            };
             out.push(HistoryEntry { seq, tx_id, value });
         }
         Ok(out)
+    }
+
+    /// The `len` bytes at `offset` in the bytes of the transaction at `seq`: a value a
+    /// history record points at.
+    fn value_in_transaction(&self, seq: Seq, offset: u32, len: u32) -> Result<Vec<u8>, StoreError> {
+        let bytes = self.transaction(seq)?.ok_or_else(|| {
+            StoreError::corrupt("history value", format!("seq {seq} has no transaction"))
+        })?;
+        let (start, len) = (offset as usize, len as usize);
+        bytes
+            .get(start..start.saturating_add(len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                StoreError::corrupt(
+                    "history value",
+                    format!(
+                        "{len} bytes at {start} in seq {seq}'s {} bytes",
+                        bytes.len()
+                    ),
+                )
+            })
     }
 
     /// The durable record of transaction `tx_id`: the first one committed with that id.
@@ -408,7 +436,7 @@ impl Store {
             BatchTx {
                 record,
                 writes: sets,
-                ..
+                transaction,
             },
             place,
         ) in batch.txs.iter().zip(places)
@@ -432,15 +460,16 @@ impl Store {
                 for write in &set.writes {
                     let state_key = keys::state_key(&set.namespace, &write.key);
                     let history_key = keys::history_key(&set.namespace, &write.key, record.seq);
-                    if write.is_delete {
+                    let history = if write.is_delete {
                         writes.remove(state_key);
-                        writes.insert(history_key, keys::encode_history_value(&record.tx_id, None));
+                        HistoryWrite::Delete
                     } else {
                         let value = keys::encode_state_value(record.seq, &write.value);
                         writes.insert(state_key, value);
-                        let entry = keys::encode_history_value(&record.tx_id, Some(&write.value));
-                        writes.insert(history_key, entry);
-                    }
+                        history_write(transaction, &write.value)
+                    };
+                    let entry = keys::encode_history_value(&record.tx_id, &history);
+                    writes.insert(history_key, entry);
                 }
             }
         }
@@ -530,7 +559,21 @@ impl Store {
     }
 }
 
-/// The seal with the highest block number in `db`.
+/// How the history keeps `value`, written by a transaction whose bytes are `transaction`:
+/// a pointer to the same bytes inside the transaction when they are there (a valid
+/// transaction's write set always is) and the value is worth it, else a copy. The
+/// transaction's bytes are stored once anyway, so a key's history then costs a few bytes
+/// a write instead of a second copy of every value.
+fn history_write(transaction: &[u8], value: &[u8]) -> HistoryWrite {
+    if value.len() >= keys::HISTORY_POINTER_MIN
+        && let Some(offset) = memchr::memmem::find(transaction, value)
+        && let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(value.len()))
+    {
+        return HistoryWrite::PutAt { offset, len };
+    }
+    HistoryWrite::Put(value.to_vec())
+}
+
 /// Opens the transactions' file and cuts what the last commit appended without
 /// recording (a crash between the two): the file then ends with the transaction at
 /// `height`.
@@ -585,6 +628,7 @@ fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFil
     Ok(file)
 }
 
+/// The seal with the highest block number in `db`.
 fn last_seal(db: &sled::Db) -> Result<Option<SealRecord>, StoreError> {
     match db.range([SEAL]..[SEAL + 1]).next_back() {
         Some(item) => {
@@ -676,6 +720,72 @@ mod tests {
     }
 
     #[test]
+    fn history_points_at_values_inside_the_transaction_instead_of_copying_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let big = vec![b'x'; 1024];
+        let mut carrying = b"header ".to_vec();
+        carrying.extend_from_slice(&big);
+        carrying.extend_from_slice(b" trailer");
+        let mut batch = CommitBatch::new();
+        // Seq 1 carries its value in its bytes; seq 2 does not (a copy); seq 3's is small.
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", &big)],
+            carrying,
+        );
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            vec![put("ns", b"k", &[b'y'; 1024])],
+            b"opaque".to_vec(),
+        );
+        batch.push_tx(
+            record(3, ValidationCode::Valid),
+            vec![put("ns", b"k", b"small")],
+            b"small".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        let raw = |seq: u64| {
+            store
+                .db
+                .get(keys::history_key("ns", b"k", Seq(seq)))
+                .unwrap()
+                .unwrap()
+                .len()
+        };
+        assert!(raw(1) < 64, "a pointer, not a copy: {} bytes", raw(1));
+        assert!(raw(2) > 1024);
+        let values: Vec<Option<Vec<u8>>> = store
+            .history("ns", b"k", None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.value)
+            .collect();
+        assert_eq!(
+            values,
+            vec![Some(b"small".to_vec()), Some(vec![b'y'; 1024]), Some(big)]
+        );
+
+        // A pointer past the transaction's end is corruption, not a panic or a short value.
+        let id = record(1, ValidationCode::Valid).tx_id;
+        let beyond = HistoryWrite::PutAt {
+            offset: 10,
+            len: 5000,
+        };
+        store
+            .db
+            .insert(
+                keys::history_key("ns", b"k", Seq(1)),
+                keys::encode_history_value(&id, &beyond),
+            )
+            .unwrap();
+        assert!(matches!(
+            store.history("ns", b"k", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
     fn a_write_is_read_at_once_and_durable_after_the_next_flush_which_a_reopen_keeps() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -702,7 +812,10 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!((store.height(), store.durable_height()), (Seq(2), Seq(2)));
-        assert_eq!(store.get("ns", b"k").unwrap().unwrap().value, b"v2".to_vec());
+        assert_eq!(
+            store.get("ns", b"k").unwrap().unwrap().value,
+            b"v2".to_vec()
+        );
     }
 
     #[test]

@@ -45,6 +45,12 @@ const HISTORY_HEADER_BYTES: usize = 1 + TX_ID_BYTES;
 const TAG_PUT: u8 = 0;
 /// History tag of a delete.
 const TAG_DELETE: u8 = 1;
+/// A history record of a write whose value is not copied: it points at the value inside
+/// the writing transaction's bytes (offset and length, u32 big-endian each).
+const TAG_PUT_AT: u8 = 2;
+/// Values shorter than this are copied into the history record: a pointer saves too
+/// little to be worth a read of the transaction.
+pub(super) const HISTORY_POINTER_MIN: usize = 64;
 
 /// Refuses a namespace that is empty, too long, or holds the separator byte.
 pub(super) fn check_namespace(ns: &str) -> Result<(), StoreError> {
@@ -185,18 +191,46 @@ pub(super) fn decode_history_seq(record_key: &[u8], prefix_len: usize) -> Result
     }
 }
 
-/// A history record's value: tag, tx id, value (empty for a delete).
-pub(super) fn encode_history_value(tx_id: &TxId, value: Option<&[u8]>) -> Vec<u8> {
-    let body = value.unwrap_or_default();
-    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + body.len());
-    out.push(if value.is_some() { TAG_PUT } else { TAG_DELETE });
+/// What a history record says of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum HistoryWrite {
+    /// The value written, copied into the record.
+    Put(Vec<u8>),
+    /// The value written is `len` bytes at `offset` in the writing transaction's bytes.
+    PutAt {
+        /// Where the value starts.
+        offset: u32,
+        /// Its length.
+        len: u32,
+    },
+    /// The key was deleted.
+    Delete,
+}
+
+/// A history record's value: tag, tx id, then the value, its place in the transaction's
+/// bytes, or nothing for a delete.
+pub(super) fn encode_history_value(tx_id: &TxId, write: &HistoryWrite) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + 8);
+    let tag = match write {
+        HistoryWrite::Put(_) => TAG_PUT,
+        HistoryWrite::PutAt { .. } => TAG_PUT_AT,
+        HistoryWrite::Delete => TAG_DELETE,
+    };
+    out.push(tag);
     out.extend_from_slice(tx_id.as_bytes());
-    out.extend_from_slice(body);
+    match write {
+        HistoryWrite::Put(value) => out.extend_from_slice(value),
+        HistoryWrite::PutAt { offset, len } => {
+            out.extend_from_slice(&offset.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
+        }
+        HistoryWrite::Delete => {}
+    }
     out
 }
 
-/// Decodes a history record's value into the writing tx id and the value written.
-pub(super) fn decode_history_value(bytes: &[u8]) -> Result<(TxId, Option<Vec<u8>>), StoreError> {
+/// Decodes a history record's value into the writing tx id and the write.
+pub(super) fn decode_history_value(bytes: &[u8]) -> Result<(TxId, HistoryWrite), StoreError> {
     let corrupt = |detail: String| StoreError::corrupt("history value", detail);
     if bytes.len() < HISTORY_HEADER_BYTES {
         return Err(corrupt(format!(
@@ -208,8 +242,21 @@ pub(super) fn decode_history_value(bytes: &[u8]) -> Result<(TxId, Option<Vec<u8>
     let mut id = [0u8; TX_ID_BYTES];
     id.copy_from_slice(&header[1..]);
     match header[0] {
-        TAG_PUT => Ok((TxId(id), Some(body.to_vec()))),
-        TAG_DELETE if body.is_empty() => Ok((TxId(id), None)),
+        TAG_PUT => Ok((TxId(id), HistoryWrite::Put(body.to_vec()))),
+        TAG_PUT_AT => match <[u8; 8]>::try_from(body) {
+            Ok(place) => Ok((
+                TxId(id),
+                HistoryWrite::PutAt {
+                    offset: u32::from_be_bytes([place[0], place[1], place[2], place[3]]),
+                    len: u32::from_be_bytes([place[4], place[5], place[6], place[7]]),
+                },
+            )),
+            Err(_) => Err(corrupt(format!(
+                "a value's place in {} bytes, not 8",
+                body.len()
+            ))),
+        },
+        TAG_DELETE if body.is_empty() => Ok((TxId(id), HistoryWrite::Delete)),
         TAG_DELETE => Err(corrupt(format!("a delete carrying {} bytes", body.len()))),
         tag => Err(corrupt(format!("unknown tag {tag}"))),
     }
@@ -482,15 +529,23 @@ mod tests {
         assert!(decode_state_value(&encode_state_value(Seq(0), b"x")).is_err());
 
         let id = TxId([7; 32]);
-        assert_eq!(
-            decode_history_value(&encode_history_value(&id, Some(b"v"))),
-            Ok((id, Some(b"v".to_vec())))
-        );
-        assert_eq!(
-            decode_history_value(&encode_history_value(&id, None)),
-            Ok((id, None))
-        );
-        let mut bad = encode_history_value(&id, None);
+        for write in [
+            HistoryWrite::Put(b"v".to_vec()),
+            HistoryWrite::PutAt {
+                offset: 70_000,
+                len: 1024,
+            },
+            HistoryWrite::Delete,
+        ] {
+            assert_eq!(
+                decode_history_value(&encode_history_value(&id, &write)),
+                Ok((id, write))
+            );
+        }
+        let mut short = encode_history_value(&id, &HistoryWrite::PutAt { offset: 1, len: 2 });
+        short.pop();
+        assert!(decode_history_value(&short).is_err());
+        let mut bad = encode_history_value(&id, &HistoryWrite::Delete);
         bad.push(1);
         assert!(decode_history_value(&bad).is_err());
         bad[0] = 9;
