@@ -6,7 +6,7 @@
 //! last [`TraceBook::capacity`] transactions and forgets the oldest first.
 //!
 //! Each trace is also broadcast once, when its transaction is complete
-//! ([`TraceBook::completed`]): when its submitter has been told ([`Stage::Notified`]).
+//! ([`TraceBook::completed`]): when its "committed" status goes out ([`Stage::Notified`]).
 //! A transaction whose endorsement this process stamped is complete only once its
 //! orderer stages are stamped too, since the submitting side stamps those when the
 //! orderer answers, which may be after the validator has already notified.
@@ -44,7 +44,8 @@ pub enum Stage {
     Validated,
     /// Stage 3 made it durable.
     Committed,
-    /// Its submitter was told.
+    /// Its "committed" status went out: stamped as the status is sent, before anyone can
+    /// see the transaction durable.
     Notified,
 }
 

@@ -241,6 +241,12 @@ impl WorldState {
         self.inner.store.flush()
     }
 
+    /// [`WorldState::flush`], running `durable` before the durable height moves
+    /// ([`Store::flush_then`]).
+    pub fn flush_then(&self, durable: impl FnOnce(Seq)) -> Result<Seq, StoreError> {
+        self.inner.store.flush_then(durable)
+    }
+
     /// Writes the staged transactions `written_height + 1 ..= through`, with `seals` (in
     /// chain order, as [`Store::write`] checks them), to the store in one
     /// [`Store::write`], then prunes the overlay: reads find them in the store at once;

@@ -36,16 +36,22 @@ pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
     while let Ok(first) = notices.recv() {
         let mut written = vec![first];
         written.extend(notices.try_iter());
-        if let Err(error) = shared.world.flush() {
+        // Stamped after the flush and before the durable height moves, so that a trace
+        // read by anyone who has seen the transaction durable (a status, or the height)
+        // is complete.
+        let stamped = shared.world.flush_then(|_| {
+            let committed_us = tx::now_us();
+            for checked in written.iter().flat_map(|notice| &notice.txs) {
+                stamp(shared, checked.tx_id, Stage::Committed, committed_us);
+                stamp(shared, checked.tx_id, Stage::Notified, tx::now_us());
+            }
+        });
+        if let Err(error) = stamped {
             shared.fail(store_error(error));
             return;
         }
-        let committed_us = tx::now_us();
         for notice in written {
             for checked in notice.txs {
-                stamp(shared, checked.tx_id, Stage::Committed, committed_us);
-                // Stamped as the status goes out, so that whoever it wakes sees the stamp.
-                stamp(shared, checked.tx_id, Stage::Notified, tx::now_us());
                 shared.hub.status(TxStatus {
                     tx_id: checked.tx_id,
                     seq: checked.seq,
