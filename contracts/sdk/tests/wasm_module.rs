@@ -154,7 +154,7 @@ fn check(package: &str, contract_functions: &[&str]) {
 
 #[test]
 fn kv_module_has_the_abi_shape() {
-    check("kv", &["put", "get", "delete", "range"]);
+    check("kv", &["put", "get", "update", "delete", "range"]);
 }
 
 #[test]

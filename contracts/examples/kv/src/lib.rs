@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `put` | `key`, `value` | `null` |
 //! | `get` | `key` | the value, or `null` if absent |
+//! | `update` | `key`, `value` | the previous value, or `null` (a read-modify-write: the read conflicts with a concurrent update) |
 //! | `delete` | `key` | `null` |
 //! | `range` | `start`, `end` (`""`: no upper bound) | `[{"key": ..., "value": ...}]` for `start <= key < end` |
 
@@ -35,6 +36,15 @@ pub mod kv {
             Some(bytes) => text(&key, bytes).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Reads `key`, then stores `value` under it, and returns what was there: a
+    /// read-modify-write, so two concurrent updates of one key cannot both commit (the
+    /// second is an MVCC read conflict).
+    pub fn update(ctx: &mut Context, key: String, value: String) -> Result<Option<String>> {
+        let previous = get(ctx, key.clone())?;
+        ctx.put_bytes(key, value)?;
+        Ok(previous)
     }
 
     /// Deletes `key` (deleting an absent key is not an error).
@@ -141,6 +151,20 @@ mod tests {
         assert_eq!(ledger.get_bytes("k"), Some(&b"2"[..]));
         assert_eq!(ledger.version("k"), Some(3));
         assert_eq!(ledger.version("other"), Some(2));
+    }
+
+    #[test]
+    fn update_returns_the_previous_value_and_stores_the_new_one() {
+        let mut ledger = TestLedger::new();
+        let first = ledger
+            .invoke::<Contract>(&user(), "update", &["k", "1"])
+            .unwrap();
+        assert_eq!(first.result, b"null");
+        let second = ledger
+            .invoke::<Contract>(&user(), "update", &["k", "2"])
+            .unwrap();
+        assert_eq!(second.result, b"\"1\"");
+        assert_eq!(ledger.get_bytes("k"), Some(&b"2"[..]));
     }
 
     #[test]
@@ -260,7 +284,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error.message(),
-            "unknown function \"Put\"; this contract has: put, get, delete, range"
+            "unknown function \"Put\"; this contract has: put, get, update, delete, range"
         );
     }
 }
