@@ -41,6 +41,9 @@ enum Command {
     Block(cli::client::BlockArgs),
     /// Show the network and the node's heights.
     Status(cli::client::Connection),
+    /// Load a node like an application would and report throughput, latency per stage
+    /// and outcomes: per-transaction CSV, summary (text and JSON) and SVG plots.
+    Bench(cli::bench::BenchArgs),
     /// Show a digest of the node's durable state and its height: equal at equal heights
     /// on every peer that validated the same stream.
     StateHash(cli::client::Connection),
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Tx(args) => cli::client::transaction(&args),
         Command::Block(args) => cli::client::block(&args),
         Command::Status(args) => cli::client::node_status(&args),
+        Command::Bench(args) => cli::bench::bench(&args),
         Command::StateHash(args) => cli::client::state_hash(&args),
         Command::Exec {
             wasm,

@@ -329,3 +329,76 @@ fn dev_creates_a_network_and_deploys_the_examples() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("runnel init"));
 }
+
+#[test]
+fn bench_reports_each_transaction_with_the_nodes_stages_and_counts_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = runnel_wasm_build::build("kv").unwrap();
+    let dev = dir.path().join("dev");
+    let node = Node::start(
+        &["dev", "--contracts", kv.parent().unwrap().to_str().unwrap()],
+        &dev,
+    );
+    let out = dir.path().join("bench");
+    // Four clients updating three keys: read-modify-writes that can conflict.
+    let report = node.text(&[
+        "bench",
+        "--workload",
+        "kv-rmw",
+        "--keys",
+        "3",
+        "--read-share",
+        "0",
+        "--clients",
+        "4",
+        "--count",
+        "120",
+        "--duration",
+        "60",
+        "--warmup",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(report.contains("kv-rmw with 4 client(s)"), "{report}");
+
+    let csv = std::fs::read_to_string(out.join("transactions.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 120, "one row per transaction");
+    let mut valid = 0;
+    for row in &rows {
+        let code = row[11];
+        assert!(
+            code == "VALID" || code == "MVCC_READ_CONFLICT",
+            "unexpected outcome {code}"
+        );
+        valid += usize::from(code == "VALID");
+        // The node's stamps (ordered, validated, committed, notified) and then the
+        // client's own commit, in order: the trace stream was joined to each row.
+        let times: Vec<u64> = row[6..=10].iter().map(|t| t.parse().unwrap()).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{row:?}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let transactions = &summary["transactions"];
+    assert_eq!(transactions["committed"], 120);
+    assert_eq!(transactions["valid"], valid);
+    let outcomes = &transactions["outcomes"];
+    assert_eq!(
+        outcomes["VALID"].as_u64().unwrap_or(0)
+            + outcomes["MVCC_READ_CONFLICT"].as_u64().unwrap_or(0),
+        120
+    );
+    for plot in ["latency-cdf.svg", "throughput.svg"] {
+        let svg = std::fs::read_to_string(out.join(plot)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("<polyline"),
+            "{plot}"
+        );
+    }
+    assert!(node.stop().success());
+}

@@ -134,7 +134,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-async fn connect(connection: &Connection) -> Result<Channel> {
+pub(crate) async fn connect(connection: &Connection) -> Result<Channel> {
     let url = &connection.url;
     let mut endpoint = Channel::from_shared(url.to_string())
         .map_err(|e| anyhow!("bad --url {url}: {e}"))?
@@ -292,7 +292,7 @@ fn tls_hint(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
         _ => return None,
     })
 }
-fn signer(connection: &Connection, role: Role) -> Result<Signer> {
+pub(crate) fn signer(connection: &Connection, role: Role) -> Result<Signer> {
     let identities = connection.dir.join("identities");
     let keys = NetworkKeys::load(&identities)
         .with_context(|| format!("loading identities from {}", identities.display()))?;
@@ -307,7 +307,7 @@ fn signer(connection: &Connection, role: Role) -> Result<Signer> {
 
 /// The node's message, which starts with the error's name (docs/api.md); for a failure
 /// of the connection itself, what failed under it.
-fn status(error: tonic::Status) -> anyhow::Error {
+pub(crate) fn status(error: tonic::Status) -> anyhow::Error {
     use std::error::Error as _;
     if let Some(source) = error.source() {
         let hint = tls_hint(source).unwrap_or(
@@ -325,7 +325,7 @@ fn status(error: tonic::Status) -> anyhow::Error {
 }
 
 /// The channel the node serves.
-async fn channel_name(channel: &Channel) -> Result<String> {
+pub(crate) async fn channel_name(channel: &Channel) -> Result<String> {
     Ok(QueryClient::new(channel.clone())
         .get_network_info(GetNetworkInfoRequest {})
         .await

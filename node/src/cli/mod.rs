@@ -1,4 +1,6 @@
 //! The `runnel` command's subcommands, beside `exec` (in main.rs).
 
+pub mod bench;
 pub mod client;
 pub mod node;
+mod plots;
