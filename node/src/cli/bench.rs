@@ -132,6 +132,10 @@ struct Results {
     reads: Vec<Read>,
 }
 
+/// Preload writes in flight at once: a multiple of Fabric's default block size (10), so
+/// that a node cutting blocks seals each batch at once instead of after its timeout.
+const PRELOAD_BATCH: u64 = 200;
+
 /// The node's stage stamps by transaction id, from its trace stream.
 type Stamps = Arc<Mutex<HashMap<String, BTreeMap<i32, u64>>>>;
 
@@ -308,7 +312,8 @@ fn take(budget: &std::sync::atomic::AtomicU64) -> bool {
         .is_ok()
 }
 
-/// Writes every key of the key space once, 32 at a time, unless its last key is there
+/// Writes every key of the key space once, [`PRELOAD_BATCH`] at a time, unless its last
+/// key is there
 /// already (an earlier run preloaded them).
 async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
     let last = GatewayClient::new(channel.clone())
@@ -325,7 +330,7 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
     let mut next = 0u64;
     while next < plan.keys {
         let mut batch = tokio::task::JoinSet::new();
-        for key in next..(next + 32).min(plan.keys) {
+        for key in next..(next + PRELOAD_BATCH).min(plan.keys) {
             let mut gateway = GatewayClient::new(channel.clone());
             let proposal = proposal(plan, "put", key_name(key));
             let signer = plan.signer.clone();
@@ -337,7 +342,7 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
                 bail!("preloading: a write was {outcome}");
             }
         }
-        next = (next + 32).min(plan.keys);
+        next = (next + PRELOAD_BATCH).min(plan.keys);
     }
     Ok(())
 }
@@ -574,9 +579,13 @@ fn summarise(
         .collect();
     // Each step in flow order: the client's two, then the node's (from its traces).
     let mut stages = Vec::new();
-    let endorse = committed.iter().map(|s| s.endorsed_us.saturating_sub(s.sent_us));
+    let endorse = committed
+        .iter()
+        .map(|s| s.endorsed_us.saturating_sub(s.sent_us));
     stages.push(step_json("endorse", endorse.collect()));
-    let submit = committed.iter().map(|s| s.submitted_us.saturating_sub(s.endorsed_us));
+    let submit = committed
+        .iter()
+        .map(|s| s.submitted_us.saturating_sub(s.endorsed_us));
     stages.push(step_json("sign_and_submit", submit.collect()));
     for pair in NODE_STAGES.windows(2) {
         let ((before, from), (after, to)) = (pair[0], pair[1]);
