@@ -20,9 +20,7 @@ use runnel_node::api::{ApiConfig, Server};
 use runnel_node::identity::Signer;
 use runnel_node::ledger::{Ledger, LedgerConfig};
 use runnel_node::proto::gateway_client::GatewayClient;
-use runnel_node::proto::{
-    CommitStatusRequest, EndorseRequest, SubmitRequest, TxPhase, ValidationCode,
-};
+use runnel_node::proto::{EndorseRequest, SubmitRequest, TxPhase, ValidationCode};
 use runnel_node::tx;
 use tonic::transport::Channel;
 
@@ -52,21 +50,17 @@ async fn put(
         .expect("endorsed")
         .into_inner();
     let signed = tx::sign_transaction_bytes(signer, endorsed.transaction);
-    let submitted = gateway
+    // Submit waits for durability itself: one round trip instead of Submit + CommitStatus.
+    let status = gateway
         .submit(SubmitRequest {
             transaction: signed.encode_to_vec(),
-        })
-        .await
-        .expect("submitted")
-        .into_inner();
-    let status = gateway
-        .commit_status(CommitStatusRequest {
-            tx_id: submitted.tx_id,
             wait_for: TxPhase::Committed as i32,
         })
         .await
-        .expect("status")
-        .into_inner();
+        .expect("submitted")
+        .into_inner()
+        .status
+        .expect("status");
     assert_eq!(status.code, ValidationCode::Valid as i32);
 }
 

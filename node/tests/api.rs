@@ -175,6 +175,7 @@ impl Node {
         let submitted = gateway
             .submit(SubmitRequest {
                 transaction: sign(signer, &endorsed.transaction),
+                ..SubmitRequest::default()
             })
             .await
             .unwrap()
@@ -348,6 +349,7 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
     let submitted = gateway
         .submit(SubmitRequest {
             transaction: sign(&client, &endorsed.transaction),
+            ..SubmitRequest::default()
         })
         .await
         .unwrap()
@@ -412,6 +414,71 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
         ]
     );
     assert!(trace.stages.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+
+    // Submit can wait itself: one round trip answers with the durable status.
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"green"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let submitted = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            wait_for: TxPhase::Committed as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let status = submitted.status.expect("the status asked for");
+    assert_eq!(
+        (
+            status.tx_id.as_str(),
+            status.code(),
+            status.phase(),
+            status.seq
+        ),
+        (
+            endorsed.tx_id.as_str(),
+            ValidationCode::Valid,
+            TxPhase::Committed,
+            submitted.seq
+        )
+    );
+    let value = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&client, "kv", "get", &[b"colour"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(value.result, b"\"green\"", "durable, so visible");
+    // Without wait_for, no status; a wait_for that is no phase is refused, unordered.
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"red"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let refused = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            wait_for: 42,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    let plain = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(plain.status.is_none());
     node.stop().await;
 }
 
@@ -433,6 +500,7 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
     gateway
         .submit(SubmitRequest {
             transaction: signed.clone(),
+            ..SubmitRequest::default()
         })
         .await
         .unwrap();
@@ -447,6 +515,7 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
     let replayed = gateway
         .submit(SubmitRequest {
             transaction: signed,
+            ..SubmitRequest::default()
         })
         .await
         .unwrap_err();
@@ -515,6 +584,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     let status = gateway
         .submit(SubmitRequest {
             transaction: vec![0xff; 11],
+            ..SubmitRequest::default()
         })
         .await
         .unwrap_err();
@@ -555,6 +625,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     let status = gateway
         .submit(SubmitRequest {
             transaction: signed.encode_to_vec(),
+            ..SubmitRequest::default()
         })
         .await
         .unwrap_err();
@@ -1009,6 +1080,7 @@ async fn an_admin_deploys_by_signing_the_proposal_and_the_transaction() {
     gateway
         .submit(SubmitRequest {
             transaction: sign(&admin, &prepared.transaction),
+            ..SubmitRequest::default()
         })
         .await
         .unwrap();

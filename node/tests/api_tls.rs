@@ -248,6 +248,7 @@ async fn evaluate_and_submit_over_tls_trusting_the_network_tls_ca() {
     let submitted = gateway
         .submit(SubmitRequest {
             transaction: signed.encode_to_vec(),
+            ..SubmitRequest::default()
         })
         .await
         .unwrap()

@@ -81,10 +81,8 @@ export class Contract {
   async submit(name: string, options: SubmitOptions = {}): Promise<Uint8Array> {
     const proposal = await this.newProposal(name, options);
     const transaction = await proposal.endorse(options);
-    // The status call follows the submit: starting it alongside saved nothing measurable,
-    // as the wait is for validation and the disk, not for the round trip (docs/benchmarks.md).
-    const commit = await transaction.submit(options);
-    checkStatus(await commit.getStatus({ ...options, wait: options.commitWait ?? "durable" }));
+    // Submit waits for the status itself: one round trip (docs/api.md).
+    checkStatus(await transaction.submitAndWait({ ...options, wait: options.commitWait ?? "durable" }));
     return transaction.getResult();
   }
 

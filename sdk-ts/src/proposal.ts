@@ -229,6 +229,34 @@ export class Transaction {
     }
     return new Commit(clients, this.#transactionId);
   }
+
+  /**
+   * Submits the transaction and, in the same call, waits until it is validated or
+   * durable (`options.wait`, default `"durable"`); returns its status, valid or not. One
+   * round trip instead of {@link Transaction.submit} then {@link Commit.getStatus}.
+   * Throws `SubmitError` when the node refuses it or the call fails (then, as with a
+   * failed status call, its outcome is unknown: {@link Gateway.newCommit} asks again).
+   */
+  async submitAndWait(options?: CommitStatusOptions): Promise<Status> {
+    const clients = this.#context.clients;
+    const transaction = await this.#signedBytes();
+    const waitFor = options?.wait === "validated" ? TxPhase.VALIDATED : TxPhase.COMMITTED;
+    const context = { url: clients.url, transactionId: this.#transactionId };
+    let response;
+    try {
+      response = await clients.gateway.submit(
+        { transaction, waitFor },
+        callOptions(options, clients.timeouts.commitStatusMs),
+      );
+    } catch (cause) {
+      throw new SubmitError("submit", { ...context, cause });
+    }
+    if (response.status === undefined) {
+      const cause = new Error("the node answered Submit without the status asked for (a node older than this SDK?)");
+      throw new SubmitError("submit", { ...context, cause });
+    }
+    return toStatus(response.status);
+  }
 }
 
 /** Options of {@link Commit.getStatus}. */

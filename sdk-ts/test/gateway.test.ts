@@ -2,7 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { inject } from "vitest";
-import { connect, loadNetworkIdentity, type Gateway, type Protocol } from "../src/index.js";
+import { connect, loadNetworkIdentity, SubmitError, type Gateway, type Protocol } from "../src/index.js";
 import { CHANNEL, gatewayAs, json, uniqueKey } from "./helpers.js";
 
 describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
@@ -69,6 +69,19 @@ describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
     expect(kv.getContractName()).toBe("kv");
     expect(gateway.getIdentity().org).toBe("Org1");
     expect(gateway.getUrl()).toBe(inject("runnelUrl"));
+  });
+
+  test("submitAndWait submits and answers with the status in one call", async () => {
+    const kv = gateway.getNetwork(CHANNEL).getContract("kv");
+    const key = uniqueKey("one-call");
+    const transaction = await (await kv.newProposal("put", { arguments: [key, "1"] })).endorse();
+    const status = await transaction.submitAndWait();
+    expect(status).toMatchObject({ transactionId: transaction.getTransactionId(), codeName: "VALID", phase: "durable" });
+    expect(json(await kv.evaluateTransaction("get", key))).toBe("1");
+    // The same bytes again: refused as a duplicate, a SubmitError naming the transaction.
+    const again = await transaction.submitAndWait({ wait: "validated" }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(SubmitError);
+    expect((again as SubmitError).transactionId).toBe(transaction.getTransactionId());
   });
 
   test("many concurrent submits on one gateway all commit, each with its own result", async () => {

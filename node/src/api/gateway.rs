@@ -74,14 +74,27 @@ impl Gateway for GatewayService {
         &self,
         request: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
-        let bytes = request.into_inner().transaction;
+        let SubmitRequest {
+            transaction,
+            wait_for,
+        } = request.into_inner();
+        let wait_for = match wait_phase(wait_for)? {
+            Some(TxPhase::Validated) => Some(Phase::Validated),
+            Some(TxPhase::Committed) => Some(Phase::Committed),
+            _ => None,
+        };
         let (tx_id, seq) = self
             .shared
-            .blocking(move |ledger| ledger.submit_signed(bytes))
+            .blocking(move |ledger| ledger.submit_signed(transaction))
             .await?;
+        let status = match wait_for {
+            Some(phase) => Some(self.wait_status(tx_id, phase).await?),
+            None => None,
+        };
         Ok(Response::new(SubmitResponse {
             tx_id: tx_id.to_hex(),
             seq: seq.0,
+            status,
         }))
     }
 
@@ -91,31 +104,11 @@ impl Gateway for GatewayService {
     ) -> Result<Response<CommitStatusResponse>, Status> {
         let request = request.into_inner();
         let tx_id = tx_id(&request.tx_id)?;
-        let wait_for = match TxPhase::try_from(request.wait_for) {
-            Ok(TxPhase::Validated) => Phase::Validated,
-            Ok(TxPhase::Unspecified | TxPhase::Committed) => Phase::Committed,
-            Err(_) => {
-                return Err(status::error(
-                    Code::InvalidArgument,
-                    "BAD_PAYLOAD",
-                    format_args!("wait_for {} is not a TxPhase", request.wait_for),
-                ));
-            }
+        let wait_for = match wait_phase(request.wait_for)? {
+            Some(TxPhase::Validated) => Phase::Validated,
+            _ => Phase::Committed,
         };
-        loop {
-            // Registered before the ledger is read: a status arriving in between wakes it.
-            let mut waiter = self.shared.waiters.register(tx_id)?;
-            let reached = self
-                .shared
-                .inline(|ledger| commit_status(ledger, &tx_id, wait_for))?;
-            if let Some(response) = reached {
-                return Ok(Response::new(response));
-            }
-            tokio::select! {
-                () = waiter.woken() => {}
-                () = self.shared.stopped() => return Err(shutting_down()),
-            }
-        }
+        Ok(Response::new(self.wait_status(tx_id, wait_for).await?))
     }
 
     type ContractEventsStream = Items<ContractEventsResponse>;
@@ -145,6 +138,43 @@ impl Gateway for GatewayService {
         stream::start(&self.shared, move |sink| {
             events(shared, request.contract, next, sink)
         })
+    }
+}
+
+impl GatewayService {
+    /// Waits until `tx_id` reaches `wait_for` on this peer; its status then.
+    async fn wait_status(
+        &self,
+        tx_id: TxId,
+        wait_for: Phase,
+    ) -> Result<CommitStatusResponse, Status> {
+        loop {
+            // Registered before the ledger is read: a status arriving in between wakes it.
+            let mut waiter = self.shared.waiters.register(tx_id)?;
+            let reached = self
+                .shared
+                .inline(|ledger| commit_status(ledger, &tx_id, wait_for))?;
+            if let Some(response) = reached {
+                return Ok(response);
+            }
+            tokio::select! {
+                () = waiter.woken() => {}
+                () = self.shared.stopped() => return Err(shutting_down()),
+            }
+        }
+    }
+}
+
+/// A request's `wait_for`: `None` when unspecified.
+fn wait_phase(wait_for: i32) -> Result<Option<TxPhase>, Status> {
+    match TxPhase::try_from(wait_for) {
+        Ok(TxPhase::Unspecified) => Ok(None),
+        Ok(phase) => Ok(Some(phase)),
+        Err(_) => Err(status::error(
+            Code::InvalidArgument,
+            "BAD_PAYLOAD",
+            format_args!("wait_for {wait_for} is not a TxPhase"),
+        )),
     }
 }
 

@@ -75,6 +75,10 @@ pub struct BenchArgs {
     /// Where to write transactions.csv, summary.json, summary.txt and the plots.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// Submit, then wait with a CommitStatus call, as Fabric Gateway clients do (two round
+    /// trips); by default Submit waits for the status itself.
+    #[arg(long)]
+    separate_status: bool,
     /// The node's process id, to report its CPU time and memory (same machine only).
     #[arg(long)]
     node_pid: Option<u32>,
@@ -149,6 +153,7 @@ struct Plan {
     value: String,
     signer: Signer,
     run_id: String,
+    separate_status: bool,
 }
 
 /// Runs `runnel bench`.
@@ -179,6 +184,7 @@ async fn run(args: &BenchArgs) -> Result<()> {
         value: "v".repeat(args.value_bytes),
         signer: signer(&args.connection, Role::Client)?,
         run_id: format!("{:x}", tx::now_us()),
+        separate_status: args.separate_status,
     });
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -334,7 +340,7 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
             let mut gateway = GatewayClient::new(channel.clone());
             let proposal = proposal(plan, "put", key_name(key));
             let signer = plan.signer.clone();
-            batch.spawn(async move { transact(&mut gateway, &signer, proposal).await });
+            batch.spawn(async move { transact(&mut gateway, &signer, proposal, false).await });
         }
         while let Some(done) = batch.join_next().await {
             let (_, outcome) = done??;
@@ -388,7 +394,7 @@ async fn one(
         Workload::KvRmw => ("update", key_name(key)),
     };
     let signed = proposal(plan, function, key);
-    let sample = match transact(gateway, &plan.signer, signed).await {
+    let sample = match transact(gateway, &plan.signer, signed, plan.separate_status).await {
         Ok((mut sample, outcome)) => {
             sample.outcome = outcome;
             sample
@@ -411,11 +417,14 @@ fn lock(results: &Mutex<Results>) -> std::sync::MutexGuard<'_, Results> {
 }
 
 /// Endorse, sign, submit, wait until durable: the sample (without client and sent) and
-/// the validation code's name, or the error's name for a failed call.
+/// the validation code's name, or the error's name for a failed call. Submit waits for
+/// the status itself, unless `separate_status` asks for a CommitStatus call after it
+/// (as Fabric Gateway clients do; only then is "submitted" known).
 async fn transact(
     gateway: &mut GatewayClient<Channel>,
     signer: &Signer,
     signed: runnel_node::proto::SignedProposal,
+    separate_status: bool,
 ) -> Result<(Sample, String)> {
     let endorsed = match gateway
         .endorse(EndorseRequest {
@@ -428,22 +437,40 @@ async fn transact(
     };
     let endorsed_us = tx::now_us();
     let transaction = tx::sign_transaction_bytes(signer, endorsed.transaction).encode_to_vec();
-    let submitted = gateway
-        .submit(SubmitRequest { transaction })
-        .await
-        .map_err(status)?
-        .into_inner();
-    let submitted_us = tx::now_us();
-    let reached = gateway
-        .commit_status(CommitStatusRequest {
-            tx_id: submitted.tx_id.clone(),
-            wait_for: TxPhase::Committed as i32,
-        })
-        .await
-        .map_err(status)?
-        .into_inner();
+    let (reached, submitted_us) = if separate_status {
+        let submitted = gateway
+            .submit(SubmitRequest {
+                transaction,
+                wait_for: TxPhase::Unspecified as i32,
+            })
+            .await
+            .map_err(status)?
+            .into_inner();
+        let submitted_us = tx::now_us();
+        let reached = gateway
+            .commit_status(CommitStatusRequest {
+                tx_id: submitted.tx_id,
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .map_err(status)?
+            .into_inner();
+        (reached, submitted_us)
+    } else {
+        let reached = gateway
+            .submit(SubmitRequest {
+                transaction,
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .map_err(status)?
+            .into_inner()
+            .status
+            .context("the node answered Submit without the status asked for")?;
+        (reached, 0)
+    };
     let sample = Sample {
-        tx_id: submitted.tx_id,
+        tx_id: reached.tx_id.clone(),
         endorsed_us,
         submitted_us,
         committed_us: tx::now_us(),

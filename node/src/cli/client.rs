@@ -16,9 +16,9 @@ use runnel_node::proto::admin_client::AdminClient;
 use runnel_node::proto::gateway_client::GatewayClient;
 use runnel_node::proto::query_client::QueryClient;
 use runnel_node::proto::{
-    CommitStatusRequest, DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest,
-    GetBlockRequest, GetNetworkInfoRequest, GetStateHashRequest, GetTransactionRequest,
-    SignedProposal, SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
+    DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest, GetBlockRequest,
+    GetNetworkInfoRequest, GetStateHashRequest, GetTransactionRequest, SignedProposal,
+    SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
 };
 use runnel_node::tx;
 use serde_json::{Value, json};
@@ -377,26 +377,22 @@ async fn submit_and_wait(
     validated: bool,
 ) -> Result<Value> {
     let signed = tx::sign_transaction_bytes(creator, transaction);
-    let submitted = gateway
-        .submit(SubmitRequest {
-            transaction: signed.encode_to_vec(),
-        })
-        .await
-        .map_err(status)?
-        .into_inner();
     let wait_for = if validated {
         TxPhase::Validated
     } else {
         TxPhase::Committed
     };
+    // Submit and wait in one call.
     let reached = gateway
-        .commit_status(CommitStatusRequest {
-            tx_id: submitted.tx_id.clone(),
+        .submit(SubmitRequest {
+            transaction: signed.encode_to_vec(),
             wait_for: wait_for as i32,
         })
         .await
         .map_err(status)?
-        .into_inner();
+        .into_inner()
+        .status
+        .ok_or_else(|| anyhow!("the node answered Submit without the status asked for"))?;
     let code = code_name(reached.code);
     let report = json!({
         "tx_id": reached.tx_id,
