@@ -1,6 +1,7 @@
 //! End-to-end figures through the node's API: a `Ledger` served over gRPC on loopback,
 //! clients that sign their own proposals and transactions (as applications do) and call
-//! Endorse, Submit and CommitStatus (durable) over real HTTP/2 connections.
+//! Endorse, then Submit waiting for durability in the same call, over real HTTP/2
+//! connections.
 //!
 //! - latency at 1 client (closed loop), submit to durable status;
 //! - sustained throughput with many closed-loop clients.
