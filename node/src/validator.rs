@@ -233,8 +233,9 @@ impl Validator {
                 Box::new(move || check::run(&shared, next, &check_rx, &to_commit)),
             )?;
         }
-        // Unbounded, but never long: the flusher takes everything waiting at each flush.
-        let (notices, notices_rx) = unbounded::<commit::Notice>();
+        // Bounded: a stalled flush stops stage 3 after a few batches, instead of letting
+        // it write on (and hold every written transaction in memory) ahead of the disk.
+        let (notices, notices_rx) = bounded::<commit::Notice>(commit::WRITES_AHEAD_MAX);
         {
             let shared = shared.clone();
             spawn(

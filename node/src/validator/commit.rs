@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, VecDeque};
 use crossbeam_channel::{Receiver, Sender, select};
 
 use super::check::Checked;
-use super::{BlockEvent, CommittedEvent, POLL, Phase, Shared, TxStatus, ValidatorError, stamp};
+use super::{
+    BlockEvent, CommittedEvent, POLL, Phase, Shared, TxStatus, ValidatorError, send, stamp,
+};
 use crate::block::{self, SealChain, SignedSealed};
 use crate::ids::Seq;
 use crate::store::SealRecord;
@@ -19,6 +21,10 @@ pub(crate) enum Control {
     /// The next seal, to verify against the transactions it covers.
     Seal(SignedSealed),
 }
+
+/// Batches stage 3 may have written that the flusher has not yet taken. One flush takes
+/// all of them, so a few are enough to keep writing and flushing overlapped.
+pub(crate) const WRITES_AHEAD_MAX: usize = 4;
 
 /// What one write put in the store, for the flusher to make durable and tell.
 pub(crate) struct Notice {
@@ -271,8 +277,9 @@ impl Committer {
             };
             txs.push(checked);
         }
-        // The flusher has not gone unless the pipeline is stopping.
-        let _ = notices.send(Notice { txs, blocks });
+        // Waits while the flusher is WRITES_AHEAD_MAX batches behind; false only when
+        // the pipeline is stopping, which the caller's loop then sees.
+        send(shared, notices, Notice { txs, blocks });
         Ok(())
     }
 }
