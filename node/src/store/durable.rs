@@ -353,18 +353,18 @@ impl Store {
     /// it began, so a writer and a flusher on two threads overlap a batch's writing with
     /// the previous batches' flush.
     pub fn flush(&self) -> Result<Seq, StoreError> {
-        self.flush_then(|_| ())
+        self.flush_then(|| ())
     }
 
-    /// [`Store::flush`], running `durable` with the height made durable after the flush
-    /// and before [`Store::durable_height`] moves: what it records is in place before
-    /// anyone who reads the durable height can see the flush.
-    pub fn flush_then(&self, durable: impl FnOnce(Seq)) -> Result<Seq, StoreError> {
+    /// [`Store::flush`], running `before_durable` after the flush and before
+    /// [`Store::durable_height`] moves: what it records is in place before anyone who
+    /// reads the durable height can see the flush.
+    pub fn flush_then(&self, before_durable: impl FnOnce()) -> Result<Seq, StoreError> {
         let height = self.height();
         let flush = Instant::now();
         self.db.flush()?;
         self.flush_seconds.observe(flush.elapsed().as_secs_f64());
-        durable(height);
+        before_durable();
         self.durable.fetch_max(height.0, Ordering::AcqRel);
         Ok(height)
     }

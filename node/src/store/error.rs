@@ -88,16 +88,16 @@ pub enum StoreError {
     /// A commit with neither transactions nor seals.
     #[error("nothing to commit: the batch is empty")]
     EmptyBatch,
-    /// [`WorldState::commit_staged`](super::WorldState::commit_staged) was asked for a
-    /// height that is already durable or not yet staged.
+    /// [`WorldState::write_staged`](super::WorldState::write_staged) was asked for a
+    /// height that is already written or not yet staged.
     #[error(
-        "cannot commit through seq {through}: durable height is {durable}, staged height is {staged}"
+        "cannot commit through seq {through}: written height is {written}, staged height is {staged}"
     )]
     CommitRange {
         /// The height asked for.
         through: Seq,
-        /// The durable height.
-        durable: Seq,
+        /// The height written to the store.
+        written: Seq,
         /// The staged height.
         staged: Seq,
     },

@@ -241,10 +241,10 @@ impl WorldState {
         self.inner.store.flush()
     }
 
-    /// [`WorldState::flush`], running `durable` before the durable height moves
+    /// [`WorldState::flush`], running `before_durable` before the durable height moves
     /// ([`Store::flush_then`]).
-    pub fn flush_then(&self, durable: impl FnOnce(Seq)) -> Result<Seq, StoreError> {
-        self.inner.store.flush_then(durable)
+    pub fn flush_then(&self, before_durable: impl FnOnce()) -> Result<Seq, StoreError> {
+        self.inner.store.flush_then(before_durable)
     }
 
     /// Writes the staged transactions `written_height + 1 ..= through`, with `seals` (in
@@ -256,16 +256,16 @@ impl WorldState {
     pub fn write_staged(&self, through: Seq, seals: Vec<SealRecord>) -> Result<(), StoreError> {
         let inner = &*self.inner;
         let _commit = lock(&inner.commit_lock);
-        let durable = self.written_height();
+        let written = self.written_height();
         let staged = self.staged_height();
-        if through < durable || through > staged {
+        if through < written || through > staged {
             return Err(StoreError::CommitRange {
                 through,
-                durable,
+                written,
                 staged,
             });
         }
-        if through == durable && seals.is_empty() {
+        if through == written && seals.is_empty() {
             self.prune();
             return Ok(());
         }
@@ -280,8 +280,8 @@ impl WorldState {
                 txs.by_seq
                     .range(..=through.0)
                     .map(|(seq, _)| *seq)
-                    .eq(durable.0 + 1..=through.0),
-                "staged transactions do not run from the durable height to {through}"
+                    .eq(written.0 + 1..=through.0),
+                "staged transactions do not run from the written height to {through}"
             );
             for (_, staged_tx) in txs.by_seq.range_mut(..=through.0) {
                 batch.push_shared(

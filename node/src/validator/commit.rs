@@ -45,7 +45,7 @@ pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
         // Stamped after the flush and before the durable height moves, so that a trace
         // read by anyone who has seen the transaction durable (a status, or the height)
         // is complete.
-        let stamped = shared.world.flush_then(|_| {
+        let stamped = shared.world.flush_then(|| {
             let committed_us = tx::now_us();
             for checked in written.iter().flat_map(|notice| &notice.txs) {
                 stamp(shared, checked.tx_id, Stage::Committed, committed_us);
