@@ -488,25 +488,26 @@ impl Ledger {
     /// process verifies it as usual; signatures made elsewhere (API clients) are always
     /// verified.
     fn sign_own_proposal(&self, creator: &Signer, proposal: &Proposal) -> SignedProposal {
-        let signed = tx::sign_proposal(creator, proposal);
-        self.msp.signatures().remember(&SigCheck {
-            key: creator.public_key(),
-            message: tx::proposal_message(&tx::sha256(&signed.proposal)),
-            signature: signed.signature.clone(),
-        });
+        let (signed, message) = tx::sign_proposal_with_message(creator, proposal);
+        self.remember_own(creator, message, &signed.signature);
         signed
     }
 
     /// [`Ledger::sign_own_proposal`] for the transaction the creator submits: its own
     /// orderer need not verify it again.
     fn sign_own_transaction(&self, creator: &Signer, transaction: &Transaction) -> Vec<u8> {
-        let signed = tx::sign_transaction(creator, transaction);
+        let (signed, message) = tx::sign_transaction_with_message(creator, transaction);
+        self.remember_own(creator, message, &signed.signature);
+        signed.encode_to_vec()
+    }
+
+    /// Remembers a signature `creator` just made over `message` as valid.
+    fn remember_own(&self, creator: &Signer, message: Vec<u8>, signature: &[u8]) {
         self.msp.signatures().remember(&SigCheck {
             key: creator.public_key(),
-            message: tx::transaction_message(&tx::sha256(&signed.transaction)),
-            signature: signed.signature.clone(),
+            message,
+            signature: signature.to_vec(),
         });
-        signed.encode_to_vec()
     }
 
     /// Runs `contract.function(args)` on the current state and returns its result,

@@ -116,12 +116,22 @@ pub fn tx_id(proposal: &Proposal) -> TxId {
 
 /// Encodes and signs `proposal` as its creator.
 pub fn sign_proposal(signer: &Signer, proposal: &Proposal) -> SignedProposal {
+    sign_proposal_with_message(signer, proposal).0
+}
+
+/// [`sign_proposal`], with the exact message signed (what a signature cache keys on).
+pub fn sign_proposal_with_message(
+    signer: &Signer,
+    proposal: &Proposal,
+) -> (SignedProposal, Vec<u8>) {
     let bytes = proposal.encode_to_vec();
-    let signature = signer.sign(&proposal_message(&sha256(&bytes))).to_vec();
-    SignedProposal {
+    let message = proposal_message(&sha256(&bytes));
+    let signature = signer.sign(&message).to_vec();
+    let signed = SignedProposal {
         proposal: bytes,
         signature,
-    }
+    };
+    (signed, message)
 }
 
 /// The layers of an encoded `SignedTransaction`: the envelope, the transaction and its
@@ -156,10 +166,20 @@ pub fn sign_transaction_bytes(signer: &Signer, transaction: Vec<u8>) -> SignedTr
 
 /// Encodes and signs `transaction` as its creator.
 pub fn sign_transaction(signer: &Signer, transaction: &Transaction) -> SignedTransaction {
+    sign_transaction_with_message(signer, transaction).0
+}
+
+/// [`sign_transaction`], with the exact message signed (what a signature cache keys on).
+pub fn sign_transaction_with_message(
+    signer: &Signer,
+    transaction: &Transaction,
+) -> (SignedTransaction, Vec<u8>) {
     let bytes = transaction.encode_to_vec();
-    let signature = signer.sign(&transaction_message(&sha256(&bytes))).to_vec();
-    SignedTransaction {
+    let message = transaction_message(&sha256(&bytes));
+    let signature = signer.sign(&message).to_vec();
+    let signed = SignedTransaction {
         transaction: bytes,
         signature,
-    }
+    };
+    (signed, message)
 }
