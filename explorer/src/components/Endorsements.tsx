@@ -1,0 +1,33 @@
+import type { TransactionDetail } from "@runnel/sdk";
+import type { JSX } from "preact";
+import { hex } from "../model/format";
+import { Hash } from "./Hash";
+
+/** The endorsers who signed the transaction's payload. */
+export function Endorsements(props: { endorsements: TransactionDetail["endorsements"] }): JSX.Element {
+  if (props.endorsements.length === 0) return <p class="muted">No endorsements.</p>;
+  return (
+    <table aria-label="Endorsements">
+      <thead>
+        <tr>
+          <th scope="col">Organisation</th>
+          <th scope="col">Role</th>
+          <th scope="col">Name</th>
+          <th scope="col">Signature</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.endorsements.map((endorsement, i) => (
+          <tr key={i}>
+            <td>{endorsement.endorser?.org ?? "?"}</td>
+            <td>{endorsement.endorser?.role ?? "?"}</td>
+            <td>{endorsement.endorser?.name ?? "?"}</td>
+            <td>
+              <Hash value={hex(endorsement.signature)} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

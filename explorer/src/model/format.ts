@@ -1,0 +1,59 @@
+/** How values read on screen: hashes, bytes, times, durations. */
+
+/** The first and last characters of a long hex string: `3fa2…91c0`. */
+export function shortHex(hex: string, keep = 8): string {
+  return hex.length <= keep * 2 + 1 ? hex : `${hex.slice(0, keep)}…${hex.slice(-4)}`;
+}
+
+/** Lowercase hex of bytes. */
+export function hex(bytes: Uint8Array): string {
+  let out = "";
+  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
+  return out;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Bytes as text when they are printable UTF-8, else as `0x…` hex. */
+export function bytesText(bytes: Uint8Array): string {
+  if (bytes.length === 0) return "";
+  try {
+    const text = decoder.decode(bytes);
+    // Control characters other than tab and newlines mean binary.
+    if (!/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) return text;
+  } catch {
+    // not UTF-8
+  }
+  return `0x${hex(bytes)}`;
+}
+
+/** Unix milliseconds as a local time with milliseconds: `14:03:07.123`. */
+export function clockTime(ms: bigint | number): string {
+  const date = new Date(Number(ms));
+  const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
+}
+
+/** Unix milliseconds as an ISO date and time. */
+export function dateTime(ms: bigint | number): string {
+  return new Date(Number(ms)).toISOString().replace("T", " ").replace("Z", " UTC");
+}
+
+/** Microseconds as a readable duration: `850 µs`, `1.42 ms`, `2.10 s`. */
+export function duration(us: number): string {
+  if (us < 1_000) return `${Math.round(us)} µs`;
+  if (us < 1_000_000) return `${(us / 1_000).toFixed(us < 10_000 ? 2 : 1)} ms`;
+  return `${(us / 1_000_000).toFixed(2)} s`;
+}
+
+/** A count with thousands separators. */
+export function count(n: number | bigint): string {
+  return n.toLocaleString("en-US");
+}
+
+/** A validation code for humans: `MVCC_READ_CONFLICT` → `MVCC read conflict`. */
+export function codeLabel(code: string): string {
+  if (code === "VALID") return "valid";
+  const words = code.toLowerCase().split("_");
+  return words.map((w) => (["mvcc", "txid"].includes(w) ? w.toUpperCase() : w)).join(" ");
+}

@@ -1,0 +1,86 @@
+import type { JSX } from "preact";
+import { useMemo, useState } from "preact/hooks";
+import { Hash } from "../components/Hash";
+import { TxList } from "../components/TxList";
+import { useFeed, useLoad, useSnapshot } from "../live/hooks";
+import { decodeContractDefinition } from "../model/decode";
+import { hex } from "../model/format";
+import { Link, navigate, paths } from "../router";
+
+/** The lifecycle key a contract's definitions are kept under. */
+const definitionKey = (name: string) => `contracts/${name}`;
+
+/** One contract: its definitions over time (from `_lifecycle`), a key lookup, its live transactions. */
+export function ContractPage(props: { name: string }): JSX.Element {
+  const feed = useFeed();
+  const { transactions } = useSnapshot();
+  const versions = useLoad(async () => {
+    const history = await feed.gateway.getQuery().getKeyHistory("_lifecycle", definitionKey(props.name));
+    return history.map((entry) => ({ entry, definition: entry.isDelete ? undefined : decodeContractDefinition(entry.value) }));
+  }, [props.name]);
+  const mine = useMemo(() => transactions.filter((tx) => tx.contract === props.name), [transactions, props.name]);
+  const [key, setKey] = useState("");
+  return (
+    <>
+      <h1>
+        Contract <code>{props.name}</code>
+      </h1>
+      <section aria-labelledby="versions-heading">
+        <h2 id="versions-heading">Versions</h2>
+        {versions.state === "loading" && <p aria-busy="true">Loading…</p>}
+        {versions.state === "failed" && <p class="error">{versions.error}</p>}
+        {versions.state === "ready" &&
+          (versions.value.length === 0 ? (
+            <p class="muted">No contract of this name has been deployed.</p>
+          ) : (
+            <table class="striped" aria-label="Contract versions">
+              <thead>
+                <tr>
+                  <th scope="col">Sequence</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Policy</th>
+                  <th scope="col">Code hash</th>
+                  <th scope="col">Deployed by</th>
+                </tr>
+              </thead>
+              <tbody>
+                {versions.value.map(({ entry, definition }) => (
+                  <tr key={entry.seq.toString()}>
+                    <td class="num">{definition?.sequence.toString() ?? "?"}</td>
+                    <td>{definition?.version ?? "?"}</td>
+                    <td>
+                      <code>{definition?.policy ?? ""}</code>
+                    </td>
+                    <td>{definition ? <Hash value={hex(definition.codeHash)} /> : ""}</td>
+                    <td>
+                      <Link href={paths.transaction(entry.transactionId)}>
+                        <Hash value={entry.transactionId} />
+                      </Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ))}
+      </section>
+      <section aria-labelledby="key-heading">
+        <h2 id="key-heading">Look up a key</h2>
+        <form
+          role="search"
+          class="inline-form"
+          onSubmit={(event) => {
+            event.preventDefault();
+            if (key.trim()) navigate(paths.key(props.name, key.trim()));
+          }}
+        >
+          <input aria-label={`Key in ${props.name}`} placeholder="key" value={key} onInput={(event) => setKey(event.currentTarget.value)} />
+          <button type="submit">Show key</button>
+        </form>
+      </section>
+      <section aria-labelledby="contract-tx-heading">
+        <h2 id="contract-tx-heading">Latest transactions</h2>
+        <TxList transactions={mine} height={360} label={`Transactions of ${props.name}`} />
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,101 @@
+import type { JSX } from "preact";
+import { BlockList } from "../components/BlockList";
+import { CodeBadge } from "../components/CodeBadge";
+import { LineChart, type Line } from "../components/LineChart";
+import { NodeTable } from "../components/NodeTable";
+import { StatCard } from "../components/StatCard";
+import { TxList } from "../components/TxList";
+import { useSnapshot } from "../live/hooks";
+import { count, duration } from "../model/format";
+import { STEPS } from "../model/stages";
+import { Link, paths } from "../router";
+
+const STEP_COLORS: Record<(typeof STEPS)[number], string> = {
+  endorse: "#2a7de1",
+  order: "#9b59b6",
+  validate: "#e67e22",
+  commit: "#27ae60",
+  notify: "#7f8c8d",
+};
+
+const THROUGHPUT_LINES: readonly Line[] = [
+  { label: "valid tx/s", color: "#27ae60", column: 0 },
+  { label: "invalid tx/s", color: "#e74c3c", column: 1 },
+];
+const P50_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: step, color: STEP_COLORS[step], column: STEPS.indexOf(step) * 2 }));
+const P99_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: step, color: STEP_COLORS[step], column: STEPS.indexOf(step) * 2 + 1 }));
+
+const perSecond = (v: number) => `${Math.round(v)}/s`;
+const micros = (v: number) => duration(v);
+
+/** The network at a glance: heights, throughput, latency per stage, codes, nodes. */
+export function DashboardPage(): JSX.Element {
+  const snapshot = useSnapshot();
+  const { info, codeCounts } = snapshot;
+  const version = snapshot.throughput.x[snapshot.throughput.x.length - 1] ?? 0;
+  let valid = 0;
+  let invalid = 0;
+  for (const [code, n] of codeCounts) {
+    if (code === "VALID") valid += n;
+    else invalid += n;
+  }
+  const codes = [...codeCounts.entries()].sort((a, b) => b[1] - a[1]);
+  return (
+    <>
+      <h1>Dashboard</h1>
+      <div class="stats">
+        <StatCard testId="stat-block-height" label="Block height" value={info ? count(info.blockHeight) : "—"} />
+        <StatCard testId="stat-committed" label="Committed transactions" value={info ? count(info.committedHeight) : "—"} hint={info ? `validated ${count(info.validatedHeight)}, ordered ${count(info.orderedHeight)}` : undefined} />
+        <StatCard testId="stat-rate" label="Transactions / s" value={count(snapshot.ratePerSecond)} hint="last second" />
+        <StatCard testId="stat-valid" label="Valid" value={count(valid)} hint="since the page loaded (with the last 500 stored)" />
+        <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint={info ? `channel ${info.channel}, orgs ${info.orgs.join(", ")}` : undefined} />
+      </div>
+      <div class="charts">
+        <LineChart title="Throughput (tx/s)" series={snapshot.throughput} lines={THROUGHPUT_LINES} format={perSecond} version={version} />
+        <LineChart title="Latency p50 by stage" series={snapshot.latency} lines={P50_LINES} format={micros} version={version} />
+        <LineChart title="Latency p99 by stage" series={snapshot.latency} lines={P99_LINES} format={micros} version={version} />
+      </div>
+      <div class="grid-2">
+        <section aria-labelledby="codes-heading">
+          <h2 id="codes-heading">Transactions by validation code</h2>
+          {codes.length === 0 ? (
+            <p class="muted">None yet.</p>
+          ) : (
+            <table aria-labelledby="codes-heading" data-testid="code-counts">
+              <tbody>
+                {codes.map(([code, n]) => (
+                  <tr key={code} data-code={code}>
+                    <td>
+                      <Link href={paths.transactions({ status: code })}>
+                        <CodeBadge code={code} />
+                      </Link>
+                    </td>
+                    <td class="num">{count(n)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+        <section aria-labelledby="nodes-heading">
+          <h2 id="nodes-heading">Nodes</h2>
+          <NodeTable info={info} health={snapshot.health} live={snapshot.connection === "live"} />
+        </section>
+      </div>
+      <div class="grid-2">
+        <section aria-labelledby="recent-tx-heading">
+          <h2 id="recent-tx-heading">
+            Latest transactions <Link href={paths.transactions()}>all →</Link>
+          </h2>
+          <TxList transactions={snapshot.transactions} height={320} label="Latest transactions" />
+        </section>
+        <section aria-labelledby="recent-blocks-heading">
+          <h2 id="recent-blocks-heading">
+            Latest blocks <Link href={paths.blocks()}>all →</Link>
+          </h2>
+          <BlockList blocks={snapshot.blocks} height={320} />
+        </section>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,157 @@
+import type { Trace } from "@runnel/sdk";
+import type { JSX } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { CodeBadge } from "../components/CodeBadge";
+import { Endorsements } from "../components/Endorsements";
+import { Hash } from "../components/Hash";
+import { RwSet } from "../components/RwSet";
+import { TxWaterfall } from "../components/TxWaterfall";
+import { useFeed, useLoad } from "../live/hooks";
+import { bytesText, dateTime } from "../model/format";
+import { Link, paths } from "../router";
+
+/** One transaction in full: status, proposal, decoded arguments, rw-set, endorsements, waterfall. */
+export function TransactionPage(props: { id: string }): JSX.Element {
+  const feed = useFeed();
+  const detail = useLoad(() => feed.gateway.getQuery().getTransaction(props.id), [props.id]);
+  return (
+    <>
+      <h1>
+        Transaction <Hash value={props.id} />
+      </h1>
+      {detail.state === "loading" && <p aria-busy="true">Loading the transaction…</p>}
+      {detail.state === "failed" && <p class="error">{detail.error}</p>}
+      {detail.state === "ready" && (
+        <>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd data-testid="tx-code">
+              <CodeBadge code={detail.value.codeName} />
+            </dd>
+            <dt>Id</dt>
+            <dd>
+              <code class="wrap">{detail.value.txId}</code>
+            </dd>
+            <dt>Seq</dt>
+            <dd>{detail.value.seq.toString()}</dd>
+            <dt>Block</dt>
+            <dd>
+              {detail.value.block > 0n ? <Link href={paths.block(detail.value.block)}>#{detail.value.block.toString()}</Link> : <span class="muted">not sealed yet</span>}
+            </dd>
+            <dt>Phase</dt>
+            <dd>{detail.value.phaseName}</dd>
+            <dt>Ordered at</dt>
+            <dd>{detail.value.timestampMs > 0n ? dateTime(detail.value.timestampMs) : "—"}</dd>
+            <dt>Creator</dt>
+            <dd>{detail.value.creator ? `${detail.value.creator.name} (${detail.value.creator.org} ${detail.value.creator.role})` : "—"}</dd>
+          </dl>
+          <section aria-labelledby="waterfall-heading">
+            <h2 id="waterfall-heading">Path through the pipeline</h2>
+            <TraceSection id={props.id} />
+          </section>
+          <section aria-labelledby="proposal-heading">
+            <h2 id="proposal-heading">Proposal</h2>
+            {detail.value.proposal === undefined ? (
+              <p class="muted">The transaction's bytes do not decode.</p>
+            ) : (
+              <dl class="facts" data-testid="proposal">
+                <dt>Contract</dt>
+                <dd>
+                  <Link href={paths.contract(detail.value.proposal.contract)}>{detail.value.proposal.contract}</Link>
+                </dd>
+                <dt>Function</dt>
+                <dd>
+                  <code>{detail.value.proposal.function}</code>
+                </dd>
+                <dt>Arguments</dt>
+                <dd>
+                  <ol class="args">
+                    {detail.value.proposal.args.map((arg, i) => (
+                      <li key={i}>
+                        <code>{pretty(arg)}</code>
+                      </li>
+                    ))}
+                  </ol>
+                </dd>
+                <dt>Result</dt>
+                <dd>
+                  <code>{pretty(detail.value.payload?.result ?? new Uint8Array()) || "—"}</code>
+                </dd>
+                <dt>Channel</dt>
+                <dd>{detail.value.proposal.channel}</dd>
+                <dt>Proposed at</dt>
+                <dd>{dateTime(detail.value.proposal.timestampMs)}</dd>
+              </dl>
+            )}
+          </section>
+          <section aria-labelledby="rwset-heading">
+            <h2 id="rwset-heading">Read/write set</h2>
+            <RwSet rwsets={detail.value.payload?.rwsets ?? []} />
+          </section>
+          {(detail.value.payload?.events.length ?? 0) > 0 && (
+            <section aria-labelledby="events-heading">
+              <h2 id="events-heading">Events</h2>
+              <ul>
+                {detail.value.payload?.events.map((event, i) => (
+                  <li key={i}>
+                    <code>
+                      {event.contract}.{event.name}
+                    </code>{" "}
+                    {pretty(event.payload)}
+                  </li>
+                ))}
+              </ul>
+            </section>
+          )}
+          <section aria-labelledby="endorsements-heading">
+            <h2 id="endorsements-heading">Endorsements</h2>
+            <Endorsements endorsements={detail.value.endorsements} />
+          </section>
+        </>
+      )}
+    </>
+  );
+}
+
+/** The waterfall: from the live feed if it saw the trace, else asked of the node, else awaited. */
+function TraceSection(props: { id: string }): JSX.Element {
+  const feed = useFeed();
+  const [trace, setTrace] = useState<Trace | undefined>(() => feed.traceOf(props.id));
+  const [missing, setMissing] = useState(false);
+  useEffect(() => {
+    let current = true;
+    const known = feed.traceOf(props.id);
+    setTrace(known);
+    setMissing(false);
+    if (known !== undefined) return;
+    const cancel = feed.onTrace(props.id, (arrived) => current && setTrace(arrived));
+    feed.gateway.trace(props.id).then(
+      (asked) => {
+        if (!current) return;
+        if (asked.stages.length > 0) setTrace((live) => live ?? asked);
+        else setMissing(true);
+      },
+      () => current && setMissing(true),
+    );
+    return () => {
+      current = false;
+      cancel();
+    };
+  }, [props.id]);
+  if (trace !== undefined && trace.stages.length > 0) return <TxWaterfall trace={trace} />;
+  return missing ? (
+    <p class="muted">The node keeps the traces of its latest transactions only; this one's is gone.</p>
+  ) : (
+    <p aria-busy="true">Waiting for the trace…</p>
+  );
+}
+
+/** Bytes as text, JSON re-indented on one line when it is JSON. */
+function pretty(bytes: Uint8Array): string {
+  const text = bytesText(bytes);
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}

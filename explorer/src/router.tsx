@@ -1,0 +1,122 @@
+/**
+ * Real URLs for every page (the history API): the node serves index.html for any path
+ * it does not know, and the explorer picks the page here.
+ */
+
+import type { ComponentChildren, JSX } from "preact";
+import { useEffect, useState } from "preact/hooks";
+
+/** A page and the values its path carries. */
+export interface Route {
+  readonly page: PageName;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+}
+
+export type PageName =
+  | "dashboard"
+  | "blocks"
+  | "block"
+  | "transactions"
+  | "transaction"
+  | "contracts"
+  | "contract"
+  | "key"
+  | "search"
+  | "not-found";
+
+const ROUTES: readonly (readonly [string, PageName])[] = [
+  ["/", "dashboard"],
+  ["/blocks", "blocks"],
+  ["/blocks/:number", "block"],
+  ["/transactions", "transactions"],
+  ["/transactions/:id", "transaction"],
+  ["/contracts", "contracts"],
+  ["/contracts/:name", "contract"],
+  ["/keys/:namespace/:key", "key"],
+  ["/search", "search"],
+];
+
+/** The route of a location's path and query. */
+export function match(pathname: string, search = ""): Route {
+  const query = new URLSearchParams(search);
+  const parts = split(pathname);
+  for (const [pattern, page] of ROUTES) {
+    const want = split(pattern);
+    if (want.length !== parts.length) continue;
+    const params: Record<string, string> = {};
+    const matched = want.every((segment, i) => {
+      const part = parts[i] ?? "";
+      if (segment.startsWith(":")) {
+        params[segment.slice(1)] = decodeURIComponent(part);
+        return part.length > 0;
+      }
+      return segment === part;
+    });
+    if (matched) return { page, params, query };
+  }
+  return { page: "not-found", params: {}, query };
+}
+
+function split(path: string): string[] {
+  return path.split("/").filter((part) => part.length > 0);
+}
+
+/** Paths of the pages, so that links are never assembled by hand. */
+export const paths = {
+  dashboard: () => "/",
+  blocks: () => "/blocks",
+  block: (number: bigint | number) => `/blocks/${number}`,
+  transactions: (filters: { contract?: string; status?: string } = {}) => {
+    const query = new URLSearchParams();
+    if (filters.contract) query.set("contract", filters.contract);
+    if (filters.status) query.set("status", filters.status);
+    const text = query.toString();
+    return text ? `/transactions?${text}` : "/transactions";
+  },
+  transaction: (id: string) => `/transactions/${id}`,
+  contracts: () => "/contracts",
+  contract: (name: string) => `/contracts/${encodeURIComponent(name)}`,
+  key: (namespace: string, key: string) => `/keys/${encodeURIComponent(namespace)}/${encodeURIComponent(key)}`,
+  search: (q: string) => `/search?q=${encodeURIComponent(q)}`,
+};
+
+const NAVIGATE = "runnel:navigate";
+
+/** Goes to `to` without a reload. */
+export function navigate(to: string, options: { replace?: boolean } = {}): void {
+  if (options.replace) history.replaceState(null, "", to);
+  else history.pushState(null, "", to);
+  window.dispatchEvent(new Event(NAVIGATE));
+  window.scrollTo(0, 0);
+}
+
+/** The current route; re-renders on navigation and on back/forward. */
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => match(location.pathname, location.search));
+  useEffect(() => {
+    const update = () => setRoute(match(location.pathname, location.search));
+    window.addEventListener("popstate", update);
+    window.addEventListener(NAVIGATE, update);
+    return () => {
+      window.removeEventListener("popstate", update);
+      window.removeEventListener(NAVIGATE, update);
+    };
+  }, []);
+  return route;
+}
+
+/** An anchor that navigates in-page (a plain link for new tabs and modified clicks). */
+export function Link(props: { href: string; children: ComponentChildren } & Omit<JSX.HTMLAttributes<HTMLAnchorElement>, "href">): JSX.Element {
+  const { href, children, ...rest } = props;
+  const onClick = (event: MouseEvent) => {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    navigate(href);
+  };
+  return (
+    <a href={href} onClick={onClick} {...rest}>
+      {children}
+    </a>
+  );
+}
