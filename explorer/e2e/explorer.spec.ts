@@ -1,0 +1,221 @@
+/**
+ * The explorer against a real node in a real Chromium: transactions submitted through
+ * the SDK appear live, their waterfall carries the node's stage durations, an invalid
+ * transaction shows its code, keys show their history, search finds transactions, blocks
+ * and keys, and a node restart shows the banner, then recovers. The tests of this file
+ * share one node and run in order; the restart comes last.
+ */
+
+import type { Page } from "@playwright/test";
+import { CHANNEL, expect, test, uniqueKey } from "./fixtures.js";
+
+/** Marks the document, to prove later that the page was never reloaded. */
+async function markDocument(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    (window as unknown as { explorerMark: boolean }).explorerMark = true;
+  });
+}
+
+async function stillSameDocument(page: Page): Promise<boolean> {
+  return page.evaluate(() => (window as unknown as { explorerMark?: boolean }).explorerMark === true);
+}
+
+/** The row of the live transaction list for `id`. */
+function txRow(page: Page, id: string) {
+  return page.getByRole("row").filter({ has: page.locator(`a[data-tx="${id}"]`) });
+}
+
+test("dashboard: heights, counts by code, node health and charts, live", async ({ page, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  await page.goto("/");
+  await expect(page.getByRole("heading", { name: "Dashboard" })).toBeVisible();
+  await expect(page.getByTestId("node-row").locator("[data-health]")).toHaveAttribute("data-health", "healthy");
+  const committedBefore = Number((await page.getByTestId("stat-committed").locator(".stat-value").innerText()).replace(/,/g, ""));
+  await markDocument(page);
+  for (let i = 0; i < 5; i += 1) await kv.submitTransaction("put", uniqueKey("dash"), `value ${i}`);
+  await expect
+    .poll(async () => Number((await page.getByTestId("stat-committed").locator(".stat-value").innerText()).replace(/,/g, "")))
+    .toBeGreaterThanOrEqual(committedBefore + 5);
+  await expect(page.getByTestId("code-counts").locator('tr[data-code="VALID"] td.num')).not.toHaveText("0");
+  await expect(page.getByRole("img", { name: "Throughput (tx/s)" }).locator("canvas")).toBeVisible();
+  await expect(page.getByRole("img", { name: "Latency p50 by stage" }).locator("canvas")).toBeVisible();
+  expect(await stillSameDocument(page)).toBe(true);
+  await snap("dashboard");
+});
+
+test("transactions appear live, without a reload, and open on their waterfall", async ({ page, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  await page.goto("/transactions");
+  await expect(page.getByRole("heading", { name: "Transactions" })).toBeVisible();
+  await expect(page.locator("[data-connection=live]")).toBeAttached();
+  await markDocument(page);
+  const key = uniqueKey("live");
+  const submitted = await kv.submitAsync("put", { arguments: [key, "hello, explorer"] });
+  await submitted.getStatus();
+  const id = submitted.getTransactionId();
+  const row = txRow(page, id);
+  await expect(row).toBeVisible();
+  await expect(row).toContainText("kv.put");
+  await expect(row).toContainText(key);
+  await expect(row.locator("[data-code]")).toHaveAttribute("data-code", "VALID");
+  expect(await stillSameDocument(page)).toBe(true);
+  await snap("transactions");
+
+  await row.locator(`a[data-tx="${id}"]`).click();
+  await expect(page).toHaveURL(`/transactions/${id}`);
+  await expect(page.getByTestId("tx-code").locator("[data-code]")).toHaveAttribute("data-code", "VALID");
+  const proposal = page.getByTestId("proposal");
+  await expect(proposal).toContainText("put");
+  await expect(proposal).toContainText(key);
+  await expect(proposal).toContainText("hello, explorer");
+  const waterfall = page.getByRole("table", { name: "Stage waterfall" });
+  await expect(waterfall).toBeVisible();
+  for (const step of ["endorse", "order", "validate", "commit"]) {
+    const stepRow = waterfall.locator(`tr[data-step="${step}"]`);
+    await expect(stepRow).toBeVisible();
+    const us = Number(await stepRow.getAttribute("data-duration-us"));
+    expect(us, `${step} duration (µs)`).toBeGreaterThan(0);
+    await expect(stepRow.locator(".duration")).toHaveText(/\d+(\.\d+)? (µs|ms|s)/);
+  }
+  expect(Number(await waterfall.locator("[data-total-us]").getAttribute("data-total-us"))).toBeGreaterThan(0);
+  await expect(page.getByRole("table", { name: "Reads and writes in kv" })).toContainText(key);
+  await expect(page.getByRole("table", { name: "Endorsements" })).toContainText("Org1");
+  expect(await stillSameDocument(page)).toBe(true);
+  await snap("transaction");
+});
+
+test("an invalid transaction shows its validation code, live and in detail", async ({ page, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  const key = uniqueKey("conflict");
+  await kv.submitTransaction("put", key, "0");
+  await page.goto("/transactions?status=invalid");
+  await expect(page.locator("[data-connection=live]")).toBeAttached();
+  // Two read-modify-writes endorsed on the same version: the second to commit conflicts.
+  const first = await (await kv.newProposal("update", { arguments: [key, "1"] })).endorse();
+  const second = await (await kv.newProposal("update", { arguments: [key, "2"] })).endorse();
+  expect((await (await first.submit()).getStatus()).codeName).toBe("VALID");
+  expect((await (await second.submit()).getStatus()).codeName).toBe("MVCC_READ_CONFLICT");
+  const id = second.getTransactionId();
+  const row = txRow(page, id);
+  await expect(row.locator("[data-code]")).toHaveAttribute("data-code", "MVCC_READ_CONFLICT");
+  await expect(txRow(page, first.getTransactionId())).toHaveCount(0);
+  await snap("transactions-invalid");
+  await row.locator(`a[data-tx="${id}"]`).click();
+  const code = page.getByTestId("tx-code");
+  await expect(code.locator("[data-code]")).toHaveAttribute("data-code", "MVCC_READ_CONFLICT");
+  await expect(code).toContainText("MVCC read conflict");
+  await expect(page.getByRole("table", { name: "Stage waterfall" }).locator('tr[data-step="validate"]')).toBeVisible();
+  await snap("transaction-invalid");
+});
+
+test("a key's current value, version and history", async ({ page, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  const key = uniqueKey("history");
+  for (const value of ["first", "second", "third"]) await kv.submitTransaction("put", key, value);
+  await page.goto(`/keys/kv/${encodeURIComponent(key)}`);
+  await expect(page.getByTestId("key-value")).toHaveText("third");
+  const history = page.getByRole("table", { name: "Key history" });
+  await expect(history.locator("tbody tr")).toHaveCount(3);
+  await expect(history.locator("tbody tr").first()).toContainText("third");
+  await expect(history.locator("tbody tr").last()).toContainText("first");
+  // A new write shows up without a reload.
+  await markDocument(page);
+  await kv.submitTransaction("put", key, "fourth");
+  await expect(page.getByTestId("key-value")).toHaveText("fourth");
+  await expect(history.locator("tbody tr")).toHaveCount(4);
+  expect(await stillSameDocument(page)).toBe(true);
+  await snap("key");
+});
+
+test("search by transaction id, block number and key", async ({ page, client }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  const key = uniqueKey("search");
+  const submitted = await kv.submitAsync("put", { arguments: [key, "found me"] });
+  const status = await submitted.getStatus();
+  const id = submitted.getTransactionId();
+  await page.goto("/");
+  const box = page.getByRole("searchbox", { name: /Search by transaction id/ });
+
+  await box.fill(id);
+  await box.press("Enter");
+  await expect(page).toHaveURL(`/transactions/${id}`);
+  await expect(page.getByTestId("tx-code").locator("[data-code]")).toHaveAttribute("data-code", "VALID");
+
+  await box.fill(key);
+  await box.press("Enter");
+  await expect(page).toHaveURL(`/keys/kv/${encodeURIComponent(key)}`);
+  await expect(page.getByTestId("key-value")).toHaveText("found me");
+
+  // Block 1 is sealed long before: the dev node deploys its contracts first.
+  await expect.poll(async () => (await client.getQuery().getNetworkInfo()).blockHeight).toBeGreaterThanOrEqual(1n);
+  await box.fill("1");
+  await box.press("Enter");
+  await expect(page).toHaveURL("/blocks/1");
+  await expect(page.getByTestId("seal")).toBeVisible();
+
+  await box.fill("no-such-thing-anywhere");
+  await box.press("Enter");
+  await expect(page.getByTestId("no-results")).toBeVisible();
+  expect(status.seq).toBeGreaterThan(0n);
+});
+
+test("contracts: deployed contracts with version, policy and code hash", async ({ page, snap }) => {
+  await page.goto("/contracts");
+  const table = page.getByRole("table", { name: "Deployed contracts" });
+  for (const name of ["kv", "token", "basic"]) {
+    const row = table.locator(`tr[data-contract="${name}"]`);
+    await expect(row).toBeVisible();
+    await expect(row.locator("code.hash")).toHaveText(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
+  }
+  await snap("contracts");
+  await table.getByRole("link", { name: "kv" }).click();
+  await expect(page).toHaveURL("/contracts/kv");
+  await expect(page.getByRole("table", { name: "Contract versions" }).locator("tbody tr")).toHaveCount(1);
+  await snap("contract");
+});
+
+test("blocks: live list, and a block's seal and transactions", async ({ page, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  await page.goto("/blocks");
+  await expect(page.locator("[data-connection=live]")).toBeAttached();
+  const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("block"), "sealed"] });
+  await submitted.getStatus();
+  // The block holding it is sealed shortly after (seal_max_delay_ms) and listed live.
+  let block = 0n;
+  await expect
+    .poll(async () => {
+      block = (await client.getQuery().getTransaction(submitted.getTransactionId())).block;
+      return block;
+    })
+    .toBeGreaterThan(0n);
+  const link = page.locator(`a[data-block="${block}"]`);
+  await expect(link).toBeVisible();
+  await snap("blocks");
+  await link.click();
+  await expect(page).toHaveURL(`/blocks/${block}`);
+  const seal = page.getByTestId("seal");
+  await expect(seal).toContainText(/[0-9a-f]{64}/);
+  await expect(page.getByRole("table", { name: "Transactions" }).locator(`a[href="/transactions/${submitted.getTransactionId()}"]`)).toBeVisible();
+  await snap("block");
+});
+
+test("node restart: the banner shows, then goes, and live updates resume", async ({ page, node, client }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  await page.goto("/transactions");
+  const banner = page.getByRole("status");
+  await expect(page.locator("[data-connection=live]")).toBeAttached();
+  await expect(banner).toHaveText("");
+  await markDocument(page);
+
+  await node.stop();
+  await expect(banner).toContainText("Connection lost, reconnecting…");
+  await page.screenshot({ path: "test-results/screens/reconnecting-light.png" });
+
+  await node.start();
+  await expect(page.locator("[data-connection=live]")).toBeAttached({ timeout: 30_000 });
+  await expect(banner).toHaveText("");
+  const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("after-restart"), "back"] });
+  await submitted.getStatus();
+  await expect(txRow(page, submitted.getTransactionId())).toBeVisible();
+  expect(await stillSameDocument(page)).toBe(true);
+});

@@ -1,0 +1,72 @@
+/**
+ * What the end-to-end tests share: a real node per worker serving the explorer, a client
+ * of it through @runnel/sdk over gRPC (Node.js), and a screenshot helper that saves each
+ * page in light and dark.
+ */
+
+import { test as base, expect, type Page } from "@playwright/test";
+import { connect, loadNetworkIdentity, type Gateway } from "@runnel/sdk";
+import { copyFileSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { RunnelNode } from "./node.js";
+
+export { expect };
+
+/** The channel `runnel dev` serves. */
+export const CHANNEL = "main";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const SCREENS = resolve(here, "..", "test-results", "screens");
+const DOCS_SCREENS = resolve(here, "..", "..", "docs", "explorer");
+
+export const test = base.extend<{ snap: (name: string) => Promise<void> }, { node: RunnelNode; client: Gateway }>({
+  node: [
+    async ({}, use) => {
+      const node = await RunnelNode.start();
+      await use(node);
+      await node.stop();
+    },
+    { scope: "worker", timeout: 150_000 },
+  ],
+  client: [
+    async ({ node }, use) => {
+      const { identity, signer } = await loadNetworkIdentity(node.networkDir, "Org1", "client");
+      const gateway = connect({ url: node.url, identity, signer });
+      await use(gateway);
+      gateway.close();
+    },
+    { scope: "worker" },
+  ],
+  baseURL: async ({ node }, use) => {
+    await use(node.url);
+  },
+  snap: async ({ page }, use) => {
+    await use((name) => screenshot(page, name));
+  },
+});
+
+/**
+ * Saves the page as test-results/screens/NAME-light.png and NAME-dark.png (and into
+ * docs/explorer/ with DOCS_SCREENSHOTS=1), switching the theme with the page's own toggle.
+ */
+async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENS, { recursive: true });
+  for (const theme of ["light", "dark"] as const) {
+    const current = await page.evaluate(() => document.documentElement.dataset.theme);
+    if (current !== theme) await page.getByRole("button", { name: `Switch to ${theme} theme` }).click();
+    await expect(page.locator("html")).toHaveAttribute("data-theme", theme);
+    const path = join(SCREENS, `${name}-${theme}.png`);
+    await page.screenshot({ path, fullPage: false, animations: "disabled" });
+    if (process.env.DOCS_SCREENSHOTS === "1") {
+      mkdirSync(DOCS_SCREENS, { recursive: true });
+      copyFileSync(path, join(DOCS_SCREENS, `${name}-${theme}.png`));
+    }
+  }
+  await page.getByRole("button", { name: "Switch to light theme" }).click();
+}
+
+/** A key no other test uses. */
+export function uniqueKey(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+}
