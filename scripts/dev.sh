@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and starts a Runnel dev node (the README's run command): builds the example
-# contracts and the `runnel` binary, then runs `runnel dev` on 127.0.0.1:7051 with its
-# data in .runnel/dev, the example contracts deployed, and the explorer served when it is
-# built (explorer/dist). Extra arguments go to `runnel dev` (see `runnel dev --help`).
+# contracts, the `runnel` binary, the TypeScript SDK and the web explorer (explorer/dist),
+# then runs `runnel dev` on 127.0.0.1:7051 with its data in .runnel/dev, the example
+# contracts deployed, and the explorer served at http://127.0.0.1:7051/. Extra arguments go to `runnel dev` (see `runnel dev --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,10 @@ echo "==> building the example contracts (the first build takes a few minutes)"
 ./scripts/build-contracts.sh >/dev/null
 echo "==> building runnel"
 cargo build --locked -p runnel-node --bin runnel
+echo "==> building the SDK and the explorer (explorer/dist)"
+[ -d node_modules ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+npm run --silent -w sdk-ts build
+npm run --silent -w explorer build -- --logLevel warn
 echo "==> starting the dev node"
 exec target/debug/runnel dev \
   --dir .runnel/dev \

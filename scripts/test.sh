@@ -12,7 +12,7 @@ rustup toolchain install
 rustup target add wasm32-unknown-unknown
 
 step "npm workspaces"
-npm ci --no-audit --no-fund
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 
 step "format"
 cargo fmt --all -- --check
@@ -33,5 +33,18 @@ cargo build --locked -p runnel-node --bin runnel
 npm run -w sdk-ts typecheck
 npm run -w sdk-ts build
 npm run -w sdk-ts test
+
+step "Explorer (type check, unit and component tests, build, end-to-end in Chromium)"
+# Debian's Chromium drives the end-to-end tests; Playwright never downloads a browser.
+if [ ! -x /usr/bin/chromium ]; then
+  sudo_if_needed=""
+  [ "$(id -u)" -eq 0 ] || sudo_if_needed="sudo"
+  $sudo_if_needed apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo_if_needed apt-get install -y chromium
+fi
+npm run -w explorer typecheck
+npm run -w explorer test
+npm run -w explorer build
+npm run -w explorer e2e
 
 # Benchmarks are type-checked by clippy --all-targets above; run them with ./scripts/bench.sh.
