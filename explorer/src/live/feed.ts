@@ -289,7 +289,10 @@ export class LiveFeed {
         await this.#checkHealth();
       }
     };
-    await Promise.race([transactions(), blocks(), traces(), poll()]);
+    const runs = [transactions(), blocks(), traces(), poll()];
+    // The first failure ends the session; the others fail in turn as it closes them.
+    for (const run of runs) run.catch(() => undefined);
+    await Promise.race(runs);
   }
 
   async #checkHealth(): Promise<void> {
