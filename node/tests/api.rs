@@ -23,10 +23,11 @@ use runnel_node::proto::trace_client::TraceClient;
 use runnel_node::proto::{
     CommitStatusRequest, ContractEventsRequest, ContractEventsResponse, DeliverBlocksRequest,
     DeliverTransactionsRequest, DeployContractRequest, DeployRequest, EndorseRequest,
-    EvaluateRequest, EventCheckpoint, GetBlockRequest, GetKeyHistoryRequest, GetKeyRequest,
-    GetNetworkInfoRequest, GetNetworkInfoResponse, GetTraceRequest, GetTransactionRequest,
-    ListContractsRequest, OrderingMode, SignedProposal, SignedTransaction, Stage, SubmitRequest,
-    TraceStreamRequest, Transaction, TxPhase, ValidationCode,
+    EvaluateRequest, EventCheckpoint, GetBlockRequest, GetInclusionProofRequest,
+    GetKeyHistoryRequest, GetKeyRequest, GetNetworkInfoRequest, GetNetworkInfoResponse,
+    GetTraceRequest, GetTransactionRequest, ListContractsRequest, OrderingMode, SignedProposal,
+    SignedTransaction, Stage, SubmitRequest, TraceStreamRequest, Transaction, TxPhase,
+    ValidationCode,
 };
 use runnel_node::tx;
 use tokio::sync::oneshot;
@@ -1033,6 +1034,42 @@ async fn queries_read_transactions_keys_history_contracts_and_the_network() {
     assert_eq!(info.ordering_mode(), OrderingMode::Streaming);
     assert_eq!(info.committed_height, 4);
     assert!(info.validated_height >= info.committed_height);
+
+    // The first put's inclusion proof, once its block is sealed (seals every 20 ms).
+    let mut proof = None;
+    for _ in 0..200 {
+        match query
+            .get_inclusion_proof(GetInclusionProofRequest {
+                tx_id: first.clone(),
+            })
+            .await
+        {
+            Ok(response) => {
+                proof = Some(response.into_inner());
+                break;
+            }
+            Err(status) => assert_status(&status, Code::NotFound, "TX_NOT_SEALED"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let proof = proof.expect("the first put is sealed");
+    let block = proof.block.unwrap();
+    let sealed = runnel_node::block::decode_signed_seal(&block.signed_seal).unwrap();
+    assert_eq!(block.hash, sealed.hash.to_vec());
+    let inclusion = proof.proof.unwrap();
+    assert_eq!(inclusion.seq, first_seq);
+    assert_eq!(inclusion.block, sealed.seal.number.0);
+    runnel_node::block::verify_proof(&inclusion, &proof.transaction, &sealed.seal).unwrap();
+    let mut forged = proof.transaction.clone();
+    forged[0] ^= 1;
+    assert!(runnel_node::block::verify_proof(&inclusion, &forged, &sealed.seal).is_err());
+    let status = query
+        .get_inclusion_proof(GetInclusionProofRequest {
+            tx_id: "ef".repeat(32),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "TX_NOT_SEALED");
     node.stop().await;
 }
 

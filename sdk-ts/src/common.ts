@@ -51,6 +51,8 @@ export type {
   TransactionDetail,
 } from "./query.js";
 export { Query } from "./query.js";
+export type { InclusionCheck, InclusionProof, SealCheck } from "./proof.js";
+export { SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
 export type { Signer } from "./signing.js";
 export { ed25519Pkcs8, newPrivateKeySigner } from "./signing.js";
 export type { StageName, StageStamp, Trace } from "./trace.js";

@@ -7,6 +7,7 @@ import { argumentBytes, toHex, type Argument } from "./bytes.js";
 import { callOptions, type CallOptions, type Clients } from "./client.js";
 import { QueryError, validationCodeName } from "./errors.js";
 import { toBlock, type Block } from "./events.js";
+import type { InclusionProof } from "./proof.js";
 import { TxPhase, type GetNetworkInfoResponse, type GetTransactionResponse } from "./gen/runnel/v1/api_pb.js";
 
 /** A key's value as of the last validated transaction. */
@@ -109,6 +110,26 @@ export class Query {
       codeName: validationCodeName(response.code),
       phaseName: response.phase === TxPhase.COMMITTED ? ("durable" as const) : ("validated" as const),
     });
+  }
+
+  /**
+   * The proof that a sealed transaction is in its block; check it with
+   * `verifyInclusionProof`, which trusts only what the orderer signed. Fails with
+   * NOT_FOUND (`TX_NOT_SEALED`) until the transaction's block is sealed.
+   */
+  async getInclusionProof(transactionId: string, options?: CallOptions): Promise<InclusionProof> {
+    const response = await this.#call(`inclusion proof of ${transactionId}`, (ms) =>
+      this.#clients.query.getInclusionProof({ txId: transactionId }, callOptions(options, ms)),
+    );
+    if (response.block === undefined || response.proof === undefined) {
+      throw new TypeError(`the node sent an incomplete inclusion proof for ${transactionId}`);
+    }
+    return {
+      block: toBlock(response.block),
+      transaction: response.transaction,
+      seq: response.proof.seq,
+      path: response.proof.path,
+    };
   }
 
   /** A key's value and version in `namespace` (a contract's name, or `"_lifecycle"`). */

@@ -2,7 +2,18 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { inject } from "vitest";
-import { connect, loadNetworkIdentity, SubmitError, type Gateway, type Protocol } from "../src/index.js";
+import { fromBinary } from "@bufbuild/protobuf";
+import {
+  connect,
+  loadNetworkIdentity,
+  SubmitError,
+  toHex,
+  verifyInclusionProof,
+  verifySeal,
+  type Gateway,
+  type Protocol,
+} from "../src/index.js";
+import * as blockProto from "../src/gen/runnel/v1/block_pb.js";
 import { CHANNEL, gatewayAs, json, uniqueKey } from "./helpers.js";
 
 describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
@@ -200,6 +211,30 @@ describe("queries", () => {
     expect(fetched.hash).toBe(holding!.hash);
     expect(fetched.transactions.some((t) => t.transactionId === first.getTransactionId())).toBe(true);
     await expect(query.getBlock(1_000_000_000n)).rejects.toMatchObject({ errorName: "BLOCK_NOT_FOUND" });
+
+    // The inclusion proof checks against the seal alone; a changed byte or path fails.
+    const sealCheck = await verifySeal(fetched);
+    expect(sealCheck).toMatchObject({ valid: true });
+    expect(toHex(sealCheck.orderer)).toBe(toHex(fromBinary(blockProto.SignedSealSchema, fetched.signedSeal).orderer));
+    const proof = await query.getInclusionProof(first.getTransactionId());
+    expect(proof.seq).toBe(firstStatus.seq);
+    expect(proof.block.hash).toBe(holding!.hash);
+    const check = await verifyInclusionProof(proof);
+    expect(check).toMatchObject({ valid: true, computedRoot: holding!.txRoot });
+    const forged = proof.transaction.slice();
+    forged[forged.length - 1]! ^= 1;
+    expect(await verifyInclusionProof({ ...proof, transaction: forged })).toMatchObject({ valid: false });
+    const otherSeq = proof.seq === proof.block.firstSeq ? proof.block.lastSeq : proof.block.firstSeq;
+    if (otherSeq !== proof.seq) {
+      expect(await verifyInclusionProof({ ...proof, seq: otherSeq })).toMatchObject({ valid: false });
+    }
+    const tamperedSeal = { ...proof.block, signedSeal: proof.block.signedSeal.slice() };
+    tamperedSeal.signedSeal[tamperedSeal.signedSeal.length - 1]! ^= 1;
+    expect(await verifySeal(tamperedSeal)).toMatchObject({
+      valid: false,
+      reason: "the orderer's signature over the seal does not verify",
+    });
+    await expect(query.getInclusionProof("ab".repeat(32))).rejects.toMatchObject({ errorName: "TX_NOT_SEALED" });
   });
 
   test("block events are consecutive and chained by hash", async () => {

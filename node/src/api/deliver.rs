@@ -171,7 +171,6 @@ pub(super) fn block_message(
     let sealed = block::decode_signed_seal(&record.bytes).map_err(|e| {
         LedgerError::BadResult(format!("stored seal of block {}: {e}", record.number))
     })?;
-    let seal = &sealed.seal;
     let mut transactions = Vec::new();
     if with_transactions {
         let mut next = record.first;
@@ -192,6 +191,15 @@ pub(super) fn block_message(
         }
     }
     Ok(Block {
+        transactions,
+        ..sealed_block(sealed)
+    })
+}
+
+/// A block message for a signed seal, without its transaction list.
+pub(super) fn sealed_block(sealed: block::SignedSealed) -> Block {
+    let seal = &sealed.seal;
+    Block {
         seal: Some(BlockSeal {
             number: seal.number.0,
             first_seq: seal.first.0,
@@ -202,8 +210,8 @@ pub(super) fn block_message(
         }),
         hash: sealed.hash.to_vec(),
         signed_seal: sealed.bytes,
-        transactions,
-    })
+        transactions: Vec::new(),
+    }
 }
 
 /// A stored transaction as the API sends it.

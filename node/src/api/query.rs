@@ -5,7 +5,7 @@ use std::sync::Arc;
 use prost::Message;
 use tonic::{Code, Request, Response, Status};
 
-use super::deliver::block_message;
+use super::deliver::{block_message, sealed_block};
 use super::{Shared, phase, quote, status, tx_id, validation_code};
 use crate::identity::Msp;
 use crate::ids::{BlockNumber, Seq, TxId};
@@ -13,11 +13,12 @@ use crate::ledger::{Ledger, LedgerError};
 use crate::orderer::OrderingMode;
 use crate::proto::query_server::Query;
 use crate::proto::{
-    EndorsementDetail, GetBlockRequest, GetBlockResponse, GetKeyHistoryRequest,
-    GetKeyHistoryResponse, GetKeyRequest, GetKeyResponse, GetNetworkInfoRequest,
-    GetNetworkInfoResponse, GetStateHashRequest, GetStateHashResponse, GetTransactionRequest,
-    GetTransactionResponse, Identity, KeyModification, ListContractsRequest, ListContractsResponse,
-    Proposal, ResponsePayload, SignedTransaction, Transaction,
+    EndorsementDetail, GetBlockRequest, GetBlockResponse, GetInclusionProofRequest,
+    GetInclusionProofResponse, GetKeyHistoryRequest, GetKeyHistoryResponse, GetKeyRequest,
+    GetKeyResponse, GetNetworkInfoRequest, GetNetworkInfoResponse, GetStateHashRequest,
+    GetStateHashResponse, GetTransactionRequest, GetTransactionResponse, Identity, KeyModification,
+    ListContractsRequest, ListContractsResponse, Proposal, ResponsePayload, SignedTransaction,
+    Transaction,
 };
 
 /// Entries a page holds when the request names no limit.
@@ -95,6 +96,29 @@ impl Query for QueryService {
                 )
             })?;
         Ok(Response::new(detail))
+    }
+
+    async fn get_inclusion_proof(
+        &self,
+        request: Request<GetInclusionProofRequest>,
+    ) -> Result<Response<GetInclusionProofResponse>, Status> {
+        let id = tx_id(&request.into_inner().tx_id)?;
+        let proof = self
+            .shared
+            .blocking(move |ledger| ledger.prove(&id))
+            .await?
+            .ok_or_else(|| {
+                status::error(
+                    Code::NotFound,
+                    "TX_NOT_SEALED",
+                    format_args!("transaction {id} is not in a sealed block on this node"),
+                )
+            })?;
+        Ok(Response::new(GetInclusionProofResponse {
+            block: Some(sealed_block(proof.seal)),
+            transaction: proof.transaction,
+            proof: Some(proof.proof),
+        }))
     }
 
     async fn get_key(

@@ -18,7 +18,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { BlockSeal } from "./block_pb.js";
+import type { BlockSeal, InclusionProof } from "./block_pb.js";
 import { file_runnel_v1_block } from "./block_pb.js";
 import type { ContractEvent, Version } from "./rwset_pb.js";
 import { file_runnel_v1_rwset } from "./rwset_pb.js";
@@ -30,7 +30,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/api.proto.
  */
 export const file_runnel_v1_api: GenFile = /*@__PURE__*/
-  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiSAoISWRlbnRpdHkSCwoDb3JnGAEgASgJEgwKBHJvbGUYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtjZXJ0aWZpY2F0ZRgEIAEoDCI+Cg9FdmFsdWF0ZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiIgoQRXZhbHVhdGVSZXNwb25zZRIOCgZyZXN1bHQYASABKAwiPQoORW5kb3JzZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiRQoPRW5kb3JzZVJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEhMKC3RyYW5zYWN0aW9uGAIgASgMEg4KBnJlc3VsdBgDIAEoDCJKCg1TdWJtaXRSZXF1ZXN0EhMKC3RyYW5zYWN0aW9uGAEgASgMEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiXQoOU3VibWl0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEi8KBnN0YXR1cxgDIAEoCzIfLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXNwb25zZSJKChNDb21taXRTdGF0dXNSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiowEKFENvbW1pdFN0YXR1c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEicKBGNvZGUYAiABKA4yGS5ydW5uZWwudjEuVmFsaWRhdGlvbkNvZGUSCwoDc2VxGAMgASgEEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEIi0KD0V2ZW50Q2hlY2twb2ludBILCgNzZXEYASABKAQSDQoFaW5kZXgYAiABKA0idAoVQ29udHJhY3RFdmVudHNSZXF1ZXN0EhAKCGNvbnRyYWN0GAEgASgJEhMKCXN0YXJ0X3NlcRgCIAEoBEgAEisKBWFmdGVyGAMgASgLMhoucnVubmVsLnYxLkV2ZW50Q2hlY2twb2ludEgAQgcKBXN0YXJ0ImwKFkNvbnRyYWN0RXZlbnRzUmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEg0KBWluZGV4GAMgASgNEicKBWV2ZW50GAQgASgLMhgucnVubmVsLnYxLkNvbnRyYWN0RXZlbnQihgEKFENvbW1pdHRlZFRyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEhQKDHRpbWVzdGFtcF9tcxgEIAEoBBITCgt0cmFuc2FjdGlvbhgFIAEoDCJXChBCbG9ja1RyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlIoEBCgVCbG9jaxIiCgRzZWFsGAEgASgLMhQucnVubmVsLnYxLkJsb2NrU2VhbBITCgtzaWduZWRfc2VhbBgCIAEoDBIMCgRoYXNoGAMgASgMEjEKDHRyYW5zYWN0aW9ucxgEIAMoCzIbLnJ1bm5lbC52MS5CbG9ja1RyYW5zYWN0aW9uIi8KGkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXF1ZXN0EhEKCXN0YXJ0X3NlcRgBIAEoBCJTChtEZWxpdmVyVHJhbnNhY3Rpb25zUmVzcG9uc2USNAoLdHJhbnNhY3Rpb24YASABKAsyHy5ydW5uZWwudjEuQ29tbWl0dGVkVHJhbnNhY3Rpb24iRgoURGVsaXZlckJsb2Nrc1JlcXVlc3QSEwoLc3RhcnRfYmxvY2sYASABKAQSGQoRd2l0aF90cmFuc2FjdGlvbnMYAiABKAgiOAoVRGVsaXZlckJsb2Nrc1Jlc3BvbnNlEh8KBWJsb2NrGAEgASgLMhAucnVubmVsLnYxLkJsb2NrIiEKD0dldEJsb2NrUmVxdWVzdBIOCgZudW1iZXIYASABKAQiMwoQR2V0QmxvY2tSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayImChVHZXRUcmFuc2FjdGlvblJlcXVlc3QSDQoFdHhfaWQYASABKAkiTQoRRW5kb3JzZW1lbnREZXRhaWwSJQoIZW5kb3JzZXIYASABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSEQoJc2lnbmF0dXJlGAIgASgMIugCChZHZXRUcmFuc2FjdGlvblJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEEhMKC3RyYW5zYWN0aW9uGAcgASgMEiUKCHByb3Bvc2FsGAggASgLMhMucnVubmVsLnYxLlByb3Bvc2FsEiQKB2NyZWF0b3IYCSABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSKwoHcGF5bG9hZBgKIAEoCzIaLnJ1bm5lbC52MS5SZXNwb25zZVBheWxvYWQSMgoMZW5kb3JzZW1lbnRzGAsgAygLMhwucnVubmVsLnYxLkVuZG9yc2VtZW50RGV0YWlsIi8KDUdldEtleVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgsKA2tleRgCIAEoDCJjCg5HZXRLZXlSZXNwb25zZRINCgVmb3VuZBgBIAEoCBINCgV2YWx1ZRgCIAEoDBIjCgd2ZXJzaW9uGAMgASgLMhIucnVubmVsLnYxLlZlcnNpb24SDgoGaGVpZ2h0GAQgASgEIlkKFEdldEtleUhpc3RvcnlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwSEgoKYmVmb3JlX3NlcRgDIAEoBBINCgVsaW1pdBgEIAEoDSJPCg9LZXlNb2RpZmljYXRpb24SCwoDc2VxGAEgASgEEg0KBXR4X2lkGAIgASgJEhEKCWlzX2RlbGV0ZRgDIAEoCBINCgV2YWx1ZRgEIAEoDCJEChVHZXRLZXlIaXN0b3J5UmVzcG9uc2USKwoHZW50cmllcxgBIAMoCzIaLnJ1bm5lbC52MS5LZXlNb2RpZmljYXRpb24iOgoUTGlzdENvbnRyYWN0c1JlcXVlc3QSEwoLc3RhcnRfYWZ0ZXIYASABKAkSDQoFbGltaXQYAiABKA0iSQoVTGlzdENvbnRyYWN0c1Jlc3BvbnNlEjAKCWNvbnRyYWN0cxgBIAMoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iFQoTR2V0U3RhdGVIYXNoUmVxdWVzdCJCChRHZXRTdGF0ZUhhc2hSZXNwb25zZRIOCgZoZWlnaHQYASABKAQSDAoEaGFzaBgCIAEoDBIMCgRrZXlzGAMgASgEIhcKFUdldE5ldHdvcmtJbmZvUmVxdWVzdCLmAgoWR2V0TmV0d29ya0luZm9SZXNwb25zZRIPCgdjaGFubmVsGAEgASgJEgwKBG9yZ3MYAiADKAkSFAoMbm9kZV92ZXJzaW9uGAMgASgJEi4KDW9yZGVyaW5nX21vZGUYBCABKA4yFy5ydW5uZWwudjEuT3JkZXJpbmdNb2RlEhQKDHNlYWxfbWF4X3R4cxgFIAEoBBIZChFzZWFsX21heF9kZWxheV9tcxgGIAEoBBIWCg5vcmRlcmVkX2hlaWdodBgHIAEoBBIYChB2YWxpZGF0ZWRfaGVpZ2h0GAggASgEEhgKEGNvbW1pdHRlZF9oZWlnaHQYCSABKAQSFAoMYmxvY2tfaGVpZ2h0GAogASgEEhkKEW1lc3NhZ2VfYnl0ZXNfbWF4GAsgASgEEhoKEnByb3Bvc2FsX2J5dGVzX21heBgMIAEoBBIdChV0cmFuc2FjdGlvbl9ieXRlc19tYXgYDSABKAQiRAoVRGVwbG95Q29udHJhY3RSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIm8KFkRlcGxveUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iRQoWVXBncmFkZUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJwChdVcGdyYWRlQ29udHJhY3RSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIxCgpkZWZpbml0aW9uGAMgASgLMh0ucnVubmVsLnYxLkNvbnRyYWN0RGVmaW5pdGlvbiI8CgpTdGFnZVN0YW1wEh8KBXN0YWdlGAEgASgOMhAucnVubmVsLnYxLlN0YWdlEg0KBWF0X3VzGAIgASgEIkgKEFRyYW5zYWN0aW9uVHJhY2USDQoFdHhfaWQYASABKAkSJQoGc3RhZ2VzGAIgAygLMhUucnVubmVsLnYxLlN0YWdlU3RhbXAiIAoPR2V0VHJhY2VSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIj4KEEdldFRyYWNlUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSIUChJUcmFjZVN0cmVhbVJlcXVlc3QiQQoTVHJhY2VTdHJlYW1SZXNwb25zZRIqCgV0cmFjZRgBIAEoCzIbLnJ1bm5lbC52MS5UcmFuc2FjdGlvblRyYWNlKowECg5WYWxpZGF0aW9uQ29kZRIfChtWQUxJREFUSU9OX0NPREVfVU5TUEVDSUZJRUQQABIZChVWQUxJREFUSU9OX0NPREVfVkFMSUQQARImCiJWQUxJREFUSU9OX0NPREVfTVZDQ19SRUFEX0NPTkZMSUNUEAISKQolVkFMSURBVElPTl9DT0RFX1BIQU5UT01fUkVBRF9DT05GTElDVBADEi4KKlZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9QT0xJQ1lfRkFJTFVSRRAEEikKJVZBTElEQVRJT05fQ09ERV9CQURfQ1JFQVRPUl9TSUdOQVRVUkUQBRIqCiZWQUxJREFUSU9OX0NPREVfQkFEX0VORE9SU0VSX1NJR05BVFVSRRAGEiIKHlZBTElEQVRJT05fQ09ERV9EVVBMSUNBVEVfVFhJRBAHEiYKIlZBTElEQVRJT05fQ09ERV9DT05UUkFDVF9OT1RfRk9VTkQQCBInCiNWQUxJREFUSU9OX0NPREVfRVhQSVJFRF9DRVJUSUZJQ0FURRAJEh8KG1ZBTElEQVRJT05fQ09ERV9CQURfUEFZTE9BRBAKEigKJFZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9NSVNNQVRDSBALEiQKIFZBTElEQVRJT05fQ09ERV9JTExFR0FMX1dSSVRFU0VUEAwqUwoHVHhQaGFzZRIYChRUWF9QSEFTRV9VTlNQRUNJRklFRBAAEhYKElRYX1BIQVNFX1ZBTElEQVRFRBABEhYKElRYX1BIQVNFX0NPTU1JVFRFRBACKmQKDE9yZGVyaW5nTW9kZRIdChlPUkRFUklOR19NT0RFX1VOU1BFQ0lGSUVEEAASGwoXT1JERVJJTkdfTU9ERV9TVFJFQU1JTkcQARIYChRPUkRFUklOR19NT0RFX0JMT0NLUxACKtwBCgVTdGFnZRIVChFTVEFHRV9VTlNQRUNJRklFRBAAEhcKE1NUQUdFX0VORE9SU0VfU1RBUlQQARIVChFTVEFHRV9FTkRPUlNFX0VORBACEhIKDlNUQUdFX1JFQ0VJVkVEEAMSEQoNU1RBR0VfT1JERVJFRBAEEhMKD1NUQUdFX0RFTElWRVJFRBAFEhIKDlNUQUdFX1ZFUklGSUVEEAYSEwoPU1RBR0VfVkFMSURBVEVEEAcSEwoPU1RBR0VfQ09NTUlUVEVEEAgSEgoOU1RBR0VfTk9USUZJRUQQCTL5AgoHR2F0ZXdheRJDCghFdmFsdWF0ZRIaLnJ1bm5lbC52MS5FdmFsdWF0ZVJlcXVlc3QaGy5ydW5uZWwudjEuRXZhbHVhdGVSZXNwb25zZRJACgdFbmRvcnNlEhkucnVubmVsLnYxLkVuZG9yc2VSZXF1ZXN0GhoucnVubmVsLnYxLkVuZG9yc2VSZXNwb25zZRI9CgZTdWJtaXQSGC5ydW5uZWwudjEuU3VibWl0UmVxdWVzdBoZLnJ1bm5lbC52MS5TdWJtaXRSZXNwb25zZRJPCgxDb21taXRTdGF0dXMSHi5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVxdWVzdBofLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXNwb25zZRJXCg5Db250cmFjdEV2ZW50cxIgLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50c1JlcXVlc3QaIS5ydW5uZWwudjEuQ29udHJhY3RFdmVudHNSZXNwb25zZTABMrkBCgdEZWxpdmVyEl8KDFRyYW5zYWN0aW9ucxIlLnJ1bm5lbC52MS5EZWxpdmVyVHJhbnNhY3Rpb25zUmVxdWVzdBomLnJ1bm5lbC52MS5EZWxpdmVyVHJhbnNhY3Rpb25zUmVzcG9uc2UwARJNCgZCbG9ja3MSHy5ydW5uZWwudjEuRGVsaXZlckJsb2Nrc1JlcXVlc3QaIC5ydW5uZWwudjEuRGVsaXZlckJsb2Nrc1Jlc3BvbnNlMAEysgQKBVF1ZXJ5EkMKCEdldEJsb2NrEhoucnVubmVsLnYxLkdldEJsb2NrUmVxdWVzdBobLnJ1bm5lbC52MS5HZXRCbG9ja1Jlc3BvbnNlElUKDkdldFRyYW5zYWN0aW9uEiAucnVubmVsLnYxLkdldFRyYW5zYWN0aW9uUmVxdWVzdBohLnJ1bm5lbC52MS5HZXRUcmFuc2FjdGlvblJlc3BvbnNlEj0KBkdldEtleRIYLnJ1bm5lbC52MS5HZXRLZXlSZXF1ZXN0GhkucnVubmVsLnYxLkdldEtleVJlc3BvbnNlElIKDUdldEtleUhpc3RvcnkSHy5ydW5uZWwudjEuR2V0S2V5SGlzdG9yeVJlcXVlc3QaIC5ydW5uZWwudjEuR2V0S2V5SGlzdG9yeVJlc3BvbnNlElIKDUxpc3RDb250cmFjdHMSHy5ydW5uZWwudjEuTGlzdENvbnRyYWN0c1JlcXVlc3QaIC5ydW5uZWwudjEuTGlzdENvbnRyYWN0c1Jlc3BvbnNlElUKDkdldE5ldHdvcmtJbmZvEiAucnVubmVsLnYxLkdldE5ldHdvcmtJbmZvUmVxdWVzdBohLnJ1bm5lbC52MS5HZXROZXR3b3JrSW5mb1Jlc3BvbnNlEk8KDEdldFN0YXRlSGFzaBIeLnJ1bm5lbC52MS5HZXRTdGF0ZUhhc2hSZXF1ZXN0Gh8ucnVubmVsLnYxLkdldFN0YXRlSGFzaFJlc3BvbnNlMrgBCgVBZG1pbhJVCg5EZXBsb3lDb250cmFjdBIgLnJ1bm5lbC52MS5EZXBsb3lDb250cmFjdFJlcXVlc3QaIS5ydW5uZWwudjEuRGVwbG95Q29udHJhY3RSZXNwb25zZRJYCg9VcGdyYWRlQ29udHJhY3QSIS5ydW5uZWwudjEuVXBncmFkZUNvbnRyYWN0UmVxdWVzdBoiLnJ1bm5lbC52MS5VcGdyYWRlQ29udHJhY3RSZXNwb25zZTKcAQoFVHJhY2USQwoIR2V0VHJhY2USGi5ydW5uZWwudjEuR2V0VHJhY2VSZXF1ZXN0GhsucnVubmVsLnYxLkdldFRyYWNlUmVzcG9uc2USTgoLVHJhY2VTdHJlYW0SHS5ydW5uZWwudjEuVHJhY2VTdHJlYW1SZXF1ZXN0Gh4ucnVubmVsLnYxLlRyYWNlU3RyZWFtUmVzcG9uc2UwAWIGcHJvdG8z", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
+  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiSAoISWRlbnRpdHkSCwoDb3JnGAEgASgJEgwKBHJvbGUYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtjZXJ0aWZpY2F0ZRgEIAEoDCI+Cg9FdmFsdWF0ZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiIgoQRXZhbHVhdGVSZXNwb25zZRIOCgZyZXN1bHQYASABKAwiPQoORW5kb3JzZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiRQoPRW5kb3JzZVJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEhMKC3RyYW5zYWN0aW9uGAIgASgMEg4KBnJlc3VsdBgDIAEoDCJKCg1TdWJtaXRSZXF1ZXN0EhMKC3RyYW5zYWN0aW9uGAEgASgMEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiXQoOU3VibWl0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEi8KBnN0YXR1cxgDIAEoCzIfLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXNwb25zZSJKChNDb21taXRTdGF0dXNSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiowEKFENvbW1pdFN0YXR1c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEicKBGNvZGUYAiABKA4yGS5ydW5uZWwudjEuVmFsaWRhdGlvbkNvZGUSCwoDc2VxGAMgASgEEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEIi0KD0V2ZW50Q2hlY2twb2ludBILCgNzZXEYASABKAQSDQoFaW5kZXgYAiABKA0idAoVQ29udHJhY3RFdmVudHNSZXF1ZXN0EhAKCGNvbnRyYWN0GAEgASgJEhMKCXN0YXJ0X3NlcRgCIAEoBEgAEisKBWFmdGVyGAMgASgLMhoucnVubmVsLnYxLkV2ZW50Q2hlY2twb2ludEgAQgcKBXN0YXJ0ImwKFkNvbnRyYWN0RXZlbnRzUmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEg0KBWluZGV4GAMgASgNEicKBWV2ZW50GAQgASgLMhgucnVubmVsLnYxLkNvbnRyYWN0RXZlbnQihgEKFENvbW1pdHRlZFRyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEhQKDHRpbWVzdGFtcF9tcxgEIAEoBBITCgt0cmFuc2FjdGlvbhgFIAEoDCJXChBCbG9ja1RyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlIoEBCgVCbG9jaxIiCgRzZWFsGAEgASgLMhQucnVubmVsLnYxLkJsb2NrU2VhbBITCgtzaWduZWRfc2VhbBgCIAEoDBIMCgRoYXNoGAMgASgMEjEKDHRyYW5zYWN0aW9ucxgEIAMoCzIbLnJ1bm5lbC52MS5CbG9ja1RyYW5zYWN0aW9uIi8KGkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXF1ZXN0EhEKCXN0YXJ0X3NlcRgBIAEoBCJTChtEZWxpdmVyVHJhbnNhY3Rpb25zUmVzcG9uc2USNAoLdHJhbnNhY3Rpb24YASABKAsyHy5ydW5uZWwudjEuQ29tbWl0dGVkVHJhbnNhY3Rpb24iRgoURGVsaXZlckJsb2Nrc1JlcXVlc3QSEwoLc3RhcnRfYmxvY2sYASABKAQSGQoRd2l0aF90cmFuc2FjdGlvbnMYAiABKAgiOAoVRGVsaXZlckJsb2Nrc1Jlc3BvbnNlEh8KBWJsb2NrGAEgASgLMhAucnVubmVsLnYxLkJsb2NrIiEKD0dldEJsb2NrUmVxdWVzdBIOCgZudW1iZXIYASABKAQiMwoQR2V0QmxvY2tSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayImChVHZXRUcmFuc2FjdGlvblJlcXVlc3QSDQoFdHhfaWQYASABKAkiTQoRRW5kb3JzZW1lbnREZXRhaWwSJQoIZW5kb3JzZXIYASABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSEQoJc2lnbmF0dXJlGAIgASgMIugCChZHZXRUcmFuc2FjdGlvblJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEEhMKC3RyYW5zYWN0aW9uGAcgASgMEiUKCHByb3Bvc2FsGAggASgLMhMucnVubmVsLnYxLlByb3Bvc2FsEiQKB2NyZWF0b3IYCSABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSKwoHcGF5bG9hZBgKIAEoCzIaLnJ1bm5lbC52MS5SZXNwb25zZVBheWxvYWQSMgoMZW5kb3JzZW1lbnRzGAsgAygLMhwucnVubmVsLnYxLkVuZG9yc2VtZW50RGV0YWlsIikKGEdldEluY2x1c2lvblByb29mUmVxdWVzdBINCgV0eF9pZBgBIAEoCSJ7ChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEh8KBWJsb2NrGAEgASgLMhAucnVubmVsLnYxLkJsb2NrEhMKC3RyYW5zYWN0aW9uGAIgASgMEigKBXByb29mGAMgASgLMhkucnVubmVsLnYxLkluY2x1c2lvblByb29mIi8KDUdldEtleVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgsKA2tleRgCIAEoDCJjCg5HZXRLZXlSZXNwb25zZRINCgVmb3VuZBgBIAEoCBINCgV2YWx1ZRgCIAEoDBIjCgd2ZXJzaW9uGAMgASgLMhIucnVubmVsLnYxLlZlcnNpb24SDgoGaGVpZ2h0GAQgASgEIlkKFEdldEtleUhpc3RvcnlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwSEgoKYmVmb3JlX3NlcRgDIAEoBBINCgVsaW1pdBgEIAEoDSJPCg9LZXlNb2RpZmljYXRpb24SCwoDc2VxGAEgASgEEg0KBXR4X2lkGAIgASgJEhEKCWlzX2RlbGV0ZRgDIAEoCBINCgV2YWx1ZRgEIAEoDCJEChVHZXRLZXlIaXN0b3J5UmVzcG9uc2USKwoHZW50cmllcxgBIAMoCzIaLnJ1bm5lbC52MS5LZXlNb2RpZmljYXRpb24iOgoUTGlzdENvbnRyYWN0c1JlcXVlc3QSEwoLc3RhcnRfYWZ0ZXIYASABKAkSDQoFbGltaXQYAiABKA0iSQoVTGlzdENvbnRyYWN0c1Jlc3BvbnNlEjAKCWNvbnRyYWN0cxgBIAMoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iFQoTR2V0U3RhdGVIYXNoUmVxdWVzdCJCChRHZXRTdGF0ZUhhc2hSZXNwb25zZRIOCgZoZWlnaHQYASABKAQSDAoEaGFzaBgCIAEoDBIMCgRrZXlzGAMgASgEIhcKFUdldE5ldHdvcmtJbmZvUmVxdWVzdCLmAgoWR2V0TmV0d29ya0luZm9SZXNwb25zZRIPCgdjaGFubmVsGAEgASgJEgwKBG9yZ3MYAiADKAkSFAoMbm9kZV92ZXJzaW9uGAMgASgJEi4KDW9yZGVyaW5nX21vZGUYBCABKA4yFy5ydW5uZWwudjEuT3JkZXJpbmdNb2RlEhQKDHNlYWxfbWF4X3R4cxgFIAEoBBIZChFzZWFsX21heF9kZWxheV9tcxgGIAEoBBIWCg5vcmRlcmVkX2hlaWdodBgHIAEoBBIYChB2YWxpZGF0ZWRfaGVpZ2h0GAggASgEEhgKEGNvbW1pdHRlZF9oZWlnaHQYCSABKAQSFAoMYmxvY2tfaGVpZ2h0GAogASgEEhkKEW1lc3NhZ2VfYnl0ZXNfbWF4GAsgASgEEhoKEnByb3Bvc2FsX2J5dGVzX21heBgMIAEoBBIdChV0cmFuc2FjdGlvbl9ieXRlc19tYXgYDSABKAQiRAoVRGVwbG95Q29udHJhY3RSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIm8KFkRlcGxveUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iRQoWVXBncmFkZUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJwChdVcGdyYWRlQ29udHJhY3RSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIxCgpkZWZpbml0aW9uGAMgASgLMh0ucnVubmVsLnYxLkNvbnRyYWN0RGVmaW5pdGlvbiI8CgpTdGFnZVN0YW1wEh8KBXN0YWdlGAEgASgOMhAucnVubmVsLnYxLlN0YWdlEg0KBWF0X3VzGAIgASgEIkgKEFRyYW5zYWN0aW9uVHJhY2USDQoFdHhfaWQYASABKAkSJQoGc3RhZ2VzGAIgAygLMhUucnVubmVsLnYxLlN0YWdlU3RhbXAiIAoPR2V0VHJhY2VSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIj4KEEdldFRyYWNlUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSIUChJUcmFjZVN0cmVhbVJlcXVlc3QiQQoTVHJhY2VTdHJlYW1SZXNwb25zZRIqCgV0cmFjZRgBIAEoCzIbLnJ1bm5lbC52MS5UcmFuc2FjdGlvblRyYWNlKowECg5WYWxpZGF0aW9uQ29kZRIfChtWQUxJREFUSU9OX0NPREVfVU5TUEVDSUZJRUQQABIZChVWQUxJREFUSU9OX0NPREVfVkFMSUQQARImCiJWQUxJREFUSU9OX0NPREVfTVZDQ19SRUFEX0NPTkZMSUNUEAISKQolVkFMSURBVElPTl9DT0RFX1BIQU5UT01fUkVBRF9DT05GTElDVBADEi4KKlZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9QT0xJQ1lfRkFJTFVSRRAEEikKJVZBTElEQVRJT05fQ09ERV9CQURfQ1JFQVRPUl9TSUdOQVRVUkUQBRIqCiZWQUxJREFUSU9OX0NPREVfQkFEX0VORE9SU0VSX1NJR05BVFVSRRAGEiIKHlZBTElEQVRJT05fQ09ERV9EVVBMSUNBVEVfVFhJRBAHEiYKIlZBTElEQVRJT05fQ09ERV9DT05UUkFDVF9OT1RfRk9VTkQQCBInCiNWQUxJREFUSU9OX0NPREVfRVhQSVJFRF9DRVJUSUZJQ0FURRAJEh8KG1ZBTElEQVRJT05fQ09ERV9CQURfUEFZTE9BRBAKEigKJFZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9NSVNNQVRDSBALEiQKIFZBTElEQVRJT05fQ09ERV9JTExFR0FMX1dSSVRFU0VUEAwqUwoHVHhQaGFzZRIYChRUWF9QSEFTRV9VTlNQRUNJRklFRBAAEhYKElRYX1BIQVNFX1ZBTElEQVRFRBABEhYKElRYX1BIQVNFX0NPTU1JVFRFRBACKmQKDE9yZGVyaW5nTW9kZRIdChlPUkRFUklOR19NT0RFX1VOU1BFQ0lGSUVEEAASGwoXT1JERVJJTkdfTU9ERV9TVFJFQU1JTkcQARIYChRPUkRFUklOR19NT0RFX0JMT0NLUxACKtwBCgVTdGFnZRIVChFTVEFHRV9VTlNQRUNJRklFRBAAEhcKE1NUQUdFX0VORE9SU0VfU1RBUlQQARIVChFTVEFHRV9FTkRPUlNFX0VORBACEhIKDlNUQUdFX1JFQ0VJVkVEEAMSEQoNU1RBR0VfT1JERVJFRBAEEhMKD1NUQUdFX0RFTElWRVJFRBAFEhIKDlNUQUdFX1ZFUklGSUVEEAYSEwoPU1RBR0VfVkFMSURBVEVEEAcSEwoPU1RBR0VfQ09NTUlUVEVEEAgSEgoOU1RBR0VfTk9USUZJRUQQCTL5AgoHR2F0ZXdheRJDCghFdmFsdWF0ZRIaLnJ1bm5lbC52MS5FdmFsdWF0ZVJlcXVlc3QaGy5ydW5uZWwudjEuRXZhbHVhdGVSZXNwb25zZRJACgdFbmRvcnNlEhkucnVubmVsLnYxLkVuZG9yc2VSZXF1ZXN0GhoucnVubmVsLnYxLkVuZG9yc2VSZXNwb25zZRI9CgZTdWJtaXQSGC5ydW5uZWwudjEuU3VibWl0UmVxdWVzdBoZLnJ1bm5lbC52MS5TdWJtaXRSZXNwb25zZRJPCgxDb21taXRTdGF0dXMSHi5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVxdWVzdBofLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXNwb25zZRJXCg5Db250cmFjdEV2ZW50cxIgLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50c1JlcXVlc3QaIS5ydW5uZWwudjEuQ29udHJhY3RFdmVudHNSZXNwb25zZTABMrkBCgdEZWxpdmVyEl8KDFRyYW5zYWN0aW9ucxIlLnJ1bm5lbC52MS5EZWxpdmVyVHJhbnNhY3Rpb25zUmVxdWVzdBomLnJ1bm5lbC52MS5EZWxpdmVyVHJhbnNhY3Rpb25zUmVzcG9uc2UwARJNCgZCbG9ja3MSHy5ydW5uZWwudjEuRGVsaXZlckJsb2Nrc1JlcXVlc3QaIC5ydW5uZWwudjEuRGVsaXZlckJsb2Nrc1Jlc3BvbnNlMAEykgUKBVF1ZXJ5EkMKCEdldEJsb2NrEhoucnVubmVsLnYxLkdldEJsb2NrUmVxdWVzdBobLnJ1bm5lbC52MS5HZXRCbG9ja1Jlc3BvbnNlElUKDkdldFRyYW5zYWN0aW9uEiAucnVubmVsLnYxLkdldFRyYW5zYWN0aW9uUmVxdWVzdBohLnJ1bm5lbC52MS5HZXRUcmFuc2FjdGlvblJlc3BvbnNlEl4KEUdldEluY2x1c2lvblByb29mEiMucnVubmVsLnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBokLnJ1bm5lbC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEj0KBkdldEtleRIYLnJ1bm5lbC52MS5HZXRLZXlSZXF1ZXN0GhkucnVubmVsLnYxLkdldEtleVJlc3BvbnNlElIKDUdldEtleUhpc3RvcnkSHy5ydW5uZWwudjEuR2V0S2V5SGlzdG9yeVJlcXVlc3QaIC5ydW5uZWwudjEuR2V0S2V5SGlzdG9yeVJlc3BvbnNlElIKDUxpc3RDb250cmFjdHMSHy5ydW5uZWwudjEuTGlzdENvbnRyYWN0c1JlcXVlc3QaIC5ydW5uZWwudjEuTGlzdENvbnRyYWN0c1Jlc3BvbnNlElUKDkdldE5ldHdvcmtJbmZvEiAucnVubmVsLnYxLkdldE5ldHdvcmtJbmZvUmVxdWVzdBohLnJ1bm5lbC52MS5HZXROZXR3b3JrSW5mb1Jlc3BvbnNlEk8KDEdldFN0YXRlSGFzaBIeLnJ1bm5lbC52MS5HZXRTdGF0ZUhhc2hSZXF1ZXN0Gh8ucnVubmVsLnYxLkdldFN0YXRlSGFzaFJlc3BvbnNlMrgBCgVBZG1pbhJVCg5EZXBsb3lDb250cmFjdBIgLnJ1bm5lbC52MS5EZXBsb3lDb250cmFjdFJlcXVlc3QaIS5ydW5uZWwudjEuRGVwbG95Q29udHJhY3RSZXNwb25zZRJYCg9VcGdyYWRlQ29udHJhY3QSIS5ydW5uZWwudjEuVXBncmFkZUNvbnRyYWN0UmVxdWVzdBoiLnJ1bm5lbC52MS5VcGdyYWRlQ29udHJhY3RSZXNwb25zZTKcAQoFVHJhY2USQwoIR2V0VHJhY2USGi5ydW5uZWwudjEuR2V0VHJhY2VSZXF1ZXN0GhsucnVubmVsLnYxLkdldFRyYWNlUmVzcG9uc2USTgoLVHJhY2VTdHJlYW0SHS5ydW5uZWwudjEuVHJhY2VTdHJlYW1SZXF1ZXN0Gh4ucnVubmVsLnYxLlRyYWNlU3RyZWFtUmVzcG9uc2UwAWIGcHJvdG8z", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
 
 /**
  * An identity as the network's MSP reads its certificate.
@@ -750,6 +750,58 @@ export const GetTransactionResponseSchema: GenMessage<GetTransactionResponse> = 
   messageDesc(file_runnel_v1_api, 23);
 
 /**
+ * @generated from message runnel.v1.GetInclusionProofRequest
+ */
+export type GetInclusionProofRequest = Message<"runnel.v1.GetInclusionProofRequest"> & {
+  /**
+   * @generated from field: string tx_id = 1;
+   */
+  txId: string;
+};
+
+/**
+ * Describes the message runnel.v1.GetInclusionProofRequest.
+ * Use `create(GetInclusionProofRequestSchema)` to create a new message.
+ */
+export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 24);
+
+/**
+ * Check it without trusting the node: sha256(transaction) is the leaf; `proof.path` leads
+ * from it to `block.seal.tx_root` (RFC 6962); `block.signed_seal` carries the orderer's
+ * certificate and its signature over "runnel.seal.v1" || `block.hash`.
+ *
+ * @generated from message runnel.v1.GetInclusionProofResponse
+ */
+export type GetInclusionProofResponse = Message<"runnel.v1.GetInclusionProofResponse"> & {
+  /**
+   * the seal, without its transaction list
+   *
+   * @generated from field: runnel.v1.Block block = 1;
+   */
+  block?: Block;
+
+  /**
+   * the encoded SignedTransaction, exactly as ordered
+   *
+   * @generated from field: bytes transaction = 2;
+   */
+  transaction: Uint8Array;
+
+  /**
+   * @generated from field: runnel.v1.InclusionProof proof = 3;
+   */
+  proof?: InclusionProof;
+};
+
+/**
+ * Describes the message runnel.v1.GetInclusionProofResponse.
+ * Use `create(GetInclusionProofResponseSchema)` to create a new message.
+ */
+export const GetInclusionProofResponseSchema: GenMessage<GetInclusionProofResponse> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 25);
+
+/**
  * @generated from message runnel.v1.GetKeyRequest
  */
 export type GetKeyRequest = Message<"runnel.v1.GetKeyRequest"> & {
@@ -771,7 +823,7 @@ export type GetKeyRequest = Message<"runnel.v1.GetKeyRequest"> & {
  * Use `create(GetKeyRequestSchema)` to create a new message.
  */
 export const GetKeyRequestSchema: GenMessage<GetKeyRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 24);
+  messageDesc(file_runnel_v1_api, 26);
 
 /**
  * @generated from message runnel.v1.GetKeyResponse
@@ -807,7 +859,7 @@ export type GetKeyResponse = Message<"runnel.v1.GetKeyResponse"> & {
  * Use `create(GetKeyResponseSchema)` to create a new message.
  */
 export const GetKeyResponseSchema: GenMessage<GetKeyResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 25);
+  messageDesc(file_runnel_v1_api, 27);
 
 /**
  * @generated from message runnel.v1.GetKeyHistoryRequest
@@ -843,7 +895,7 @@ export type GetKeyHistoryRequest = Message<"runnel.v1.GetKeyHistoryRequest"> & {
  * Use `create(GetKeyHistoryRequestSchema)` to create a new message.
  */
 export const GetKeyHistoryRequestSchema: GenMessage<GetKeyHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 26);
+  messageDesc(file_runnel_v1_api, 28);
 
 /**
  * One committed write of a key.
@@ -877,7 +929,7 @@ export type KeyModification = Message<"runnel.v1.KeyModification"> & {
  * Use `create(KeyModificationSchema)` to create a new message.
  */
 export const KeyModificationSchema: GenMessage<KeyModification> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 27);
+  messageDesc(file_runnel_v1_api, 29);
 
 /**
  * @generated from message runnel.v1.GetKeyHistoryResponse
@@ -896,7 +948,7 @@ export type GetKeyHistoryResponse = Message<"runnel.v1.GetKeyHistoryResponse"> &
  * Use `create(GetKeyHistoryResponseSchema)` to create a new message.
  */
 export const GetKeyHistoryResponseSchema: GenMessage<GetKeyHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 28);
+  messageDesc(file_runnel_v1_api, 30);
 
 /**
  * @generated from message runnel.v1.ListContractsRequest
@@ -922,7 +974,7 @@ export type ListContractsRequest = Message<"runnel.v1.ListContractsRequest"> & {
  * Use `create(ListContractsRequestSchema)` to create a new message.
  */
 export const ListContractsRequestSchema: GenMessage<ListContractsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 29);
+  messageDesc(file_runnel_v1_api, 31);
 
 /**
  * @generated from message runnel.v1.ListContractsResponse
@@ -941,7 +993,7 @@ export type ListContractsResponse = Message<"runnel.v1.ListContractsResponse"> &
  * Use `create(ListContractsResponseSchema)` to create a new message.
  */
 export const ListContractsResponseSchema: GenMessage<ListContractsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 30);
+  messageDesc(file_runnel_v1_api, 32);
 
 /**
  * @generated from message runnel.v1.GetStateHashRequest
@@ -954,7 +1006,7 @@ export type GetStateHashRequest = Message<"runnel.v1.GetStateHashRequest"> & {
  * Use `create(GetStateHashRequestSchema)` to create a new message.
  */
 export const GetStateHashRequestSchema: GenMessage<GetStateHashRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 31);
+  messageDesc(file_runnel_v1_api, 33);
 
 /**
  * @generated from message runnel.v1.GetStateHashResponse
@@ -987,7 +1039,7 @@ export type GetStateHashResponse = Message<"runnel.v1.GetStateHashResponse"> & {
  * Use `create(GetStateHashResponseSchema)` to create a new message.
  */
 export const GetStateHashResponseSchema: GenMessage<GetStateHashResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 32);
+  messageDesc(file_runnel_v1_api, 34);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoRequest
@@ -1000,7 +1052,7 @@ export type GetNetworkInfoRequest = Message<"runnel.v1.GetNetworkInfoRequest"> &
  * Use `create(GetNetworkInfoRequestSchema)` to create a new message.
  */
 export const GetNetworkInfoRequestSchema: GenMessage<GetNetworkInfoRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 33);
+  messageDesc(file_runnel_v1_api, 35);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoResponse
@@ -1087,7 +1139,7 @@ export type GetNetworkInfoResponse = Message<"runnel.v1.GetNetworkInfoResponse">
  * Use `create(GetNetworkInfoResponseSchema)` to create a new message.
  */
 export const GetNetworkInfoResponseSchema: GenMessage<GetNetworkInfoResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 34);
+  messageDesc(file_runnel_v1_api, 36);
 
 /**
  * @generated from message runnel.v1.DeployContractRequest
@@ -1107,7 +1159,7 @@ export type DeployContractRequest = Message<"runnel.v1.DeployContractRequest"> &
  * Use `create(DeployContractRequestSchema)` to create a new message.
  */
 export const DeployContractRequestSchema: GenMessage<DeployContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 35);
+  messageDesc(file_runnel_v1_api, 37);
 
 /**
  * @generated from message runnel.v1.DeployContractResponse
@@ -1138,7 +1190,7 @@ export type DeployContractResponse = Message<"runnel.v1.DeployContractResponse">
  * Use `create(DeployContractResponseSchema)` to create a new message.
  */
 export const DeployContractResponseSchema: GenMessage<DeployContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 36);
+  messageDesc(file_runnel_v1_api, 38);
 
 /**
  * @generated from message runnel.v1.UpgradeContractRequest
@@ -1157,7 +1209,7 @@ export type UpgradeContractRequest = Message<"runnel.v1.UpgradeContractRequest">
  * Use `create(UpgradeContractRequestSchema)` to create a new message.
  */
 export const UpgradeContractRequestSchema: GenMessage<UpgradeContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 37);
+  messageDesc(file_runnel_v1_api, 39);
 
 /**
  * @generated from message runnel.v1.UpgradeContractResponse
@@ -1184,7 +1236,7 @@ export type UpgradeContractResponse = Message<"runnel.v1.UpgradeContractResponse
  * Use `create(UpgradeContractResponseSchema)` to create a new message.
  */
 export const UpgradeContractResponseSchema: GenMessage<UpgradeContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 38);
+  messageDesc(file_runnel_v1_api, 40);
 
 /**
  * @generated from message runnel.v1.StageStamp
@@ -1208,7 +1260,7 @@ export type StageStamp = Message<"runnel.v1.StageStamp"> & {
  * Use `create(StageStampSchema)` to create a new message.
  */
 export const StageStampSchema: GenMessage<StageStamp> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 39);
+  messageDesc(file_runnel_v1_api, 41);
 
 /**
  * @generated from message runnel.v1.TransactionTrace
@@ -1232,7 +1284,7 @@ export type TransactionTrace = Message<"runnel.v1.TransactionTrace"> & {
  * Use `create(TransactionTraceSchema)` to create a new message.
  */
 export const TransactionTraceSchema: GenMessage<TransactionTrace> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 40);
+  messageDesc(file_runnel_v1_api, 42);
 
 /**
  * @generated from message runnel.v1.GetTraceRequest
@@ -1249,7 +1301,7 @@ export type GetTraceRequest = Message<"runnel.v1.GetTraceRequest"> & {
  * Use `create(GetTraceRequestSchema)` to create a new message.
  */
 export const GetTraceRequestSchema: GenMessage<GetTraceRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 41);
+  messageDesc(file_runnel_v1_api, 43);
 
 /**
  * @generated from message runnel.v1.GetTraceResponse
@@ -1266,7 +1318,7 @@ export type GetTraceResponse = Message<"runnel.v1.GetTraceResponse"> & {
  * Use `create(GetTraceResponseSchema)` to create a new message.
  */
 export const GetTraceResponseSchema: GenMessage<GetTraceResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 42);
+  messageDesc(file_runnel_v1_api, 44);
 
 /**
  * @generated from message runnel.v1.TraceStreamRequest
@@ -1279,7 +1331,7 @@ export type TraceStreamRequest = Message<"runnel.v1.TraceStreamRequest"> & {
  * Use `create(TraceStreamRequestSchema)` to create a new message.
  */
 export const TraceStreamRequestSchema: GenMessage<TraceStreamRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 43);
+  messageDesc(file_runnel_v1_api, 45);
 
 /**
  * @generated from message runnel.v1.TraceStreamResponse
@@ -1296,7 +1348,7 @@ export type TraceStreamResponse = Message<"runnel.v1.TraceStreamResponse"> & {
  * Use `create(TraceStreamResponseSchema)` to create a new message.
  */
 export const TraceStreamResponseSchema: GenMessage<TraceStreamResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 44);
+  messageDesc(file_runnel_v1_api, 46);
 
 /**
  * Why a transaction is valid or not, as recorded with it in the ledger. Names follow
@@ -1669,6 +1721,18 @@ export const Query: GenService<{
     methodKind: "unary";
     input: typeof GetTransactionRequestSchema;
     output: typeof GetTransactionResponseSchema;
+  },
+  /**
+   * Proof that a sealed transaction is in its block: the block's signed seal, the
+   * transaction's bytes and the Merkle audit path from its hash to the seal's tx_root.
+   * NOT_FOUND (TX_NOT_SEALED) while the transaction is unknown or not yet sealed.
+   *
+   * @generated from rpc runnel.v1.Query.GetInclusionProof
+   */
+  getInclusionProof: {
+    methodKind: "unary";
+    input: typeof GetInclusionProofRequestSchema;
+    output: typeof GetInclusionProofResponseSchema;
   },
   /**
    * A key's value and version, as of the last validated transaction.
