@@ -78,11 +78,7 @@ impl Gateway for GatewayService {
             transaction,
             wait_for,
         } = request.into_inner();
-        let wait_for = match wait_phase(wait_for)? {
-            Some(TxPhase::Validated) => Some(Phase::Validated),
-            Some(TxPhase::Committed) => Some(Phase::Committed),
-            _ => None,
-        };
+        let wait_for = wait_phase(wait_for)?;
         let (tx_id, seq) = self
             .shared
             .blocking(move |ledger| ledger.submit_signed(transaction))
@@ -104,10 +100,7 @@ impl Gateway for GatewayService {
     ) -> Result<Response<CommitStatusResponse>, Status> {
         let request = request.into_inner();
         let tx_id = tx_id(&request.tx_id)?;
-        let wait_for = match wait_phase(request.wait_for)? {
-            Some(TxPhase::Validated) => Phase::Validated,
-            _ => Phase::Committed,
-        };
+        let wait_for = wait_phase(request.wait_for)?.unwrap_or(Phase::Committed);
         Ok(Response::new(self.wait_status(tx_id, wait_for).await?))
     }
 
@@ -166,10 +159,11 @@ impl GatewayService {
 }
 
 /// A request's `wait_for`: `None` when unspecified.
-fn wait_phase(wait_for: i32) -> Result<Option<TxPhase>, Status> {
+fn wait_phase(wait_for: i32) -> Result<Option<Phase>, Status> {
     match TxPhase::try_from(wait_for) {
         Ok(TxPhase::Unspecified) => Ok(None),
-        Ok(phase) => Ok(Some(phase)),
+        Ok(TxPhase::Validated) => Ok(Some(Phase::Validated)),
+        Ok(TxPhase::Committed) => Ok(Some(Phase::Committed)),
         Err(_) => Err(status::error(
             Code::InvalidArgument,
             "BAD_PAYLOAD",
