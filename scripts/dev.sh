@@ -2,7 +2,8 @@
 # Sets up and starts a Runnel dev node (the README's run command): builds the example
 # contracts, the `runnel` binary, the TypeScript SDK and the web explorer (explorer/dist),
 # then runs `runnel dev` on 127.0.0.1:7051 with its data in .runnel/dev, the example
-# contracts deployed, and the explorer served at http://127.0.0.1:7051/. Extra arguments go to `runnel dev` (see `runnel dev --help`).
+# contracts deployed, and the explorer served at http://127.0.0.1:7051/. Extra arguments
+# go to `runnel dev` (see `runnel dev --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

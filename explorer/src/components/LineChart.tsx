@@ -21,6 +21,8 @@ export interface LineChartProps {
   /** Formats a y value for the axis and legend. */
   readonly format: (value: number) => string;
   readonly height?: number;
+  /** The y axis reaches at least this high, so an idle chart has sensible ticks. */
+  readonly yMin?: number;
   /** Changes whenever the series gained a point (uPlot redraws only then). */
   readonly version: number;
 }
@@ -49,7 +51,7 @@ export function LineChart(props: LineChartProps): JSX.Element {
     const options: uPlot.Options = {
       width: Math.max(240, element.clientWidth),
       height: props.height ?? 200,
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, Number.isFinite(max) ? max * 1.1 : 0)] } },
       axes: [axis, { ...axis, values: (_u, values) => values.map(props.format), size: 64 }],
       series: [{}, ...props.lines.map((line) => ({ label: line.label, stroke: line.color, width: 2, dash: line.dash, value: (_u: uPlot, v: number | null) => (v === null || Number.isNaN(v) ? "—" : props.format(v)) }))],
       legend: { live: false },

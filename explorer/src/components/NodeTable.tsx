@@ -4,10 +4,11 @@ import type { NodeHealth } from "../live/feed";
 import { count } from "../model/format";
 
 /** The nodes the explorer watches and their health: heights, lag, /healthz. */
-export function NodeTable(props: { info: NetworkInfo | undefined; health: NodeHealth | undefined; live: boolean }): JSX.Element {
+export function NodeTable(props: { url: string; info: NetworkInfo | undefined; health: NodeHealth | undefined; live: boolean }): JSX.Element {
   const { info, health } = props;
   const healthy = props.live && health?.healthy === true;
   return (
+    <div class="overflow-auto">
     <table aria-label="Nodes">
       <thead>
         <tr>
@@ -23,7 +24,7 @@ export function NodeTable(props: { info: NetworkInfo | undefined; health: NodeHe
       <tbody>
         <tr data-testid="node-row">
           <td>
-            <code>{health?.url ?? "—"}</code>
+            <code>{props.url}</code>
           </td>
           <td>
             <span class={`badge ${healthy ? "valid" : "invalid"}`} data-health={healthy ? "healthy" : "unhealthy"}>
@@ -38,5 +39,6 @@ export function NodeTable(props: { info: NetworkInfo | undefined; health: NodeHe
         </tr>
       </tbody>
     </table>
+    </div>
   );
 }

@@ -5,7 +5,7 @@ import { LineChart, type Line } from "../components/LineChart";
 import { NodeTable } from "../components/NodeTable";
 import { StatCard } from "../components/StatCard";
 import { TxList } from "../components/TxList";
-import { useSnapshot } from "../live/hooks";
+import { useFeed, useSnapshot } from "../live/hooks";
 import { count, duration } from "../model/format";
 import { STEPS } from "../model/stages";
 import { Link, paths } from "../router";
@@ -25,11 +25,12 @@ const THROUGHPUT_LINES: readonly Line[] = [
 const P50_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: step, color: STEP_COLORS[step], column: STEPS.indexOf(step) * 2 }));
 const P99_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: step, color: STEP_COLORS[step], column: STEPS.indexOf(step) * 2 + 1 }));
 
-const perSecond = (v: number) => `${Math.round(v)}/s`;
+const perSecond = (v: number) => `${v < 10 && !Number.isInteger(v) ? v.toFixed(1) : Math.round(v)}/s`;
 const micros = (v: number) => duration(v);
 
 /** The network at a glance: heights, throughput, latency per stage, codes, nodes. */
 export function DashboardPage(): JSX.Element {
+  const feed = useFeed();
   const snapshot = useSnapshot();
   const { info, codeCounts } = snapshot;
   const version = snapshot.throughput.x[snapshot.throughput.x.length - 1] ?? 0;
@@ -51,9 +52,9 @@ export function DashboardPage(): JSX.Element {
         <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint={info ? `channel ${info.channel}, orgs ${info.orgs.join(", ")}` : undefined} />
       </div>
       <div class="charts">
-        <LineChart title="Throughput (tx/s)" series={snapshot.throughput} lines={THROUGHPUT_LINES} format={perSecond} version={version} />
-        <LineChart title="Latency p50 by stage" series={snapshot.latency} lines={P50_LINES} format={micros} version={version} />
-        <LineChart title="Latency p99 by stage" series={snapshot.latency} lines={P99_LINES} format={micros} version={version} />
+        <LineChart title="Throughput (tx/s)" series={snapshot.throughput} lines={THROUGHPUT_LINES} format={perSecond} version={version} yMin={10} />
+        <LineChart title="Latency p50 by stage" series={snapshot.latency} lines={P50_LINES} format={micros} version={version} yMin={1_000} />
+        <LineChart title="Latency p99 by stage" series={snapshot.latency} lines={P99_LINES} format={micros} version={version} yMin={1_000} />
       </div>
       <div class="grid-2">
         <section aria-labelledby="codes-heading">
@@ -79,7 +80,7 @@ export function DashboardPage(): JSX.Element {
         </section>
         <section aria-labelledby="nodes-heading">
           <h2 id="nodes-heading">Nodes</h2>
-          <NodeTable info={info} health={snapshot.health} live={snapshot.connection === "live"} />
+          <NodeTable url={feed.url} info={info} health={snapshot.health} live={snapshot.connection === "live"} />
         </section>
       </div>
       <div class="grid-2">
