@@ -4,6 +4,9 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { Series } from "../model/stats";
 
+/** The shortest span the x axis shows, so a young chart does not stretch its first points. */
+const MIN_SPAN_SECONDS = 30;
+
 /** One line of a chart. */
 export interface Line {
   readonly label: string;
@@ -21,6 +24,8 @@ export interface LineChartProps {
   /** Formats a y value for the axis and legend. */
   readonly format: (value: number) => string;
   readonly height?: number;
+  /** How many seconds the x axis spans; default 120. */
+  readonly windowSeconds?: number;
   /** The y axis reaches at least this high, so an idle chart has sensible ticks. */
   readonly yMin?: number;
   /** Changes whenever the series gained a point (uPlot redraws only then). */
@@ -51,9 +56,10 @@ export function LineChart(props: LineChartProps): JSX.Element {
     const options: uPlot.Options = {
       width: Math.max(240, element.clientWidth),
       height: props.height ?? 200,
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, Number.isFinite(max) ? max * 1.1 : 0)] } },
+      // A window ending at the newest point: the last `windowSeconds` at most, MIN_SPAN_SECONDS at least.
+      scales: { x: { time: true, range: (_u, min, max) => [Math.min(max - MIN_SPAN_SECONDS, Math.max(min, max - (props.windowSeconds ?? 120))), max] }, y: { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, Number.isFinite(max) ? max * 1.1 : 0)] } },
       axes: [axis, { ...axis, values: (_u, values) => values.map(props.format), size: 64 }],
-      series: [{}, ...props.lines.map((line) => ({ label: line.label, stroke: line.color, width: 2, dash: line.dash, value: (_u: uPlot, v: number | null) => (v === null || Number.isNaN(v) ? "—" : props.format(v)) }))],
+      series: [{}, ...props.lines.map((line) => ({ label: line.label, stroke: line.color, width: 2, dash: line.dash, spanGaps: true, points: { show: true, size: 3 }, value: (_u: uPlot, v: number | null) => (v === null || Number.isNaN(v) ? "—" : props.format(v)) }))],
       legend: { live: false },
     };
     const plot = new uPlot(options, data(props), element);

@@ -41,12 +41,15 @@ export function DashboardPage(): JSX.Element {
     else invalid += n;
   }
   const codes = [...codeCounts.entries()].sort((a, b) => b[1] - a[1]);
+  // The streams run ahead of the 2-second info poll: take whichever is further.
+  const committedHeight = max(info?.committedHeight, snapshot.transactions[0]?.seq);
+  const blockHeight = max(info?.blockHeight, snapshot.blocks[0]?.number);
   return (
     <>
       <h1>Dashboard</h1>
       <div class="stats">
-        <StatCard testId="stat-block-height" label="Block height" value={info ? count(info.blockHeight) : "—"} />
-        <StatCard testId="stat-committed" label="Committed transactions" value={info ? count(info.committedHeight) : "—"} hint={info ? `validated ${count(info.validatedHeight)}, ordered ${count(info.orderedHeight)}` : undefined} />
+        <StatCard testId="stat-block-height" label="Block height" value={blockHeight === undefined ? "—" : count(blockHeight)} />
+        <StatCard testId="stat-committed" label="Committed transactions" value={committedHeight === undefined ? "—" : count(committedHeight)} hint={info ? `validated ${count(info.validatedHeight)}, ordered ${count(info.orderedHeight)}` : undefined} />
         <StatCard testId="stat-rate" label="Transactions / s" value={count(snapshot.ratePerSecond)} hint="last second" />
         <StatCard testId="stat-valid" label="Valid" value={count(valid)} hint="since the page loaded (with the last 500 stored)" />
         <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint={info ? `channel ${info.channel}, orgs ${info.orgs.join(", ")}` : undefined} />
@@ -56,7 +59,7 @@ export function DashboardPage(): JSX.Element {
         <LineChart title="Latency p50 by stage" series={snapshot.latency} lines={P50_LINES} format={micros} version={version} yMin={1_000} />
         <LineChart title="Latency p99 by stage" series={snapshot.latency} lines={P99_LINES} format={micros} version={version} yMin={1_000} />
       </div>
-      <div class="grid-2">
+      <div class="grid-2 wide-second">
         <section aria-labelledby="codes-heading">
           <h2 id="codes-heading">Transactions by validation code</h2>
           {codes.length === 0 ? (
@@ -99,4 +102,10 @@ export function DashboardPage(): JSX.Element {
       </div>
     </>
   );
+}
+
+function max(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
 }
