@@ -179,11 +179,13 @@ test("contracts: deployed contracts with version, policy and code hash", async (
   await snap("contract");
 });
 
-test("blocks: live list, and a block's seal and transactions", async ({ page, client, snap }) => {
+test("blocks: live list, a block's seal with its signature checked, and an inclusion proof verified in the browser", async ({ page, client, snap }) => {
   const kv = client.getNetwork(CHANNEL).getContract("kv");
   await page.goto("/blocks");
   await expect(page.locator("[data-connection=live]")).toBeAttached();
-  const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("block"), "sealed"] });
+  // A few at once, so that the block likely holds several and the proof has a path.
+  const batch = await Promise.all(Array.from({ length: 6 }, (_, i) => kv.submitAsync("put", { arguments: [uniqueKey(`block${i}`), "sealed"] })));
+  const submitted = batch[3]!;
   await submitted.getStatus();
   // The block holding it is sealed shortly after (seal_max_delay_ms) and listed live.
   let block = 0n;
@@ -200,8 +202,20 @@ test("blocks: live list, and a block's seal and transactions", async ({ page, cl
   await expect(page).toHaveURL(`/blocks/${block}`);
   const seal = page.getByTestId("seal");
   await expect(seal).toContainText(/[0-9a-f]{64}/);
-  await expect(page.getByRole("table", { name: "Transactions" }).locator(`a[href="/transactions/${submitted.getTransactionId()}"]`)).toBeVisible();
+  await expect(page.getByTestId("seal-check")).toHaveAttribute("data-valid", "true");
+  await expect(page.getByTestId("seal-check")).toContainText("Signature verified");
+  const txs = page.getByRole("table", { name: "Transactions" });
+  const row = txs.getByRole("row").filter({ has: page.locator(`a[href="/transactions/${submitted.getTransactionId()}"]`) });
+  await row.getByRole("button", { name: /Verify the inclusion/ }).click();
+  const proof = page.getByTestId("inclusion-check");
+  await expect(proof).toHaveAttribute("data-valid", "true");
+  await expect(proof).toContainText(`seq ${(await submitted.getStatus()).seq} is in block #${block}`);
   await snap("block");
+
+  // The same check from the transaction's own page.
+  await page.goto(`/transactions/${submitted.getTransactionId()}`);
+  await page.getByRole("button", { name: "Verify inclusion in this browser" }).click();
+  await expect(page.getByTestId("inclusion-check")).toHaveAttribute("data-valid", "true");
 });
 
 test("a burst of transactions: the page keeps up, renders only the visible rows, and charts it", async ({ page, client, snap }) => {

@@ -57,3 +57,8 @@ export function codeLabel(code: string): string {
   const words = code.toLowerCase().split("_");
   return words.map((w) => (["mvcc", "txid"].includes(w) ? w.toUpperCase() : w)).join(" ");
 }
+
+/** `1 transaction`, `3 transactions`. */
+export function plural(n: number | bigint, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 || n === 1n ? "" : "s"}`;
+}

@@ -1,15 +1,19 @@
 import type { JSX } from "preact";
+import { useState } from "preact/hooks";
 import { CodeBadge } from "../components/CodeBadge";
 import { Hash } from "../components/Hash";
+import { InclusionProofCheck } from "../components/InclusionProofCheck";
+import { SealCheck } from "../components/SealCheck";
 import { useFeed, useLoad } from "../live/hooks";
-import { count, dateTime } from "../model/format";
+import { count, dateTime, plural } from "../model/format";
 import { Link, paths } from "../router";
 
-/** One block: its seal, the orderer's signature check, its transactions. */
+/** One block: its seal, the orderer's signature checked here, its transactions and their inclusion proofs. */
 export function BlockPage(props: { number: string }): JSX.Element {
   const feed = useFeed();
   const valid = /^\d+$/.test(props.number) && props.number !== "0";
   const number = valid ? BigInt(props.number) : 0n;
+  const [proving, setProving] = useState<string | undefined>(undefined);
   const block = useLoad(async () => (valid ? feed.gateway.getQuery().getBlock(number) : Promise.reject(new Error("a block number is 1 or more"))), [props.number]);
   return (
     <>
@@ -29,7 +33,7 @@ export function BlockPage(props: { number: string }): JSX.Element {
               <dd>{block.value.number.toString()}</dd>
               <dt>Seqs</dt>
               <dd>
-                {block.value.firstSeq.toString()}–{block.value.lastSeq.toString()} ({count(block.value.lastSeq - block.value.firstSeq + 1n)} transactions)
+                {block.value.firstSeq.toString()}–{block.value.lastSeq.toString()} ({plural(block.value.lastSeq - block.value.firstSeq + 1n, "transaction")})
               </dd>
               <dt>Sealed at</dt>
               <dd>{dateTime(block.value.timestampMs)}</dd>
@@ -55,6 +59,10 @@ export function BlockPage(props: { number: string }): JSX.Element {
               <dd>{count(block.value.signedSeal.length)} bytes</dd>
             </dl>
           </section>
+          <section aria-labelledby="signature-heading">
+            <h2 id="signature-heading">Signature check</h2>
+            <SealCheck block={block.value} />
+          </section>
           <section aria-labelledby="block-txs-heading">
             <h2 id="block-txs-heading">Transactions</h2>
             <table aria-labelledby="block-txs-heading" class="striped">
@@ -63,6 +71,7 @@ export function BlockPage(props: { number: string }): JSX.Element {
                   <th scope="col">Seq</th>
                   <th scope="col">Transaction</th>
                   <th scope="col">Status</th>
+                  <th scope="col">Inclusion proof</th>
                 </tr>
               </thead>
               <tbody>
@@ -77,10 +86,29 @@ export function BlockPage(props: { number: string }): JSX.Element {
                     <td>
                       <CodeBadge code={tx.code} />
                     </td>
+                    <td>
+                      <button
+                        type="button"
+                        class="outline small"
+                        aria-pressed={proving === tx.transactionId}
+                        onClick={() => setProving(tx.transactionId)}
+                        aria-label={`Verify the inclusion of transaction ${tx.seq}`}
+                      >
+                        Verify
+                      </button>
+                    </td>
                   </tr>
                 ))}
               </tbody>
             </table>
+            {proving !== undefined && (
+              <section aria-labelledby="proof-heading" aria-live="polite">
+                <h3 id="proof-heading">
+                  Inclusion proof of <Hash value={proving} />
+                </h3>
+                <InclusionProofCheck transactionId={proving} />
+              </section>
+            )}
           </section>
         </>
       )}

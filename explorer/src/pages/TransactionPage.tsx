@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { CodeBadge } from "../components/CodeBadge";
 import { Endorsements } from "../components/Endorsements";
 import { Hash } from "../components/Hash";
+import { InclusionProofCheck } from "../components/InclusionProofCheck";
 import { RwSet } from "../components/RwSet";
 import { TxWaterfall } from "../components/TxWaterfall";
 import { useFeed, useLoad } from "../live/hooks";
@@ -103,6 +104,12 @@ export function TransactionPage(props: { id: string }): JSX.Element {
               </ul>
             </section>
           )}
+          {detail.value.block > 0n && (
+            <section aria-labelledby="inclusion-heading">
+              <h2 id="inclusion-heading">Inclusion proof</h2>
+              <ProofSection id={props.id} />
+            </section>
+          )}
           <section aria-labelledby="endorsements-heading">
             <h2 id="endorsements-heading">Endorsements</h2>
             <Endorsements endorsements={detail.value.endorsements} />
@@ -143,6 +150,19 @@ function TraceSection(props: { id: string }): JSX.Element {
     <p class="muted">The node keeps the traces of its latest transactions only; this one's is gone.</p>
   ) : (
     <p aria-busy="true">Waiting for the trace…</p>
+  );
+}
+
+/** A button that fetches the transaction's inclusion proof and checks it in the browser. */
+function ProofSection(props: { id: string }): JSX.Element {
+  const [shown, setShown] = useState(false);
+  useEffect(() => setShown(false), [props.id]);
+  return shown ? (
+    <InclusionProofCheck transactionId={props.id} />
+  ) : (
+    <button type="button" class="outline" onClick={() => setShown(true)}>
+      Verify inclusion in this browser
+    </button>
   );
 }
 
