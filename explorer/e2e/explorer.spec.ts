@@ -259,7 +259,7 @@ test("a burst of transactions: the page keeps up, renders only the visible rows,
   await snap("dashboard");
 });
 
-test("node restart: the banner shows, then goes, and live updates resume", async ({ page, node, client }) => {
+test("node restart: the banner shows, then goes, and live updates resume", async ({ page, node, client, snap }) => {
   const kv = client.getNetwork(CHANNEL).getContract("kv");
   await page.goto("/transactions");
   const banner = page.getByRole("status");
@@ -269,7 +269,7 @@ test("node restart: the banner shows, then goes, and live updates resume", async
 
   await node.stop();
   await expect(banner).toContainText("Connection lost, reconnecting…");
-  await page.screenshot({ path: "test-results/screens/reconnecting-light.png" });
+  await snap("reconnecting", ["light"]);
 
   await node.start();
   await expect(page.locator("[data-connection=live]")).toBeAttached({ timeout: 30_000 });

@@ -13,6 +13,8 @@ import { RunnelNode } from "./node.js";
 
 export { expect };
 
+type Theme = "light" | "dark";
+
 /** The channel `runnel dev` serves. */
 export const CHANNEL = "main";
 
@@ -20,7 +22,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const SCREENS = resolve(here, "..", "test-results", "screens");
 const DOCS_SCREENS = resolve(here, "..", "..", "docs", "explorer");
 
-export const test = base.extend<{ snap: (name: string) => Promise<void> }, { node: RunnelNode; client: Gateway }>({
+export const test = base.extend<{ snap: (name: string, themes?: readonly Theme[]) => Promise<void> }, { node: RunnelNode; client: Gateway }>({
   node: [
     async ({}, use) => {
       const node = await RunnelNode.start();
@@ -42,7 +44,7 @@ export const test = base.extend<{ snap: (name: string) => Promise<void> }, { nod
     await use(node.url);
   },
   snap: async ({ page }, use) => {
-    await use((name) => screenshot(page, name));
+    await use((name, themes) => screenshot(page, name, themes));
   },
 });
 
@@ -50,9 +52,9 @@ export const test = base.extend<{ snap: (name: string) => Promise<void> }, { nod
  * Saves the page as test-results/screens/NAME-light.png and NAME-dark.png (and into
  * docs/explorer/ with DOCS_SCREENSHOTS=1), switching the theme with the page's own toggle.
  */
-async function screenshot(page: Page, name: string): Promise<void> {
+async function screenshot(page: Page, name: string, themes: readonly Theme[] = ["light", "dark"]): Promise<void> {
   mkdirSync(SCREENS, { recursive: true });
-  for (const theme of ["light", "dark"] as const) {
+  for (const theme of themes) {
     const current = await page.evaluate(() => document.documentElement.dataset.theme);
     if (current !== theme) await page.getByRole("button", { name: `Switch to ${theme} theme` }).click();
     await expect(page.locator("html")).toHaveAttribute("data-theme", theme);
@@ -63,7 +65,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
       copyFileSync(path, join(DOCS_SCREENS, `${name}-${theme}.png`));
     }
   }
-  await page.getByRole("button", { name: "Switch to light theme" }).click();
+  if (themes.includes("dark")) await page.getByRole("button", { name: "Switch to light theme" }).click();
 }
 
 /** A key no other test uses. */

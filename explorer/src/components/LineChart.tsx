@@ -58,7 +58,7 @@ export function LineChart(props: LineChartProps): JSX.Element {
       height: props.height ?? 200,
       // A window ending at the newest point: the last `windowSeconds` at most, MIN_SPAN_SECONDS at least.
       scales: { x: { time: true, range: (_u, min, max) => [Math.min(max - MIN_SPAN_SECONDS, Math.max(min, max - (props.windowSeconds ?? 120))), max] }, y: { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, Number.isFinite(max) ? max * 1.1 : 0)] } },
-      axes: [axis, { ...axis, values: (_u, values) => values.map(props.format), size: 64 }],
+      axes: [axis, { ...axis, values: (_u, values) => values.map(props.format), size: 70 }],
       series: [{}, ...props.lines.map((line) => ({ label: line.label, stroke: line.color, width: 2, dash: line.dash, spanGaps: true, points: { show: true, size: 3 }, value: (_u: uPlot, v: number | null) => (v === null || Number.isNaN(v) ? "—" : props.format(v)) }))],
       legend: { live: false },
     };

@@ -4,7 +4,7 @@
  *
  * - Streams: committed transactions (Deliver.Transactions), sealed blocks
  *   (Deliver.Blocks) and traces (Trace.TraceStream), through @runnel/sdk over gRPC-web,
- *   plus a poll of the node's info and /healthz every `pollMs`.
+ *   plus a poll of the node's info and /healthz every `pollMs` (1 s).
  * - Reconnect: any stream or poll failing ends the session; the state becomes
  *   "reconnecting" (the banner shows) and the feed retries with exponential backoff and
  *   jitter. Once the node answers again the streams reopen where they stopped (the next
@@ -101,7 +101,7 @@ const DEFAULTS: FeedOptions = {
   backlogTransactions: 500,
   backlogBlocks: 100,
   chartPoints: 120,
-  pollMs: 2_000,
+  pollMs: 1_000,
   retryBaseMs: 250,
   retryMaxMs: 4_000,
   pollTimeoutMs: 3_000,

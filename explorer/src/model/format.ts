@@ -46,6 +46,14 @@ export function duration(us: number): string {
   return `${(us / 1_000_000).toFixed(2)} s`;
 }
 
+/** A duration for a chart's axis, at most ~6 characters: `850 µs`, `2.5 ms`, `120 ms`, `1.2 s`. */
+export function durationShort(us: number): string {
+  if (us < 1_000) return `${Math.round(us)} µs`;
+  if (us < 10_000) return `${(us / 1_000).toFixed(1)} ms`;
+  if (us < 1_000_000) return `${Math.round(us / 1_000)} ms`;
+  return `${(us / 1_000_000).toFixed(1)} s`;
+}
+
 /** A count with thousands separators. */
 export function count(n: number | bigint): string {
   return n.toLocaleString("en-US");

@@ -6,7 +6,7 @@ import { NodeTable } from "../components/NodeTable";
 import { StatCard } from "../components/StatCard";
 import { TxList } from "../components/TxList";
 import { useFeed, useSnapshot } from "../live/hooks";
-import { count, duration } from "../model/format";
+import { count, durationShort } from "../model/format";
 import { STEPS } from "../model/stages";
 import { Link, paths } from "../router";
 
@@ -26,7 +26,7 @@ const P50_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: ste
 const P99_LINES: readonly Line[] = STEPS.slice(0, 4).map((step) => ({ label: step, color: STEP_COLORS[step], column: STEPS.indexOf(step) * 2 + 1 }));
 
 const perSecond = (v: number) => `${v < 10 && !Number.isInteger(v) ? v.toFixed(1) : Math.round(v)}/s`;
-const micros = (v: number) => duration(v);
+const micros = (v: number) => durationShort(v);
 
 /** The network at a glance: heights, throughput, latency per stage, codes, nodes. */
 export function DashboardPage(): JSX.Element {
@@ -49,7 +49,7 @@ export function DashboardPage(): JSX.Element {
       <h1>Dashboard</h1>
       <div class="stats">
         <StatCard testId="stat-block-height" label="Block height" value={blockHeight === undefined ? "—" : count(blockHeight)} />
-        <StatCard testId="stat-committed" label="Committed transactions" value={committedHeight === undefined ? "—" : count(committedHeight)} hint={info ? `validated ${count(info.validatedHeight)}, ordered ${count(info.orderedHeight)}` : undefined} />
+        <StatCard testId="stat-committed" label="Committed transactions" value={committedHeight === undefined ? "—" : count(committedHeight)} hint={info && committedHeight !== undefined ? `validated ${count(max(info.validatedHeight, committedHeight) ?? 0n)}, ordered ${count(max(info.orderedHeight, max(info.validatedHeight, committedHeight)) ?? 0n)}` : undefined} />
         <StatCard testId="stat-rate" label="Transactions / s" value={count(snapshot.ratePerSecond)} hint="last second" />
         <StatCard testId="stat-valid" label="Valid" value={count(valid)} hint="since the page loaded (with the last 500 stored)" />
         <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint={info ? `channel ${info.channel}, orgs ${info.orgs.join(", ")}` : undefined} />
