@@ -6,7 +6,7 @@
 
 import { fromBinary } from "@bufbuild/protobuf";
 import { txProto } from "@runnel/sdk";
-import { bytesText } from "./format";
+import { bytesPreview, count } from "./format";
 
 /** A transaction's proposal, decoded. */
 export interface ProposalSummary {
@@ -25,9 +25,27 @@ export function decodeProposal(signedTransaction: Uint8Array): ProposalSummary {
     const signed = fromBinary(txProto.SignedTransactionSchema, signedTransaction);
     const transaction = fromBinary(txProto.TransactionSchema, signed.transaction);
     const proposal = fromBinary(txProto.ProposalSchema, transaction.proposal?.proposal ?? new Uint8Array());
-    return { contract: proposal.contract, fn: proposal.function, args: proposal.args.map(bytesText) };
+    if (proposal.contract === LIFECYCLE && proposal.args.length === 1) {
+      return { contract: proposal.contract, fn: proposal.function, args: lifecycleArgs(proposal.args[0] ?? new Uint8Array()) };
+    }
+    return { contract: proposal.contract, fn: proposal.function, args: proposal.args.map((arg) => bytesPreview(arg, ARG_CHARS_MAX)) };
   } catch {
     return UNDECODABLE;
+  }
+}
+
+/** The lifecycle namespace: its deploy and upgrade take one encoded `DeployRequest`. */
+const LIFECYCLE = "_lifecycle";
+/** What a list shows of one argument at most. */
+const ARG_CHARS_MAX = 80;
+
+/** A deploy's or upgrade's argument as its name, version and module size, not 100 KB of hex. */
+function lifecycleArgs(arg: Uint8Array): string[] {
+  try {
+    const request = fromBinary(txProto.DeployRequestSchema, arg);
+    return [request.name, request.version, `${count(request.code.length)} bytes of Wasm`];
+  } catch {
+    return [bytesPreview(arg, ARG_CHARS_MAX)];
   }
 }
 

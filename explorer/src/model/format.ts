@@ -27,6 +27,16 @@ export function bytesText(bytes: Uint8Array): string {
   return `0x${hex(bytes)}`;
 }
 
+/** {@link bytesText}, cut to `maxChars` with the full size said: `0x0a05…(93,095 bytes)`. */
+export function bytesPreview(bytes: Uint8Array, maxChars = 120): string {
+  if (bytes.length > maxChars) {
+    // Decoding a module-sized argument only to cut it would cost as much as the row.
+    return `${bytesText(bytes.subarray(0, Math.floor(maxChars / 2)))}… (${count(bytes.length)} bytes)`;
+  }
+  const text = bytesText(bytes);
+  return text.length > maxChars ? `${text.slice(0, maxChars)}… (${count(bytes.length)} bytes)` : text;
+}
+
 /** Unix milliseconds as a local time with milliseconds: `14:03:07.123`. */
 export function clockTime(ms: bigint | number): string {
   const date = new Date(Number(ms));

@@ -8,7 +8,7 @@ import { InclusionProofCheck } from "../components/InclusionProofCheck";
 import { RwSet } from "../components/RwSet";
 import { TxWaterfall } from "../components/TxWaterfall";
 import { useFeed, useLoad } from "../live/hooks";
-import { bytesText, dateTime } from "../model/format";
+import { bytesPreview, dateTime } from "../model/format";
 import { Link, paths } from "../router";
 
 /** One transaction in full: status, proposal, decoded arguments, rw-set, endorsements, waterfall. */
@@ -166,9 +166,9 @@ function ProofSection(props: { id: string }): JSX.Element {
   );
 }
 
-/** Bytes as text, JSON re-indented on one line when it is JSON. */
+/** Bytes as text (the first 2,000 characters), JSON re-indented on one line when it is JSON. */
 function pretty(bytes: Uint8Array): string {
-  const text = bytesText(bytes);
+  const text = bytesPreview(bytes, 2_000);
   try {
     return JSON.stringify(JSON.parse(text));
   } catch {
