@@ -42,7 +42,11 @@ test("dashboard: heights, counts by code, node health and charts, live", async (
   await expect
     .poll(async () => Number((await page.getByTestId("stat-committed").locator(".stat-value").innerText()).replace(/,/g, "")))
     .toBeGreaterThanOrEqual(committedBefore + 5);
-  await expect(page.getByTestId("code-counts").locator('tr[data-code="VALID"] td.num')).not.toHaveText("0");
+  const valid = page.getByTestId("code-counts").locator('tr[data-code="VALID"]');
+  await expect(valid.locator(".page-count")).not.toHaveText("0");
+  // From the node's /metrics: what it committed since it started.
+  await expect.poll(async () => Number((await valid.locator(".node-count").innerText()).replace(/,/g, ""))).toBeGreaterThanOrEqual(5);
+  await expect(page.getByTestId("node-metrics")).toContainText("Mean commit latency");
   await expect(page.getByRole("img", { name: "Throughput (tx/s)" }).locator("canvas")).toBeVisible();
   await expect(page.getByRole("img", { name: "Latency p50 by stage" }).locator("canvas")).toBeVisible();
   expect(await stillSameDocument(page)).toBe(true);

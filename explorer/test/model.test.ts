@@ -5,6 +5,7 @@ import { backoff } from "../src/live/feed";
 import { bytesText, codeLabel, duration, shortHex } from "../src/model/format";
 import { lookups } from "../src/model/search";
 import { stepDurations, totalUs, waterfall } from "../src/model/stages";
+import { parseMetrics } from "../src/model/metrics";
 import { percentile, Series } from "../src/model/stats";
 import { match, paths } from "../src/router";
 
@@ -133,5 +134,30 @@ describe("router", () => {
     expect(filtered.page).toBe("transactions");
     expect(filtered.query.get("status")).toBe("invalid");
     expect(match("/nope/1/2").page).toBe("not-found");
+  });
+});
+
+describe("metrics", () => {
+  test("transactions by code, queue depths and the mean commit latency from Prometheus text", () => {
+    const text = [
+      "# HELP runnel_transactions_total transactions committed, by validation code",
+      "# TYPE runnel_transactions_total counter",
+      'runnel_transactions_total{code="VALID"} 1500',
+      'runnel_transactions_total{code="MVCC_READ_CONFLICT"} 3',
+      'runnel_queue_depth{queue="verify"} 7',
+      'runnel_commit_latency_seconds_bucket{le="0.005"} 10',
+      "runnel_commit_latency_seconds_sum 3.0",
+      "runnel_commit_latency_seconds_count 1500",
+      "garbage line",
+      'runnel_queue_depth{queue="commit"} NaN',
+    ].join("\n");
+    const metrics = parseMetrics(text);
+    expect([...metrics.transactionsByCode]).toEqual([
+      ["VALID", 1500],
+      ["MVCC_READ_CONFLICT", 3],
+    ]);
+    expect([...metrics.queueDepth]).toEqual([["verify", 7]]);
+    expect(metrics.commitLatencyMeanUs).toBeCloseTo(2_000);
+    expect(parseMetrics("").commitLatencyMeanUs).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@
  *
  * - Streams: committed transactions (Deliver.Transactions), sealed blocks
  *   (Deliver.Blocks) and traces (Trace.TraceStream), through @runnel/sdk over gRPC-web,
- *   plus a poll of the node's info and /healthz every `pollMs` (1 s).
+ *   plus a poll of the node's info, /healthz and /metrics every `pollMs` (1 s).
  * - Reconnect: any stream or poll failing ends the session; the state becomes
  *   "reconnecting" (the banner shows) and the feed retries with exponential backoff and
  *   jitter. Once the node answers again the streams reopen where they stopped (the next
@@ -17,6 +17,7 @@
 
 import { Code, QueryError, type Block, type CloseableAsyncIterable, type Gateway, type NetworkInfo, type Trace } from "@runnel/sdk";
 import { decodeProposal, type ProposalSummary } from "../model/decode";
+import { parseMetrics, type NodeMetrics } from "../model/metrics";
 import { STEPS, stepDurations } from "../model/stages";
 import { percentile, Series } from "../model/stats";
 import { Ring } from "./ring";
@@ -53,6 +54,8 @@ export interface FeedSnapshot {
   readonly reconnects: number;
   readonly info: NetworkInfo | undefined;
   readonly health: NodeHealth | undefined;
+  /** The node's /metrics figures, polled with the health. */
+  readonly metrics: NodeMetrics | undefined;
   /** Newest first, at most `transactionCapacity`. */
   readonly transactions: readonly LiveTransaction[];
   /** Newest first, at most `blockCapacity`. */
@@ -136,6 +139,7 @@ export class LiveFeed {
   #reconnects = 0;
   #info: NetworkInfo | undefined;
   #health: NodeHealth | undefined;
+  #metrics: NodeMetrics | undefined;
   /** The next seq and block to ask for; undefined until the first connection. */
   #nextSeq: bigint | undefined;
   #nextBlock: bigint | undefined;
@@ -286,7 +290,7 @@ export class LiveFeed {
         await sleep(this.#options.pollMs);
         if (signal.aborted) return;
         this.#onInfo(await this.#gateway.getQuery().getNetworkInfo({ timeoutMs: this.#options.pollTimeoutMs }));
-        await this.#checkHealth();
+        await Promise.all([this.#checkHealth(), this.#readMetrics()]);
       }
     };
     const runs = [transactions(), blocks(), traces(), poll()];
@@ -308,6 +312,16 @@ export class LiveFeed {
     }
     this.#health = { url: this.url, healthy, detail, checkedAtMs: Date.now() };
     this.#scheduleFlush();
+  }
+
+  /** Reads /metrics; a node without them (or an old one) just shows none. */
+  async #readMetrics(): Promise<void> {
+    try {
+      const response = await this.#options.fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(this.#options.pollTimeoutMs) });
+      this.#metrics = response.ok ? parseMetrics(await response.text()) : undefined;
+    } catch {
+      this.#metrics = undefined;
+    }
   }
 
   #setConnection(state: ConnectionState, error: string | undefined): void {
@@ -396,6 +410,7 @@ export class LiveFeed {
       reconnects: this.#reconnects,
       info: this.#info,
       health: this.#health,
+      metrics: this.#metrics,
       // Reuse the arrays when nothing new arrived, so list views can skip work.
       transactions:
         previous !== undefined && previous.transactions.length === this.#transactions.size && previous.transactions[0] === this.#transactions.newest

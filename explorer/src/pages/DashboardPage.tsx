@@ -40,7 +40,11 @@ export function DashboardPage(): JSX.Element {
     if (code === "VALID") valid += n;
     else invalid += n;
   }
-  const codes = [...codeCounts.entries()].sort((a, b) => b[1] - a[1]);
+  const nodeCounts = snapshot.metrics?.transactionsByCode;
+  // Every code either count knows, most frequent first.
+  const merged = new Map(codeCounts);
+  for (const code of nodeCounts?.keys() ?? []) if (!merged.has(code)) merged.set(code, 0);
+  const codes = [...merged.entries()].sort((a, b) => b[1] - a[1] || (nodeCounts?.get(b[0]) ?? 0) - (nodeCounts?.get(a[0]) ?? 0));
   // The streams run ahead of the 2-second info poll: take whichever is further.
   const committedHeight = max(info?.committedHeight, snapshot.transactions[0]?.seq);
   const blockHeight = max(info?.blockHeight, snapshot.blocks[0]?.number);
@@ -66,6 +70,17 @@ export function DashboardPage(): JSX.Element {
             <p class="muted">None yet.</p>
           ) : (
             <table aria-labelledby="codes-heading" data-testid="code-counts">
+              <thead>
+                <tr>
+                  <th scope="col">Code</th>
+                  <th scope="col" class="num" title="runnel_transactions_total: committed since the node started">
+                    Node
+                  </th>
+                  <th scope="col" class="num" title="Seen by this page since it loaded, with the last 500 stored">
+                    Page
+                  </th>
+                </tr>
+              </thead>
               <tbody>
                 {codes.map(([code, n]) => (
                   <tr key={code} data-code={code}>
@@ -74,7 +89,8 @@ export function DashboardPage(): JSX.Element {
                         <CodeBadge code={code} />
                       </Link>
                     </td>
-                    <td class="num">{count(n)}</td>
+                    <td class="num node-count">{nodeCounts?.get(code) === undefined ? "—" : count(nodeCounts.get(code) ?? 0)}</td>
+                    <td class="num page-count">{count(n)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -84,6 +100,13 @@ export function DashboardPage(): JSX.Element {
         <section aria-labelledby="nodes-heading">
           <h2 id="nodes-heading">Nodes</h2>
           <NodeTable url={feed.url} info={info} health={snapshot.health} live={snapshot.connection === "live"} />
+          {snapshot.metrics !== undefined && (
+            <p class="muted node-metrics" data-testid="node-metrics">
+              Validator queues:{" "}
+              {[...snapshot.metrics.queueDepth].map(([queue, depth]) => `${queue} ${count(depth)}`).join(", ") || "—"}. Mean commit latency
+              since start: {snapshot.metrics.commitLatencyMeanUs === undefined ? "—" : durationShort(snapshot.metrics.commitLatencyMeanUs)}.
+            </p>
+          )}
         </section>
       </div>
       <div class="grid-2">
