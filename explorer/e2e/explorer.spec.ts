@@ -12,8 +12,13 @@ import { CHANNEL, expect, test, uniqueKey } from "./fixtures.js";
 /** Transactions in the burst test, and how many are in flight at once. */
 const BURST_TRANSACTIONS = 1_500;
 const BURST_CONCURRENCY = 48;
-/** A main-thread task longer than this under the burst fails the test (generous: the machine running it is shared with the node). */
-const LONGEST_TASK_MS_MAX = 400;
+/**
+ * A main-thread task longer than this under the burst fails the test. Generous: the page
+ * shares two cores with the node and the test's client, and a descheduled task counts its
+ * wall time (measured here: 60-200 ms); rendering every row, or a batch per transaction,
+ * takes seconds.
+ */
+const LONGEST_TASK_MS_MAX = 500;
 
 /** Marks the document, to prove later that the page was never reloaded. */
 async function markDocument(page: Page): Promise<void> {
@@ -67,6 +72,9 @@ test("transactions appear live, without a reload, and open on their waterfall", 
   await expect(row).toContainText("kv.put");
   await expect(row).toContainText(key);
   await expect(row.locator("[data-code]")).toHaveAttribute("data-code", "VALID");
+  // Its path through the pipeline, in the row, from the live trace stream.
+  await expect(row.locator(".pipeline")).toBeVisible();
+  expect(Number(await row.locator(".pipeline").getAttribute("data-total-us"))).toBeGreaterThan(0);
   expect(await stillSameDocument(page)).toBe(true);
   await snap("transactions");
 

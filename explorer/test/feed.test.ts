@@ -50,6 +50,7 @@ class FakeNode {
   readonly txStreams: { startSeq: bigint | undefined; stream: FakeStream<CommittedTransaction> }[] = [];
   readonly blockStreams: FakeStream<Block>[] = [];
   readonly traceStreams: FakeStream<Trace>[] = [];
+  readonly traceRequests: string[] = [];
 
   info(): NetworkInfo {
     return { channel: "main", committedHeight: this.committed, blockHeight: 2n, orgs: ["Org1"] } as NetworkInfo;
@@ -79,6 +80,10 @@ class FakeNode {
           return stream;
         },
       }),
+      trace: async (id: string) => {
+        this.traceRequests.push(id);
+        return { transactionId: id, stages: id.startsWith("00") ? [] : [{ stage: "ORDERED", atUs: 1n }] };
+      },
       traceStream: () => {
         const stream = new FakeStream<Trace>();
         this.traceStreams.push(stream);
@@ -110,6 +115,7 @@ function newFeed(node: FakeNode, options: { transactionCapacity?: number } = {})
     retryBaseMs: 5,
     retryMaxMs: 20,
     pollMs: 60_000,
+    flushIntervalMs: 0,
     schedule: (flush) => frames.push(flush),
     fetch: async () => new Response("ok"),
   });
@@ -181,6 +187,24 @@ describe("LiveFeed", () => {
     await vi.waitFor(() => expect(node.txStreams).toHaveLength(2));
     expect(node.txStreams[1]?.startSeq).toBe(8n);
     expect(feed.getSnapshot().reconnects).toBe(1);
+    feed.close();
+  });
+
+  test("a trace the stream did not bring is asked for once; one the node lacks is remembered as missing", async () => {
+    const node = new FakeNode();
+    const { feed } = newFeed(node);
+    feed.start();
+    await vi.waitFor(() => expect(node.txStreams).toHaveLength(1));
+    const kept = "ab".repeat(32);
+    const gone = "00".repeat(32);
+    feed.wantTrace(kept);
+    feed.wantTrace(kept);
+    feed.wantTrace(gone);
+    await vi.waitFor(() => expect(feed.traceOf(kept)).toBeDefined());
+    await vi.waitFor(() => expect(feed.traceMissing(gone)).toBe(true));
+    feed.wantTrace(kept);
+    feed.wantTrace(gone);
+    expect(node.traceRequests).toEqual([kept, gone]);
     feed.close();
   });
 

@@ -1,15 +1,41 @@
 import type { JSX } from "preact";
+import { useEffect } from "preact/hooks";
 import type { LiveTransaction } from "../live/feed";
+import { useFeed, useSnapshot } from "../live/hooks";
 import { clockTime } from "../model/format";
 import { Link, paths } from "../router";
 import { CodeBadge } from "./CodeBadge";
 import { Hash } from "./Hash";
+import { TxPipelineBar } from "./TxPipelineBar";
 import { VirtualList } from "./VirtualList";
 
 const ROW_HEIGHT = 40;
 
-/** Transactions, newest first, virtualised: a live stream of thousands stays smooth. */
+/** How long a row waits for the trace stream before asking the node for its trace. */
+const TRACE_GRACE_MS = 2_000;
+
+/**
+ * A row's pipeline bar: the trace the stream brought, else (for a transaction stored
+ * before the page loaded, or one whose trace the stream missed) asked for once the row is
+ * in view.
+ */
+function PipelineCell(props: { tx: LiveTransaction }): JSX.Element {
+  const feed = useFeed();
+  const { transactionId, timestampMs } = props.tx;
+  const trace = feed.traceOf(transactionId);
+  useEffect(() => {
+    if (trace === undefined && Date.now() - Number(timestampMs) > TRACE_GRACE_MS) feed.wantTrace(transactionId);
+  });
+  return <TxPipelineBar trace={trace} missing={feed.traceMissing(transactionId)} />;
+}
+
+/**
+ * Transactions, newest first, virtualised: a live stream of thousands stays smooth. Each
+ * row shows its path through the pipeline as soon as its trace arrives.
+ */
 export function TxList(props: { transactions: readonly LiveTransaction[]; height?: number; label?: string }): JSX.Element {
+  // Re-render when traces arrive, so visible rows pick theirs up.
+  useSnapshot();
   return (
     <VirtualList
       label={props.label ?? "Transactions"}
@@ -24,6 +50,7 @@ export function TxList(props: { transactions: readonly LiveTransaction[]; height
           <span role="columnheader" class="c-id">Transaction</span>
           <span role="columnheader" class="c-call">Call</span>
           <span role="columnheader" class="c-code">Status</span>
+          <span role="columnheader" class="c-pipe">Pipeline</span>
           <span role="columnheader" class="c-time">Ordered</span>
         </>
       }
@@ -41,6 +68,9 @@ export function TxList(props: { transactions: readonly LiveTransaction[]; height
           </span>
           <span role="cell" class="c-code">
             <CodeBadge code={tx.code} />
+          </span>
+          <span role="cell" class="c-pipe">
+            <PipelineCell tx={tx} />
           </span>
           <span role="cell" class="c-time">{tx.timestampMs > 0n ? clockTime(tx.timestampMs) : "—"}</span>
         </>

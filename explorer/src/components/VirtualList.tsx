@@ -50,7 +50,7 @@ export function VirtualList<T>(props: VirtualListProps<T>): JSX.Element {
     const item = items[index];
     if (item === undefined) continue;
     rows.push(
-      <div role="row" aria-rowindex={index + 2} class="vrow" key={props.rowKey(item)} style={{ top: `${index * rowHeight}px`, height: `${rowHeight}px` }}>
+      <div role="row" aria-rowindex={index + 2} class="vrow" key={props.rowKey(item)} style={{ transform: `translateY(${index * rowHeight}px)`, height: `${rowHeight}px` }}>
         {props.renderRow(item, index)}
       </div>,
     );

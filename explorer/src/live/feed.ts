@@ -10,8 +10,9 @@
  *   jitter. Once the node answers again the streams reopen where they stopped (the next
  *   seq and block), so the lists have no gaps. Traces cannot be replayed (the node keeps
  *   no cursor for them): a missed one is fetched by id when its page opens.
- * - Batching: items pile up in pending arrays and are applied once per animation frame,
- *   so 1,000 transactions a second cost ~60 renders a second, not 1,000.
+ * - Batching: items pile up in pending arrays and are applied in an animation frame, at
+ *   most every `flushIntervalMs` (50 ms), so 1,000 transactions a second cost 20 renders
+ *   a second, not 1,000.
  * - Bounds: every buffer has a capacity; the oldest items go first.
  */
 
@@ -68,6 +69,8 @@ export interface FeedSnapshot {
   readonly latency: Series;
   /** Transactions per second over the last full second. */
   readonly ratePerSecond: number;
+  /** Traces received so far: changes when new ones arrived (rows showing them re-render). */
+  readonly tracesSeen: number;
 }
 
 /** The feed's limits and pace. */
@@ -78,6 +81,8 @@ export interface FeedOptions {
   blockCapacity: number;
   /** Traces kept by transaction id. */
   traceCapacity: number;
+  /** Traces asked for by id at once, at most (for rows the stream brought no trace for). */
+  traceFetchesMax: number;
   /** Stored transactions loaded on the first connection, so the lists do not start empty. */
   backlogTransactions: number;
   /** Stored blocks loaded on the first connection. */
@@ -91,6 +96,8 @@ export interface FeedOptions {
   retryMaxMs: number;
   /** How long a poll may take before the node counts as unreachable, ms. */
   pollTimeoutMs: number;
+  /** The least time between two applied batches, ms: 50 ms is 20 renders a second at most, still live to the eye. */
+  flushIntervalMs: number;
   /** Runs `flush` before the next paint; tests pass their own. */
   schedule: (flush: () => void) => void;
   /** Fetches /healthz; tests pass their own. */
@@ -101,10 +108,12 @@ const DEFAULTS: FeedOptions = {
   transactionCapacity: 5_000,
   blockCapacity: 1_000,
   traceCapacity: 5_000,
+  traceFetchesMax: 4,
   backlogTransactions: 500,
   backlogBlocks: 100,
   chartPoints: 120,
   pollMs: 1_000,
+  flushIntervalMs: 50,
   retryBaseMs: 250,
   retryMaxMs: 4_000,
   pollTimeoutMs: 3_000,
@@ -122,6 +131,8 @@ export class LiveFeed {
   readonly #transactions: Ring<LiveTransaction>;
   readonly #blocks: Ring<Block>;
   readonly #traces = new Map<string, Trace>();
+  readonly #traceWanted = new Set<string>();
+  readonly #traceMissing = new Set<string>();
   readonly #traceListeners = new Map<string, Set<(trace: Trace) => void>>();
   readonly #codeCounts = new Map<string, number>();
   readonly #throughput: Series;
@@ -133,6 +144,7 @@ export class LiveFeed {
   #secondInvalid = 0;
   #secondDurations: number[][] = STEPS.map(() => []);
   #ratePerSecond = 0;
+  #tracesSeen = 0;
 
   #connection: ConnectionState = "connecting";
   #lastError: string | undefined;
@@ -147,6 +159,7 @@ export class LiveFeed {
   #liveFromSeq = 0n;
 
   #scheduled = false;
+  #lastFlushMs = 0;
   #snapshot: FeedSnapshot;
   #closed = false;
   #session: AbortController | undefined;
@@ -198,6 +211,34 @@ export class LiveFeed {
   /** The trace of `transactionId` if the feed has seen it. */
   traceOf(transactionId: string): Trace | undefined {
     return this.#traces.get(transactionId);
+  }
+
+  /**
+   * Asks the node for the trace of a transaction the stream did not bring (one stored
+   * before the page loaded): at most `traceFetchesMax` at once, each id once. The answer
+   * lands in `traceOf` (and a re-render); an id the node has no trace for is remembered
+   * in `traceMissing`.
+   */
+  wantTrace(transactionId: string): void {
+    if (this.#traces.has(transactionId) || this.#traceMissing.has(transactionId) || this.#traceWanted.has(transactionId)) return;
+    if (this.#traceWanted.size >= this.#options.traceFetchesMax || this.#connection !== "live") return;
+    this.#traceWanted.add(transactionId);
+    this.#gateway.trace(transactionId, { timeoutMs: this.#options.pollTimeoutMs }).then(
+      (trace) => {
+        if (trace.stages.length > 0) this.#storeTrace(trace);
+        else this.#markMissing(transactionId);
+      },
+      () => this.#markMissing(transactionId),
+    ).finally(() => {
+      this.#traceWanted.delete(transactionId);
+      this.#tracesSeen += 1;
+      this.#scheduleFlush();
+    });
+  }
+
+  /** Whether the node had no trace of `transactionId` when asked. */
+  traceMissing(transactionId: string): boolean {
+    return this.#traceMissing.has(transactionId);
   }
 
   /** Calls `listener` once when the trace of `transactionId` arrives; returns the cancel. */
@@ -353,20 +394,35 @@ export class LiveFeed {
   }
 
   #onTrace(trace: Trace): void {
-    this.#traces.set(trace.transactionId, trace);
-    if (this.#traces.size > this.#options.traceCapacity) {
-      const oldest = this.#traces.keys().next().value;
-      if (oldest !== undefined) this.#traces.delete(oldest);
-    }
+    this.#storeTrace(trace);
+    this.#tracesSeen += 1;
+    this.#scheduleFlush();
     const durations = stepDurations(trace);
     STEPS.forEach((step, i) => {
       const us = durations[step];
       if (us !== undefined) this.#secondDurations[i]?.push(us);
     });
+  }
+
+  /** Keeps a trace by id (the oldest go past capacity) and hands it to whoever waits for it. */
+  #storeTrace(trace: Trace): void {
+    this.#traces.set(trace.transactionId, trace);
+    if (this.#traces.size > this.#options.traceCapacity) {
+      const oldest = this.#traces.keys().next().value;
+      if (oldest !== undefined) this.#traces.delete(oldest);
+    }
     const listeners = this.#traceListeners.get(trace.transactionId);
     if (listeners !== undefined) {
       this.#traceListeners.delete(trace.transactionId);
       for (const listener of listeners) listener(trace);
+    }
+  }
+
+  #markMissing(transactionId: string): void {
+    this.#traceMissing.add(transactionId);
+    if (this.#traceMissing.size > this.#options.traceCapacity) {
+      const oldest = this.#traceMissing.values().next().value;
+      if (oldest !== undefined) this.#traceMissing.delete(oldest);
     }
   }
 
@@ -389,11 +445,15 @@ export class LiveFeed {
   #scheduleFlush(): void {
     if (this.#scheduled || this.#closed) return;
     this.#scheduled = true;
-    this.#options.schedule(() => this.#flush());
+    // Under load, at most one batch per `flushIntervalMs`, still applied in an animation frame.
+    const wait = this.#lastFlushMs + this.#options.flushIntervalMs - Date.now();
+    if (wait > 0) setTimeout(() => this.#options.schedule(() => this.#flush()), wait);
+    else this.#options.schedule(() => this.#flush());
   }
 
   #flush(): void {
     this.#scheduled = false;
+    this.#lastFlushMs = Date.now();
     this.#transactions.push(this.#pendingTransactions);
     this.#pendingTransactions = [];
     this.#blocks.push(this.#pendingBlocks);
@@ -424,6 +484,7 @@ export class LiveFeed {
       throughput: this.#throughput,
       latency: this.#latency,
       ratePerSecond: this.#ratePerSecond,
+      tracesSeen: this.#tracesSeen,
     };
   }
 }
