@@ -228,7 +228,10 @@ export class LiveFeed {
         if (trace.stages.length > 0) this.#storeTrace(trace);
         else this.#markMissing(transactionId);
       },
-      () => this.#markMissing(transactionId),
+      (error: unknown) => {
+        // Only the node saying it has none makes a trace missing; a failed call is asked again later.
+        if (error instanceof QueryError && error.grpcCode === Code.NotFound) this.#markMissing(transactionId);
+      },
     ).finally(() => {
       this.#traceWanted.delete(transactionId);
       this.#tracesSeen += 1;
