@@ -88,6 +88,8 @@ pub struct ApiSection {
     pub streams_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
+    /// Most `Endorse` calls, and as many `Submit` calls, queued for the ledger at once.
+    pub admission_queue_max: usize,
     /// TLS on the API's port.
     pub tls: TlsSection,
 }
@@ -189,6 +191,7 @@ impl Default for NodeConfig {
                 connection_streams_max: api.connection_streams_max,
                 streams_max: api.streams_max,
                 commit_waits_max: api.commit_waits_max,
+                admission_queue_max: api.admission_queue_max,
                 tls: TlsSection::default(),
             },
             ordering: OrderingSection {
@@ -310,6 +313,7 @@ impl NodeConfig {
             connection_streams_max: self.api.connection_streams_max,
             streams_max: self.api.streams_max,
             commit_waits_max: self.api.commit_waits_max,
+            admission_queue_max: self.api.admission_queue_max,
             tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
@@ -387,6 +391,9 @@ connection_streams_max = 256
 streams_max = 1024
 # Most CommitStatus calls waiting at once.
 commit_waits_max = 16384
+# Most Endorse calls, and as many Submit calls, queued for the ledger at once; more are
+# refused with RESOURCE_EXHAUSTED.
+admission_queue_max = 4096
 
 [api.tls]
 # Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or

@@ -269,6 +269,21 @@ impl Endorser {
             .collect()
     }
 
+    /// Verifies the creator signatures of `proposals` as one batch and remembers the
+    /// valid ones, so that endorsing each next (here or by any endorser sharing the MSP)
+    /// finds its verdict instead of verifying alone. A proposal that fails its other
+    /// checks is left out: endorsing it reports why.
+    pub fn preverify(&self, proposals: &[SignedProposal]) {
+        let checks: Vec<SigCheck> = proposals
+            .iter()
+            .filter_map(|signed| {
+                let checked = self.check(signed).ok()?;
+                Some(self.creator_check(&checked, &signed.signature))
+            })
+            .collect();
+        self.msp.signatures().verify_all(&checks);
+    }
+
     /// Runs a proposal and returns the function's result, without a transaction: no
     /// duplicate check, no signature, nothing to submit.
     pub fn evaluate(&self, signed: &SignedProposal) -> Result<Vec<u8>, EndorseError> {

@@ -570,15 +570,66 @@ impl Ledger {
     /// [`Ledger::statuses`]). A transaction whose id the ledger already holds is refused
     /// ([`LedgerError::DuplicateTxId`]) instead of being ordered again.
     pub fn submit_signed(&self, signed_transaction: Vec<u8>) -> Result<(TxId, Seq), LedgerError> {
-        let tx_id = self.id_to_order(&signed_transaction)?;
-        if let Some(record) = self.world.tx(&tx_id)? {
-            return Err(LedgerError::DuplicateTxId {
-                tx_id,
-                seq: record.seq,
-            });
-        }
+        self.new_to_order(&signed_transaction)?;
         let ordered = self.order(signed_transaction)?;
         Ok((ordered.tx_id, ordered.seq))
+    }
+
+    /// [`Ledger::endorse_signed`] for several proposals, each with its own answer: their
+    /// creator signatures are verified as one batch first (a batch costs less than half
+    /// as much per signature as checking each alone).
+    pub fn endorse_signed_batch(
+        &self,
+        signed: &[SignedProposal],
+    ) -> Vec<Result<Prepared, LedgerError>> {
+        if signed.len() > 1 {
+            self.orgs[0].peer.preverify(signed);
+        }
+        signed.iter().map(|s| self.endorse_signed(s)).collect()
+    }
+
+    /// [`Ledger::submit_signed`] for several transactions, in their order, each with its
+    /// own answer; an orderer in this process admits them as one batch
+    /// ([`Orderer::submit_batch`]).
+    pub fn submit_signed_batch(
+        &self,
+        signed_transactions: Vec<Vec<u8>>,
+    ) -> Vec<Result<(TxId, Seq), LedgerError>> {
+        let mut answers: Vec<Option<Result<(TxId, Seq), LedgerError>>> =
+            Vec::with_capacity(signed_transactions.len());
+        let mut to_order = Vec::with_capacity(signed_transactions.len());
+        for signed_transaction in signed_transactions {
+            match self.new_to_order(&signed_transaction) {
+                Ok(()) => {
+                    to_order.push(signed_transaction);
+                    answers.push(None);
+                }
+                Err(error) => answers.push(Some(Err(error))),
+            }
+        }
+        let mut ordered = self.orderer.submit_batch(to_order).into_iter();
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or_else(|| {
+                    let ordered = ordered.next().unwrap_or(Err(OrderError::Closed))?;
+                    self.mark_ordered(&ordered);
+                    Ok((ordered.tx_id, ordered.seq))
+                })
+            })
+            .collect()
+    }
+
+    /// Refuses a transaction too large, malformed, or whose id the ledger already holds.
+    fn new_to_order(&self, signed_transaction: &[u8]) -> Result<(), LedgerError> {
+        let tx_id = self.id_to_order(signed_transaction)?;
+        match self.world.tx(&tx_id)? {
+            Some(record) => Err(LedgerError::DuplicateTxId {
+                tx_id,
+                seq: record.seq,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The status of `tx_id` on this peer now: its code and seq once validated, and
@@ -754,11 +805,15 @@ impl Ledger {
     /// ([`crate::trace`]).
     fn order(&self, signed_transaction: Vec<u8>) -> Result<Ordered, LedgerError> {
         let ordered = self.orderer.submit(signed_transaction)?;
+        self.mark_ordered(&ordered);
+        Ok(ordered)
+    }
+
+    fn mark_ordered(&self, ordered: &Ordered) {
         self.traces
             .mark(ordered.tx_id, Stage::Received, ordered.received_us);
         self.traces
             .mark(ordered.tx_id, Stage::Ordered, ordered.ordered_us);
-        Ok(ordered)
     }
 
     /// The size check and decoding an endorser does first, to learn the contract (and

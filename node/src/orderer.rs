@@ -174,6 +174,24 @@ pub trait Orderer: Send + Sync {
     /// assigned; durability follows (see [`Delivered::Durable`]).
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError>;
 
+    /// [`Orderer::submit`] for several transactions, in their order, each with its own
+    /// answer. An orderer in this process checks their signatures as one batch and
+    /// sequences them together ([`Orderer::submits_in_batches`]); the default submits
+    /// them one by one.
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        signed_transactions
+            .into_iter()
+            .map(|signed_transaction| self.submit(signed_transaction))
+            .collect()
+    }
+
+    /// Whether [`Orderer::submit_batch`] costs less than a `submit` each, so that callers
+    /// holding several transactions at once should hand them over together. False for
+    /// an orderer reached over the network, where each submit is a round trip.
+    fn submits_in_batches(&self) -> bool {
+        false
+    }
+
     /// The stream from transaction `from` and seal `next_block` on (a peer resuming
     /// passes its durable height + 1 and its last seal + 1).
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError>;
@@ -273,6 +291,48 @@ pub(crate) fn admit(
     msp: &Msp,
     signed_transaction: &[u8],
 ) -> Result<TxId, OrderError> {
+    let (tx_id, check) = admission(config, msp, signed_transaction)?;
+    // Remembered when valid: a validator in this process need not verify it again.
+    if !msp.signatures().verify_one(&check) {
+        return Err(OrderError::BadSignature);
+    }
+    Ok(tx_id)
+}
+
+/// [`admit`] for several transactions, their submitter signatures verified as one batch.
+pub(crate) fn admit_batch(
+    config: &OrdererConfig,
+    msp: &Msp,
+    signed_transactions: &[Vec<u8>],
+) -> Vec<Result<TxId, OrderError>> {
+    let mut admitted: Vec<Result<(TxId, Option<sig::SigCheck>), OrderError>> = signed_transactions
+        .iter()
+        .map(|bytes| admission(config, msp, bytes).map(|(tx_id, check)| (tx_id, Some(check))))
+        .collect();
+    let checks: Vec<sig::SigCheck> = admitted
+        .iter_mut()
+        .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
+        .collect();
+    // Remembered when valid, as in `admit`.
+    let mut verdicts = msp.signatures().verify_all(&checks).into_iter();
+    admitted
+        .into_iter()
+        .map(|admitted| {
+            let (tx_id, _) = admitted?;
+            match verdicts.next() {
+                Some(true) => Ok(tx_id),
+                _ => Err(OrderError::BadSignature),
+            }
+        })
+        .collect()
+}
+
+/// Everything [`admit`] checks but the submitter's signature, which it returns to verify.
+fn admission(
+    config: &OrdererConfig,
+    msp: &Msp,
+    signed_transaction: &[u8],
+) -> Result<(TxId, sig::SigCheck), OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -305,9 +365,5 @@ pub(crate) fn admit(
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    // Remembered when valid: a validator in this process need not verify it again.
-    if !msp.signatures().verify_one(&check) {
-        return Err(OrderError::BadSignature);
-    }
-    Ok(tx::tx_id(&proposal))
+    Ok((tx::tx_id(&proposal), check))
 }

@@ -2,9 +2,11 @@
 
 mod common;
 
+use prost::Message;
 use runnel_node::ids::{Seq, ValidationCode};
 use runnel_node::ledger::{Ledger, LedgerConfig, LedgerError};
 use runnel_node::trace::Stage;
+use runnel_node::tx;
 
 use common::{kv_wasm, token_wasm};
 
@@ -131,6 +133,53 @@ fn contract_errors_and_rejections_are_typed() {
     );
     // Deploying the same name twice is the lifecycle's error.
     assert!(ledger.deploy("token", "1", token_wasm(), "").is_err());
+}
+
+#[test]
+fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+    ledger.deploy("kv", "1", kv_wasm(), "").unwrap();
+    let client = ledger.client().clone();
+    let proposal = |key: &[u8]| {
+        let args = vec![key.to_vec(), b"v".to_vec()];
+        tx::sign_proposal(
+            &client,
+            &tx::new_proposal(ledger.channel(), "kv", "put", args, &client),
+        )
+    };
+    // A forged proposal between two good ones: the batch's signature check fails it alone.
+    let mut forged = proposal(b"f");
+    forged.signature[0] ^= 1;
+    let prepared = ledger.endorse_signed_batch(&[proposal(b"a"), forged, proposal(b"b")]);
+    let codes: Vec<Result<(), &str>> = prepared
+        .iter()
+        .map(|p| p.as_ref().map(|_| ()).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(codes, [Ok(()), Err("BAD_CREATOR_SIGNATURE"), Ok(())]);
+    let signed: Vec<Vec<u8>> = [&prepared[0], &prepared[2]]
+        .into_iter()
+        .map(|p| tx::sign_transaction(&client, &p.as_ref().unwrap().transaction).encode_to_vec())
+        .collect();
+    let first_id = prepared[0].as_ref().unwrap().tx_id;
+    let mut watch = ledger.watch(first_id);
+    let answers = ledger.submit_signed_batch(vec![
+        signed[0].clone(),
+        b"garbage".to_vec(),
+        signed[1].clone(),
+    ]);
+    let outcome: Vec<Result<Seq, &str>> = answers
+        .iter()
+        .map(|a| a.as_ref().map(|(_, seq)| *seq).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(outcome, [Ok(Seq(2)), Err("BAD_PAYLOAD"), Ok(Seq(3))]);
+    assert_eq!(answers[0].as_ref().unwrap().0, first_id);
+    let status = watch.next_blocking().unwrap();
+    assert_eq!(status.code, ValidationCode::Valid);
+    // Once validated, the same transaction again is refused before ordering.
+    let replayed = ledger.submit_signed_batch(vec![signed[0].clone()]);
+    assert_eq!(replayed[0].as_ref().unwrap_err().code(), "DUPLICATE_TXID");
+    assert_eq!(ledger.evaluate("kv", "get", &[b"b"]).unwrap(), b"\"v\"");
 }
 
 #[test]

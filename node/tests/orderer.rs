@@ -321,6 +321,59 @@ fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
 }
 
 #[test]
+fn a_batch_is_answered_in_order_bad_members_refused_alone_good_ones_sequenced() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = net.open(dir.path(), streaming(3, Duration::from_millis(10)));
+    let client = net.signer("Org1", Role::Client);
+    assert!(orderer.submits_in_batches());
+    let mut forged: runnel_node::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "f").as_slice()).unwrap();
+    forged.signature[0] ^= 1;
+    let batch = vec![
+        transaction(&client, "main", "a"),
+        prost::Message::encode_to_vec(&forged),
+        transaction(&client, "main", "b"),
+        b"garbage".to_vec(),
+        transaction(&client, "other", "c"),
+        transaction(&client, "main", "d"),
+    ];
+    let answers = orderer.submit_batch(batch.clone());
+    let outcome: Vec<Result<Seq, &str>> = answers
+        .iter()
+        .map(|answer| answer.as_ref().map(|o| o.seq).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(
+        outcome,
+        [
+            Ok(Seq(1)),
+            Err("BAD_CREATOR_SIGNATURE"),
+            Ok(Seq(2)),
+            Err("BAD_PAYLOAD"),
+            Err("WRONG_CHANNEL"),
+            Ok(Seq(3)),
+        ]
+    );
+    // What was sequenced is what was sent, in the batch's order; and a batch of one
+    // after it continues the stream.
+    assert_eq!(
+        orderer.submit_batch(vec![transaction(&client, "main", "e")])[0]
+            .as_ref()
+            .unwrap()
+            .seq,
+        Seq(4)
+    );
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 4
+    });
+    let sent: Vec<&Vec<u8>> = [&batch[0], &batch[2], &batch[5]].into_iter().collect();
+    let delivered: Vec<&Vec<u8>> = seen.txs[..3].iter().map(|(_, bytes)| bytes).collect();
+    assert_eq!(delivered, sent);
+}
+
+#[test]
 fn concurrent_submitters_get_distinct_contiguous_seqs() {
     let net = Net::new();
     let dir = tempfile::tempdir().unwrap();

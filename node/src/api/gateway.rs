@@ -59,10 +59,7 @@ impl Gateway for GatewayService {
             .into_inner()
             .proposal
             .ok_or_else(|| missing("proposal"))?;
-        let prepared = self
-            .shared
-            .blocking(move |ledger| ledger.endorse_signed(&signed))
-            .await?;
+        let prepared = self.shared.endorse(signed).await?;
         Ok(Response::new(EndorseResponse {
             tx_id: prepared.tx_id.to_hex(),
             transaction: prepared.transaction.encode_to_vec(),
@@ -79,10 +76,7 @@ impl Gateway for GatewayService {
             wait_for,
         } = request.into_inner();
         let wait_for = wait_phase(wait_for)?;
-        let (tx_id, seq) = self
-            .shared
-            .blocking(move |ledger| ledger.submit_signed(transaction))
-            .await?;
+        let (tx_id, seq) = self.shared.submit(transaction).await?;
         let status = match wait_for {
             Some(phase) => Some(self.wait_status(tx_id, phase).await?),
             None => None,

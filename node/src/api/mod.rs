@@ -12,8 +12,10 @@
 //! The node never signs for a caller: every write starts as a proposal its creator
 //! signed and ends as a transaction the same creator signed (docs/api.md).
 //!
-//! Ledger calls block (a contract runs, signatures are checked, sled is read), so every
-//! one runs on tokio's blocking pool, never on the threads that drive connections.
+//! Ledger calls block (a contract runs, signatures are checked, sled is read), so none
+//! runs on the threads that drive connections: `Endorse` and `Submit`, the calls every
+//! transaction makes, go to the API's own threads, which take what has queued up as one
+//! batch ([`admission`]); the rest run on tokio's blocking pool.
 //!
 //! Everything is bounded ([`ApiConfig`]): message sizes both ways, concurrent streams per
 //! connection, live streams and waiting status calls across the server, and each
@@ -28,6 +30,7 @@
 //! routes, optionally with client certificates (mutual TLS).
 
 mod admin;
+mod admission;
 pub mod codec;
 mod deliver;
 mod gateway;
@@ -54,8 +57,9 @@ use tonic::{Code, Status};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 use crate::ids::{Seq, TxId};
-use crate::ledger::{Ledger, LedgerError};
+use crate::ledger::{Ledger, LedgerError, Prepared};
 use crate::orderer::TRANSACTION_BYTES_MAX;
+use crate::proto::SignedProposal;
 use crate::proto::admin_server::AdminServer;
 use crate::proto::deliver_server::DeliverServer;
 use crate::proto::gateway_server::GatewayServer;
@@ -80,6 +84,9 @@ pub struct ApiConfig {
     pub streams_max: usize,
     /// Most `CommitStatus` calls waiting at once, across all connections.
     pub commit_waits_max: usize,
+    /// Most `Endorse` calls, and as many `Submit` calls, queued for the ledger at once
+    /// ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
+    pub admission_queue_max: usize,
     /// Items one server stream holds for a slow reader before it stops reading ahead.
     pub stream_queue_depth: usize,
     /// How long browsers may cache a CORS preflight answer.
@@ -96,6 +103,7 @@ impl Default for ApiConfig {
             connection_streams_max: 256,
             streams_max: 1024,
             commit_waits_max: 16_384,
+            admission_queue_max: 4096,
             stream_queue_depth: 64,
             cors_max_age: Duration::from_secs(24 * 60 * 60),
             tls: None,
@@ -200,7 +208,10 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
         let (stop, stopping) = watch::channel(false);
+        let admission = Admission::start(&self.ledger, self.config.admission_queue_max)
+            .map_err(|e| ApiError::Serve(format!("starting the admission threads: {e}")))?;
         let shared = Arc::new(Shared {
+            admission,
             streams: Arc::new(Semaphore::new(
                 self.config.streams_max.min(Semaphore::MAX_PERMITS),
             )),
@@ -306,6 +317,8 @@ pub async fn serve(
 /// What the services share.
 struct Shared {
     ledger: Arc<Ledger>,
+    /// Where `Endorse` and `Submit` calls queue for the ledger.
+    admission: Admission,
     config: ApiConfig,
     /// One permit per live server stream.
     streams: Arc<Semaphore>,
@@ -315,7 +328,74 @@ struct Shared {
     stopping: watch::Receiver<bool>,
 }
 
+/// Signed proposals queued for endorsement, each answered with its transaction.
+type EndorseBatcher = admission::Batcher<SignedProposal, Result<Prepared, LedgerError>>;
+/// Signed transactions queued for ordering, each answered with its id and seq.
+type SubmitBatcher = admission::Batcher<Vec<u8>, Result<(TxId, Seq), LedgerError>>;
+
+/// The batchers of the calls every transaction makes.
+struct Admission {
+    endorse: EndorseBatcher,
+    /// None when the orderer is another process: each submit is then a round trip of its
+    /// own, made on the blocking pool.
+    submit: Option<SubmitBatcher>,
+}
+
+/// Proposals or transactions one admission thread takes at a time: enough for a batch
+/// verification to pay (under half the cost per signature from about 8), few enough that
+/// the first answer of a batch does not wait long for the last.
+const ADMISSION_BATCH_MAX: usize = 32;
+
+impl Admission {
+    fn start(ledger: &Arc<Ledger>, queue_max: usize) -> std::io::Result<Admission> {
+        // Endorsing runs contracts: one thread per core. Ordering is sequential anyway.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let endorse =
+            admission::Batcher::start("endorse", cores, ADMISSION_BATCH_MAX, queue_max, {
+                let ledger = ledger.clone();
+                move |proposals: Vec<SignedProposal>| ledger.endorse_signed_batch(&proposals)
+            })?;
+        let submit = if ledger.orderer().submits_in_batches() {
+            let ledger = ledger.clone();
+            Some(admission::Batcher::start(
+                "submit",
+                1,
+                ADMISSION_BATCH_MAX,
+                queue_max,
+                move |transactions: Vec<Vec<u8>>| ledger.submit_signed_batch(transactions),
+            )?)
+        } else {
+            None
+        };
+        Ok(Admission { endorse, submit })
+    }
+}
+
 impl Shared {
+    /// Endorses a proposal through the endorse batcher.
+    async fn endorse(&self, proposal: SignedProposal) -> Result<Prepared, Status> {
+        self.admission
+            .endorse
+            .call(proposal)
+            .await?
+            .map_err(|e| status::from_ledger(&e))
+    }
+
+    /// Orders a signed transaction through the submit batcher, or on the blocking pool
+    /// when the orderer is another process.
+    async fn submit(&self, transaction: Vec<u8>) -> Result<(TxId, Seq), Status> {
+        match &self.admission.submit {
+            Some(batcher) => batcher
+                .call(transaction)
+                .await?
+                .map_err(|e| status::from_ledger(&e)),
+            None => {
+                self.blocking(move |ledger| ledger.submit_signed(transaction))
+                    .await
+            }
+        }
+    }
+
     /// Runs `call` on the ledger on the blocking pool.
     /// Runs a short ledger call (a lookup, or the orderer's admission: tens of
     /// microseconds) on the calling task: handing it to the blocking pool would cost two

@@ -37,11 +37,11 @@ use prometheus_client::metrics::histogram::Histogram;
 
 use super::{
     Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
-    admit,
+    admit, admit_batch,
 };
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
-use crate::ids::{BlockNumber, Seq};
+use crate::ids::{BlockNumber, Seq, TxId};
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
 use crate::tx::{self, Hash};
@@ -420,45 +420,92 @@ impl Drop for SoloOrderer {
     }
 }
 
-impl Orderer for SoloOrderer {
-    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
-        let received_us = tx::now_us();
-        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
-        let hash = block::tx_hash(&signed_transaction);
+impl SoloOrderer {
+    /// Gives each admitted transaction the next seq and appends it to the log, all under
+    /// one lock, then wakes the flusher, the deliveries and the sealer once for all.
+    fn sequence(
+        &self,
+        admitted: Vec<(Vec<u8>, Result<TxId, OrderError>)>,
+        received_us: u64,
+    ) -> Vec<Result<Ordered, OrderError>> {
+        let mut answers = Vec::with_capacity(admitted.len());
         let mut state = self.inner.lock();
-        self.inner.check(&state)?;
-        let seq = state.head.next();
-        let ordered = OrderedTx {
-            seq,
-            timestamp_ms: tx::now_ms(),
-            transaction: signed_transaction,
-        };
-        match state.log.append(TX, &ordered.into_bytes()) {
-            Ok(at) => state.txs.push(at),
-            Err(error) => {
-                let failure = format!("writing transaction {seq}: {error}");
-                self.inner.fail(state, failure.clone());
-                return Err(OrderError::Log(failure));
+        let mut appended = 0;
+        let count = admitted.len();
+        for (signed_transaction, admitted) in admitted {
+            let tx_id = match admitted.and_then(|tx_id| self.inner.check(&state).map(|()| tx_id)) {
+                Ok(tx_id) => tx_id,
+                Err(error) => {
+                    answers.push(Err(error));
+                    continue;
+                }
+            };
+            let hash = block::tx_hash(&signed_transaction);
+            let seq = state.head.next();
+            let ordered = OrderedTx {
+                seq,
+                timestamp_ms: tx::now_ms(),
+                transaction: signed_transaction,
+            };
+            match state.log.append(TX, &ordered.into_bytes()) {
+                Ok(at) => state.txs.push(at),
+                Err(error) => {
+                    // The orderer stops here: the rest of the batch gets the same error.
+                    let failure = format!("writing transaction {seq}: {error}");
+                    self.inner.fail(state, failure.clone());
+                    answers.resize_with(count, || Err(OrderError::Log(failure.clone())));
+                    return answers;
+                }
             }
+            state.head = seq;
+            state.unsealed.push_back((hash, Instant::now()));
+            appended += 1;
+            answers.push(Ok(Ordered {
+                seq,
+                tx_id,
+                received_us,
+                ordered_us: 0,
+            }));
         }
-        state.head = seq;
-        state.unsealed.push_back((hash, Instant::now()));
         let unsealed = state.unsealed.len();
         drop(state);
         let ordered_us = tx::now_us();
+        for answer in answers.iter_mut().flatten() {
+            answer.ordered_us = ordered_us;
+        }
+        if appended == 0 {
+            return answers;
+        }
         self.inner.for_flusher.notify_one();
         if self.inner.config.mode == OrderingMode::Streaming {
             self.inner.for_deliveries.notify_all();
         }
-        if unsealed == 1 || unsealed >= self.inner.config.seal_max_txs {
+        if unsealed <= appended || unsealed >= self.inner.config.seal_max_txs {
             self.inner.for_sealer.notify_one();
         }
-        Ok(Ordered {
-            seq,
-            tx_id,
+        answers
+    }
+}
+
+impl Orderer for SoloOrderer {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        let received_us = tx::now_us();
+        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
+        let mut ordered = self.sequence(vec![(signed_transaction, Ok(tx_id))], received_us);
+        ordered.pop().unwrap_or(Err(OrderError::Closed))
+    }
+
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        let received_us = tx::now_us();
+        let admitted = admit_batch(&self.inner.config, &self.inner.msp, &signed_transactions);
+        self.sequence(
+            signed_transactions.into_iter().zip(admitted).collect(),
             received_us,
-            ordered_us,
-        })
+        )
+    }
+
+    fn submits_in_batches(&self) -> bool {
+        true
     }
 
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
