@@ -33,7 +33,7 @@ function PipelineCell(props: { tx: LiveTransaction }): JSX.Element {
  * Transactions, newest first, virtualised: a live stream of thousands stays smooth. Each
  * row shows its path through the pipeline as soon as its trace arrives.
  */
-export function TxList(props: { transactions: readonly LiveTransaction[]; height?: number; label?: string }): JSX.Element {
+export function TxList(props: { transactions: readonly LiveTransaction[]; height?: number; label?: string; compact?: boolean }): JSX.Element {
   // Re-render when traces arrive, so visible rows pick theirs up.
   useSnapshot();
   return (
@@ -51,7 +51,11 @@ export function TxList(props: { transactions: readonly LiveTransaction[]; height
           <span role="columnheader" class="c-call">Call</span>
           <span role="columnheader" class="c-code">Status</span>
           <span role="columnheader" class="c-pipe">Pipeline</span>
-          <span role="columnheader" class="c-time">Ordered</span>
+          {!props.compact && (
+            <span role="columnheader" class="c-time">
+              Ordered
+            </span>
+          )}
         </>
       }
       renderRow={(tx) => (
@@ -72,7 +76,7 @@ export function TxList(props: { transactions: readonly LiveTransaction[]; height
           <span role="cell" class="c-pipe">
             <PipelineCell tx={tx} />
           </span>
-          <span role="cell" class="c-time">{tx.timestampMs > 0n ? clockTime(tx.timestampMs) : "—"}</span>
+          {!props.compact && <span role="cell" class="c-time">{tx.timestampMs > 0n ? clockTime(tx.timestampMs) : "—"}</span>}
         </>
       )}
     />

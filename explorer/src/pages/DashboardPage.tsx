@@ -114,7 +114,7 @@ export function DashboardPage(): JSX.Element {
           <h2 id="recent-tx-heading">
             Latest transactions <Link href={paths.transactions()}>all →</Link>
           </h2>
-          <TxList transactions={snapshot.transactions} height={320} label="Latest transactions" />
+          <TxList transactions={snapshot.transactions} height={320} label="Latest transactions" compact />
         </section>
         <section aria-labelledby="recent-blocks-heading">
           <h2 id="recent-blocks-heading">
