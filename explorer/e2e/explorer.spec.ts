@@ -265,6 +265,15 @@ test("a burst of transactions: the page keeps up, renders only the visible rows,
   expect(await page.getByTestId("tx-shown").innerText()).toMatch(/^[\d,]+$/);
   expect(longestTaskMs).toBeLessThan(LONGEST_TASK_MS_MAX);
 
+  // Paused, the list holds still while transactions go on arriving; resumed, it catches up.
+  await page.getByRole("button", { name: "Pause" }).click();
+  const more = await kv.submitAsync("put", { arguments: [`${prefix}-after`, "after"] });
+  await more.getStatus();
+  await expect(page.getByRole("button", { name: "Resume (1 new)" })).toBeVisible();
+  await expect(page.locator(`a[data-tx="${more.getTransactionId()}"]`)).toHaveCount(0);
+  await page.getByRole("button", { name: /Resume/ }).click();
+  await expect(page.locator(`a[data-tx="${more.getTransactionId()}"]`)).toBeVisible();
+
   await page.getByRole("link", { name: "Dashboard", exact: true }).click();
   await expect(page.getByTestId("stat-committed")).toContainText(/\d/);
   await expect(page.getByTestId("code-counts").locator('tr[data-code="VALID"]')).toBeVisible();

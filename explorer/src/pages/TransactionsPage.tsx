@@ -1,6 +1,7 @@
 import type { JSX } from "preact";
-import { useMemo } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import { TxList } from "../components/TxList";
+import type { LiveTransaction } from "../live/feed";
 import { useSnapshot } from "../live/hooks";
 import { codeLabel, count } from "../model/format";
 import { navigate, paths, type Route } from "../router";
@@ -22,7 +23,11 @@ const CODES = [
 
 /** The live transaction stream, filtered by contract and status (kept in the URL). */
 export function TransactionsPage(props: { route: Route }): JSX.Element {
-  const { transactions } = useSnapshot();
+  const { transactions: live } = useSnapshot();
+  // Paused, the list holds still (to read or click a row at 1,000 tx/s) while the feed goes on.
+  const [frozen, setFrozen] = useState<readonly LiveTransaction[] | undefined>(undefined);
+  const transactions = frozen ?? live;
+  const arrived = frozen === undefined ? 0 : (live[0]?.seq ?? 0n) - (frozen[0]?.seq ?? 0n);
   const contract = props.route.query.get("contract") ?? "";
   const status = props.route.query.get("status") ?? "";
   const contracts = useMemo(() => [...new Set(transactions.map((tx) => tx.contract))].sort(), [transactions]);
@@ -64,8 +69,12 @@ export function TransactionsPage(props: { route: Route }): JSX.Element {
             ))}
           </select>
         </label>
+        <button type="button" class="outline secondary pause" aria-pressed={frozen !== undefined} onClick={() => setFrozen(frozen === undefined ? live : undefined)}>
+          {frozen === undefined ? "Pause" : `Resume (${count(arrived)} new)`}
+        </button>
         <p class="muted" aria-live="off">
           <span data-testid="tx-shown">{count(shown.length)}</span> of {count(transactions.length)} kept in the page
+          {frozen !== undefined && ", paused"}
         </p>
       </form>
       <TxList transactions={shown} height={600} />
