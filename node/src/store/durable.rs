@@ -9,9 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::Histogram;
-use runnel_runtime::VersionedValue;
+use runnel_runtime::{Version, VersionedValue};
 
-use super::keys::{self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, TRANSACTION_RECORD};
+use super::keys::{
+    self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, StateRecord, TRANSACTION_RECORD,
+};
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::records::{Opened, RecordFile, RecordReader};
@@ -187,7 +189,7 @@ impl Store {
         for item in self.state_range(lo, hi).take(limit) {
             let (key, value) = item?;
             let key = keys::state_key_suffix(&key, prefix_len)?.to_vec();
-            out.push((key, keys::decode_state_value(&value)?));
+            out.push((key, self.state_value(&value)?));
         }
         Ok(out)
     }
@@ -228,11 +230,26 @@ impl Store {
         Ok(out)
     }
 
+    /// A state record's value and version, read from the writing transaction's bytes
+    /// when the record points there.
+    pub(super) fn state_value(&self, record: &[u8]) -> Result<VersionedValue, StoreError> {
+        match keys::decode_state_record(record)? {
+            StateRecord::Inline(value) => Ok(value),
+            StateRecord::At { seq, offset, len } => Ok(VersionedValue {
+                value: self.value_in_transaction(seq, offset, len)?,
+                version: Version::from_seq(seq.0),
+            }),
+        }
+    }
+
     /// The `len` bytes at `offset` in the bytes of the transaction at `seq`: a value a
-    /// history record points at.
+    /// state or history record points at.
     fn value_in_transaction(&self, seq: Seq, offset: u32, len: u32) -> Result<Vec<u8>, StoreError> {
         let bytes = self.transaction(seq)?.ok_or_else(|| {
-            StoreError::corrupt("history value", format!("seq {seq} has no transaction"))
+            StoreError::corrupt(
+                "value in a transaction",
+                format!("seq {seq} has no transaction"),
+            )
         })?;
         let (start, len) = (offset as usize, len as usize);
         bytes
@@ -240,7 +257,7 @@ impl Store {
             .map(<[u8]>::to_vec)
             .ok_or_else(|| {
                 StoreError::corrupt(
-                    "history value",
+                    "value in a transaction",
                     format!(
                         "{len} bytes at {start} in seq {seq}'s {} bytes",
                         bytes.len()
@@ -472,9 +489,18 @@ impl Store {
                         writes.remove(state_key);
                         HistoryWrite::Delete
                     } else {
-                        let value = keys::encode_state_value(record.seq, &write.value);
+                        let place = value_place(transaction, &write.value);
+                        let value = match place {
+                            Some((offset, len)) if write.value.len() >= keys::STATE_POINTER_MIN => {
+                                keys::encode_state_value_at(record.seq, offset, len)
+                            }
+                            _ => keys::encode_state_value(record.seq, &write.value),
+                        };
                         writes.insert(state_key, value);
-                        history_write(transaction, &write.value)
+                        match place {
+                            Some((offset, len)) => HistoryWrite::PutAt { offset, len },
+                            None => HistoryWrite::Put(write.value.clone()),
+                        }
                     };
                     let entry = keys::encode_history_value(&record.tx_id, &history);
                     writes.insert(history_key, entry);
@@ -537,7 +563,11 @@ impl Store {
         let mut hasher = Sha256::new();
         let mut count = 0u64;
         for item in self.db.scan_prefix(keys::STATE_PREFIX) {
-            let (key, value) = item?;
+            let (key, record) = item?;
+            // The value as written, wherever the record keeps it: equal states hash equal
+            // whichever way their records hold large values.
+            let found = self.state_value(&record)?;
+            let value = keys::encode_state_value(Seq(found.version.seq), &found.value);
             hasher.update((key.len() as u64).to_be_bytes());
             hasher.update(&key);
             hasher.update((value.len() as u64).to_be_bytes());
@@ -556,7 +586,7 @@ impl Store {
     /// The durable state record under `state_key` (already encoded), decoded.
     pub(super) fn get_state(&self, state_key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
         match self.db.get(state_key)? {
-            Some(bytes) => keys::decode_state_value(&bytes).map(Some),
+            Some(bytes) => self.state_value(&bytes).map(Some),
             None => Ok(None),
         }
     }
@@ -572,14 +602,15 @@ impl Store {
 /// transaction's write set always is) and the value is worth it, else a copy. The
 /// transaction's bytes are stored once anyway, so a key's history then costs a few bytes
 /// a write instead of a second copy of every value.
-fn history_write(transaction: &[u8], value: &[u8]) -> HistoryWrite {
-    if value.len() >= keys::HISTORY_POINTER_MIN
-        && let Some(offset) = memchr::memmem::find(transaction, value)
-        && let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(value.len()))
-    {
-        return HistoryWrite::PutAt { offset, len };
+fn value_place(transaction: &[u8], value: &[u8]) -> Option<(u32, u32)> {
+    if value.len() < keys::HISTORY_POINTER_MIN {
+        return None;
     }
-    HistoryWrite::Put(value.to_vec())
+    let offset = memchr::memmem::find(transaction, value)?;
+    Some((
+        u32::try_from(offset).ok()?,
+        u32::try_from(value.len()).ok()?,
+    ))
 }
 
 /// Opens the transactions' file and cuts what the last commit appended without
@@ -789,6 +820,83 @@ mod tests {
             .unwrap();
         assert!(matches!(
             store.history("ns", b"k", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn large_state_values_point_into_their_transaction_and_read_back_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let large = vec![b'c'; keys::STATE_POINTER_MIN];
+        let mut carrying = b"deploy ".to_vec();
+        carrying.extend_from_slice(&large);
+        let hash_inline;
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = CommitBatch::new();
+            // Seq 1's large value is in its bytes (a pointer); seq 2's is not (a copy).
+            batch.push_tx(
+                record(1, ValidationCode::Valid),
+                vec![put("ns", b"code", &large)],
+                carrying.clone(),
+            );
+            batch.push_tx(
+                record(2, ValidationCode::Valid),
+                vec![put("ns", b"copy", &large)],
+                b"opaque".to_vec(),
+            );
+            store.commit(&batch).unwrap();
+            let raw = |key: &[u8]| store.db.get(keys::state_key("ns", key)).unwrap().unwrap();
+            assert_eq!(raw(b"code").len(), 16, "a pointer, not a copy");
+            assert!(raw(b"copy").len() > large.len());
+            let expected = |seq| VersionedValue {
+                value: large.clone(),
+                version: Version::from_seq(seq),
+            };
+            assert_eq!(store.get("ns", b"code").unwrap(), Some(expected(1)));
+            let scanned = store.scan("ns", b"", None, 10).unwrap();
+            assert_eq!(
+                scanned,
+                vec![
+                    (b"code".to_vec(), expected(1)),
+                    (b"copy".to_vec(), expected(2))
+                ]
+            );
+            // The state hash is of the values, not of how records hold them: the same
+            // state written with both values copied hashes the same.
+            hash_inline = {
+                let other = tempfile::tempdir().unwrap();
+                let copy = Store::open(other.path()).unwrap();
+                let mut batch = CommitBatch::new();
+                batch.push_tx(
+                    record(1, ValidationCode::Valid),
+                    vec![put("ns", b"code", &large)],
+                    b"opaque".to_vec(),
+                );
+                batch.push_tx(
+                    record(2, ValidationCode::Valid),
+                    vec![put("ns", b"copy", &large)],
+                    b"opaque".to_vec(),
+                );
+                copy.commit(&batch).unwrap();
+                copy.state_hash().unwrap()
+            };
+            assert_eq!(store.state_hash().unwrap(), hash_inline);
+        }
+        // After a reopen the pointer still finds the value in the transactions' file.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.get("ns", b"code").unwrap().unwrap().value, large);
+        assert_eq!(store.state_hash().unwrap(), hash_inline);
+        // A pointer past its transaction's end is corruption, not a short value.
+        store
+            .db
+            .insert(
+                keys::state_key("ns", b"code"),
+                keys::encode_state_value_at(Seq(1), 10, 1 << 20),
+            )
+            .unwrap();
+        assert!(matches!(
+            store.get("ns", b"code"),
             Err(StoreError::Corrupt { .. })
         ));
     }

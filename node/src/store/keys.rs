@@ -51,6 +51,15 @@ const TAG_PUT_AT: u8 = 2;
 /// Values shorter than this are copied into the history record: a pointer saves too
 /// little to be worth a read of the transaction.
 pub(super) const HISTORY_POINTER_MIN: usize = 64;
+/// State values this long or longer are not copied into the state record either: it
+/// points at the value inside the writing transaction's bytes. sled rewrites a whole
+/// leaf (up to 16 records) whenever it consolidates one, so a large value (a contract's
+/// code, ~100 KB) copied inline would be written again each time a key beside it changes.
+pub(super) const STATE_POINTER_MIN: usize = 4096;
+/// The high bit of a state record's seq: the record holds the value's place (offset and
+/// length, u32 big-endian each) in the writing transaction's bytes, not the value. Seqs
+/// never reach it.
+const STATE_AT: u64 = 1 << 63;
 
 /// Refuses a namespace that is empty, too long, or holds the separator byte.
 pub(super) fn check_namespace(ns: &str) -> Result<(), StoreError> {
@@ -124,21 +133,54 @@ pub(super) fn encode_state_value(seq: Seq, value: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A state record's value for a value at `offset` in the bytes of the transaction at
+/// `seq`, `len` bytes long.
+pub(super) fn encode_state_value_at(seq: Seq, offset: u32, len: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(U64_BYTES + 8);
+    out.extend_from_slice(&(seq.0 | STATE_AT).to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    out.extend_from_slice(&len.to_be_bytes());
+    out
+}
+
+/// What a state record holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum StateRecord {
+    /// The value and its version.
+    Inline(VersionedValue),
+    /// The value is `len` bytes at `offset` in the bytes of the transaction at `seq`,
+    /// which wrote it.
+    At {
+        /// The writing transaction, and so the version.
+        seq: Seq,
+        /// Where the value starts.
+        offset: u32,
+        /// Its length.
+        len: u32,
+    },
+}
+
 /// Decodes a state record's value.
-pub(super) fn decode_state_value(bytes: &[u8]) -> Result<VersionedValue, StoreError> {
-    let (seq, value) = split_u64(bytes).ok_or_else(|| {
-        StoreError::corrupt(
-            "state value",
-            format!("{} bytes, fewer than a seq", bytes.len()),
-        )
-    })?;
+pub(super) fn decode_state_record(bytes: &[u8]) -> Result<StateRecord, StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("state value", detail);
+    let (seq, value) = split_u64(bytes)
+        .ok_or_else(|| corrupt(format!("{} bytes, fewer than a seq", bytes.len())))?;
     // Seq 0 means "before the first transaction": nothing can have written it.
-    if seq == 0 {
-        return Err(StoreError::corrupt("state value", "version is seq 0"));
+    if seq & !STATE_AT == 0 {
+        return Err(corrupt("version is seq 0".to_string()));
     }
-    Ok(VersionedValue {
-        value: value.to_vec(),
-        version: Version::from_seq(seq),
+    if seq & STATE_AT == 0 {
+        return Ok(StateRecord::Inline(VersionedValue {
+            value: value.to_vec(),
+            version: Version::from_seq(seq),
+        }));
+    }
+    let place = <[u8; 8]>::try_from(value)
+        .map_err(|_| corrupt(format!("a value's place in {} bytes, not 8", value.len())))?;
+    Ok(StateRecord::At {
+        seq: Seq(seq & !STATE_AT),
+        offset: u32::from_be_bytes([place[0], place[1], place[2], place[3]]),
+        len: u32::from_be_bytes([place[4], place[5], place[6], place[7]]),
     })
 }
 
@@ -519,14 +561,30 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_garbage_is_corrupt() {
-        let v = decode_state_value(&encode_state_value(Seq(7), b"hello")).unwrap();
+        let StateRecord::Inline(v) =
+            decode_state_record(&encode_state_value(Seq(7), b"hello")).unwrap()
+        else {
+            panic!("inline")
+        };
         assert_eq!(v.value, b"hello");
         assert_eq!(v.version, Version::from_seq(7));
         assert!(matches!(
-            decode_state_value(b"short"),
+            decode_state_record(b"short"),
             Err(StoreError::Corrupt { .. })
         ));
-        assert!(decode_state_value(&encode_state_value(Seq(0), b"x")).is_err());
+        assert!(decode_state_record(&encode_state_value(Seq(0), b"x")).is_err());
+        assert_eq!(
+            decode_state_record(&encode_state_value_at(Seq(9), 70_000, 5000)),
+            Ok(StateRecord::At {
+                seq: Seq(9),
+                offset: 70_000,
+                len: 5000
+            })
+        );
+        assert!(decode_state_record(&encode_state_value_at(Seq(0), 1, 1)).is_err());
+        let mut torn = encode_state_value_at(Seq(9), 1, 1);
+        torn.pop();
+        assert!(decode_state_record(&torn).is_err());
 
         let id = TxId([7; 32]);
         for write in [

@@ -500,7 +500,7 @@ impl Snapshot {
             };
             if order == KeyOrder::Greater {
                 if let Some((key, value)) = durable.take() {
-                    let found = keys::decode_state_value(&value)?;
+                    let found = world.store.state_value(&value)?;
                     if let Some(found) = self.check_durable(Some(found))? {
                         out.push((keys::state_key_suffix(&key, prefix_len)?.to_vec(), found));
                     }
