@@ -58,3 +58,28 @@ describe("VirtualList", () => {
     expect(el.textContent).toContain("none yet");
   });
 });
+
+describe("VirtualList anchoring", () => {
+  test("a reader scrolled down keeps their rows in place as new ones arrive on top", async () => {
+    const list = (items: number[]) => (
+      <VirtualList label="Numbers" items={items} rowHeight={20} height={200} rowKey={(n) => String(n)} renderRow={(n) => <span role="cell">row {n}</span>} />
+    );
+    const items = Array.from({ length: 100 }, (_, i) => 100 - i);
+    const el = mount(list(items));
+    const body = el.querySelector<HTMLElement>(".vbody");
+    if (body === null) throw new Error("no body");
+    body.scrollTop = 400;
+    render(list([103, 102, 101, ...items]), el);
+    expect(body.scrollTop).toBe(460);
+  });
+
+  test("at the top, the list follows the newest rows", () => {
+    const list = (items: number[]) => (
+      <VirtualList label="Numbers" items={items} rowHeight={20} height={200} rowKey={(n) => String(n)} renderRow={(n) => <span role="cell">row {n}</span>} />
+    );
+    const el = mount(list([2, 1]));
+    render(list([3, 2, 1]), el);
+    expect(el.querySelector<HTMLElement>(".vbody")?.scrollTop).toBe(0);
+    expect(el.querySelector('.vspacer [role="row"]')?.textContent).toBe("row 3");
+  });
+});

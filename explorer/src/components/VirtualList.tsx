@@ -43,6 +43,21 @@ export function VirtualList<T>(props: VirtualListProps<T>): JSX.Element {
       cancelAnimationFrame(frame);
     };
   }, []);
+  // New rows arrive at the top. A reader scrolled down keeps the rows they look at in
+  // place: the view moves down by the rows added above it.
+  const previousFirstKey = useRef<string | undefined>(undefined);
+  const firstItem = items[0];
+  useLayoutEffect(() => {
+    const element = viewport.current;
+    const before = previousFirstKey.current;
+    previousFirstKey.current = firstItem === undefined ? undefined : props.rowKey(firstItem);
+    if (element === null || before === undefined || element.scrollTop === 0) return;
+    const added = items.findIndex((item) => props.rowKey(item) === before);
+    if (added > 0) {
+      element.scrollTop += added * rowHeight;
+      setScrollTop(element.scrollTop);
+    }
+  }, [firstItem]);
   const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
   const last = Math.min(items.length, Math.ceil((scrollTop + height) / rowHeight) + overscan);
   const rows: JSX.Element[] = [];
