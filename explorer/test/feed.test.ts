@@ -146,6 +146,20 @@ describe("LiveFeed", () => {
     feed.close();
   });
 
+  test("a transaction delivered again (a stream reopened too early) is kept once", async () => {
+    const node = new FakeNode();
+    const { feed, frame } = newFeed(node);
+    feed.start();
+    await vi.waitFor(() => expect(node.txStreams).toHaveLength(1));
+    for (const seq of [6n, 7n, 7n, 6n, 8n]) node.txStreams[0]?.stream.push(committed(seq));
+    await vi.waitFor(() => {
+      frame();
+      expect(feed.getSnapshot().transactions[0]?.seq).toBe(8n);
+    });
+    expect(feed.getSnapshot().transactions.map((tx) => tx.seq)).toEqual([8n, 7n, 6n]);
+    feed.close();
+  });
+
   test("keeps at most its capacity of transactions", async () => {
     const node = new FakeNode();
     const { feed, frame } = newFeed(node, { transactionCapacity: 3 });

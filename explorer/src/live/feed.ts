@@ -289,12 +289,20 @@ export class LiveFeed {
   /** Runs the streams and the poll until one fails; always throws (or returns on close). */
   async #follow(channel: string, signal: AbortSignal): Promise<void> {
     const network = this.#gateway.getNetwork(channel);
-    const opened: CloseableAsyncIterable<unknown>[] = [];
+    const opened = new Set<CloseableAsyncIterable<unknown>>();
     signal.addEventListener("abort", () => opened.forEach((stream) => stream.close()), { once: true });
+    // A stream that opens after the session ended (another failed meanwhile) closes at once.
+    const track = <T>(stream: CloseableAsyncIterable<T>): CloseableAsyncIterable<T> => {
+      if (signal.aborted) stream.close();
+      else opened.add(stream);
+      return stream;
+    };
     const transactions = async () => {
-      const stream = await network.getTransactionEvents({ startSeq: this.#nextSeq, reconnect: false });
-      opened.push(stream);
+      const stream = track(await network.getTransactionEvents({ startSeq: this.#nextSeq, reconnect: false }));
       for await (const tx of stream) {
+        if (signal.aborted) return;
+        // Never twice: a stream reopened at the cursor starts after the last one seen.
+        if (this.#nextSeq !== undefined && tx.seq < this.#nextSeq) continue;
         this.#nextSeq = tx.seq + 1n;
         this.#onTransaction({
           seq: tx.seq,
@@ -307,9 +315,10 @@ export class LiveFeed {
       throw new Error("the transaction stream ended");
     };
     const blocks = async () => {
-      const stream = await network.getBlockEvents({ startBlock: this.#nextBlock, reconnect: false });
-      opened.push(stream);
+      const stream = track(await network.getBlockEvents({ startBlock: this.#nextBlock, reconnect: false }));
       for await (const block of stream) {
+        if (signal.aborted) return;
+        if (this.#nextBlock !== undefined && block.number < this.#nextBlock) continue;
         this.#nextBlock = block.number + 1n;
         this.#pendingBlocks.push(block);
         this.#scheduleFlush();
@@ -319,13 +328,17 @@ export class LiveFeed {
     const traces = async () => {
       // A reader that falls behind is cut off (RESOURCE_EXHAUSTED); open it again.
       while (!signal.aborted) {
-        const stream = this.#gateway.traceStream();
-        opened.push(stream);
+        const stream = track(this.#gateway.traceStream());
         try {
-          for await (const trace of stream) this.#onTrace(trace);
+          for await (const trace of stream) {
+            if (signal.aborted) return;
+            this.#onTrace(trace);
+          }
           throw new Error("the trace stream ended");
         } catch (error) {
           if (!(error instanceof QueryError && error.grpcCode === Code.ResourceExhausted)) throw error;
+        } finally {
+          opened.delete(stream);
         }
       }
     };
