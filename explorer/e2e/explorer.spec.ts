@@ -293,10 +293,15 @@ test("node restart: the banner shows, then goes, and live updates resume", async
   await snap("reconnecting", ["light"]);
 
   await node.start();
+  // Committed while the page is still waiting to retry: the stream resumes at its cursor, so it shows too.
+  const meanwhile = await kv.submitAsync("put", { arguments: [uniqueKey("meanwhile"), "back"] });
+  await meanwhile.getStatus();
   await expect(page.locator("[data-connection=live]")).toBeAttached({ timeout: 30_000 });
   await expect(banner).toHaveText("");
+  expect(Number(await page.locator("[data-reconnects]").getAttribute("data-reconnects"))).toBeGreaterThanOrEqual(1);
   const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("after-restart"), "back"] });
   await submitted.getStatus();
   await expect(txRow(page, submitted.getTransactionId())).toBeVisible();
+  await expect(txRow(page, meanwhile.getTransactionId())).toBeVisible();
   expect(await stillSameDocument(page)).toBe(true);
 });
