@@ -52,6 +52,8 @@ test("dashboard: heights, counts by code, node health and charts, live", async (
   // From the node's /metrics: what it committed since it started.
   await expect.poll(async () => Number((await valid.locator(".node-count").innerText()).replace(/,/g, ""))).toBeGreaterThanOrEqual(5);
   await expect(page.getByTestId("node-metrics")).toContainText("Mean commit latency");
+  await expect(page.getByTestId("network")).toContainText("Org1");
+  await expect(page.getByTestId("network")).toContainText("streaming");
   await expect(page.getByRole("img", { name: "Throughput (tx/s)" }).locator("canvas")).toBeVisible();
   await expect(page.getByRole("img", { name: "Latency p50 by stage" }).locator("canvas")).toBeVisible();
   expect(await stillSameDocument(page)).toBe(true);

@@ -2,6 +2,7 @@ import type { JSX } from "preact";
 import { BlockList } from "../components/BlockList";
 import { CodeBadge } from "../components/CodeBadge";
 import { LineChart, type Line } from "../components/LineChart";
+import { NetworkFacts } from "../components/NetworkFacts";
 import { NodeTable } from "../components/NodeTable";
 import { StatCard } from "../components/StatCard";
 import { TxList } from "../components/TxList";
@@ -56,7 +57,7 @@ export function DashboardPage(): JSX.Element {
         <StatCard testId="stat-committed" label="Committed transactions" value={committedHeight === undefined ? "—" : count(committedHeight)} hint={info && committedHeight !== undefined ? `validated ${count(max(info.validatedHeight, committedHeight) ?? 0n)}, ordered ${count(max(info.orderedHeight, max(info.validatedHeight, committedHeight)) ?? 0n)}` : undefined} />
         <StatCard testId="stat-rate" label="Transactions / s" value={count(snapshot.ratePerSecond)} hint="last second" />
         <StatCard testId="stat-valid" label="Valid" value={count(valid)} hint="since the page loaded (with the last 500 stored)" />
-        <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint={info ? `channel ${info.channel}, orgs ${info.orgs.join(", ")}` : undefined} />
+        <StatCard testId="stat-invalid" label="Invalid" value={count(invalid)} hint="since the page loaded" />
       </div>
       <div class="charts">
         <LineChart title="Throughput (tx/s)" series={snapshot.throughput} lines={THROUGHPUT_LINES} format={perSecond} version={version} yMin={10} />
@@ -98,7 +99,7 @@ export function DashboardPage(): JSX.Element {
           )}
         </section>
         <section aria-labelledby="nodes-heading">
-          <h2 id="nodes-heading">Nodes</h2>
+          <h2 id="nodes-heading">Network and nodes</h2>
           <NodeTable url={feed.url} info={info} health={snapshot.health} live={snapshot.connection === "live"} />
           {snapshot.metrics !== undefined && (
             <p class="muted node-metrics" data-testid="node-metrics">
@@ -107,6 +108,7 @@ export function DashboardPage(): JSX.Element {
               since start: {snapshot.metrics.commitLatencyMeanUs === undefined ? "—" : durationShort(snapshot.metrics.commitLatencyMeanUs)}.
             </p>
           )}
+          {info !== undefined && <NetworkFacts info={info} />}
         </section>
       </div>
       <div class="grid-2">
