@@ -50,3 +50,23 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[], ref
   }, [...deps, refresh]);
   return loaded;
 }
+
+/** `value`, changing at most once per `ms`: the last value always lands, late by up to `ms`. */
+export function useThrottled<T>(value: T, ms: number): T {
+  const [shown, setShown] = useState(value);
+  const last = useRef(0);
+  useEffect(() => {
+    const wait = last.current + ms - Date.now();
+    if (wait <= 0) {
+      last.current = Date.now();
+      setShown(value);
+      return;
+    }
+    const timer = setTimeout(() => {
+      last.current = Date.now();
+      setShown(value);
+    }, wait);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return shown;
+}

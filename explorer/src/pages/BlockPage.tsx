@@ -4,7 +4,7 @@ import { CodeBadge } from "../components/CodeBadge";
 import { Hash } from "../components/Hash";
 import { InclusionProofCheck } from "../components/InclusionProofCheck";
 import { SealCheck } from "../components/SealCheck";
-import { useFeed, useLoad } from "../live/hooks";
+import { useFeed, useLoad, useSnapshot } from "../live/hooks";
 import { count, dateTime, plural } from "../model/format";
 import { Link, paths } from "../router";
 
@@ -14,7 +14,13 @@ export function BlockPage(props: { number: string }): JSX.Element {
   const valid = /^\d+$/.test(props.number) && props.number !== "0";
   const number = valid ? BigInt(props.number) : 0n;
   const [proving, setProving] = useState<string | undefined>(undefined);
-  const block = useLoad(async () => (valid ? feed.gateway.getQuery().getBlock(number) : Promise.reject(new Error("a block number is 1 or more"))), [props.number]);
+  // A block not sealed yet loads again once the live feed sees it sealed.
+  const sealed = (useSnapshot().blocks[0]?.number ?? 0n) >= number ? 1 : 0;
+  const block = useLoad(
+    async () => (valid ? feed.gateway.getQuery().getBlock(number) : Promise.reject(new Error("a block number is 1 or more"))),
+    [props.number],
+    sealed,
+  );
   return (
     <>
       <h1>Block #{props.number}</h1>

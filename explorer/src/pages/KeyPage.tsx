@@ -1,16 +1,23 @@
 import type { JSX } from "preact";
 import { useMemo } from "preact/hooks";
 import { KeyHistory } from "../components/KeyHistory";
-import { useFeed, useLoad, useSnapshot } from "../live/hooks";
+import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
 import { bytesText, count } from "../model/format";
 import { Link, paths } from "../router";
+
+/** The least time between two reloads of a key's value and history, ms. */
+const KEY_RELOAD_MS = 1_000;
 
 /** A key: its current value and version, and its history; reloads when its contract commits. */
 export function KeyPage(props: { namespace: string; keyName: string }): JSX.Element {
   const feed = useFeed();
   const { transactions } = useSnapshot();
   // The newest seq of this contract's transactions: a change means the key may have moved.
-  const newest = useMemo(() => transactions.find((tx) => tx.contract === props.namespace)?.seq ?? 0n, [transactions, props.namespace]);
+  // Throttled: a busy contract reloads the key once a second, not at every batch.
+  const newest = useThrottled(
+    useMemo(() => transactions.find((tx) => tx.contract === props.namespace)?.seq ?? 0n, [transactions, props.namespace]),
+    KEY_RELOAD_MS,
+  );
   const loaded = useLoad(
     async () => {
       const query = feed.gateway.getQuery();
