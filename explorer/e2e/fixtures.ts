@@ -1,6 +1,6 @@
 /**
  * What the end-to-end tests share: a real node per worker serving the explorer, a client
- * of it through @runnel/sdk over gRPC (Node.js), and a screenshot helper that saves each
+ * of it through @runnel/sdk over gRPC (Node.js), and `snap`, which saves each
  * page in light and dark.
  */
 
