@@ -9,8 +9,8 @@
 import type { Page } from "@playwright/test";
 import { CHANNEL, expect, test, uniqueKey } from "./fixtures.js";
 
-/** Transactions in the burst test, and how many are in flight at once. */
-const BURST_TRANSACTIONS = 1_500;
+/** Transactions in the burst test (EXPLORER_BURST_TRANSACTIONS for a longer run), and how many are in flight at once. */
+const BURST_TRANSACTIONS = Number(process.env.EXPLORER_BURST_TRANSACTIONS ?? 1_500);
 const BURST_CONCURRENCY = 48;
 /**
  * A main-thread task longer than this under the burst fails the test. Generous: the page
