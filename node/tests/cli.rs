@@ -402,3 +402,76 @@ fn bench_reports_each_transaction_with_the_nodes_stages_and_counts_conflicts() {
     }
     assert!(node.stop().success());
 }
+
+#[test]
+fn bench_runs_token_and_asset_transfers_on_the_example_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = runnel_wasm_build::build("kv").unwrap();
+    runnel_wasm_build::build("token").unwrap();
+    runnel_wasm_build::build("asset-transfer").unwrap();
+    let dev = dir.path().join("dev");
+    let node = Node::start(
+        &["dev", "--contracts", kv.parent().unwrap().to_str().unwrap()],
+        &dev,
+    );
+    let run = |workload: &str| {
+        let out = dir.path().join(workload);
+        node.text(&[
+            "bench",
+            "--workload",
+            workload,
+            "--keys",
+            "5",
+            "--read-share",
+            "0",
+            "--clients",
+            "2",
+            "--count",
+            "40",
+            "--duration",
+            "60",
+            "--warmup",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["workload"], workload);
+        let transactions = summary["transactions"].clone();
+        assert_eq!(transactions["committed"], 40, "{transactions}");
+        let outcomes = &transactions["outcomes"];
+        assert_eq!(
+            outcomes["VALID"].as_u64().unwrap_or(0)
+                + outcomes["MVCC_READ_CONFLICT"].as_u64().unwrap_or(0),
+            40,
+            "{outcomes}"
+        );
+        transactions["valid"].as_u64().unwrap()
+    };
+
+    // Every valid transfer moved 1 to one of the five bench accounts.
+    let transfers = run("token-transfer");
+    assert!(transfers > 0);
+    let received: u64 = (0..5)
+        .map(|key| {
+            let account = format!("Org1/bench-{key}");
+            node.text(&["query", "token", "balance", &account])
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(received, transfers);
+
+    // The five preloaded assets now belong to the owners the valid transfers named.
+    assert!(run("asset-transfer") > 0);
+    let asset: serde_json::Value =
+        serde_json::from_str(&node.text(&["query", "basic", "ReadAsset", "bench-asset-0"]))
+            .unwrap();
+    assert!(
+        asset["Owner"].as_str().unwrap().starts_with("Org1/owner-"),
+        "{asset}"
+    );
+    assert!(node.stop().success());
+}

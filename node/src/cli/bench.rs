@@ -3,12 +3,19 @@
 //! through. Per transaction it keeps the client's own clock (sent, endorsed, submitted,
 //! committed) and the node's stage stamps, read from the node's live trace stream.
 //!
-//! Workloads (kv contract, values of `--value-bytes`):
-//! - `kv-insert`: inserts of new keys; `--read-share` of the operations (default 10%)
-//!   read one of `--keys` preloaded keys instead;
-//! - `kv-rmw`: read-modify-writes (`kv.update`) of keys drawn from `--keys` (default
-//!   50% plain reads): a small key space makes MVCC conflicts, and the summary's valid
-//!   rate is the goodput.
+//! Workloads (each names its contract; values of `--value-bytes`):
+//! - `kv-insert` (kv): inserts of new keys; `--read-share` of the operations (default
+//!   10%) read one of `--keys` preloaded keys instead;
+//! - `kv-rmw` (kv): read-modify-writes (`kv.update`) of keys drawn from `--keys`
+//!   (default 50% plain reads): a small key space makes MVCC conflicts, and the
+//!   summary's valid rate is the goodput;
+//! - `token-transfer` (token): transfers of 1 from the bench identity's account, minted
+//!   once by the organisation's admin, to one of `--keys` accounts (default 10% balance
+//!   reads). Every transfer debits the same account, the hot spot of an account-based
+//!   token: concurrent clients conflict, and the valid rate shows what streaming
+//!   validation keeps of it;
+//! - `asset-transfer` (basic, Fabric's asset-transfer-basic): `TransferAsset` of one of
+//!   `--keys` preloaded assets to a new owner (default 20% `ReadAsset`).
 //!
 //! Closed loop (`--clients` each waiting for its last transaction) or open loop
 //! (`--rate` transactions a second, whatever the answers). Transactions sent during the
@@ -69,9 +76,9 @@ pub struct BenchArgs {
     /// Bytes of each value written.
     #[arg(long, default_value_t = 1024)]
     value_bytes: usize,
-    /// The contract (a kv contract).
-    #[arg(long, default_value = "kv")]
-    contract: String,
+    /// The contract's name; default: the workload's (kv, token or basic).
+    #[arg(long)]
+    contract: Option<String>,
     /// Where to write transactions.csv, summary.json, summary.txt and the plots.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -91,6 +98,26 @@ enum Workload {
     KvInsert,
     /// Read-modify-writes of keys in a key space, with a share of reads.
     KvRmw,
+    /// Token transfers from one account to many, with a share of balance reads.
+    TokenTransfer,
+    /// Asset transfers (Fabric's asset-transfer-basic) of preloaded assets, with a share
+    /// of reads.
+    AssetTransfer,
+}
+
+/// A contract call: the function and its arguments.
+struct Call {
+    function: &'static str,
+    args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    fn new(function: &'static str, args: &[&str]) -> Call {
+        Call {
+            function,
+            args: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        }
+    }
 }
 
 impl Workload {
@@ -98,13 +125,65 @@ impl Workload {
         match self {
             Workload::KvInsert => "kv-insert",
             Workload::KvRmw => "kv-rmw",
+            Workload::TokenTransfer => "token-transfer",
+            Workload::AssetTransfer => "asset-transfer",
+        }
+    }
+
+    /// The example contract the workload calls, as `runnel dev` deploys it.
+    fn contract(self) -> &'static str {
+        match self {
+            Workload::KvInsert | Workload::KvRmw => "kv",
+            Workload::TokenTransfer => "token",
+            Workload::AssetTransfer => "basic",
         }
     }
 
     fn default_read_share(self) -> f64 {
         match self {
-            Workload::KvInsert => 0.1,
+            Workload::KvInsert | Workload::TokenTransfer => 0.1,
             Workload::KvRmw => 0.5,
+            Workload::AssetTransfer => 0.2,
+        }
+    }
+
+    /// A read of key `key` of the key space.
+    fn read(self, key: u64) -> Call {
+        match self {
+            Workload::KvInsert | Workload::KvRmw => Call::new("get", &[&key_name(key)]),
+            Workload::TokenTransfer => Call::new("balance", &[&account_name(key)]),
+            Workload::AssetTransfer => Call::new("ReadAsset", &[&asset_name(key)]),
+        }
+    }
+
+    /// Operation `op` of client `client`, a transaction on key `key` of the key space.
+    fn write(self, plan: &Plan, client: usize, op: u64, key: u64) -> Call {
+        match self {
+            Workload::KvInsert => Call::new(
+                "put",
+                &[&format!("new-{}-{client}-{op}", plan.run_id), &plan.value],
+            ),
+            Workload::KvRmw => Call::new("update", &[&key_name(key), &plan.value]),
+            Workload::TokenTransfer => Call::new("transfer", &[&account_name(key), "1"]),
+            Workload::AssetTransfer => Call::new(
+                "TransferAsset",
+                &[&asset_name(key), &format!("Org1/owner-{client}-{op}")],
+            ),
+        }
+    }
+
+    /// What key `key` holds before the run; `None` when the key space needs no
+    /// preloading (token accounts start at 0).
+    fn preload(self, plan: &Plan, key: u64) -> Option<Call> {
+        match self {
+            Workload::KvInsert | Workload::KvRmw => {
+                Some(Call::new("put", &[&key_name(key), &plan.value]))
+            }
+            Workload::TokenTransfer => None,
+            Workload::AssetTransfer => Some(Call::new(
+                "CreateAsset",
+                &[&asset_name(key), "blue", "5", "Org1/owner", "100"],
+            )),
         }
     }
 }
@@ -152,6 +231,8 @@ struct Plan {
     read_share: f64,
     value: String,
     signer: Signer,
+    /// The organisation's admin: token-transfer's minter.
+    admin: Signer,
     run_id: String,
     separate_status: bool,
 }
@@ -175,7 +256,10 @@ async fn run(args: &BenchArgs) -> Result<()> {
     let first = connect(&args.connection).await?;
     let plan = Arc::new(Plan {
         workload: args.workload,
-        contract: args.contract.clone(),
+        contract: args
+            .contract
+            .clone()
+            .unwrap_or_else(|| args.workload.contract().to_string()),
         channel: channel_name(&first).await?,
         keys: args.keys.max(1),
         read_share: args
@@ -183,6 +267,7 @@ async fn run(args: &BenchArgs) -> Result<()> {
             .unwrap_or(args.workload.default_read_share()),
         value: "v".repeat(args.value_bytes),
         signer: signer(&args.connection, Role::Client)?,
+        admin: signer(&args.connection, Role::Admin)?,
         run_id: format!("{:x}", tx::now_us()),
         separate_status: args.separate_status,
     });
@@ -319,17 +404,37 @@ fn take(budget: &std::sync::atomic::AtomicU64) -> bool {
 }
 
 /// Writes every key of the key space once, [`PRELOAD_BATCH`] at a time, unless its last
-/// key is there
-/// already (an earlier run preloaded them).
+/// key is there already (an earlier run preloaded them). For token-transfer, mints the
+/// bench identity's account its funds instead, once.
 async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
-    let last = GatewayClient::new(channel.clone())
-        .evaluate(EvaluateRequest {
-            proposal: Some(proposal(plan, "get", key_name(plan.keys - 1))),
-        })
-        .await
-        .map_err(status)?
-        .into_inner();
-    if last.result != b"null" {
+    let evaluate = |call: Call| async move {
+        GatewayClient::new(channel.clone())
+            .evaluate(EvaluateRequest {
+                proposal: Some(proposal(plan, &plan.signer, &call)),
+            })
+            .await
+            .map_err(status)
+            .map(|answer| answer.into_inner().result)
+    };
+    if plan.workload == Workload::TokenTransfer {
+        let payer = String::from_utf8_lossy(&evaluate(Call::new("whoami", &[])).await?)
+            .trim_matches('"')
+            .to_string();
+        let funds = evaluate(Call::new("balance", &[&payer])).await?;
+        if funds.as_slice() == b"0" {
+            eprintln!("minting {TOKEN_FUNDS} to {payer} ...");
+            let mint = Call::new("mint", &[&payer, &TOKEN_FUNDS.to_string()]);
+            let mut gateway = GatewayClient::new(channel.clone());
+            let signed = proposal(plan, &plan.admin, &mint);
+            let (_, outcome) = transact(&mut gateway, &plan.admin, signed, false).await?;
+            if outcome != "VALID" {
+                bail!("minting the bench account's funds: {outcome}");
+            }
+        }
+        return Ok(());
+    }
+    let exists = evaluate(plan.workload.read(plan.keys - 1)).await;
+    if exists.is_ok_and(|value| value != b"null") {
         return Ok(());
     }
     eprintln!("preloading {} keys ...", plan.keys);
@@ -337,8 +442,11 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
     while next < plan.keys {
         let mut batch = tokio::task::JoinSet::new();
         for key in next..(next + PRELOAD_BATCH).min(plan.keys) {
+            let Some(call) = plan.workload.preload(plan, key) else {
+                continue;
+            };
             let mut gateway = GatewayClient::new(channel.clone());
-            let proposal = proposal(plan, "put", key_name(key));
+            let proposal = proposal(plan, &plan.signer, &call);
             let signer = plan.signer.clone();
             batch.spawn(async move { transact(&mut gateway, &signer, proposal, false).await });
         }
@@ -353,18 +461,31 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// What token-transfer's bench account is minted: enough for every transfer of any run.
+const TOKEN_FUNDS: u64 = 1 << 50;
+
 fn key_name(key: u64) -> String {
     format!("bench-{key}")
 }
 
-fn proposal(plan: &Plan, function: &str, key: String) -> runnel_node::proto::SignedProposal {
-    let args = if function == "get" {
-        vec![key.into_bytes()]
-    } else {
-        vec![key.into_bytes(), plan.value.clone().into_bytes()]
-    };
-    let proposal = tx::new_proposal(&plan.channel, &plan.contract, function, args, &plan.signer);
-    tx::sign_proposal(&plan.signer, &proposal)
+fn account_name(key: u64) -> String {
+    format!("Org1/bench-{key}")
+}
+
+fn asset_name(key: u64) -> String {
+    format!("bench-asset-{key}")
+}
+
+/// `call` of the plan's contract, signed by `signer`.
+fn proposal(plan: &Plan, signer: &Signer, call: &Call) -> runnel_node::proto::SignedProposal {
+    let proposal = tx::new_proposal(
+        &plan.channel,
+        &plan.contract,
+        call.function,
+        call.args.clone(),
+        signer,
+    );
+    tx::sign_proposal(signer, &proposal)
 }
 
 /// One operation of client `client`: a read or a transaction, recorded in `results`.
@@ -381,7 +502,7 @@ async fn one(
     let sent_us = tx::now_us();
     if read {
         let request = EvaluateRequest {
-            proposal: Some(proposal(plan, "get", key_name(key))),
+            proposal: Some(proposal(plan, &plan.signer, &plan.workload.read(key))),
         };
         if gateway.evaluate(request).await.is_ok() {
             let micros = tx::now_us().saturating_sub(sent_us);
@@ -389,11 +510,8 @@ async fn one(
         }
         return;
     }
-    let (function, key) = match plan.workload {
-        Workload::KvInsert => ("put", format!("new-{}-{client}-{op}", plan.run_id)),
-        Workload::KvRmw => ("update", key_name(key)),
-    };
-    let signed = proposal(plan, function, key);
+    let call = plan.workload.write(plan, client, op, key);
+    let signed = proposal(plan, &plan.signer, &call);
     let sample = match transact(gateway, &plan.signer, signed, plan.separate_status).await {
         Ok((mut sample, outcome)) => {
             sample.outcome = outcome;
