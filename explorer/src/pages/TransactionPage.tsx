@@ -7,14 +7,21 @@ import { Hash } from "../components/Hash";
 import { InclusionProofCheck } from "../components/InclusionProofCheck";
 import { RwSet } from "../components/RwSet";
 import { TxWaterfall } from "../components/TxWaterfall";
-import { useFeed, useLoad } from "../live/hooks";
+import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
 import { bytesPreview, dateTime } from "../model/format";
 import { Link, paths } from "../router";
+
+/** The least time between two reloads of a transaction not yet sealed, ms. */
+const DETAIL_RELOAD_MS = 1_000;
 
 /** One transaction in full: status, proposal, decoded arguments, rw-set, endorsements, waterfall. */
 export function TransactionPage(props: { id: string }): JSX.Element {
   const feed = useFeed();
-  const detail = useLoad(() => feed.gateway.getQuery().getTransaction(props.id), [props.id]);
+  // Reloaded (at most once a second) while it may still change: not found yet, or not sealed yet.
+  const newestSeq = useThrottled(Number(useSnapshot().transactions[0]?.seq ?? 0n), DETAIL_RELOAD_MS);
+  const [settled, setSettled] = useState(false);
+  const detail = useLoad(() => feed.gateway.getQuery().getTransaction(props.id), [props.id], settled ? 0 : newestSeq);
+  useEffect(() => setSettled(detail.state === "ready" && detail.value.block > 0n && detail.value.phaseName === "durable"), [detail]);
   return (
     <>
       <h1>
