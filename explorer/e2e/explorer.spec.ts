@@ -144,6 +144,16 @@ test("a key's current value, version and history", async ({ page, client, snap }
   await expect(history.locator("tbody tr")).toHaveCount(4);
   expect(await stillSameDocument(page)).toBe(true);
   await snap("key");
+
+  // A long history pages on: 100 at first, then older ones on request.
+  const busy = uniqueKey("busy");
+  await Promise.all(Array.from({ length: 105 }, (_, i) => kv.submitTransaction("put", busy, `v${i}`)));
+  await page.goto(`/keys/kv/${encodeURIComponent(busy)}`);
+  const rows = page.getByRole("table", { name: "Key history" }).locator("tbody tr");
+  await expect(rows).toHaveCount(100);
+  await page.getByRole("button", { name: "Show older" }).click();
+  await expect(rows).toHaveCount(105);
+  await expect(page.getByRole("button", { name: "Show older" })).toHaveCount(0);
 });
 
 test("search by transaction id, block number and key", async ({ page, client }) => {

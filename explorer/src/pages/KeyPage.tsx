@@ -1,5 +1,6 @@
 import type { JSX } from "preact";
-import { useMemo } from "preact/hooks";
+import type { KeyModification } from "@runnel/sdk";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { KeyHistory } from "../components/KeyHistory";
 import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
 import { bytesText, count } from "../model/format";
@@ -7,6 +8,8 @@ import { Link, paths } from "../router";
 
 /** The least time between two reloads of a key's value and history, ms. */
 const KEY_RELOAD_MS = 1_000;
+/** History entries per page (the node answers at most 1,000). */
+const HISTORY_PAGE = 100;
 
 /** A key: its current value and version, and its history; reloads when its contract commits. */
 export function KeyPage(props: { namespace: string; keyName: string }): JSX.Element {
@@ -21,12 +24,29 @@ export function KeyPage(props: { namespace: string; keyName: string }): JSX.Elem
   const loaded = useLoad(
     async () => {
       const query = feed.gateway.getQuery();
-      const [value, history] = await Promise.all([query.getKey(props.namespace, props.keyName), query.getKeyHistory(props.namespace, props.keyName, { limit: 100 })]);
+      const [value, history] = await Promise.all([query.getKey(props.namespace, props.keyName), query.getKeyHistory(props.namespace, props.keyName, { limit: HISTORY_PAGE })]);
       return { value, history };
     },
     [props.namespace, props.keyName],
     Number(newest),
   );
+  // Older pages, asked for with "Show older": before the oldest seq shown.
+  const [older, setOlder] = useState<KeyModification[]>([]);
+  const [olderDone, setOlderDone] = useState(false);
+  useEffect(() => {
+    setOlder([]);
+    setOlderDone(false);
+  }, [props.namespace, props.keyName]);
+  const firstPage = loaded.state === "ready" ? loaded.value.history : [];
+  const history = [...firstPage, ...older.filter((entry) => entry.seq < (firstPage[firstPage.length - 1]?.seq ?? 0n))];
+  const more = !olderDone && firstPage.length === HISTORY_PAGE;
+  const showOlder = async () => {
+    const before = history[history.length - 1]?.seq;
+    if (before === undefined) return;
+    const page = await feed.gateway.getQuery().getKeyHistory(props.namespace, props.keyName, { beforeSeq: before, limit: HISTORY_PAGE });
+    setOlder((kept) => [...kept, ...page]);
+    if (page.length < HISTORY_PAGE) setOlderDone(true);
+  };
   return (
     <>
       <h1>
@@ -58,7 +78,12 @@ export function KeyPage(props: { namespace: string; keyName: string }): JSX.Elem
           </section>
           <section aria-labelledby="history-heading">
             <h2 id="history-heading">History</h2>
-            <KeyHistory entries={loaded.value.history} />
+            <KeyHistory entries={history} />
+            {more && (
+              <button type="button" class="outline" onClick={() => void showOlder()}>
+                Show older
+              </button>
+            )}
           </section>
         </>
       )}
