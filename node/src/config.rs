@@ -144,6 +144,9 @@ pub struct ValidatorSection {
     pub workers: usize,
     /// Items each stage's input holds before the one before it waits.
     pub queue: usize,
+    /// Most transactions one group commit makes durable; 0: no bound (adaptive group
+    /// commit), 1: a flush per transaction (group commit off, for comparison).
+    pub commit_txs_max: usize,
 }
 
 /// `[log]`.
@@ -203,6 +206,7 @@ impl Default for NodeConfig {
             validator: ValidatorSection {
                 workers: 0,
                 queue: ledger.validator.queue,
+                commit_txs_max: ledger.validator.commit_txs_max,
             },
             log: LogSection {
                 level: "info".to_string(),
@@ -301,6 +305,7 @@ impl NodeConfig {
             ledger.validator.workers = self.validator.workers;
         }
         ledger.validator.queue = self.validator.queue.max(1);
+        ledger.validator.commit_txs_max = self.validator.commit_txs_max;
         ledger
     }
 
@@ -424,6 +429,9 @@ seal_max_delay_ms = 250
 [validator]
 # Signature-checking workers; 0: one per core.
 workers = 0
+# Most transactions one group commit makes durable (one fsync); 0: no bound, each flush
+# takes everything validated since the last began. 1 turns group commit off.
+commit_txs_max = 0
 # Items each stage's input holds before the stage before it waits.
 queue = 4096
 

@@ -62,6 +62,10 @@ pub struct ValidatorConfig {
     pub queue: usize,
     /// Most transactions stage 1 verifies as one signature batch.
     pub batch_max: usize,
+    /// Most transactions one group commit writes and flushes; 0: no bound (adaptive:
+    /// a flush takes everything validated since the last one began). 1 is group commit
+    /// off: a write and an fsync per transaction, to measure what grouping buys.
+    pub commit_txs_max: usize,
     /// Roles that may invoke a contract.
     pub invoke_roles: Vec<Role>,
     /// Roles that may deploy or upgrade.
@@ -77,6 +81,7 @@ impl Default for ValidatorConfig {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             queue: 4096,
             batch_max: 64,
+            commit_txs_max: 0,
             invoke_roles: vec![Role::Client, Role::Admin],
             lifecycle_roles: vec![Role::Admin],
             lifecycle_policy: DEFAULT_LIFECYCLE_POLICY.to_string(),

@@ -163,6 +163,7 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
         .collect();
     let first_id = prepared[0].as_ref().unwrap().tx_id;
     let mut watch = ledger.watch(first_id);
+    let mut second = ledger.watch(prepared[2].as_ref().unwrap().tx_id);
     let answers = ledger.submit_signed_batch(vec![
         signed[0].clone(),
         b"garbage".to_vec(),
@@ -179,6 +180,7 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     // Once validated, the same transaction again is refused before ordering.
     let replayed = ledger.submit_signed_batch(vec![signed[0].clone()]);
     assert_eq!(replayed[0].as_ref().unwrap_err().code(), "DUPLICATE_TXID");
+    assert_eq!(second.next_blocking().unwrap().code, ValidationCode::Valid);
     assert_eq!(ledger.evaluate("kv", "get", &[b"b"]).unwrap(), b"\"v\"");
 }
 
@@ -193,4 +195,43 @@ fn a_multi_org_ledger_gathers_the_endorsements_a_policy_needs() {
     let committed = ledger.submit("kv", "put", &[b"k", b"v"]).unwrap();
     let (record, _) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
     assert_eq!(record.code, ValidationCode::Valid);
+}
+
+#[test]
+fn with_group_commit_off_each_transaction_has_a_flush_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&["Org1"]);
+    config.validator.commit_txs_max = 1;
+    let ledger = std::sync::Arc::new(Ledger::open(dir.path(), config).unwrap());
+    ledger.deploy("kv", "1", kv_wasm(), "").unwrap();
+    // Concurrent submitters: with grouping on, their transactions would share flushes.
+    let committed: Vec<_> = (0..4)
+        .map(|t| {
+            let ledger = ledger.clone();
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|i| {
+                        let key = format!("{t}-{i}");
+                        ledger.submit("kv", "put", &[key.as_bytes(), b"v"]).unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .flat_map(|thread| thread.join().unwrap())
+        .collect();
+    let mut flushed: Vec<(Seq, u64)> = committed
+        .iter()
+        .map(|c| {
+            let trace = ledger.trace(&c.tx_id).unwrap();
+            let at = trace.stages().into_iter().find(|(s, _)| *s == Stage::Committed);
+            (c.seq, at.unwrap().1)
+        })
+        .collect();
+    flushed.sort();
+    // The flusher stamps "committed" once per flush: one stamp per transaction, rising
+    // with the seq.
+    assert!(
+        flushed.windows(2).all(|w| w[0].1 < w[1].1),
+        "shared or out-of-order flushes: {flushed:?}"
+    );
 }

@@ -39,9 +39,21 @@ pub(crate) struct Notice {
 /// over before it began, and it runs while stage 3 writes the next batch, so writing
 /// and flushing overlap; waking the waiters (a system call each) overlaps too.
 pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
+    let txs_max = match shared.config.commit_txs_max {
+        0 => usize::MAX,
+        max => max,
+    };
     while let Ok(first) = notices.recv() {
+        let mut txs = first.txs.len();
         let mut written = vec![first];
-        written.extend(notices.try_iter());
+        // Each write holds at most txs_max transactions, so a bounded flush may still
+        // take one whole write.
+        while txs < txs_max
+            && let Ok(next) = notices.try_recv()
+        {
+            txs = txs.saturating_add(next.txs.len());
+            written.push(next);
+        }
         // Stamped after the flush and before the durable height moves, so that a trace
         // read by anyone who has seen the transaction durable (a status, or the height)
         // is complete.
@@ -203,7 +215,8 @@ impl Committer {
             {
                 shared.world.write_ahead(last.seq).map_err(store_error)?;
             }
-            self.commit(shared, notices)?;
+            // A bounded group commit may leave some of what is staged for the next.
+            while self.commit(shared, notices)? {}
         }
         Ok(())
     }
@@ -239,19 +252,29 @@ impl Committer {
         Ok(())
     }
 
-    /// Writes everything staged that the orderer holds durable, with the seals that fall
-    /// inside, and hands it to the flusher.
-    fn commit(&mut self, shared: &Shared, notices: &Sender<Notice>) -> Result<(), ValidatorError> {
+    /// Writes everything staged that the orderer holds durable (at most
+    /// `commit_txs_max` transactions), with the seals that fall inside, and hands it to
+    /// the flusher. True when it wrote and more may be ready.
+    fn commit(
+        &mut self,
+        shared: &Shared,
+        notices: &Sender<Notice>,
+    ) -> Result<bool, ValidatorError> {
         let written = shared.world.written_height();
         let staged = self.staged.back().map_or(written, |c| c.seq);
-        let through = staged.min(self.orderer_durable);
+        let mut through = staged.min(self.orderer_durable);
+        let bounded = shared.config.commit_txs_max > 0;
+        if bounded {
+            let most = u64::try_from(shared.config.commit_txs_max).unwrap_or(u64::MAX);
+            through = through.min(Seq(written.0.saturating_add(most)));
+        }
         let sealable = self
             .verified
             .iter()
             .take_while(|(seal, _)| seal.last <= through.max(written))
             .count();
         if through <= written && sealable == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let (seals, blocks): (Vec<SealRecord>, Vec<BlockEvent>) = self
             .verified
@@ -279,7 +302,11 @@ impl Committer {
         }
         // Waits while the flusher is WRITES_AHEAD_MAX batches behind; false only when
         // the pipeline is stopping, which the caller's loop then sees.
-        send(shared, notices, Notice { txs, blocks });
-        Ok(())
+        let more = bounded
+            && self
+                .staged
+                .front()
+                .is_some_and(|c| c.seq <= self.orderer_durable);
+        Ok(send(shared, notices, Notice { txs, blocks }) && more)
     }
 }
