@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sweeps `runnel bench` over a release dev node: kv-insert at 1..64 clients, streaming
-# against Fabric-style blocks (10 transactions or 2 s), and kv-rmw goodput on a key space
-# of 100. Each point's CSV, summary and plots go under the output directory; a table of
-# every point is printed at the end (and written to sweep.md).
+# against Fabric-style blocks (10 transactions or 2 s, and 100 or 2 s), kv-rmw goodput on
+# a key space of 100, token and asset transfers, group commit off, and one validator
+# worker. Each point's CSV, summary and plots go under the output directory; a table of
+# every point is printed at the end (and written to sweep.md), and a plot of latency
+# against throughput for streaming and blocks (latency-throughput.svg).
 #
 #   ./scripts/bench-sweep.sh [seconds-per-point] [out-dir]     (default 15, bench-sweep)
 set -euo pipefail
@@ -25,20 +27,19 @@ stop_node() {
 }
 trap stop_node EXIT
 
-# start_node MODE: a fresh dev node in MODE (streaming or blocks) on 127.0.0.1:$port.
+# start_node NAME [SED]: a fresh dev node on 127.0.0.1:$port with its data in
+# $out/node-NAME, its runnel.toml edited by the sed script SED (a mode's settings).
 start_node() {
+  node_name=$1
   local dir="$out/node-$1"
   rm -rf "$dir"
-  # The first start writes the network and runnel.toml; the mode is set, then restarted.
+  # The first start writes the network and runnel.toml; it is edited, then restarted.
   "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" \
     --contracts target/wasm32-unknown-unknown/contract >"$dir.log" 2>&1 &
   node_pid=$!
   wait_ready
   stop_node
-  if [[ $1 == blocks ]]; then
-    sed -i 's/^mode = "streaming"/mode = "blocks"/; s/^seal_max_txs = .*/seal_max_txs = 10/;
-      s/^seal_max_delay_ms = .*/seal_max_delay_ms = 2000/' "$dir/runnel.toml"
-  fi
+  if [[ -n ${2:-} ]]; then sed -i "$2" "$dir/runnel.toml"; fi
   "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" \
     --contracts target/wasm32-unknown-unknown/contract >>"$dir.log" 2>&1 &
   node_pid=$!
@@ -59,19 +60,41 @@ point() {
   local name=$1
   shift
   echo "==> $name"
-  "$runnel" bench --url "http://127.0.0.1:$port" --dir "$out/node-$mode" \
+  "$runnel" bench --url "http://127.0.0.1:$port" --dir "$out/node-$node_name" \
     --duration "$seconds" --warmup 3 --node-pid "$node_pid" --out "$out/$name" "$@" |
     sed -n '1,3p'
 }
 
-for mode in streaming blocks; do
-  start_node "$mode"
+blocks() {
+  echo "s/^mode = \"streaming\"/mode = \"blocks\"/; s/^seal_max_txs = .*/seal_max_txs = $1/;
+    s/^seal_max_delay_ms = .*/seal_max_delay_ms = 2000/"
+}
+for mode in streaming blocks10 blocks100; do
+  case $mode in
+  streaming) start_node "$mode" ;;
+  blocks10) start_node "$mode" "$(blocks 10)" ;;
+  blocks100) start_node "$mode" "$(blocks 100)" ;;
+  esac
   for clients in 1 4 16 64; do
     point "$mode-kv-insert-c$clients" --workload kv-insert --clients "$clients"
   done
   point "$mode-kv-rmw-k100" --workload kv-rmw --keys 100 --clients 16
+  if [[ $mode == streaming ]]; then
+    point "$mode-token-transfer-c1" --workload token-transfer --keys 1000 --clients 1
+    point "$mode-token-transfer-c4" --workload token-transfer --keys 1000 --clients 4
+    point "$mode-asset-transfer-c16" --workload asset-transfer --keys 1000 --clients 16
+  fi
   stop_node
 done
+
+# Group commit off (a flush per transaction), and one signature-checking worker.
+start_node no-group-commit 's/^commit_txs_max = .*/commit_txs_max = 1/'
+point "no-group-commit-kv-insert-c1" --workload kv-insert --clients 1
+point "no-group-commit-kv-insert-c64" --workload kv-insert --clients 64
+stop_node
+start_node one-worker 's/^workers = .*/workers = 1/'
+point "one-worker-kv-insert-c64" --workload kv-insert --clients 64
+stop_node
 
 python3 - "$out" <<'EOF' | tee "$out/sweep.md"
 import json, pathlib, sys
@@ -88,3 +111,4 @@ for summary in sorted(out.glob("*/summary.json")):
           f"{t['valid_per_second']:.0f} | {ms(l['p50'])} | {ms(l['p99'])} | {invalid} | "
           f"{'-' if cpu is None else f'{cpu:.0f}'} |")
 EOF
+python3 scripts/latency-throughput.py "$out"
