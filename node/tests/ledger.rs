@@ -223,7 +223,10 @@ fn with_group_commit_off_each_transaction_has_a_flush_of_its_own() {
         .iter()
         .map(|c| {
             let trace = ledger.trace(&c.tx_id).unwrap();
-            let at = trace.stages().into_iter().find(|(s, _)| *s == Stage::Committed);
+            let at = trace
+                .stages()
+                .into_iter()
+                .find(|(s, _)| *s == Stage::Committed);
             (c.seq, at.unwrap().1)
         })
         .collect();
