@@ -8,6 +8,11 @@ use runnel_node::local::{self, LocalCall};
 
 mod cli;
 
+/// mimalloc: the API's many small allocations cost less than with glibc's malloc
+/// (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "runnel",
