@@ -80,6 +80,9 @@ for mode in streaming blocks10 blocks100; do
   done
   point "$mode-kv-rmw-k100" --workload kv-rmw --keys 100 --clients 16
   if [[ $mode == streaming ]]; then
+    # A connection per client, as 64 separate applications would have.
+    point "$mode-kv-insert-c64-own-connections" --workload kv-insert --clients 64 \
+      --connections 64
     point "$mode-token-transfer-c1" --workload token-transfer --keys 1000 --clients 1
     point "$mode-token-transfer-c4" --workload token-transfer --keys 1000 --clients 4
     point "$mode-asset-transfer-c16" --workload asset-transfer --keys 1000 --clients 16
@@ -99,15 +102,16 @@ stop_node
 python3 - "$out" <<'EOF' | tee "$out/sweep.md"
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
-print("| point | clients | committed tx/s | valid tx/s | p50 ms | p99 ms | invalid | node µs CPU/tx |")
-print("|---|---|---|---|---|---|---|---|")
+print("| point | clients | connections | committed tx/s | valid tx/s | p50 ms | p99 ms | invalid | node µs CPU/tx |")
+print("|---|---|---|---|---|---|---|---|---|")
 for summary in sorted(out.glob("*/summary.json")):
     s = json.loads(summary.read_text())
     t, l = s["transactions"], s["latency_us"]["submit_to_durable"]
     ms = lambda v: "-" if v is None else f"{v / 1000:.2f}"
     invalid = t["committed"] - t["valid"]
     cpu = s["node"]["cpu_us_per_committed_tx"]
-    print(f"| {summary.parent.name} | {s['clients']} | {t['committed_per_second']:.0f} | "
+    print(f"| {summary.parent.name} | {s['clients']} | {s['connections']} | "
+          f"{t['committed_per_second']:.0f} | "
           f"{t['valid_per_second']:.0f} | {ms(l['p50'])} | {ms(l['p99'])} | {invalid} | "
           f"{'-' if cpu is None else f'{cpu:.0f}'} |")
 EOF

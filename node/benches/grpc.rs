@@ -7,8 +7,9 @@
 //! - sustained throughput with many closed-loop clients.
 //!
 //! Run: `./scripts/bench.sh grpc` or
-//! `cargo bench -p runnel-node --bench grpc -- [latency-secs] [throughput-secs] [clients]`
-//! (defaults 10, 30, 64).
+//! `cargo bench -p runnel-node --bench grpc -- [latency-secs] [throughput-secs] [clients]
+//! [connections]` (defaults 10, 30, 64, and one connection per 16 clients, shared as an
+//! application's threads share its channel; give as many as clients for one each).
 
 mod common;
 
@@ -77,6 +78,8 @@ fn main() {
     let latency_secs = args.first().copied().unwrap_or(10);
     let throughput_secs = args.get(1).copied().unwrap_or(30);
     let clients = args.get(2).copied().unwrap_or(64) as usize;
+    let connections = (args.get(3).copied().unwrap_or(clients.div_ceil(16) as u64) as usize)
+        .clamp(1, clients.max(1));
 
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = LedgerConfig::default();
@@ -154,17 +157,26 @@ fn main() {
     common::report("1 client", latencies);
 
     if throughput_secs > 0 {
-        println!("== gRPC, {clients} closed-loop clients, {throughput_secs} s");
+        println!(
+            "== gRPC, {clients} closed-loop clients over {connections} connections, \
+             {throughput_secs} s"
+        );
         let done = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        let shared: Vec<_> = runtime.block_on(async {
+            let mut shared = Vec::with_capacity(connections);
+            for _ in 0..connections {
+                shared.push(connect().await);
+            }
+            shared
+        });
         let tasks: Vec<_> = (0..clients)
             .map(|c| {
                 let (done, stop, signer, value) =
                     (done.clone(), stop.clone(), signer.clone(), value.clone());
-                let (connect, channel_name) = (connect.clone(), channel_name.clone());
+                let channel_name = channel_name.clone();
+                let mut gateway = shared[c % connections].clone();
                 runtime.spawn(async move {
-                    // A connection per client, as separate applications would have.
-                    let mut gateway = connect().await;
                     let mut latencies = Vec::new();
                     let mut i = 0u64;
                     while !stop.load(Ordering::Relaxed) {

@@ -360,7 +360,10 @@ fn bench_reports_each_transaction_with_the_nodes_stages_and_counts_conflicts() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(report.contains("kv-rmw with 4 client(s)"), "{report}");
+    assert!(
+        report.contains("kv-rmw with 4 client(s) over 1 connection(s)"),
+        "{report}"
+    );
 
     let csv = std::fs::read_to_string(out.join("transactions.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv

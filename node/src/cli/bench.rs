@@ -42,6 +42,9 @@ use tonic::transport::Channel;
 
 use super::client::{Connection, channel_name, connect, signer, status};
 
+/// Closed-loop clients that share a connection unless --connections says otherwise.
+const CLIENTS_PER_CONNECTION: usize = 16;
+
 /// What `runnel bench` runs.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -50,10 +53,15 @@ pub struct BenchArgs {
     /// The workload.
     #[arg(long, value_enum, default_value = "kv-insert")]
     workload: Workload,
-    /// Closed-loop clients, each with its own connection (with --rate: connections
-    /// the open-loop load is spread over).
+    /// Closed-loop clients (with --rate: the identities the open-loop load is spread
+    /// over, with their connections).
     #[arg(long, default_value_t = 1)]
     clients: usize,
+    /// HTTP/2 connections the clients share, each client keeping to one, as the threads
+    /// of an application share its gRPC channel; default: one per 16 clients. Set it to
+    /// --clients for a connection each, as separate applications would have.
+    #[arg(long)]
+    connections: Option<usize>,
     /// Seconds to run, warm-up included.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
@@ -89,6 +97,15 @@ pub struct BenchArgs {
     /// The node's process id, to report its CPU time and memory (same machine only).
     #[arg(long)]
     node_pid: Option<u32>,
+}
+
+impl BenchArgs {
+    /// The connections the clients share.
+    fn connections(&self) -> usize {
+        self.connections
+            .unwrap_or(self.clients.div_ceil(CLIENTS_PER_CONNECTION))
+            .clamp(1, self.clients.max(1))
+    }
 }
 
 /// A workload.
@@ -287,20 +304,27 @@ async fn run(args: &BenchArgs) -> Result<()> {
     let budget = Arc::new(std::sync::atomic::AtomicU64::new(
         args.count.unwrap_or(u64::MAX),
     ));
-    let mut channels = Vec::with_capacity(args.clients);
-    for _ in 0..args.clients {
-        channels.push(connect(&args.connection).await?);
+    let connections = args.connections();
+    let mut shared = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        shared.push(connect(&args.connection).await?);
     }
+    let channels: Vec<Channel> = (0..args.clients)
+        .map(|client| shared[client % connections].clone())
+        .collect();
     eprintln!(
         "running {} for {} s with {} ...",
         plan.workload.name(),
         args.duration,
         match args.rate {
             Some(rate) => format!(
-                "an open loop at {rate} op/s over {} connections",
+                "an open loop at {rate} op/s from {} clients over {connections} connections",
                 args.clients
             ),
-            None => format!("{} closed-loop clients", args.clients),
+            None => format!(
+                "{} closed-loop clients over {connections} connections",
+                args.clients
+            ),
         }
     );
     match args.rate {
@@ -757,6 +781,7 @@ fn summarise(
     json!({
         "workload": plan.workload.name(),
         "clients": args.clients,
+        "connections": args.connections(),
         "open_loop_rate": args.rate,
         "keys": plan.keys,
         "read_share": plan.read_share,
@@ -824,11 +849,12 @@ fn summary_text(summary: &Value) -> String {
             .map_or("-".to_string(), |us| format!("{:.3}", us as f64 / 1e3))
     };
     let mut out = format!(
-        "{} with {} client(s), {:.1} s measured\n\
+        "{} with {} client(s) over {} connection(s), {:.1} s measured\n\
          offered {:.0} tx/s, committed {:.0} tx/s, valid {:.0} tx/s ({} of {} valid)\n\
          submit -> durable (ms): p50 {} p95 {} p99 {} p99.7 {} max {}\n",
         summary["workload"].as_str().unwrap_or("?"),
         summary["clients"],
+        summary["connections"],
         summary["measured_seconds"].as_f64().unwrap_or(0.0),
         t["offered_per_second"].as_f64().unwrap_or(0.0),
         t["committed_per_second"].as_f64().unwrap_or(0.0),
