@@ -14,7 +14,8 @@ use std::sync::{Condvar, Mutex, PoisonError};
 
 use ed25519_zebra::batch;
 use ed25519_zebra::{Signature, VerificationKey, VerificationKeyBytes};
-use rand_core::OsRng;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{OsRng, SeedableRng};
 use sha2::{Digest, Sha256};
 
 /// One signature to check: a public key, the signed message and the signature.
@@ -61,7 +62,9 @@ pub fn verify_all(checks: &[SigCheck]) -> Vec<bool> {
             Err(_) => well_formed = false,
         }
     }
-    if well_formed && verifier.verify(OsRng).is_ok() {
+    // A batch draws a random scalar per signature: from a generator seeded once from the
+    // system, one system call per batch instead of one per signature.
+    if well_formed && ChaCha20Rng::from_rng(OsRng).is_ok_and(|rng| verifier.verify(rng).is_ok()) {
         return vec![true; checks.len()];
     }
     // At least one is bad: find which, one by one.

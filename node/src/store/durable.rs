@@ -606,11 +606,30 @@ fn value_place(transaction: &[u8], value: &[u8]) -> Option<(u32, u32)> {
     if value.len() < keys::HISTORY_POINTER_MIN {
         return None;
     }
-    let offset = memchr::memmem::find(transaction, value)?;
+    let offset = find_value(transaction, value)?;
     Some((
         u32::try_from(offset).ok()?,
         u32::try_from(value.len()).ok()?,
     ))
+}
+
+/// Where `value` first occurs in `transaction`. A value is long (it is looked for only
+/// from [`keys::HISTORY_POINTER_MIN`] bytes), and setting up a search for all of it costs
+/// more than the search: the places where its first bytes occur are tried first, then,
+/// if a few of them were not it (a value of repeated bytes in a transaction full of
+/// them), the whole value is searched for.
+fn find_value(transaction: &[u8], value: &[u8]) -> Option<usize> {
+    const HEAD: usize = 16;
+    const TRIES: usize = 8;
+    if value.len() > HEAD {
+        let head = memchr::memmem::Finder::new(&value[..HEAD]);
+        for at in head.find_iter(transaction).take(TRIES) {
+            if transaction[at..].starts_with(value) {
+                return Some(at);
+            }
+        }
+    }
+    memchr::memmem::find(transaction, value)
 }
 
 /// Opens the transactions' file and cuts what the last commit appended without
@@ -743,6 +762,32 @@ mod tests {
             seq: Seq(seq),
             code,
             timestamp_ms: 1_000 + seq,
+        }
+    }
+
+    #[test]
+    fn a_value_is_found_where_it_first_occurs() {
+        let value: Vec<u8> = (0..200u8).collect();
+        let mut transaction = b"head".to_vec();
+        // Its first bytes, many times over, before the value itself (twice).
+        for _ in 0..20 {
+            transaction.extend_from_slice(&value[..40]);
+        }
+        let first = transaction.len();
+        transaction.extend_from_slice(&value);
+        transaction.extend_from_slice(&value);
+        assert_eq!(find_value(&transaction, &value), Some(first));
+        assert_eq!(find_value(&transaction[..first + 199], &value), None);
+        // A value of one repeated byte among more of it: the first place it fits.
+        let repeated = vec![b'v'; 100];
+        let mut transaction = b"xx".to_vec();
+        transaction.extend_from_slice(&[b'v'; 250]);
+        assert_eq!(find_value(&transaction, &repeated), Some(2));
+        for at in [0, 1, 2, 3, 150, 151, 152] {
+            assert_eq!(
+                find_value(&transaction[at..], &repeated),
+                memchr::memmem::find(&transaction[at..], &repeated)
+            );
         }
     }
 
