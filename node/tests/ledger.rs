@@ -4,7 +4,7 @@ mod common;
 
 use prost::Message;
 use runnel_node::ids::{Seq, ValidationCode};
-use runnel_node::ledger::{Ledger, LedgerConfig, LedgerError};
+use runnel_node::ledger::{Ledger, LedgerConfig, LedgerError, ProposalAnswer, ProposalCall};
 use runnel_node::trace::Stage;
 use runnel_node::tx;
 
@@ -148,10 +148,37 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
             &tx::new_proposal(ledger.channel(), "kv", "put", args, &client),
         )
     };
-    // A forged proposal between two good ones: the batch's signature check fails it alone.
+    let read = |key: &[u8]| {
+        tx::sign_proposal(
+            &client,
+            &tx::new_proposal(ledger.channel(), "kv", "get", vec![key.to_vec()], &client),
+        )
+    };
+    // Forged proposals among good ones: the batch's signature check fails them alone.
     let mut forged = proposal(b"f");
     forged.signature[0] ^= 1;
-    let prepared = ledger.endorse_signed_batch(&[proposal(b"a"), forged, proposal(b"b")]);
+    let mut forged_read = read(b"v");
+    forged_read.signature[0] ^= 1;
+    let answers = ledger.run_proposals(vec![
+        ProposalCall::Endorse(proposal(b"a")),
+        ProposalCall::Endorse(forged),
+        ProposalCall::Evaluate(read(b"v")),
+        ProposalCall::Evaluate(forged_read),
+        ProposalCall::Endorse(proposal(b"b")),
+    ]);
+    let mut prepared = Vec::new();
+    let mut evaluated = Vec::new();
+    for answer in answers {
+        match answer {
+            ProposalAnswer::Endorsed(answer) => prepared.push(answer),
+            ProposalAnswer::Evaluated(answer) => evaluated.push(answer),
+        }
+    }
+    let read_codes: Vec<Result<(), &str>> = evaluated
+        .iter()
+        .map(|r| r.as_ref().map(|_| ()).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(read_codes, [Ok(()), Err("BAD_CREATOR_SIGNATURE")]);
     let codes: Vec<Result<(), &str>> = prepared
         .iter()
         .map(|p| p.as_ref().map(|_| ()).map_err(|e| e.code()))

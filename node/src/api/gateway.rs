@@ -44,10 +44,7 @@ impl Gateway for GatewayService {
             .into_inner()
             .proposal
             .ok_or_else(|| missing("proposal"))?;
-        let result = self
-            .shared
-            .blocking(move |ledger| ledger.evaluate_signed(&signed))
-            .await?;
+        let result = self.shared.evaluate(signed).await?;
         Ok(Response::new(EvaluateResponse { result }))
     }
 

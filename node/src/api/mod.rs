@@ -57,7 +57,7 @@ use tonic::{Code, Status};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 use crate::ids::{Seq, TxId};
-use crate::ledger::{Ledger, LedgerError, Prepared};
+use crate::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall};
 use crate::orderer::TRANSACTION_BYTES_MAX;
 use crate::proto::SignedProposal;
 use crate::proto::admin_server::AdminServer;
@@ -328,8 +328,9 @@ struct Shared {
     stopping: watch::Receiver<bool>,
 }
 
-/// Signed proposals queued for endorsement, each answered with its transaction.
-type EndorseBatcher = admission::Batcher<SignedProposal, Result<Prepared, LedgerError>>;
+/// Signed proposals queued for endorsement (answered with a transaction) or evaluation
+/// (answered with a result).
+type EndorseBatcher = admission::Batcher<ProposalCall, ProposalAnswer>;
 /// Signed transactions queued for ordering, each answered with its id and seq.
 type SubmitBatcher = admission::Batcher<Vec<u8>, Result<(TxId, Seq), LedgerError>>;
 
@@ -353,7 +354,7 @@ impl Admission {
         let endorse =
             admission::Batcher::start("endorse", cores, ADMISSION_BATCH_MAX, queue_max, {
                 let ledger = ledger.clone();
-                move |proposals: Vec<SignedProposal>| ledger.endorse_signed_batch(&proposals)
+                move |calls: Vec<ProposalCall>| ledger.run_proposals(calls)
             })?;
         let submit = if ledger.orderer().submits_in_batches() {
             let ledger = ledger.clone();
@@ -374,11 +375,29 @@ impl Admission {
 impl Shared {
     /// Endorses a proposal through the endorse batcher.
     async fn endorse(&self, proposal: SignedProposal) -> Result<Prepared, Status> {
-        self.admission
+        match self
+            .admission
             .endorse
-            .call(proposal)
+            .call(ProposalCall::Endorse(proposal))
             .await?
-            .map_err(|e| status::from_ledger(&e))
+        {
+            ProposalAnswer::Endorsed(answer) => answer.map_err(|e| status::from_ledger(&e)),
+            ProposalAnswer::Evaluated(_) => Err(mismatched_answer()),
+        }
+    }
+
+    /// Evaluates a proposal through the endorse batcher, its signature checked in the
+    /// same batch as the endorsements'.
+    async fn evaluate(&self, proposal: SignedProposal) -> Result<Vec<u8>, Status> {
+        match self
+            .admission
+            .endorse
+            .call(ProposalCall::Evaluate(proposal))
+            .await?
+        {
+            ProposalAnswer::Evaluated(answer) => answer.map_err(|e| status::from_ledger(&e)),
+            ProposalAnswer::Endorsed(_) => Err(mismatched_answer()),
+        }
     }
 
     /// Orders a signed transaction through the submit batcher, or on the blocking pool
@@ -440,6 +459,16 @@ impl Shared {
 /// Completes once `stopping` says so (or its sender is gone).
 async fn stopped(mut stopping: watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stopping| *stopping).await;
+}
+
+/// An answer of the other kind than the call: [`Ledger::run_proposals`] answers each
+/// call in kind, so this is a bug.
+fn mismatched_answer() -> Status {
+    status::error(
+        Code::Internal,
+        "INTERNAL",
+        "a proposal call was answered in another kind",
+    )
 }
 
 /// The status of a call cut short by the server's shutdown.
