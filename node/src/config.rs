@@ -88,7 +88,8 @@ pub struct ApiSection {
     pub streams_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
-    /// Most `Endorse` calls, and as many `Submit` calls, queued for the ledger at once.
+    /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
+    /// ledger at once.
     pub admission_queue_max: usize,
     /// TLS on the API's port.
     pub tls: TlsSection,
@@ -396,8 +397,8 @@ connection_streams_max = 256
 streams_max = 1024
 # Most CommitStatus calls waiting at once.
 commit_waits_max = 16384
-# Most Endorse calls, and as many Submit calls, queued for the ledger at once; more are
-# refused with RESOURCE_EXHAUSTED.
+# Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
+# once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096
 
 [api.tls]

@@ -1,5 +1,5 @@
-//! Endorse and Submit calls, handed from the connections' tasks to a few threads of the
-//! API's own that take whatever has queued up as one batch.
+//! Endorse, Evaluate and Submit calls, handed from the connections' tasks to a few threads
+//! of the API's own that take whatever has queued up as one batch.
 //!
 //! Why: under load the two costs of a call that are not the ledger's are the hand-off to a
 //! thread that may block, and signature verification paid one signature at a time. A

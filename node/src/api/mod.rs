@@ -84,8 +84,8 @@ pub struct ApiConfig {
     pub streams_max: usize,
     /// Most `CommitStatus` calls waiting at once, across all connections.
     pub commit_waits_max: usize,
-    /// Most `Endorse` calls, and as many `Submit` calls, queued for the ledger at once
-    /// ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
+    /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
+    /// ledger at once ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
     pub admission_queue_max: usize,
     /// Items one server stream holds for a slow reader before it stops reading ahead.
     pub stream_queue_depth: usize,
