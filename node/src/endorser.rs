@@ -162,14 +162,25 @@ pub struct Endorsed {
     pub tx_id: TxId,
     /// The payload and this endorser's signature: what the client collects.
     pub response: ProposalResponse,
+    /// The function's result, as the payload holds it.
+    pub result: Vec<u8>,
 }
 
-/// A checked proposal: decoded once, creator resolved.
-struct Checked {
+/// A checked proposal: decoded once, creator resolved (and, from
+/// [`Endorser::check_batch`], its signature verified).
+#[derive(Debug)]
+pub(crate) struct Checked {
     proposal: Proposal,
     hash: Hash,
     tx_id: TxId,
     creator: Arc<Identity>,
+}
+
+impl Checked {
+    /// The contract the proposal calls.
+    pub(crate) fn contract(&self) -> &str {
+        &self.proposal.contract
+    }
 }
 
 fn bad_creator_signature(checked: &Checked) -> EndorseError {
@@ -246,6 +257,22 @@ impl Endorser {
             answers.extend(self.endorse_batch(tail));
             return answers;
         }
+        self.check_batch(proposals)
+            .into_iter()
+            .map(|checked| self.endorse_checked(checked?))
+            .collect()
+    }
+
+    /// Checks proposals (steps 1 and 2) and verifies their creators' signatures as one
+    /// batch, remembering the valid ones. What is answered is what [`Endorser::endorse`]
+    /// or [`Endorser::evaluate`] would find before running each, in the order of
+    /// `proposals`; a checked proposal goes on to [`Endorser::endorse_checked`] or
+    /// [`Endorser::evaluate_checked`] of any endorser sharing this one's configuration
+    /// and MSP, without being decoded and checked again.
+    pub(crate) fn check_batch(
+        &self,
+        proposals: &[SignedProposal],
+    ) -> Vec<Result<Checked, EndorseError>> {
         let checked: Vec<Result<Checked, EndorseError>> =
             proposals.iter().map(|signed| self.check(signed)).collect();
         let checks: Vec<SigCheck> = checked
@@ -261,27 +288,13 @@ impl Endorser {
             .into_iter()
             .map(|checked| {
                 let checked = checked?;
-                if !verdicts.next().unwrap_or(false) {
-                    return Err(bad_creator_signature(&checked));
+                if verdicts.next().unwrap_or(false) {
+                    Ok(checked)
+                } else {
+                    Err(bad_creator_signature(&checked))
                 }
-                self.endorse_checked(checked)
             })
             .collect()
-    }
-
-    /// Verifies the creator signatures of `proposals` as one batch and remembers the
-    /// valid ones, so that endorsing each next (here or by any endorser sharing the MSP)
-    /// finds its verdict instead of verifying alone. A proposal that fails its other
-    /// checks is left out: endorsing it reports why.
-    pub fn preverify(&self, proposals: &[SignedProposal]) {
-        let checks: Vec<SigCheck> = proposals
-            .iter()
-            .filter_map(|signed| {
-                let checked = self.check(signed).ok()?;
-                Some(self.creator_check(&checked, &signed.signature))
-            })
-            .collect();
-        self.msp.signatures().verify_all(&checks);
     }
 
     /// Runs a proposal and returns the function's result, without a transaction: no
@@ -289,16 +302,24 @@ impl Endorser {
     pub fn evaluate(&self, signed: &SignedProposal) -> Result<Vec<u8>, EndorseError> {
         let checked = self.check(signed)?;
         self.verify_creator_signature(&checked, &signed.signature)?;
-        let snapshot = self.state.snapshot();
-        Ok(self.simulate(&checked, &snapshot)?.result)
+        self.evaluate_checked(&checked)
     }
 
-    fn endorse_checked(&self, checked: Checked) -> Result<Endorsed, EndorseError> {
+    /// [`Endorser::evaluate`] of a proposal [`Endorser::check_batch`] passed.
+    pub(crate) fn evaluate_checked(&self, checked: &Checked) -> Result<Vec<u8>, EndorseError> {
+        let snapshot = self.state.snapshot();
+        Ok(self.simulate(checked, &snapshot)?.result)
+    }
+
+    /// [`Endorser::endorse`] of a proposal [`Endorser::check_batch`] passed.
+    pub(crate) fn endorse_checked(&self, checked: Checked) -> Result<Endorsed, EndorseError> {
         if self.state.tx(&checked.tx_id)?.is_some() {
             return Err(EndorseError::DuplicateTxId(checked.tx_id));
         }
         let snapshot = self.state.snapshot();
-        let payload = self.simulate(&checked, &snapshot)?.encode_to_vec();
+        let mut simulated = self.simulate(&checked, &snapshot)?;
+        let payload = simulated.encode_to_vec();
+        let result = std::mem::take(&mut simulated.result);
         let message = tx::endorsement_message(&checked.hash, &tx::sha256(&payload));
         let signature = self.signer.sign(&message).to_vec();
         // Our own signature is valid: a validator in this process need not check it.
@@ -317,6 +338,7 @@ impl Endorser {
                 payload,
                 endorsement: Some(endorsement),
             },
+            result,
         })
     }
 

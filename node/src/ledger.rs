@@ -41,15 +41,13 @@ use prost::Message;
 use runnel_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::broadcast;
 
-use crate::endorser::{EndorseError, Endorsed, Endorser, EndorserConfig};
+use crate::endorser::{Checked, EndorseError, Endorsed, Endorser, EndorserConfig};
 use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
-use crate::proto::{
-    ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal, Transaction,
-};
+use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
 use crate::sig::SigCheck;
 use crate::store::{StoreError, TxRecord, WorldState};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
@@ -556,22 +554,46 @@ impl Ledger {
     pub fn endorse_signed(&self, signed: &SignedProposal) -> Result<Prepared, LedgerError> {
         let started_us = tx::now_us();
         let proposal = self.decode_proposal(signed)?;
-        let endorsed = self.endorse(&proposal.contract, signed)?;
+        let endorsed = self.endorse(&proposal.contract, signed, None)?;
+        self.prepared(signed, &proposal.contract, endorsed, started_us)
+    }
+
+    /// [`Ledger::endorse_signed`] of a proposal the first organisation's peer has checked
+    /// ([`Endorser::check_batch`]).
+    fn endorse_checked(
+        &self,
+        signed: &SignedProposal,
+        checked: Result<Checked, EndorseError>,
+    ) -> Result<Prepared, LedgerError> {
+        let started_us = tx::now_us();
+        let checked = checked?;
+        let contract = checked.contract().to_string();
+        let endorsed = self.endorse(&contract, signed, Some(checked))?;
+        self.prepared(signed, &contract, endorsed, started_us)
+    }
+
+    /// The transaction of `signed` with its endorsements, for its creator to sign; stamps
+    /// the endorsement stages of its trace.
+    fn prepared(
+        &self,
+        signed: &SignedProposal,
+        contract: &str,
+        endorsed: Vec<Endorsed>,
+        started_us: u64,
+    ) -> Result<Prepared, LedgerError> {
         let ended_us = tx::now_us();
-        let Some(first) = endorsed.first() else {
-            return Err(LedgerError::Unendorsable(proposal.contract));
+        let mut endorsed = endorsed.into_iter();
+        let Some(first) = endorsed.next() else {
+            return Err(LedgerError::Unendorsable(contract.to_string()));
         };
         let tx_id = first.tx_id;
-        let payload = first.response.payload.clone();
-        let result = ResponsePayload::decode(payload.as_slice())
-            .map_err(|e| LedgerError::BadResult(format!("response payload: {e}")))?
-            .result;
+        let result = first.result;
         let transaction = Transaction {
             proposal: Some(signed.clone()),
-            payload,
-            endorsements: endorsed
-                .into_iter()
-                .filter_map(|e| e.response.endorsement)
+            payload: first.response.payload,
+            endorsements: std::iter::once(first.response.endorsement)
+                .chain(endorsed.map(|e| e.response.endorsement))
+                .flatten()
                 .collect(),
         };
         self.traces.mark(tx_id, Stage::EndorseStart, started_us);
@@ -594,8 +616,8 @@ impl Ledger {
     }
 
     /// Endorses or evaluates each proposal ([`Ledger::endorse_signed`],
-    /// [`Ledger::evaluate_signed`]), verifying all their creator signatures as one batch
-    /// first; the answers are in the order of `calls`.
+    /// [`Ledger::evaluate_signed`]), checking each once and verifying all their creator
+    /// signatures as one batch first; the answers are in the order of `calls`.
     pub fn run_proposals(&self, calls: Vec<ProposalCall>) -> Vec<ProposalAnswer> {
         let (kinds, signed): (Vec<bool>, Vec<SignedProposal>) = calls
             .into_iter()
@@ -604,17 +626,21 @@ impl Ledger {
                 ProposalCall::Evaluate(signed) => (false, signed),
             })
             .unzip();
-        if signed.len() > 1 {
-            self.orgs[0].peer.preverify(&signed);
-        }
+        let peer = &self.orgs[0].peer;
+        let checked = peer.check_batch(&signed);
         signed
             .iter()
             .zip(kinds)
-            .map(|(signed, endorse)| {
+            .zip(checked)
+            .map(|((signed, endorse), checked)| {
                 if endorse {
-                    ProposalAnswer::Endorsed(self.endorse_signed(signed))
+                    ProposalAnswer::Endorsed(self.endorse_checked(signed, checked))
                 } else {
-                    ProposalAnswer::Evaluated(self.evaluate_signed(signed))
+                    ProposalAnswer::Evaluated(
+                        checked
+                            .and_then(|checked| peer.evaluate_checked(&checked))
+                            .map_err(LedgerError::from),
+                    )
                 }
             })
             .collect()
@@ -904,10 +930,15 @@ impl Ledger {
 
     /// Endorsements from the organisations' peers (admins, for `_lifecycle`), added in
     /// order until the policy in force is satisfied.
+    ///
+    /// `checked`, if given, is `signed` as the first organisation's peer checked it: the
+    /// first endorser (every endorser shares its configuration and MSP) endorses it
+    /// without checking it again.
     fn endorse(
         &self,
         contract: &str,
         signed: &SignedProposal,
+        mut checked: Option<Checked>,
     ) -> Result<Vec<Endorsed>, LedgerError> {
         let lifecycle_call = contract == LIFECYCLE_NAMESPACE;
         let snapshot = self.world.snapshot();
@@ -927,7 +958,10 @@ impl Ledger {
             };
             // The first endorsement reports a contract's own error or a missing
             // contract, whatever the policy.
-            endorsed.push(endorser.endorse(signed)?);
+            endorsed.push(match checked.take() {
+                Some(checked) => endorser.endorse_checked(checked)?,
+                None => endorser.endorse(signed)?,
+            });
             endorsers.push(PolicyEndorser::new(org.name.clone(), role));
             match &policy {
                 Ok(policy) if !policy.is_satisfied_by(&endorsers) => continue,
