@@ -375,29 +375,40 @@ impl Admission {
 impl Shared {
     /// Endorses a proposal through the endorse batcher.
     async fn endorse(&self, proposal: SignedProposal) -> Result<Prepared, Status> {
-        match self
-            .admission
-            .endorse
-            .call(ProposalCall::Endorse(proposal))
-            .await?
-        {
-            ProposalAnswer::Endorsed(answer) => answer.map_err(|e| status::from_ledger(&e)),
-            ProposalAnswer::Evaluated(_) => Err(mismatched_answer()),
-        }
+        self.run_proposal(ProposalCall::Endorse(proposal), |answer| match answer {
+            ProposalAnswer::Endorsed(answer) => Some(answer),
+            ProposalAnswer::Evaluated(_) => None,
+        })
+        .await
     }
 
     /// Evaluates a proposal through the endorse batcher, its signature checked in the
     /// same batch as the endorsements'.
     async fn evaluate(&self, proposal: SignedProposal) -> Result<Vec<u8>, Status> {
-        match self
-            .admission
-            .endorse
-            .call(ProposalCall::Evaluate(proposal))
-            .await?
-        {
-            ProposalAnswer::Evaluated(answer) => answer.map_err(|e| status::from_ledger(&e)),
-            ProposalAnswer::Endorsed(_) => Err(mismatched_answer()),
-        }
+        self.run_proposal(ProposalCall::Evaluate(proposal), |answer| match answer {
+            ProposalAnswer::Evaluated(answer) => Some(answer),
+            ProposalAnswer::Endorsed(_) => None,
+        })
+        .await
+    }
+
+    /// Queues `call` for the endorse batcher; `in_kind` takes the answer of the call's
+    /// kind ([`Ledger::run_proposals`] answers each call in kind, so `None` is a bug).
+    async fn run_proposal<T>(
+        &self,
+        call: ProposalCall,
+        in_kind: impl FnOnce(ProposalAnswer) -> Option<Result<T, LedgerError>>,
+    ) -> Result<T, Status> {
+        let answer = self.admission.endorse.call(call).await?;
+        in_kind(answer)
+            .ok_or_else(|| {
+                status::error(
+                    Code::Internal,
+                    "INTERNAL",
+                    "a proposal call was answered in another kind",
+                )
+            })?
+            .map_err(|e| status::from_ledger(&e))
     }
 
     /// Orders a signed transaction through the submit batcher, or on the blocking pool
@@ -459,16 +470,6 @@ impl Shared {
 /// Completes once `stopping` says so (or its sender is gone).
 async fn stopped(mut stopping: watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stopping| *stopping).await;
-}
-
-/// An answer of the other kind than the call: [`Ledger::run_proposals`] answers each
-/// call in kind, so this is a bug.
-fn mismatched_answer() -> Status {
-    status::error(
-        Code::Internal,
-        "INTERNAL",
-        "a proposal call was answered in another kind",
-    )
 }
 
 /// The status of a call cut short by the server's shutdown.
