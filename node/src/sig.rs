@@ -139,7 +139,8 @@ impl SignatureCache {
     }
 
     /// [`verify_all`], answering remembered signatures from the cache and remembering
-    /// the new valid ones.
+    /// the new valid ones. A lone unknown signature goes to the [`GroupVerifier`], to be
+    /// batched with other threads' as [`SignatureCache::verify_one`] does.
     pub fn verify_all(&self, checks: &[SigCheck]) -> Vec<bool> {
         let digests: Vec<[u8; 32]> = checks.iter().map(Self::digest).collect();
         let known: Vec<bool> = digests.iter().map(|d| self.contains(d)).collect();
@@ -149,7 +150,11 @@ impl SignatureCache {
             .filter(|(_, known)| !**known)
             .map(|(c, _)| c.clone())
             .collect();
-        let mut verdicts = verify_all(&unknown).into_iter();
+        let verdicts = match <[SigCheck; 1]>::try_from(unknown) {
+            Ok([one]) => vec![self.group.verify(one)],
+            Err(unknown) => verify_all(&unknown),
+        };
+        let mut verdicts = verdicts.into_iter();
         digests
             .into_iter()
             .zip(known)
