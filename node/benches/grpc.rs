@@ -30,6 +30,10 @@ use runnel_node::proto::{EndorseRequest, SubmitRequest, TxPhase, ValidationCode}
 use runnel_node::tx;
 use tonic::transport::Channel;
 
+/// Clients that share a connection unless the fourth argument says otherwise (as
+/// `runnel bench` does).
+const CLIENTS_PER_CONNECTION: usize = 16;
+
 /// Value written by every transaction: 1 KB.
 const VALUE_BYTES: usize = 1024;
 
@@ -78,7 +82,9 @@ fn main() {
     let latency_secs = args.first().copied().unwrap_or(10);
     let throughput_secs = args.get(1).copied().unwrap_or(30);
     let clients = args.get(2).copied().unwrap_or(64) as usize;
-    let connections = (args.get(3).copied().unwrap_or(clients.div_ceil(16) as u64) as usize)
+    let connections = args
+        .get(3)
+        .map_or(clients.div_ceil(CLIENTS_PER_CONNECTION), |&n| n as usize)
         .clamp(1, clients.max(1));
 
     let dir = tempfile::tempdir().expect("tempdir");
