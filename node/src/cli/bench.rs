@@ -677,6 +677,19 @@ const NODE_STAGES: [(Stage, &str); 4] = [
     (Stage::Notified, "notified"),
 ];
 
+/// Every node stage, in flow order: the CSV's node columns.
+const CSV_NODE_STAGES: [(Stage, &str); 9] = [
+    (Stage::EndorseStart, "endorse_start"),
+    (Stage::EndorseEnd, "endorse_end"),
+    (Stage::Received, "received"),
+    (Stage::Ordered, "ordered"),
+    (Stage::Delivered, "delivered"),
+    (Stage::Verified, "verified"),
+    (Stage::Validated, "validated"),
+    (Stage::Committed, "committed"),
+    (Stage::Notified, "notified"),
+];
+
 fn write_csv(
     path: &Path,
     samples: &[Sample],
@@ -684,32 +697,30 @@ fn write_csv(
     measured_from: u64,
 ) -> Result<()> {
     use std::fmt::Write as _;
-    let mut out = String::from(
-        "tx_id,client,warmup,sent_us,endorsed_us,submitted_us,ordered_us,validated_us,\
-         committed_us,notified_us,client_committed_us,code\n",
-    );
+    let mut out = String::from("tx_id,client,warmup,sent_us,endorsed_us,submitted_us,");
+    for (_, name) in CSV_NODE_STAGES {
+        let _ = write!(out, "{name}_us,");
+    }
+    out.push_str("client_committed_us,code\n");
     for s in samples {
         let node = stamps.get(&s.tx_id);
-        let at = |stage: Stage| {
-            node.and_then(|n| n.get(&(stage as i32)))
-                .map_or(String::new(), u64::to_string)
-        };
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},",
             s.tx_id,
             s.client,
             s.sent_us < measured_from,
             s.sent_us,
             s.endorsed_us,
             s.submitted_us,
-            at(Stage::Ordered),
-            at(Stage::Validated),
-            at(Stage::Committed),
-            at(Stage::Notified),
-            s.committed_us,
-            s.outcome.replace(',', ";"),
         );
+        for (stage, _) in CSV_NODE_STAGES {
+            if let Some(at) = node.and_then(|n| n.get(&(stage as i32))) {
+                let _ = write!(out, "{at}");
+            }
+            out.push(',');
+        }
+        let _ = writeln!(out, "{},{}", s.committed_us, s.outcome.replace(',', ";"));
     }
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
