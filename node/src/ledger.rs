@@ -617,8 +617,12 @@ impl Ledger {
 
     /// Endorses or evaluates each proposal ([`Ledger::endorse_signed`],
     /// [`Ledger::evaluate_signed`]), checking each once and verifying all their creator
-    /// signatures as one batch first; the answers are in the order of `calls`.
-    pub fn run_proposals(&self, calls: Vec<ProposalCall>) -> Vec<ProposalAnswer> {
+    /// signatures as one batch first. The answers come in the order of `calls`, each
+    /// computed as the iterator reaches it.
+    pub fn run_proposals(
+        &self,
+        calls: Vec<ProposalCall>,
+    ) -> impl Iterator<Item = ProposalAnswer> + '_ {
         let (kinds, signed): (Vec<bool>, Vec<SignedProposal>) = calls
             .into_iter()
             .map(|call| match call {
@@ -629,12 +633,12 @@ impl Ledger {
         let peer = &self.orgs[0].peer;
         let checked = peer.check_batch(&signed);
         signed
-            .iter()
+            .into_iter()
             .zip(kinds)
             .zip(checked)
-            .map(|((signed, endorse), checked)| {
+            .map(move |((signed, endorse), checked)| {
                 if endorse {
-                    ProposalAnswer::Endorsed(self.endorse_checked(signed, checked))
+                    ProposalAnswer::Endorsed(self.endorse_checked(&signed, checked))
                 } else {
                     ProposalAnswer::Evaluated(
                         checked
@@ -643,7 +647,6 @@ impl Ledger {
                     )
                 }
             })
-            .collect()
     }
 
     /// [`Ledger::submit_signed`] for several transactions, in their order, each with its

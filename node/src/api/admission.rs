@@ -5,7 +5,9 @@
 //! thread that may block, and signature verification paid one signature at a time. A
 //! batch pays the hand-off once (a busy thread takes the next batch without sleeping) and
 //! verifies its signatures together, at less than half the price each. A lone call waits
-//! for no one: a thread takes what is there, even a batch of one.
+//! for no one: a thread takes what is there, even a batch of one. A handler answers a
+//! batch's calls one by one as it goes: each call is told as soon as its answer exists,
+//! not when the whole batch is done.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -39,8 +41,9 @@ where
     Answer: Send + 'static,
 {
     /// Starts `threads` threads named `runnel-<what>-<i>`, each taking up to `batch_max`
-    /// queued calls at a time and answering them with `handle` (one answer per request,
-    /// in order). At most `queue_max` calls wait.
+    /// queued calls at a time and answering them with `handle`, which gives one answer
+    /// per request, in order, to the function it is passed (each answer goes out at
+    /// once). At most `queue_max` calls wait.
     pub fn start<H>(
         what: &'static str,
         threads: usize,
@@ -49,7 +52,7 @@ where
         handle: H,
     ) -> std::io::Result<Self>
     where
-        H: Fn(Vec<Request>) -> Vec<Answer> + Send + Sync + 'static,
+        H: Fn(Vec<Request>, &mut dyn FnMut(Answer)) + Send + Sync + 'static,
     {
         assert!(threads > 0 && batch_max > 0 && queue_max > 0);
         let (queue, jobs) = crossbeam_channel::bounded(queue_max);
@@ -116,7 +119,7 @@ fn gone(what: &str) -> Status {
 fn run<Request, Answer>(
     jobs: &Receiver<Job<Request, Answer>>,
     batch_max: usize,
-    handle: &(dyn Fn(Vec<Request>) -> Vec<Answer> + Send + Sync),
+    handle: &(dyn Fn(Vec<Request>, &mut dyn FnMut(Answer)) + Send + Sync),
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(batch_max.min(jobs.len() + 1));
@@ -131,20 +134,28 @@ fn run<Request, Answer>(
             .into_iter()
             .map(|job| (job.request, job.answer))
             .unzip();
-        // A panic fails this batch's calls (their senders drop), not the thread.
-        if let Ok(answered) = catch_unwind(AssertUnwindSafe(|| handle(requests))) {
-            debug_assert_eq!(answered.len(), answers.len());
-            for (answer, to) in answered.into_iter().zip(answers) {
+        // A panic fails the batch's calls not yet answered (their senders drop), not the
+        // thread.
+        let mut answers = answers.into_iter();
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            handle(requests, &mut |answer| {
                 // The caller may have gone (deadline, disconnect): nothing to tell it.
-                let _ = to.send(answer);
-            }
-        }
+                if let Some(to) = answers.next() {
+                    let _ = to.send(answer);
+                }
+            });
+        }));
+        debug_assert!(
+            handled.is_err() || answers.next().is_none(),
+            "a call without an answer"
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
 
     use super::*;
 
@@ -153,10 +164,10 @@ mod tests {
         let largest = Arc::new(AtomicUsize::new(0));
         let seen = largest.clone();
         let batcher = Arc::new(
-            Batcher::start("double", 1, 8, 1024, move |requests: Vec<u64>| {
+            Batcher::start("double", 1, 8, 1024, move |requests: Vec<u64>, answer| {
                 seen.fetch_max(requests.len(), Ordering::Relaxed);
                 std::thread::sleep(std::time::Duration::from_millis(1));
-                requests.into_iter().map(|r| r * 2).collect()
+                requests.into_iter().for_each(|r| answer(r * 2));
             })
             .unwrap(),
         );
@@ -179,13 +190,13 @@ mod tests {
         let (started, holding) = crossbeam_channel::unbounded::<()>();
         let (release, wait) = crossbeam_channel::bounded::<()>(0);
         let batcher = Arc::new(
-            Batcher::start("slow", 1, 1, 1, move |requests: Vec<u64>| {
+            Batcher::start("slow", 1, 1, 1, move |requests: Vec<u64>, answer| {
                 if requests[0] == 0 {
                     started.send(()).unwrap();
                     wait.recv().unwrap();
                 }
                 assert_ne!(requests[0], 2, "a bug in the handler");
-                requests
+                requests.into_iter().for_each(answer);
             })
             .unwrap(),
         );
@@ -214,5 +225,47 @@ mod tests {
         assert_eq!(failed.code(), Code::Internal);
         // The thread survived its handler's panic.
         assert_eq!(batcher.call(4).await.unwrap(), 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_is_answered_before_the_rest_of_its_batch_is_done() {
+        let (started, holding) = crossbeam_channel::unbounded::<()>();
+        let (release, wait) = crossbeam_channel::bounded::<()>(0);
+        let (told, heard) = crossbeam_channel::bounded::<()>(1);
+        let batcher = Arc::new(
+            Batcher::start("stream", 1, 8, 8, move |requests: Vec<u64>, answer| {
+                if requests == [0] {
+                    started.send(()).unwrap();
+                    wait.recv().unwrap();
+                }
+                for (i, request) in requests.into_iter().enumerate() {
+                    // The second answer waits until the first caller has its answer; if
+                    // it never comes, the second caller learns so.
+                    let early = i == 0 || heard.recv_timeout(Duration::from_secs(20)).is_ok();
+                    answer(if early { request } else { u64::MAX });
+                }
+            })
+            .unwrap(),
+        );
+        let call = |i: u64| {
+            let batcher = batcher.clone();
+            tokio::spawn(async move { batcher.call(i).await.unwrap() })
+        };
+        // The thread holds call 0 while calls 1 and 2 queue up to form the next batch.
+        let first = call(0);
+        tokio::task::spawn_blocking(move || holding.recv().unwrap())
+            .await
+            .unwrap();
+        let (second, third) = (call(1), call(2));
+        while batcher.queue.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        tokio::task::spawn_blocking(move || release.send(()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(first.await.unwrap(), 0);
+        assert_eq!(second.await.unwrap(), 1);
+        told.send(()).unwrap();
+        assert_eq!(third.await.unwrap(), 2, "call 1 was answered only with its batch");
     }
 }

@@ -354,7 +354,9 @@ impl Admission {
         let endorse =
             admission::Batcher::start("endorse", cores, ADMISSION_BATCH_MAX, queue_max, {
                 let ledger = ledger.clone();
-                move |calls: Vec<ProposalCall>| ledger.run_proposals(calls)
+                move |calls: Vec<ProposalCall>, answer: &mut dyn FnMut(ProposalAnswer)| {
+                    ledger.run_proposals(calls).for_each(answer);
+                }
             })?;
         let submit = if ledger.orderer().submits_in_batches() {
             let ledger = ledger.clone();
@@ -363,7 +365,9 @@ impl Admission {
                 1,
                 ADMISSION_BATCH_MAX,
                 queue_max,
-                move |transactions: Vec<Vec<u8>>| ledger.submit_signed_batch(transactions),
+                move |transactions: Vec<Vec<u8>>, answer: &mut dyn FnMut(_)| {
+                    ledger.submit_signed_batch(transactions).into_iter().for_each(answer);
+                },
             )?)
         } else {
             None
