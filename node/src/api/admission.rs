@@ -19,6 +19,10 @@ use tonic::{Code, Status};
 
 use super::status;
 
+/// What a batcher's threads run: a batch of requests, and where each answer goes, in
+/// order.
+type Handler<Request, Answer> = dyn Fn(Vec<Request>, &mut dyn FnMut(Answer)) + Send + Sync;
+
 /// One call waiting for its answer.
 struct Job<Request, Answer> {
     request: Request,
@@ -119,7 +123,7 @@ fn gone(what: &str) -> Status {
 fn run<Request, Answer>(
     jobs: &Receiver<Job<Request, Answer>>,
     batch_max: usize,
-    handle: &(dyn Fn(Vec<Request>, &mut dyn FnMut(Answer)) + Send + Sync),
+    handle: &Handler<Request, Answer>,
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(batch_max.min(jobs.len() + 1));
