@@ -133,6 +133,22 @@ impl OrderedTx {
         .encode_to_vec()
     }
 
+    /// The wire form, keeping the transaction: what was encoded, and the bytes.
+    pub fn encode(self) -> (OrderedTx, Vec<u8>) {
+        let wire = proto::OrderedTx {
+            seq: self.seq.0,
+            transaction: self.transaction,
+            timestamp_ms: self.timestamp_ms,
+        };
+        let bytes = wire.encode_to_vec();
+        let kept = OrderedTx {
+            seq: self.seq,
+            timestamp_ms: self.timestamp_ms,
+            transaction: wire.transaction,
+        };
+        (kept, bytes)
+    }
+
     /// Reads the wire form.
     pub fn decode(bytes: &[u8]) -> Result<OrderedTx, OrderError> {
         let ordered = proto::OrderedTx::decode(bytes)

@@ -609,3 +609,46 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
         Ok(None)
     ));
 }
+
+#[test]
+fn a_delivery_behind_the_orderers_memory_reads_the_log_then_catches_up() {
+    // The orderer keeps its latest transactions (8 MiB) for deliveries that keep up; one
+    // that starts from the beginning after 12 MiB reads the oldest back from the log.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = net.open(dir.path(), streaming(10, Duration::from_millis(10)));
+    let client = net.signer("Org1", Role::Client);
+    let big = |key: &str| {
+        let proposal =
+            tx::new_proposal("main", "kv", "put", vec![key.as_bytes().to_vec()], &client);
+        let transaction = Transaction {
+            proposal: Some(tx::sign_proposal(&client, &proposal)),
+            payload: vec![key.as_bytes()[0]; 512 << 10],
+            endorsements: Vec::new(),
+        };
+        prost::Message::encode_to_vec(&tx::sign_transaction(&client, &transaction))
+    };
+    let sent: Vec<Vec<u8>> = (0..24).map(|i| big(&format!("k{i:02}"))).collect();
+    for transaction in &sent {
+        orderer.submit(transaction.clone()).expect("ordered");
+    }
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.last().is_some_and(|&(_, _, last)| last == Seq(24))
+    });
+    let delivered: Vec<Vec<u8>> = seen.txs.into_iter().map(|(_, bytes)| bytes).collect();
+    assert!(
+        delivered == sent,
+        "every transaction delivered as sent, in order"
+    );
+    // One more, delivered from memory to the same delivery.
+    let last = big("late");
+    orderer.submit(last.clone()).expect("ordered");
+    let mut more = Seen::default();
+    more.txs.push((Seq(24), sent[23].clone()));
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut more, |s| {
+        s.txs.len() == 2
+    });
+    assert!(more.txs[1] == (Seq(25), last));
+}

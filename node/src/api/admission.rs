@@ -270,6 +270,10 @@ mod tests {
         assert_eq!(first.await.unwrap(), 0);
         assert_eq!(second.await.unwrap(), 1);
         told.send(()).unwrap();
-        assert_eq!(third.await.unwrap(), 2, "call 1 was answered only with its batch");
+        assert_eq!(
+            third.await.unwrap(),
+            2,
+            "call 1 was answered only with its batch"
+        );
     }
 }

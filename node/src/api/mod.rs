@@ -366,7 +366,10 @@ impl Admission {
                 ADMISSION_BATCH_MAX,
                 queue_max,
                 move |transactions: Vec<Vec<u8>>, answer: &mut dyn FnMut(_)| {
-                    ledger.submit_signed_batch(transactions).into_iter().for_each(answer);
+                    ledger
+                        .submit_signed_batch(transactions)
+                        .into_iter()
+                        .for_each(answer);
                 },
             )?)
         } else {

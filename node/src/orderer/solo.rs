@@ -76,6 +76,11 @@ struct State {
     durable: Seq,
     /// Hashes and arrival times of the transactions after the last seal.
     unsealed: VecDeque<(Hash, Instant)>,
+    /// The latest transactions appended, oldest first, up to [`RECENT_BYTES_MAX`] of
+    /// them: a delivery that keeps up reads them here, not back from the log.
+    recent: VecDeque<OrderedTx>,
+    /// The transaction bytes `recent` holds.
+    recent_bytes: usize,
     /// The next seal to cut.
     chain: SealChain,
     /// The last seal written.
@@ -90,6 +95,23 @@ struct State {
     closed: bool,
     /// A log failure: the orderer stops, every call reports it.
     failed: Option<String>,
+}
+
+/// The most transaction bytes the orderer keeps in memory for deliveries
+/// ([`State::recent`]).
+const RECENT_BYTES_MAX: usize = 8 << 20;
+
+impl State {
+    /// Keeps `ordered`, just appended, for deliveries; forgets the oldest beyond the bound.
+    fn remember(&mut self, ordered: OrderedTx) {
+        self.recent_bytes += ordered.transaction.len();
+        self.recent.push_back(ordered);
+        while self.recent_bytes > RECENT_BYTES_MAX
+            && let Some(oldest) = self.recent.pop_front()
+        {
+            self.recent_bytes -= oldest.transaction.len();
+        }
+    }
 }
 
 struct Inner {
@@ -133,6 +155,13 @@ impl Inner {
     }
 
     fn read_tx(&self, state: &State, seq: Seq) -> Result<OrderedTx, OrderError> {
+        if let Some(first) = state.recent.front()
+            && let Some(i) = seq.0.checked_sub(first.seq.0)
+            && let Some(ordered) = state.recent.get(i as usize)
+        {
+            debug_assert_eq!(ordered.seq, seq);
+            return Ok(ordered.clone());
+        }
         let at = seq
             .0
             .checked_sub(1)
@@ -362,6 +391,8 @@ impl SoloOrderer {
                 head,
                 durable: head,
                 unsealed,
+                recent: VecDeque::new(),
+                recent_bytes: 0,
                 chain,
                 sealed,
                 sealed_durable: sealed,
@@ -442,13 +473,17 @@ impl SoloOrderer {
             };
             let hash = block::tx_hash(&signed_transaction);
             let seq = state.head.next();
-            let ordered = OrderedTx {
+            let (ordered, bytes) = OrderedTx {
                 seq,
                 timestamp_ms: tx::now_ms(),
                 transaction: signed_transaction,
-            };
-            match state.log.append(TX, &ordered.into_bytes()) {
-                Ok(at) => state.txs.push(at),
+            }
+            .encode();
+            match state.log.append(TX, &bytes) {
+                Ok(at) => {
+                    state.txs.push(at);
+                    state.remember(ordered);
+                }
                 Err(error) => {
                     // The orderer stops here: the rest of the batch gets the same error.
                     let failure = format!("writing transaction {seq}: {error}");
