@@ -51,6 +51,9 @@ pub const CHUNK_MIN_BYTES: u64 = 1 << 20;
 /// See [`CHUNK_MIN_BYTES`].
 pub const CHUNK_MAX_BYTES: u64 = 64 << 20;
 
+/// The largest append buffer kept between appends; a larger batch's is freed.
+const BUFFER_KEPT_BYTES: usize = 4 << 20;
+
 /// Where a record's payload lies in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordAt {
@@ -255,33 +258,50 @@ impl RecordFile {
 
     /// Appends one record (one `write`); durable after the next [`RecordReader::sync`].
     pub fn append(&mut self, kind: u8, payload: &[u8]) -> Result<RecordAt, RecordError> {
-        let len = u32::try_from(payload.len()).map_err(|_| RecordError::TooLarge {
-            path: self.path.display().to_string(),
-            len: payload.len(),
-        })?;
-        let total = HEADER + u64::from(len);
+        let mut at = self.append_all(kind, [payload])?;
+        Ok(at.remove(0))
+    }
+
+    /// Appends a record of `kind` for each payload, in order, with one `write`; durable
+    /// after the next [`RecordReader::sync`]. On an error none of them is appended.
+    pub fn append_all<'a>(
+        &mut self,
+        kind: u8,
+        payloads: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Vec<RecordAt>, RecordError> {
+        self.buffer.clear();
+        let mut places = Vec::new();
+        for payload in payloads {
+            let len = u32::try_from(payload.len()).map_err(|_| RecordError::TooLarge {
+                path: self.path.display().to_string(),
+                len: payload.len(),
+            })?;
+            places.push(RecordAt {
+                kind,
+                offset: self.len + self.buffer.len() as u64 + HEADER,
+                len,
+            });
+            self.buffer.extend_from_slice(&len.to_le_bytes());
+            self.buffer
+                .extend_from_slice(&checksum(kind, payload).to_le_bytes());
+            self.buffer.push(kind);
+            self.buffer.extend_from_slice(payload);
+        }
+        let total = self.buffer.len() as u64;
         if self.len + total > self.allocated {
             self.grow(total)?;
         }
-        self.buffer.clear();
-        self.buffer.extend_from_slice(&len.to_le_bytes());
-        self.buffer
-            .extend_from_slice(&checksum(kind, payload).to_le_bytes());
-        self.buffer.push(kind);
-        self.buffer.extend_from_slice(payload);
         if let Err(error) = self.file.write_all_at(&self.buffer, self.len) {
             // A partial write may have left part of a record: zero it, so the next
             // append starts on a clean boundary.
             let _ = zero(&self.file, self.len, self.len + total);
             return Err(self.io(error));
         }
-        let at = RecordAt {
-            kind,
-            offset: self.len + HEADER,
-            len,
-        };
         self.len += total;
-        Ok(at)
+        if self.buffer.capacity() > BUFFER_KEPT_BYTES {
+            self.buffer = Vec::new();
+        }
+        Ok(places)
     }
 
     /// Drops every record from byte `at` on (a record's start, found by
@@ -413,6 +433,32 @@ mod tests {
         for (at, payload) in at.iter().zip(payloads()) {
             assert_eq!(reader.read(*at).unwrap(), payload);
         }
+    }
+
+    #[test]
+    fn records_appended_together_are_each_their_own_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
+        assert!(file.append_all(1, []).unwrap().is_empty());
+        let first = file.append(2, b"alone").unwrap();
+        let together = file
+            .append_all(1, payloads().iter().map(Vec::as_slice))
+            .unwrap();
+        let last = file.append(2, b"after").unwrap();
+        file.handle().unwrap().sync().unwrap();
+        drop(file);
+        let Opened { file, records, .. } = RecordFile::open(&path).unwrap();
+        let mut expected = vec![first];
+        expected.extend(together.iter().copied());
+        expected.push(last);
+        assert_eq!(records, expected);
+        let reader = file.handle().unwrap();
+        for (at, payload) in together.iter().zip(payloads()) {
+            assert_eq!(at.kind, 1);
+            assert_eq!(reader.read(*at).unwrap(), payload);
+        }
+        assert_eq!(reader.read(last).unwrap(), b"after");
     }
 
     #[test]

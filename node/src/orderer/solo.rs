@@ -461,8 +461,9 @@ impl SoloOrderer {
     ) -> Vec<Result<Ordered, OrderError>> {
         let mut answers = Vec::with_capacity(admitted.len());
         let mut state = self.inner.lock();
-        let mut appended = 0;
-        let count = admitted.len();
+        // Every admitted transaction of the batch is appended with one write.
+        let mut batch = Vec::with_capacity(admitted.len());
+        let mut seq = state.head;
         for (signed_transaction, admitted) in admitted {
             let tx_id = match admitted.and_then(|tx_id| self.inner.check(&state).map(|()| tx_id)) {
                 Ok(tx_id) => tx_id,
@@ -472,29 +473,14 @@ impl SoloOrderer {
                 }
             };
             let hash = block::tx_hash(&signed_transaction);
-            let seq = state.head.next();
+            seq = seq.next();
             let (ordered, bytes) = OrderedTx {
                 seq,
                 timestamp_ms: tx::now_ms(),
                 transaction: signed_transaction,
             }
             .encode();
-            match state.log.append(TX, &bytes) {
-                Ok(at) => {
-                    state.txs.push(at);
-                    state.remember(ordered);
-                }
-                Err(error) => {
-                    // The orderer stops here: the rest of the batch gets the same error.
-                    let failure = format!("writing transaction {seq}: {error}");
-                    self.inner.fail(state, failure.clone());
-                    answers.resize_with(count, || Err(OrderError::Log(failure.clone())));
-                    return answers;
-                }
-            }
-            state.head = seq;
-            state.unsealed.push_back((hash, Instant::now()));
-            appended += 1;
+            batch.push((ordered, bytes, hash));
             answers.push(Ok(Ordered {
                 seq,
                 tx_id,
@@ -502,14 +488,40 @@ impl SoloOrderer {
                 ordered_us: 0,
             }));
         }
+        let appended = batch.len();
+        if appended == 0 {
+            return answers;
+        }
+        match state
+            .log
+            .append_all(TX, batch.iter().map(|(_, bytes, _)| bytes.as_slice()))
+        {
+            Ok(places) => {
+                let now = Instant::now();
+                for (at, (ordered, _, hash)) in places.into_iter().zip(batch) {
+                    state.txs.push(at);
+                    state.head = ordered.seq;
+                    state.unsealed.push_back((hash, now));
+                    state.remember(ordered);
+                }
+            }
+            Err(error) => {
+                // The orderer stops here: none of the batch is ordered.
+                let failure = format!("writing transactions through {seq}: {error}");
+                self.inner.fail(state, failure.clone());
+                for answer in &mut answers {
+                    if answer.is_ok() {
+                        *answer = Err(OrderError::Log(failure.clone()));
+                    }
+                }
+                return answers;
+            }
+        }
         let unsealed = state.unsealed.len();
         drop(state);
         let ordered_us = tx::now_us();
         for answer in answers.iter_mut().flatten() {
             answer.ordered_us = ordered_us;
-        }
-        if appended == 0 {
-            return answers;
         }
         self.inner.for_flusher.notify_one();
         if self.inner.config.mode == OrderingMode::Streaming {

@@ -16,7 +16,7 @@ use super::keys::{
 };
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
-use crate::records::{Opened, RecordFile, RecordReader};
+use crate::records::{Opened, RecordAt, RecordFile, RecordReader};
 
 /// The transactions' file in the store's directory.
 pub const TRANSACTIONS_FILE: &str = "transactions.log";
@@ -434,22 +434,34 @@ impl Store {
 
         // The bytes first, durable before any record points at them (most were written
         // ahead, see `write_ahead`).
-        let mut places = Vec::with_capacity(batch.txs.len());
-        let mut appended = false;
-        for tx in &batch.txs {
-            let ahead = written
-                .places
-                .get(&tx.record.seq)
-                .filter(|at| at.len as usize == tx.transaction.len());
-            match ahead {
-                Some(at) => places.push(*at),
-                None => {
-                    places.push(file.append(TRANSACTION_RECORD, &tx.transaction)?);
-                    appended = true;
-                }
-            }
-        }
-        if appended {
+        let ahead: Vec<Option<RecordAt>> = batch
+            .txs
+            .iter()
+            .map(|tx| {
+                written
+                    .places
+                    .get(&tx.record.seq)
+                    .filter(|at| at.len as usize == tx.transaction.len())
+                    .copied()
+            })
+            .collect();
+        let missing = batch
+            .txs
+            .iter()
+            .zip(&ahead)
+            .filter(|(_, ahead)| ahead.is_none())
+            .map(|(tx, _)| &tx.transaction[..]);
+        let mut appended = file.append_all(TRANSACTION_RECORD, missing)?.into_iter();
+        let fresh = appended.len() > 0;
+        let places: Vec<RecordAt> = ahead
+            .into_iter()
+            .map(|ahead| {
+                ahead
+                    .or_else(|| appended.next())
+                    .expect("one place per transaction")
+            })
+            .collect();
+        if fresh {
             self.transactions.sync()?;
         }
         let new_last = batch.last_seq().unwrap_or(height);
@@ -537,19 +549,16 @@ impl Store {
         let mut committer = lock(&self.commit_lock);
         let (_, file, written) = &mut *committer;
         let height = self.height();
-        let mut appended = false;
-        for (seq, bytes) in txs {
-            if seq <= height || written.places.contains_key(&seq) {
-                continue;
-            }
-            written
-                .places
-                .insert(seq, file.append(TRANSACTION_RECORD, bytes)?);
-            appended = true;
+        let (seqs, bytes): (Vec<Seq>, Vec<&[u8]>) = txs
+            .into_iter()
+            .filter(|(seq, _)| *seq > height && !written.places.contains_key(seq))
+            .unzip();
+        if seqs.is_empty() {
+            return Ok(());
         }
-        if appended {
-            self.transactions.sync()?;
-        }
+        let places = file.append_all(TRANSACTION_RECORD, bytes)?;
+        written.places.extend(seqs.into_iter().zip(places));
+        self.transactions.sync()?;
         Ok(())
     }
 
