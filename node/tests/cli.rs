@@ -366,24 +366,49 @@ fn bench_reports_each_transaction_with_the_nodes_stages_and_counts_conflicts() {
     );
 
     let csv = std::fs::read_to_string(out.join("transactions.csv")).unwrap();
-    let rows: Vec<Vec<&str>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+    };
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 120, "one row per transaction");
+    // The node's stamps of every stage, then the client's own commit, in flow order:
+    // the trace stream was joined to each row.
+    let flow: Vec<usize> = [
+        "endorse_start_us",
+        "endorse_end_us",
+        "received_us",
+        "ordered_us",
+        "delivered_us",
+        "verified_us",
+        "validated_us",
+        "committed_us",
+        "notified_us",
+        "client_committed_us",
+    ]
+    .into_iter()
+    .map(column)
+    .collect();
     let mut valid = 0;
     for row in &rows {
-        let code = row[11];
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        let code = row[column("code")];
         assert!(
             code == "VALID" || code == "MVCC_READ_CONFLICT",
             "unexpected outcome {code}"
         );
         valid += usize::from(code == "VALID");
-        // The node's stamps (ordered, validated, committed, notified) and then the
-        // client's own commit, in order: the trace stream was joined to each row.
-        let times: Vec<u64> = row[6..=10].iter().map(|t| t.parse().unwrap()).collect();
+        let times: Vec<u64> = flow.iter().map(|&i| row[i].parse().unwrap()).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "{row:?}");
+        let sent: u64 = row[column("sent_us")].parse().unwrap();
+        assert!(
+            sent <= times[0],
+            "sent before its endorsement began: {row:?}"
+        );
     }
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
