@@ -125,12 +125,7 @@ impl OrderedTx {
     /// The wire form, consuming the transaction (it is only ever encoded to be stored
     /// or sent, and its bytes are the bulk of it).
     pub fn into_bytes(self) -> Vec<u8> {
-        proto::OrderedTx {
-            seq: self.seq.0,
-            transaction: self.transaction,
-            timestamp_ms: self.timestamp_ms,
-        }
-        .encode_to_vec()
+        self.encode().1
     }
 
     /// The wire form, keeping the transaction: what was encoded, and the bytes.

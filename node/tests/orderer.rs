@@ -57,10 +57,20 @@ impl Net {
 
 /// A signed transaction calling `kv.put(key)` on `channel`.
 fn transaction(client: &Signer, channel: &str, key: &str) -> Vec<u8> {
+    transaction_with_payload(client, channel, key, key.as_bytes().to_vec())
+}
+
+/// [`transaction`] with `payload` as its response payload.
+fn transaction_with_payload(
+    client: &Signer,
+    channel: &str,
+    key: &str,
+    payload: Vec<u8>,
+) -> Vec<u8> {
     let proposal = tx::new_proposal(channel, "kv", "put", vec![key.as_bytes().to_vec()], client);
     let transaction = Transaction {
         proposal: Some(tx::sign_proposal(client, &proposal)),
-        payload: key.as_bytes().to_vec(),
+        payload,
         endorsements: Vec::new(),
     };
     prost::Message::encode_to_vec(&tx::sign_transaction(client, &transaction))
@@ -619,14 +629,7 @@ fn a_delivery_behind_the_orderers_memory_reads_the_log_then_catches_up() {
     let orderer = net.open(dir.path(), streaming(10, Duration::from_millis(10)));
     let client = net.signer("Org1", Role::Client);
     let big = |key: &str| {
-        let proposal =
-            tx::new_proposal("main", "kv", "put", vec![key.as_bytes().to_vec()], &client);
-        let transaction = Transaction {
-            proposal: Some(tx::sign_proposal(&client, &proposal)),
-            payload: vec![key.as_bytes()[0]; 512 << 10],
-            endorsements: Vec::new(),
-        };
-        prost::Message::encode_to_vec(&tx::sign_transaction(&client, &transaction))
+        transaction_with_payload(&client, "main", key, vec![key.as_bytes()[0]; 512 << 10])
     };
     let sent: Vec<Vec<u8>> = (0..24).map(|i| big(&format!("k{i:02}"))).collect();
     for transaction in &sent {

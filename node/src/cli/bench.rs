@@ -669,16 +669,9 @@ async fn follow_traces(channel: Channel, stamps: Stamps) {
     }
 }
 
-/// The node stages reported per transaction, in flow order.
-const NODE_STAGES: [(Stage, &str); 4] = [
-    (Stage::Ordered, "ordered"),
-    (Stage::Validated, "validated"),
-    (Stage::Committed, "committed"),
-    (Stage::Notified, "notified"),
-];
-
-/// Every node stage, in flow order: the CSV's node columns.
-const CSV_NODE_STAGES: [(Stage, &str); 9] = [
+/// Every node stage, in flow order: the CSV's node columns, and (from `Ordered` on,
+/// [`SUMMARY_FROM`]) the summary's node steps.
+const NODE_STAGES: [(Stage, &str); 9] = [
     (Stage::EndorseStart, "endorse_start"),
     (Stage::EndorseEnd, "endorse_end"),
     (Stage::Received, "received"),
@@ -690,6 +683,10 @@ const CSV_NODE_STAGES: [(Stage, &str); 9] = [
     (Stage::Notified, "notified"),
 ];
 
+/// Where the summary's node steps start in [`NODE_STAGES`]: the client's own two steps
+/// cover what comes before.
+const SUMMARY_FROM: usize = 3;
+
 fn write_csv(
     path: &Path,
     samples: &[Sample],
@@ -698,7 +695,7 @@ fn write_csv(
 ) -> Result<()> {
     use std::fmt::Write as _;
     let mut out = String::from("tx_id,client,warmup,sent_us,endorsed_us,submitted_us,");
-    for (_, name) in CSV_NODE_STAGES {
+    for (_, name) in NODE_STAGES {
         let _ = write!(out, "{name}_us,");
     }
     out.push_str("client_committed_us,code\n");
@@ -714,7 +711,7 @@ fn write_csv(
             s.endorsed_us,
             s.submitted_us,
         );
-        for (stage, _) in CSV_NODE_STAGES {
+        for (stage, _) in NODE_STAGES {
             if let Some(at) = node.and_then(|n| n.get(&(stage as i32))) {
                 let _ = write!(out, "{at}");
             }
@@ -767,7 +764,7 @@ fn summarise(
         .iter()
         .map(|s| s.submitted_us.saturating_sub(s.endorsed_us));
     stages.push(step_json("sign_and_submit", submit.collect()));
-    for pair in NODE_STAGES.windows(2) {
+    for pair in NODE_STAGES[SUMMARY_FROM..].windows(2) {
         let ((before, from), (after, to)) = (pair[0], pair[1]);
         let durations = committed.iter().filter_map(|s| {
             let node = stamps.get(&s.tx_id)?;

@@ -434,7 +434,7 @@ impl Store {
 
         // The bytes first, durable before any record points at them (most were written
         // ahead, see `write_ahead`).
-        let ahead: Vec<Option<RecordAt>> = batch
+        let mut places: Vec<Option<RecordAt>> = batch
             .txs
             .iter()
             .map(|tx| {
@@ -445,25 +445,22 @@ impl Store {
                     .copied()
             })
             .collect();
-        let missing = batch
-            .txs
-            .iter()
-            .zip(&ahead)
-            .filter(|(_, ahead)| ahead.is_none())
-            .map(|(tx, _)| &tx.transaction[..]);
-        let mut appended = file.append_all(TRANSACTION_RECORD, missing)?.into_iter();
-        let fresh = appended.len() > 0;
-        let places: Vec<RecordAt> = ahead
-            .into_iter()
-            .map(|ahead| {
-                ahead
-                    .or_else(|| appended.next())
-                    .expect("one place per transaction")
-            })
-            .collect();
-        if fresh {
+        let missing: Vec<usize> = (0..places.len()).filter(|&i| places[i].is_none()).collect();
+        if !missing.is_empty() {
+            let bytes = missing.iter().map(|&i| &batch.txs[i].transaction[..]);
+            let appended = file.append_all(TRANSACTION_RECORD, bytes)?;
+            for (i, at) in missing.into_iter().zip(appended) {
+                places[i] = Some(at);
+            }
             self.transactions.sync()?;
         }
+        // `append_all` gives a place for each payload it appends.
+        let places: Vec<RecordAt> = places.into_iter().flatten().collect();
+        assert_eq!(
+            places.len(),
+            batch.txs.len(),
+            "a place for every transaction"
+        );
         let new_last = batch.last_seq().unwrap_or(height);
         written.places = written.places.split_off(&new_last.next());
 
