@@ -412,6 +412,29 @@ fn bench_reports_each_transaction_with_the_nodes_stages_and_counts_conflicts() {
     }
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    // The steps run from sending to the client's commit, each seen for every transaction.
+    let steps: Vec<(&str, u64)> = summary["latency_us"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap(), s["n"].as_u64().unwrap()))
+        .collect();
+    let names: Vec<&str> = steps.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        names,
+        [
+            "endorse",
+            "endorsed_to_received",
+            "received_to_ordered",
+            "ordered_to_delivered",
+            "delivered_to_verified",
+            "verified_to_validated",
+            "validated_to_committed",
+            "committed_to_notified",
+            "notified_to_client",
+        ]
+    );
+    assert!(steps.iter().all(|(_, n)| *n == 120), "{steps:?}");
     let transactions = &summary["transactions"];
     assert_eq!(transactions["committed"], 120);
     assert_eq!(transactions["valid"], valid);

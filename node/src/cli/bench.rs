@@ -669,7 +669,7 @@ async fn follow_traces(channel: Channel, stamps: Stamps) {
     }
 }
 
-/// Every node stage, in flow order: the CSV's node columns, and (from `Ordered` on,
+/// Every node stage, in flow order: the CSV's node columns, and (from `Received` on,
 /// [`SUMMARY_FROM`]) the summary's node steps.
 const NODE_STAGES: [(Stage, &str); 9] = [
     (Stage::EndorseStart, "endorse_start"),
@@ -683,9 +683,9 @@ const NODE_STAGES: [(Stage, &str); 9] = [
     (Stage::Notified, "notified"),
 ];
 
-/// Where the summary's node steps start in [`NODE_STAGES`]: the client's own two steps
-/// cover what comes before.
-const SUMMARY_FROM: usize = 3;
+/// Where the summary's node steps start in [`NODE_STAGES`]: the orderer's receipt (the
+/// client's endorse step covers the endorsement stages).
+const SUMMARY_FROM: usize = 2;
 
 fn write_csv(
     path: &Path,
@@ -760,10 +760,13 @@ fn summarise(
         .iter()
         .map(|s| s.endorsed_us.saturating_sub(s.sent_us));
     stages.push(step_json("endorse", endorse.collect()));
-    let submit = committed
-        .iter()
-        .map(|s| s.submitted_us.saturating_sub(s.endorsed_us));
-    stages.push(step_json("sign_and_submit", submit.collect()));
+    // Signing and submitting, up to the orderer's receipt (the node's clock, as for
+    // `notified_to_client`): the client alone knows no end to it when Submit also waits.
+    let submit = committed.iter().filter_map(|s| {
+        let received = stamps.get(&s.tx_id)?.get(&(Stage::Received as i32))?;
+        Some(received.saturating_sub(s.endorsed_us))
+    });
+    stages.push(step_json("endorsed_to_received", submit.collect()));
     for pair in NODE_STAGES[SUMMARY_FROM..].windows(2) {
         let ((before, from), (after, to)) = (pair[0], pair[1]);
         let durations = committed.iter().filter_map(|s| {
