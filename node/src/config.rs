@@ -141,7 +141,8 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ValidatorSection {
-    /// Stage-1 workers (signature checks); 0: one per core.
+    /// Stage-1 workers (signature checks); 0: one when this node runs its orderer, one
+    /// per core when it orders through another process.
     pub workers: usize,
     /// Items each stage's input holds before the one before it waits.
     pub queue: usize,
@@ -302,9 +303,7 @@ impl NodeConfig {
         };
         ledger.orderer.seal_max_txs = self.ordering.seal_max_txs;
         ledger.orderer.seal_max_delay = Duration::from_millis(self.ordering.seal_max_delay_ms);
-        if self.validator.workers > 0 {
-            ledger.validator.workers = self.validator.workers;
-        }
+        ledger.validator.workers = self.validator.workers;
         ledger.validator.queue = self.validator.queue.max(1);
         ledger.validator.commit_txs_max = self.validator.commit_txs_max;
         ledger
@@ -428,7 +427,9 @@ seal_max_delay_ms = 250
 # endpoint = "http://127.0.0.1:7050"
 
 [validator]
-# Signature-checking workers; 0: one per core.
+# Signature-checking workers; 0: one when this node runs its orderer (the orderer and
+# endorsers already checked its signatures), one per core when it orders through
+# another process.
 workers = 0
 # Most transactions one group commit makes durable (one fsync); 0: no bound, each flush
 # takes everything validated since the last began. 1 turns group commit off.

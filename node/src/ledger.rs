@@ -361,6 +361,9 @@ impl Ledger {
                 )));
             }
         };
+        let mut validator_config = config.validator.clone();
+        validator_config.workers =
+            crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());
         let orderer: Arc<dyn Orderer> = match orderer {
             Some(orderer) => orderer,
             None => Arc::new(SoloOrderer::open(
@@ -373,7 +376,7 @@ impl Ledger {
         let hub = Arc::new(Hub::default());
         let traces = Arc::new(TraceBook::new(config.traces_kept));
         let validator = Validator::start(
-            config.validator.clone(),
+            validator_config,
             msp.clone(),
             world.clone(),
             &*orderer,

@@ -56,7 +56,7 @@ pub use notify::{BlockEvent, CommittedEvent, Hub, Phase, TxStatus, TxWatch};
 pub struct ValidatorConfig {
     /// The channel validated; a transaction for another is `BAD_PAYLOAD`.
     pub channel: String,
-    /// Stage 1 threads (default: one per core).
+    /// Stage 1 threads; 0 (the default): [`stage_one_workers`] chooses.
     pub workers: usize,
     /// Capacity of each channel between stages, in transactions.
     pub queue: usize,
@@ -74,11 +74,26 @@ pub struct ValidatorConfig {
     pub lifecycle_policy: String,
 }
 
+/// Stage 1's threads for `configured` workers (0: choose), when the orderer runs in
+/// this process or not. With the orderer here, stage 1 finds the orderer's and the
+/// endorsers' signature verdicts in the process's signature cache and checks almost
+/// nothing itself: one thread does it with fewer hand-offs, and in interleaved runs a
+/// one-process node committed more with one than with one per core (docs/benchmarks.md).
+/// A peer that orders through another process checks every signature in stage 1: one
+/// thread per core.
+pub fn stage_one_workers(configured: usize, orderer_in_process: bool) -> usize {
+    match configured {
+        0 if orderer_in_process => 1,
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    }
+}
+
 impl Default for ValidatorConfig {
     fn default() -> Self {
         ValidatorConfig {
             channel: "main".to_string(),
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            workers: 0,
             queue: 4096,
             batch_max: 64,
             commit_txs_max: 0,
@@ -380,4 +395,19 @@ pub(crate) fn send<T>(shared: &Shared, to: &crossbeam_channel::Sender<T>, mut it
 /// Stamps a stage of a transaction's trace now.
 pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_us: u64) {
     shared.traces.mark(tx_id, stage, at_us);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stage_one_workers;
+
+    #[test]
+    fn stage_one_runs_one_worker_beside_its_orderer_and_one_per_core_without() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        assert_eq!(stage_one_workers(0, true), 1);
+        assert_eq!(stage_one_workers(0, false), cores);
+        // A configured number is kept either way.
+        assert_eq!(stage_one_workers(3, true), 3);
+        assert_eq!(stage_one_workers(3, false), 3);
+    }
 }
