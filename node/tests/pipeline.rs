@@ -56,7 +56,11 @@ impl Peer {
         let hub = Arc::new(Hub::default());
         let traces = Arc::new(TraceBook::default());
         let validator = Validator::start(
-            ValidatorConfig::default(),
+            // Two stage-1 workers, so that their results are put back in seq order.
+            ValidatorConfig {
+                workers: 2,
+                ..ValidatorConfig::default()
+            },
             msp.clone(),
             world.clone(),
             &*orderer,
