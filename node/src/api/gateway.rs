@@ -134,7 +134,7 @@ impl GatewayService {
     ) -> Result<CommitStatusResponse, Status> {
         loop {
             // Registered before the ledger is read: a status arriving in between wakes it.
-            let mut waiter = self.shared.waiters.register(tx_id)?;
+            let mut waiter = self.shared.waiters.register(tx_id, wait_for)?;
             let reached = self
                 .shared
                 .inline(|ledger| commit_status(ledger, &tx_id, wait_for))?;

@@ -6,6 +6,9 @@
 //! A call registers before it first reads the ledger, so a status that arrives between
 //! the two still wakes it. When the broadcast overflows, every call is woken to look.
 //!
+//! A call waiting for its transaction to be committed is not woken by the transaction's
+//! validated status, only by its committed one: each wake-up costs a ledger read.
+//!
 //! A waiting call costs one map entry, removed when it is woken or gives up (its client
 //! went, or its deadline passed); at most [`super::ApiConfig::commit_waits_max`] wait.
 
@@ -17,11 +20,14 @@ use tonic::{Code, Status};
 
 use super::{Shared, status};
 use crate::ids::TxId;
-use crate::validator::TxStatus;
+use crate::validator::{Phase, TxStatus};
+
+/// A registered call: its id, the phase it waits for, and how to wake it.
+type Entry = (u64, Phase, oneshot::Sender<()>);
 
 #[derive(Default)]
 struct Inner {
-    by_tx: HashMap<TxId, Vec<(u64, oneshot::Sender<()>)>>,
+    by_tx: HashMap<TxId, Vec<Entry>>,
     waiting: usize,
     next_id: u64,
 }
@@ -53,7 +59,7 @@ impl Drop for Waiter<'_> {
         let mut inner = self.waiters.lock();
         if let Some(list) = inner.by_tx.get_mut(&self.tx_id) {
             let before = list.len();
-            list.retain(|(id, _)| *id != self.id);
+            list.retain(|(id, _, _)| *id != self.id);
             let removed = before - list.len();
             if list.is_empty() {
                 inner.by_tx.remove(&self.tx_id);
@@ -76,8 +82,8 @@ impl Waiters {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a call waiting for `tx_id`.
-    pub fn register(&self, tx_id: TxId) -> Result<Waiter<'_>, Status> {
+    /// Registers a call waiting for `tx_id` to reach `phase`.
+    pub fn register(&self, tx_id: TxId, phase: Phase) -> Result<Waiter<'_>, Status> {
         let mut inner = self.lock();
         if inner.waiting >= self.limit {
             return Err(status::error(
@@ -94,7 +100,7 @@ impl Waiters {
         let id = inner.next_id;
         inner.next_id += 1;
         inner.waiting += 1;
-        inner.by_tx.entry(tx_id).or_default().push((id, tx));
+        inner.by_tx.entry(tx_id).or_default().push((id, phase, tx));
         Ok(Waiter {
             waiters: self,
             tx_id,
@@ -103,15 +109,21 @@ impl Waiters {
         })
     }
 
-    /// Wakes the calls waiting for `tx_id`.
-    fn wake(&self, tx_id: &TxId) {
+    /// Wakes the calls waiting for `tx_id` to reach `phase` or an earlier one.
+    fn wake(&self, tx_id: &TxId, phase: Phase) {
         let mut inner = self.lock();
-        if let Some(list) = inner.by_tx.remove(tx_id) {
-            inner.waiting -= list.len();
-            for (_, tx) in list {
-                let _ = tx.send(());
-            }
+        let Some(list) = inner.by_tx.get_mut(tx_id) else {
+            return;
+        };
+        let mut woken = 0;
+        for (_, _, tx) in list.extract_if(.., |(_, waits_for, _)| *waits_for <= phase) {
+            let _ = tx.send(());
+            woken += 1;
         }
+        if list.is_empty() {
+            inner.by_tx.remove(tx_id);
+        }
+        inner.waiting -= woken;
     }
 
     /// Wakes every waiting call.
@@ -119,7 +131,7 @@ impl Waiters {
         let mut inner = self.lock();
         inner.waiting = 0;
         for (_, list) in inner.by_tx.drain() {
-            for (_, tx) in list {
+            for (_, _, tx) in list {
                 let _ = tx.send(());
             }
         }
@@ -135,7 +147,7 @@ impl Waiters {
 pub(super) async fn dispatch(shared: Arc<Shared>, mut statuses: broadcast::Receiver<TxStatus>) {
     loop {
         match statuses.recv().await {
-            Ok(status) => shared.waiters.wake(&status.tx_id),
+            Ok(status) => shared.waiters.wake(&status.tx_id, status.phase),
             Err(broadcast::error::RecvError::Lagged(_)) => shared.waiters.wake_all(),
             Err(broadcast::error::RecvError::Closed) => {
                 shared.waiters.wake_all();
@@ -152,20 +164,43 @@ mod tests {
     #[tokio::test]
     async fn waiters_are_woken_by_transaction_and_leave_no_trace() {
         let waiters = Waiters::new(2);
-        let mut a = waiters.register(TxId([1; 32])).unwrap();
-        let b = waiters.register(TxId([2; 32])).unwrap();
-        let refused = waiters.register(TxId([3; 32])).err().unwrap();
+        let mut a = waiters.register(TxId([1; 32]), Phase::Validated).unwrap();
+        let b = waiters.register(TxId([2; 32]), Phase::Committed).unwrap();
+        let refused = waiters
+            .register(TxId([3; 32]), Phase::Validated)
+            .err()
+            .unwrap();
         assert_eq!(refused.code(), Code::ResourceExhausted);
-        waiters.wake(&TxId([1; 32]));
+        waiters.wake(&TxId([1; 32]), Phase::Validated);
         a.woken().await;
         assert_eq!(waiters.waiting(), 1);
         drop(a);
         drop(b);
         assert_eq!(waiters.waiting(), 0);
-        let mut c = waiters.register(TxId([3; 32])).unwrap();
+        let mut c = waiters.register(TxId([3; 32]), Phase::Committed).unwrap();
         waiters.wake_all();
         c.woken().await;
         drop(c);
+        assert_eq!(waiters.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_waiting_for_the_commit_sleeps_through_the_validation() {
+        let waiters = Waiters::new(4);
+        let tx_id = TxId([7; 32]);
+        let mut validated = waiters.register(tx_id, Phase::Validated).unwrap();
+        let mut committed = waiters.register(tx_id, Phase::Committed).unwrap();
+        waiters.wake(&tx_id, Phase::Validated);
+        validated.woken().await;
+        assert_eq!(waiters.waiting(), 1, "the committed waiter still waits");
+        assert!(
+            committed.woken.try_recv().is_err(),
+            "not woken by the validated status"
+        );
+        waiters.wake(&tx_id, Phase::Committed);
+        committed.woken().await;
+        assert_eq!(waiters.waiting(), 0);
+        drop((validated, committed));
         assert_eq!(waiters.waiting(), 0);
     }
 }

@@ -85,6 +85,9 @@ pub struct Store {
     height: AtomicU64,
     /// The last seq known durable: written before a flush began that has returned.
     durable: AtomicU64,
+    /// The last seq a seal covers, once that seal is in sled: a later seq is in no block
+    /// yet, which [`Store::block_of`] answers without a range scan.
+    sealed: AtomicU64,
     /// The seal chain's tip and the transactions' file, held across a commit's
     /// check-then-apply, so two commits cannot both pass the seq and seal checks against
     /// the same height and tip, nor interleave their appends.
@@ -146,6 +149,7 @@ impl Store {
             db,
             height: AtomicU64::new(height.0),
             durable: AtomicU64::new(height.0),
+            sealed: AtomicU64::new(tip.last.0),
             transactions: file.handle()?,
             commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: crate::metrics::flush_histogram(),
@@ -320,6 +324,9 @@ impl Store {
 
     /// The block whose seal covers `seq`; `None` while no durable seal covers it yet.
     pub fn block_of(&self, seq: Seq) -> Result<Option<BlockNumber>, StoreError> {
+        if seq.0 > self.sealed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         // Seals cover disjoint ranges in order, so the first one ending at or after `seq`
         // is the only one that can cover it.
         let start = keys::seal_index_key(seq).to_vec();
@@ -531,6 +538,7 @@ impl Store {
         self.db.apply_batch(writes)?;
         // Readers already see the batch in sled; the height follows it at once.
         self.height.store(new_height.0, Ordering::Release);
+        self.sealed.store(new_tip.last.0, Ordering::Release);
         *tip = new_tip;
         Ok(())
     }
@@ -1023,6 +1031,11 @@ mod tests {
         assert_eq!(store.transaction(Seq(2)).unwrap(), Some(b"tx2".to_vec()));
         assert_eq!(store.block_of(Seq(2)).unwrap(), Some(BlockNumber(1)));
         assert_eq!(store.block_of(Seq(3)).unwrap(), None);
+        // Reopened, the store knows again how far the seals reach.
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.block_of(Seq(1)).unwrap(), Some(BlockNumber(1)));
+        assert_eq!(store.block_of(Seq(3)).unwrap(), None);
     }
 
     #[test]
@@ -1150,6 +1163,8 @@ mod tests {
             .db
             .insert(keys::seal_index_key(Seq(5)), &b"bad"[..])
             .unwrap();
+        // As the commit of a seal through seq 5 leaves it.
+        store.sealed.store(5, Ordering::Release);
         assert!(matches!(
             store.block_of(Seq(3)),
             Err(StoreError::Corrupt { .. })

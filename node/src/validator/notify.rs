@@ -18,8 +18,8 @@ use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 /// Items a broadcast subscriber may fall behind by before it misses some.
 pub const BROADCAST_CAPACITY: usize = 16_384;
 
-/// How far a transaction has got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How far a transaction has got, in the order it gets there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
     /// Its validation code is final and, if valid, its writes are visible to new
     /// endorsements; not yet durable.
