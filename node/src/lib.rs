@@ -23,6 +23,7 @@ pub mod ops;
 pub mod orderer;
 pub mod policy;
 pub mod proto;
+mod queue;
 pub mod records;
 pub mod sig;
 pub mod store;

@@ -36,7 +36,7 @@ pub(crate) fn run(shared: &Shared, mut next: Seq, rx: &Receiver<Verified>, out: 
     let mut waiting: BTreeMap<Seq, Verified> = BTreeMap::new();
     let mut policies = Policies::default();
     loop {
-        match rx.recv_timeout(POLL) {
+        match crate::queue::recv_timeout(rx, POLL) {
             Ok(verified) => {
                 waiting.insert(verified.seq, verified);
             }

@@ -43,7 +43,7 @@ pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
         0 => usize::MAX,
         max => max,
     };
-    while let Ok(first) = notices.recv() {
+    while let Ok(first) = crate::queue::recv(notices) {
         let mut txs = first.txs.len();
         let mut written = vec![first];
         // Each write holds at most txs_max transactions, so a bounded flush may still

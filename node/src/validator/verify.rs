@@ -60,7 +60,7 @@ struct Pending {
 pub(crate) fn run(shared: &Shared, jobs: &Receiver<Job>, out: &Sender<Verified>) {
     let batch_max = shared.config.batch_max.max(1);
     loop {
-        let first = match jobs.recv_timeout(POLL) {
+        let first = match crate::queue::recv_timeout(jobs, POLL) {
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) if !shared.stopping() => continue,
             Err(_) => return,
