@@ -118,6 +118,9 @@ impl WorldState {
     /// answers with the bytes. `record.seq` must be `staged_height + 1`. Only a valid
     /// transaction's writes (the `writes` of each [`NsRwSet`]) apply; an invalid one keeps
     /// its record and bytes only. A refused transaction changes nothing.
+    ///
+    /// A valid transaction's id must be new, staged or durable, as stage 2 checks just
+    /// before (the id index keeps the first transaction of an id).
     pub fn stage(
         &self,
         record: TxRecord,
@@ -172,8 +175,9 @@ impl WorldState {
         for key in missing {
             bases.insert(key.to_vec(), self.durable_base(key)?);
         }
-        let first_of_id = !read(&inner.txs).by_id.contains_key(&record.tx_id)
-            && inner.store.tx(&record.tx_id)?.is_none();
+        let first_of_id = record.code.is_valid()
+            || (!read(&inner.txs).by_id.contains_key(&record.tx_id)
+                && inner.store.tx(&record.tx_id)?.is_none());
 
         {
             let mut overlay = write(&inner.overlay);
