@@ -5,12 +5,13 @@
 //! to four times before they sleep. The node runs more busy threads than this machine
 //! has cores, so each yield hands the core to another thread and takes it back again:
 //! under load, about two yields per transaction, each a system call and a context switch
-//! (docs/benchmarks.md). crossbeam's `select!` registers and sleeps without yielding, so
-//! the waits go through it once a first look finds nothing.
+//! (docs/benchmarks.md). crossbeam's [`Select`] registers and sleeps without yielding,
+//! so the waits go through it once a first look finds nothing. (Not through `select!`:
+//! with a single operation the macro calls `recv` itself.)
 
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvError, RecvTimeoutError, TryRecvError, select};
+use crossbeam_channel::{Receiver, RecvError, RecvTimeoutError, Select, TryRecvError};
 
 /// The next item, sleeping until one comes; `Err` once the queue is empty and every
 /// sender has gone.
@@ -18,9 +19,11 @@ pub(crate) fn recv<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
     match rx.try_recv() {
         Ok(item) => Ok(item),
         Err(TryRecvError::Disconnected) => Err(RecvError),
-        Err(TryRecvError::Empty) => select! {
-            recv(rx) -> item => item,
-        },
+        Err(TryRecvError::Empty) => {
+            let mut select = Select::new();
+            select.recv(rx);
+            select.select().recv(rx)
+        }
     }
 }
 
@@ -29,10 +32,14 @@ pub(crate) fn recv_timeout<T>(rx: &Receiver<T>, timeout: Duration) -> Result<T, 
     match rx.try_recv() {
         Ok(item) => Ok(item),
         Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-        Err(TryRecvError::Empty) => select! {
-            recv(rx) -> item => item.map_err(|_| RecvTimeoutError::Disconnected),
-            default(timeout) => Err(RecvTimeoutError::Timeout),
-        },
+        Err(TryRecvError::Empty) => {
+            let mut select = Select::new();
+            select.recv(rx);
+            match select.select_timeout(timeout) {
+                Ok(ready) => ready.recv(rx).map_err(|_| RecvTimeoutError::Disconnected),
+                Err(_) => Err(RecvTimeoutError::Timeout),
+            }
+        }
     }
 }
 
