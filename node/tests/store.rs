@@ -781,6 +781,49 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
 }
 
 #[test]
+fn system_records_kept_in_memory_follow_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = WorldState::open(dir.path()).unwrap();
+    let get = |snapshot: &runnel_node::store::Snapshot, key: &[u8]| {
+        snapshot.get("_lifecycle", key).unwrap()
+    };
+    stage(&world, vec![set("_lifecycle", vec![put(b"def", b"one")])]);
+    world.commit_staged(Seq(1), Vec::new()).unwrap();
+    assert_eq!(world.staged_keys(), 0);
+    // Only in sled now: the first reads keep what they find, the next answer from it.
+    for _ in 0..2 {
+        assert_eq!(get(&world.snapshot(), b"def"), Some(vv(b"one", 1)));
+        assert_eq!(get(&world.snapshot(), b"absent"), None);
+    }
+    let old = world.snapshot();
+    stage(
+        &world,
+        vec![set(
+            "_lifecycle",
+            vec![put(b"def", b"two"), put(b"absent", b"now")],
+        )],
+    );
+    assert_eq!(get(&world.snapshot(), b"def"), Some(vv(b"two", 2)));
+    assert_eq!(get(&old, b"def"), Some(vv(b"one", 1)));
+    world.commit_staged(Seq(2), Vec::new()).unwrap();
+    drop(old);
+    // Pruned: read from the store again, newest versions.
+    world.commit_staged(Seq(2), Vec::new()).unwrap();
+    assert_eq!(world.staged_keys(), 0);
+    assert_eq!(get(&world.snapshot(), b"def"), Some(vv(b"two", 2)));
+    assert_eq!(get(&world.snapshot(), b"absent"), Some(vv(b"now", 2)));
+    stage(&world, vec![set("_lifecycle", vec![del(b"def")])]);
+    world.commit_staged(Seq(3), Vec::new()).unwrap();
+    assert_eq!(world.staged_keys(), 0);
+    assert_eq!(get(&world.snapshot(), b"def"), None);
+    // After a reopen, from the store.
+    drop(world);
+    let world = WorldState::open(dir.path()).unwrap();
+    assert_eq!(get(&world.snapshot(), b"def"), None);
+    assert_eq!(get(&world.snapshot(), b"absent"), Some(vv(b"now", 2)));
+}
+
+#[test]
 fn a_duplicate_tx_id_never_replaces_the_first_record() {
     let dir = tempfile::tempdir().unwrap();
     let world = WorldState::open(dir.path()).unwrap();

@@ -89,6 +89,12 @@ fn ns_prefix(prefix: u8, ns: &str, extra: usize) -> Vec<u8> {
     out
 }
 
+/// True for the state record key of a key in a system namespace (one whose name starts
+/// with `_`, such as `_lifecycle`).
+pub(super) fn is_system_state_key(state_key: &[u8]) -> bool {
+    state_key.first() == Some(&STATE) && state_key.get(1) == Some(&b'_')
+}
+
 /// Length of the prefix of `ns`'s state keys, before the key itself.
 pub(super) fn state_prefix_len(ns: &str) -> usize {
     2 + ns.len()

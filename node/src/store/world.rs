@@ -54,6 +54,47 @@ struct Inner {
     stage_lock: Mutex<()>,
     /// Serialises [`WorldState::commit_staged`].
     commit_lock: Mutex<()>,
+    /// Durable records of system-namespace keys that have no chain (see
+    /// [`Inner::durable_record`]).
+    system_records: Mutex<HashMap<Vec<u8>, Option<VersionedValue>>>,
+}
+
+/// The most system-namespace records [`Inner::durable_record`] keeps (it starts again
+/// when full), and the largest value it keeps (code records are read once per compile).
+const SYSTEM_RECORDS_MAX: usize = 1024;
+const SYSTEM_RECORD_BYTES_MAX: usize = 64 * 1024;
+
+impl Inner {
+    /// The durable record under `state_key`, a key the caller found without a chain in
+    /// `overlay`, whose lock (read or write) it holds: no chain can appear meanwhile, so
+    /// sled's record is the key's latest. System-namespace records (`_lifecycle`: every
+    /// endorsement and every validation reads its contract's definition) are kept in
+    /// memory: [`WorldState::stage`] forgets one when it gives the key a chain, and one is
+    /// read back only once the chain is pruned, when sled holds its newest version.
+    fn durable_record(
+        &self,
+        _overlay: &Overlay,
+        state_key: &[u8],
+    ) -> Result<Option<VersionedValue>, StoreError> {
+        if !keys::is_system_state_key(state_key) {
+            return self.store.get_state(state_key);
+        }
+        if let Some(found) = lock(&self.system_records).get(state_key) {
+            return Ok(found.clone());
+        }
+        let found = self.store.get_state(state_key)?;
+        if found
+            .as_ref()
+            .is_none_or(|found| found.value.len() <= SYSTEM_RECORD_BYTES_MAX)
+        {
+            let mut kept = lock(&self.system_records);
+            if kept.len() >= SYSTEM_RECORDS_MAX {
+                kept.clear();
+            }
+            kept.insert(state_key.to_vec(), found.clone());
+        }
+        Ok(found)
+    }
 }
 
 /// Durable state plus the staged overlay: what endorsers and the validator read.
@@ -88,6 +129,7 @@ impl WorldState {
                 snapshots: Mutex::new(BTreeMap::new()),
                 stage_lock: Mutex::new(()),
                 commit_lock: Mutex::new(()),
+                system_records: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -189,6 +231,9 @@ impl WorldState {
                 }
             }
             for (key, value) in updates {
+                if keys::is_system_state_key(&key) {
+                    lock(&inner.system_records).remove(&key);
+                }
                 let base = bases.remove(&key);
                 let chain = overlay.chain_or_insert(key, || {
                     base.unwrap_or_else(|| Chain::with_base(Seq::ZERO, None))
@@ -463,7 +508,7 @@ impl Snapshot {
         let overlay = read(&world.overlay);
         match overlay.get(&state_key) {
             Some(chain) => chain.at(self.height()).ok_or_else(|| self.too_old()),
-            None => self.check_durable(world.store.get_state(&state_key)?),
+            None => self.check_durable(world.durable_record(&overlay, &state_key)?),
         }
     }
 
