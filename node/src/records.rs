@@ -19,11 +19,16 @@
 //!
 //! # Space and syncs
 //!
-//! The file grows in chunks (up to [`CHUNK_MAX_BYTES`]) written as zeros and synced once, so an
+//! The file grows in steps of [`CHUNK_BYTES`] written as zeros and synced once, so an
 //! append never changes the file's size and a sync has only data to write: the same
 //! level of durability as sled's log, which Runnel's stores sit on. [`RecordReader::sync`]
 //! writes the appended pages through to the device and waits for them
 //! (`sync_file_range`), so a record survives a crash of the process or the kernel.
+//!
+//! A thread of the file's own keeps [`AHEAD_BYTES`] zeroed ahead of the appends, a step
+//! at a time, so an append does not wait for zeros to be written unless it outruns that
+//! thread. (Growing by doubling chunks on the appending thread stalled it, and the whole
+//! pipeline behind it, for 100-200 ms per 64 MiB chunk; docs/benchmarks.md.)
 //!
 //! # Crashes
 //!
@@ -38,6 +43,10 @@ use std::io::{BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// The first bytes of every record file (format version 1).
 pub const MAGIC: &[u8; 8] = b"RUNNEL1\n";
@@ -45,11 +54,13 @@ pub const MAGIC: &[u8; 8] = b"RUNNEL1\n";
 /// Bytes before each payload: length, checksum, kind.
 pub const HEADER: u64 = 9;
 
-/// The file grows in zeros by its own size, at least [`CHUNK_MIN_BYTES`] and at most
-/// [`CHUNK_MAX_BYTES`] at a time.
-pub const CHUNK_MIN_BYTES: u64 = 1 << 20;
-/// See [`CHUNK_MIN_BYTES`].
-pub const CHUNK_MAX_BYTES: u64 = 64 << 20;
+/// The file grows in zeros this much at a time.
+pub const CHUNK_BYTES: u64 = 1 << 20;
+/// How far ahead of the appends the file's thread keeps it zeroed, at most: about a
+/// second of appends at the node's full rate. A smaller file keeps its own size ahead
+/// (at least a chunk), so small files stay small. The thread starts again once less
+/// than half is left.
+pub const AHEAD_BYTES: u64 = 16 << 20;
 
 /// The largest append buffer kept between appends; a larger batch's is freed.
 const BUFFER_KEPT_BYTES: usize = 4 << 20;
@@ -118,13 +129,109 @@ pub enum RecordError {
 #[derive(Debug)]
 pub struct RecordFile {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
     /// Where the next record goes.
     len: u64,
-    /// The file's size: zeros from `len` on.
-    allocated: u64,
+    /// Shared with the thread that zeroes ahead.
+    ahead: Arc<Ahead>,
+    /// That thread, stopped and joined on drop.
+    zeroer: Option<JoinHandle<()>>,
     /// Header and payload of the record being appended, reused.
     buffer: Vec<u8>,
+}
+
+/// What the appender and the thread zeroing ahead of it share.
+#[derive(Debug)]
+struct Ahead {
+    /// The file's size, all of it zeros from the appends' end on and synced: appends
+    /// may go up to here. Only [`extend`] moves it.
+    allocated: AtomicU64,
+    /// The appends' end, as the appender last published it.
+    len: AtomicU64,
+    /// Held by whoever extends the file.
+    extending: Mutex<()>,
+    /// Set by the appender when the lead is below half; cleared by the thread once it
+    /// has restored it.
+    wanted: AtomicBool,
+    /// `true` once the file is being dropped; the thread waits on `wake` under it.
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Extends `file` with zeros up to at least `to` (a whole number of chunks past its
+/// size) and syncs the new size, unless it is that long already.
+fn extend(file: &File, ahead: &Ahead, to: u64) -> std::io::Result<()> {
+    let _extending = lock(&ahead.extending);
+    let from = ahead.allocated.load(Ordering::Acquire);
+    if from >= to {
+        return Ok(());
+    }
+    let end = from + (to - from).div_ceil(CHUNK_BYTES) * CHUNK_BYTES;
+    zero(file, from, end)?;
+    file.sync_all()?;
+    ahead.allocated.store(end, Ordering::Release);
+    Ok(())
+}
+
+/// The zeroing thread: whenever asked (or every so often), zeroes chunk after chunk until
+/// the file's zeros reach the lead it should keep ([`AHEAD_BYTES`] at most) past the
+/// appends. On an error it stops; the appender then grows the file itself, and reports
+/// the error if it happens again.
+fn zero_ahead(file: &File, ahead: &Ahead) {
+    loop {
+        {
+            let mut stop = lock(&ahead.stop);
+            while !*stop && !ahead.wanted.load(Ordering::Acquire) {
+                stop = ahead
+                    .wake
+                    .wait_timeout(stop, Duration::from_millis(100))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                if short(ahead) {
+                    break;
+                }
+            }
+            if *stop {
+                return;
+            }
+        }
+        while lead(ahead) < target_lead(ahead) {
+            if *lock(&ahead.stop) {
+                return;
+            }
+            let to = ahead.allocated.load(Ordering::Acquire) + CHUNK_BYTES;
+            if extend(file, ahead, to).is_err() {
+                return;
+            }
+        }
+        ahead.wanted.store(false, Ordering::Release);
+    }
+}
+
+/// How many zeroed bytes are left ahead of the appends.
+fn lead(ahead: &Ahead) -> u64 {
+    ahead
+        .allocated
+        .load(Ordering::Acquire)
+        .saturating_sub(ahead.len.load(Ordering::Acquire))
+}
+
+/// The lead the thread keeps: the appends' length, at least a chunk and at most
+/// [`AHEAD_BYTES`].
+fn target_lead(ahead: &Ahead) -> u64 {
+    ahead
+        .len
+        .load(Ordering::Acquire)
+        .clamp(CHUNK_BYTES, AHEAD_BYTES)
+}
+
+/// True when less than half the lead is left: time to zero more.
+fn short(ahead: &Ahead) -> bool {
+    lead(ahead) < target_lead(ahead) / 2
 }
 
 fn checksum(kind: u8, payload: &[u8]) -> u32 {
@@ -166,8 +273,7 @@ impl RecordFile {
             // New, or cut short while its marker was being written.
             file.set_len(0).map_err(io)?;
             file.write_all_at(MAGIC, 0).map_err(io)?;
-            let mut file = RecordFile::at(path, file, MAGIC.len() as u64, MAGIC.len() as u64);
-            file.grow(0)?;
+            let file = RecordFile::at(path, file, MAGIC.len() as u64, MAGIC.len() as u64)?;
             sync_parent(path).map_err(io)?;
             return Ok(Opened {
                 file,
@@ -219,20 +325,41 @@ impl RecordFile {
             file.sync_all().map_err(io)?;
         }
         Ok(Opened {
-            file: RecordFile::at(path, file, good, size),
+            file: RecordFile::at(path, file, good, size)?,
             records,
             torn_at: torn.then_some(good),
         })
     }
 
-    fn at(path: &Path, file: File, len: u64, allocated: u64) -> RecordFile {
-        RecordFile {
+    /// The file, appending at `len`, `allocated` long, with its zeroing thread started
+    /// and at least a chunk of zeros ahead.
+    fn at(path: &Path, file: File, len: u64, allocated: u64) -> Result<RecordFile, RecordError> {
+        let file = Arc::new(file);
+        let ahead = Arc::new(Ahead {
+            allocated: AtomicU64::new(allocated),
+            len: AtomicU64::new(len),
+            extending: Mutex::new(()),
+            wanted: AtomicBool::new(false),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let zeroer = {
+            let (file, ahead) = (Arc::clone(&file), Arc::clone(&ahead));
+            std::thread::Builder::new()
+                .name("runnel-zeroer".into())
+                .spawn(move || zero_ahead(&file, &ahead))
+        };
+        let mut file = RecordFile {
             path: path.to_path_buf(),
             file,
             len,
-            allocated,
+            ahead,
+            zeroer: None,
             buffer: Vec::new(),
-        }
+        };
+        file.zeroer = Some(zeroer.map_err(|e| file.io(e))?);
+        file.grow(1)?;
+        Ok(file)
     }
 
     fn io(&self, source: std::io::Error) -> RecordError {
@@ -242,18 +369,24 @@ impl RecordFile {
         }
     }
 
-    /// Extends the file in zeros to hold `more` bytes after `len`, and syncs the new
-    /// size, so that appends never change it.
+    /// Makes the file's zeros reach `more` bytes past `len`, extending it here if the
+    /// zeroing thread has not got that far.
     fn grow(&mut self, more: u64) -> Result<(), RecordError> {
         let want = self.len + more;
-        let mut allocated = self.allocated;
-        while allocated < want || allocated == self.allocated {
-            allocated += allocated.clamp(CHUNK_MIN_BYTES, CHUNK_MAX_BYTES);
+        if self.ahead.allocated.load(Ordering::Acquire) < want {
+            extend(&self.file, &self.ahead, want).map_err(|e| self.io(e))?;
         }
-        zero(&self.file, self.allocated, allocated).map_err(|e| self.io(e))?;
-        self.file.sync_all().map_err(|e| self.io(e))?;
-        self.allocated = allocated;
         Ok(())
+    }
+
+    /// Publishes the appends' end to the zeroing thread, waking it when the lead is below
+    /// half.
+    fn advanced(&self) {
+        self.ahead.len.store(self.len, Ordering::Release);
+        if short(&self.ahead) && !self.ahead.wanted.swap(true, Ordering::AcqRel) {
+            let _stop = lock(&self.ahead.stop);
+            self.ahead.wake.notify_one();
+        }
     }
 
     /// Appends one record (one `write`); durable after the next [`RecordReader::sync`].
@@ -288,9 +421,7 @@ impl RecordFile {
             self.buffer.extend_from_slice(payload);
         }
         let total = self.buffer.len() as u64;
-        if self.len + total > self.allocated {
-            self.grow(total)?;
-        }
+        self.grow(total)?;
         if let Err(error) = self.file.write_all_at(&self.buffer, self.len) {
             // A partial write may have left part of a record: zero it, so the next
             // append starts on a clean boundary.
@@ -298,6 +429,7 @@ impl RecordFile {
             return Err(self.io(error));
         }
         self.len += total;
+        self.advanced();
         if self.buffer.capacity() > BUFFER_KEPT_BYTES {
             self.buffer = Vec::new();
         }
@@ -316,6 +448,7 @@ impl RecordFile {
         zero(&self.file, at, self.len).map_err(|e| self.io(e))?;
         self.file.sync_data().map_err(|e| self.io(e))?;
         self.len = at;
+        self.ahead.len.store(at, Ordering::Release);
         Ok(())
     }
 
@@ -324,7 +457,18 @@ impl RecordFile {
         Ok(RecordReader {
             path: self.path.clone(),
             file: self.file.try_clone().map_err(|e| self.io(e))?,
+            ahead: Arc::clone(&self.ahead),
         })
+    }
+}
+
+impl Drop for RecordFile {
+    fn drop(&mut self) {
+        *lock(&self.ahead.stop) = true;
+        self.ahead.wake.notify_one();
+        if let Some(zeroer) = self.zeroer.take() {
+            let _ = zeroer.join();
+        }
     }
 }
 
@@ -333,6 +477,8 @@ impl RecordFile {
 pub struct RecordReader {
     path: PathBuf,
     file: File,
+    /// Where the appends end: what a sync covers.
+    ahead: Arc<Ahead>,
 }
 
 impl RecordReader {
@@ -368,7 +514,9 @@ impl RecordReader {
             libc::sync_file_range(
                 self.file.as_raw_fd(),
                 0,
-                0,
+                // The appends, not the zeros the zeroing thread is writing past them
+                // (it syncs those itself).
+                libc::off64_t::try_from(self.ahead.len.load(Ordering::Acquire)).unwrap_or(0),
                 libc::SYNC_FILE_RANGE_WAIT_BEFORE
                     | libc::SYNC_FILE_RANGE_WRITE
                     | libc::SYNC_FILE_RANGE_WAIT_AFTER,
@@ -518,16 +666,30 @@ mod tests {
     }
 
     #[test]
-    fn the_file_grows_in_zeroed_chunks_that_appends_fill() {
+    fn the_file_is_zeroed_ahead_of_the_appends_that_fill_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
         let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
         let size = || std::fs::metadata(&path).unwrap().len();
-        let first = size();
-        assert!(first >= CHUNK_MIN_BYTES);
-        let big = vec![7u8; (CHUNK_MIN_BYTES / 3) as usize];
-        let at: Vec<RecordAt> = (0..7).map(|_| file.append(1, &big).unwrap()).collect();
-        assert!(size() > first, "grew past its first chunk");
+        assert!(size() >= CHUNK_BYTES, "a chunk of zeros from the start");
+        let big = vec![7u8; (CHUNK_BYTES / 3) as usize];
+        let mut at: Vec<RecordAt> = (0..10).map(|_| file.append(1, &big).unwrap()).collect();
+        // The zeroing thread catches up: as many zeros ahead as the file holds records.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while size() < 2 * file.len && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            size() >= 2 * file.len,
+            "zeroed ahead: {} of {}",
+            size(),
+            file.len
+        );
+        // One append longer than every zero ahead extends the file itself.
+        let huge = vec![9u8; (4 * CHUNK_BYTES) as usize];
+        at.push(file.append(2, &huge).unwrap());
+        file.handle().unwrap().sync().unwrap();
+        drop(file);
         let Opened {
             records, torn_at, ..
         } = RecordFile::open(&path).unwrap();
