@@ -518,8 +518,10 @@ impl SoloOrderer {
             }
         }
         let unsealed = state.unsealed.len();
-        drop(state);
+        // Stamped before the lock goes: a delivery, which takes it, is never stamped
+        // before the ordering it follows.
         let ordered_us = tx::now_us();
+        drop(state);
         for answer in answers.iter_mut().flatten() {
             answer.ordered_us = ordered_us;
         }
