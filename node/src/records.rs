@@ -25,8 +25,8 @@
 //! writes the appended pages through to the device and waits for them
 //! (`sync_file_range`), so a record survives a crash of the process or the kernel.
 //!
-//! A thread of the file's own keeps [`AHEAD_BYTES`] zeroed ahead of the appends, a step
-//! at a time, so an append does not wait for zeros to be written unless it outruns that
+//! A thread of the file's own keeps zeros ahead of the appends (as much as the file
+//! holds, at most [`AHEAD_BYTES`]), a step at a time, so an append does not wait for zeros to be written unless it outruns that
 //! thread. (Growing by doubling chunks on the appending thread stalled it, and the whole
 //! pipeline behind it, for 100-200 ms per 64 MiB chunk; docs/benchmarks.md.)
 //!
@@ -179,9 +179,9 @@ fn extend(file: &File, ahead: &Ahead, to: u64) -> std::io::Result<()> {
 
 /// The zeroing thread: whenever asked (or every so often), zeroes chunk after chunk until
 /// the file's zeros reach the lead it should keep ([`AHEAD_BYTES`] at most) past the
-/// appends. On an error it stops; the appender then grows the file itself, and reports
-/// the error if it happens again.
-fn zero_ahead(file: &File, ahead: &Ahead) {
+/// appends. On an error it logs it and stops; the appender then grows the file itself,
+/// and reports the error if it happens again.
+fn zero_ahead(path: &Path, file: &File, ahead: &Ahead) {
     loop {
         {
             let mut stop = lock(&ahead.stop);
@@ -204,7 +204,12 @@ fn zero_ahead(file: &File, ahead: &Ahead) {
                 return;
             }
             let to = ahead.allocated.load(Ordering::Acquire) + CHUNK_BYTES;
-            if extend(file, ahead, to).is_err() {
+            if let Err(error) = extend(file, ahead, to) {
+                tracing::warn!(
+                    file = %path.display(),
+                    %error,
+                    "zeroing ahead of the appends failed; appends will grow the file themselves"
+                );
                 return;
             }
         }
@@ -344,10 +349,10 @@ impl RecordFile {
             wake: Condvar::new(),
         });
         let zeroer = {
-            let (file, ahead) = (Arc::clone(&file), Arc::clone(&ahead));
+            let (path, file, ahead) = (path.to_path_buf(), Arc::clone(&file), Arc::clone(&ahead));
             std::thread::Builder::new()
                 .name("runnel-zeroer".into())
-                .spawn(move || zero_ahead(&file, &ahead))
+                .spawn(move || zero_ahead(&path, &file, &ahead))
         };
         let mut file = RecordFile {
             path: path.to_path_buf(),

@@ -85,8 +85,9 @@ pub struct Store {
     height: AtomicU64,
     /// The last seq known durable: written before a flush began that has returned.
     durable: AtomicU64,
-    /// The last seq a seal covers, once that seal is in sled: a later seq is in no block
-    /// yet, which [`Store::block_of`] answers without a range scan.
+    /// The last seq a seal covers, once that seal is in sled (the tip's `last`, readable
+    /// without `commit_lock`): a later seq is in no block yet, which [`Store::block_of`]
+    /// answers without a range scan.
     sealed: AtomicU64,
     /// The seal chain's tip and the transactions' file, held across a commit's
     /// check-then-apply, so two commits cannot both pass the seq and seal checks against
