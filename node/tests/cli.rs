@@ -220,6 +220,25 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     assert_eq!(node.text(&["query", "kv", "get", "colour"]), "\"blue\"");
     let next = node.json(&["invoke", "kv", "put", "colour", "green", "--validated"]);
     assert_eq!(next["seq"], 3);
+    // `runnel bench` speaks gRPC over its own HTTP/2 connections: over TLS too, with the
+    // client certificate the node requires.
+    let out = dir.path().join("bench-tls");
+    let report = node.text(&[
+        "bench",
+        "--clients",
+        "2",
+        "--count",
+        "20",
+        "--keys",
+        "5",
+        "--read-share",
+        "0",
+        "--warmup",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(report.contains("(20 of 20 valid)"), "{report}");
     // Org2's TLS client certificate is from another CA.
     let refused = node.fails(
         &node.url,

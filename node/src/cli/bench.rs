@@ -30,7 +30,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use prost::Message;
 use runnel_node::identity::{Role, Signer};
-use runnel_node::proto::gateway_client::GatewayClient;
 use runnel_node::proto::trace_client::TraceClient;
 use runnel_node::proto::{
     CommitStatusRequest, EndorseRequest, EvaluateRequest, Stage, SubmitRequest, TraceStreamRequest,
@@ -41,6 +40,7 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 
 use super::client::{Connection, channel_name, connect, signer, status};
+use super::unary::{Gateway, Unary};
 
 /// Closed-loop clients that share a connection unless --connections says otherwise.
 const CLIENTS_PER_CONNECTION: usize = 16;
@@ -294,7 +294,7 @@ async fn run(args: &BenchArgs) -> Result<()> {
     let stamps: Stamps = Arc::default();
     let traces = tokio::spawn(follow_traces(first.clone(), stamps.clone()));
     if args.keys > 0 {
-        preload(&first, &plan).await?;
+        preload(&Gateway(Unary::connect(&args.connection).await?), &plan).await?;
     }
 
     let cpu_before = args.node_pid.map(node_cpu_seconds).transpose()?;
@@ -305,13 +305,6 @@ async fn run(args: &BenchArgs) -> Result<()> {
         args.count.unwrap_or(u64::MAX),
     ));
     let connections = args.connections();
-    let mut shared = Vec::with_capacity(connections);
-    for _ in 0..connections {
-        shared.push(connect(&args.connection).await?);
-    }
-    let channels: Vec<Channel> = (0..args.clients)
-        .map(|client| shared[client % connections].clone())
-        .collect();
     eprintln!(
         "running {} for {} s with {} ...",
         plan.workload.name(),
@@ -329,26 +322,32 @@ async fn run(args: &BenchArgs) -> Result<()> {
     );
     match args.rate {
         None => {
-            let mut tasks = Vec::new();
-            for (client, channel) in channels.into_iter().enumerate() {
-                let (plan, results, budget) = (plan.clone(), results.clone(), budget.clone());
-                tasks.push(tokio::spawn(async move {
-                    let mut gateway = GatewayClient::new(channel);
-                    let mut op = 0u64;
-                    while tokio::time::Instant::now() < deadline && take(&budget) {
-                        one(&mut gateway, &plan, client, op, &results).await;
-                        op += 1;
-                    }
-                }));
-            }
-            for task in tasks {
-                task.await?;
-            }
+            let (connection, clients) = (args.connection.clone(), args.clients);
+            let (plan, results, budget) = (plan.clone(), results.clone(), budget.clone());
+            tokio::task::spawn_blocking(move || {
+                closed_loop(
+                    &connection,
+                    clients,
+                    connections,
+                    &plan,
+                    &results,
+                    &budget,
+                    deadline,
+                )
+            })
+            .await??;
         }
         Some(rate) => {
             if rate <= 0.0 {
                 bail!("--rate must be above 0");
             }
+            let mut shared = Vec::with_capacity(connections);
+            for _ in 0..connections {
+                shared.push(Gateway(Unary::connect(&args.connection).await?));
+            }
+            let channels: Vec<Gateway> = (0..args.clients)
+                .map(|client| shared[client % connections].clone())
+                .collect();
             let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
             let mut tasks = tokio::task::JoinSet::new();
@@ -356,9 +355,9 @@ async fn run(args: &BenchArgs) -> Result<()> {
             while tokio::time::Instant::now() < deadline && take(&budget) {
                 ticks.tick().await;
                 let client = (op % channels.len() as u64) as usize;
-                let mut gateway = GatewayClient::new(channels[client].clone());
+                let gateway = channels[client].clone();
                 let (plan, results) = (plan.clone(), results.clone());
-                tasks.spawn(async move { one(&mut gateway, &plan, client, op, &results).await });
+                tasks.spawn(async move { one(&gateway, &plan, client, op, &results).await });
                 op += 1;
             }
             while tasks.join_next().await.is_some() {}
@@ -417,6 +416,68 @@ async fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Runs `clients` closed-loop clients over `connections` connections until `deadline`
+/// or the budget is spent. Each core gets a single-threaded runtime of its own with its
+/// share of the connections and of the clients on them: a client's calls, signatures and
+/// its connection's HTTP/2 task then run on one thread, so a request's frames leave in
+/// one write instead of racing another worker, and no wake-up crosses threads.
+fn closed_loop(
+    connection: &Connection,
+    clients: usize,
+    connections: usize,
+    plan: &Arc<Plan>,
+    results: &Arc<Mutex<Results>>,
+    budget: &Arc<std::sync::atomic::AtomicU64>,
+    deadline: tokio::time::Instant,
+) -> Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(connections);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                scope.spawn(move || -> Result<()> {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .context("starting a load thread's runtime")?;
+                    runtime.block_on(async {
+                        // This thread's connections: those numbered thread, thread +
+                        // threads, ...; a client keeps to connection client % connections.
+                        let mut mine = std::collections::HashMap::new();
+                        for number in (thread..connections).step_by(threads) {
+                            mine.insert(number, Gateway(Unary::connect(connection).await?));
+                        }
+                        let mut tasks = Vec::new();
+                        for client in (0..clients).filter(|c| mine.contains_key(&(c % connections)))
+                        {
+                            let gateway = mine[&(client % connections)].clone();
+                            let (plan, results, budget) =
+                                (plan.clone(), results.clone(), budget.clone());
+                            tasks.push(tokio::spawn(async move {
+                                let mut op = 0u64;
+                                while tokio::time::Instant::now() < deadline && take(&budget) {
+                                    one(&gateway, &plan, client, op, &results).await;
+                                    op += 1;
+                                }
+                            }));
+                        }
+                        for task in tasks {
+                            task.await?;
+                        }
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|worker| {
+            worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
+        })
+    })
+}
+
 /// Takes one operation from the budget; false once it is spent.
 fn take(budget: &std::sync::atomic::AtomicU64) -> bool {
     use std::sync::atomic::Ordering;
@@ -430,15 +491,15 @@ fn take(budget: &std::sync::atomic::AtomicU64) -> bool {
 /// Writes every key of the key space once, [`PRELOAD_BATCH`] at a time, unless its last
 /// key is there already (an earlier run preloaded them). For token-transfer, mints the
 /// bench identity's account its funds instead, once.
-async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
+async fn preload(gateway: &Gateway, plan: &Plan) -> Result<()> {
     let evaluate = |call: Call| async move {
-        GatewayClient::new(channel.clone())
+        gateway
             .evaluate(EvaluateRequest {
                 proposal: Some(proposal(plan, &plan.signer, &call)),
             })
             .await
             .map_err(status)
-            .map(|answer| answer.into_inner().result)
+            .map(|answer| answer.result)
     };
     if plan.workload == Workload::TokenTransfer {
         let payer = String::from_utf8_lossy(&evaluate(Call::new("whoami", &[])).await?)
@@ -448,9 +509,8 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
         if funds.as_slice() == b"0" {
             eprintln!("minting {TOKEN_FUNDS} to {payer} ...");
             let mint = Call::new("mint", &[&payer, &TOKEN_FUNDS.to_string()]);
-            let mut gateway = GatewayClient::new(channel.clone());
             let signed = proposal(plan, &plan.admin, &mint);
-            let (_, outcome) = transact(&mut gateway, &plan.admin, signed, false).await?;
+            let (_, outcome) = transact(gateway, &plan.admin, signed, false).await?;
             if outcome != "VALID" {
                 bail!("minting the bench account's funds: {outcome}");
             }
@@ -469,10 +529,10 @@ async fn preload(channel: &Channel, plan: &Plan) -> Result<()> {
             let Some(call) = plan.workload.preload(plan, key) else {
                 continue;
             };
-            let mut gateway = GatewayClient::new(channel.clone());
+            let gateway = gateway.clone();
             let proposal = proposal(plan, &plan.signer, &call);
             let signer = plan.signer.clone();
-            batch.spawn(async move { transact(&mut gateway, &signer, proposal, false).await });
+            batch.spawn(async move { transact(&gateway, &signer, proposal, false).await });
         }
         while let Some(done) = batch.join_next().await {
             let (_, outcome) = done??;
@@ -513,13 +573,7 @@ fn proposal(plan: &Plan, signer: &Signer, call: &Call) -> runnel_node::proto::Si
 }
 
 /// One operation of client `client`: a read or a transaction, recorded in `results`.
-async fn one(
-    gateway: &mut GatewayClient<Channel>,
-    plan: &Plan,
-    client: usize,
-    op: u64,
-    results: &Mutex<Results>,
-) {
+async fn one(gateway: &Gateway, plan: &Plan, client: usize, op: u64, results: &Mutex<Results>) {
     let draw = mix(client as u64, op);
     let read = (draw % 10_000) as f64 / 10_000.0 < plan.read_share;
     let key = (draw >> 20) % plan.keys;
@@ -563,7 +617,7 @@ fn lock(results: &Mutex<Results>) -> std::sync::MutexGuard<'_, Results> {
 /// the status itself, unless `separate_status` asks for a CommitStatus call after it
 /// (as Fabric Gateway clients do; only then is "submitted" known).
 async fn transact(
-    gateway: &mut GatewayClient<Channel>,
+    gateway: &Gateway,
     signer: &Signer,
     signed: runnel_node::proto::SignedProposal,
     separate_status: bool,
@@ -574,7 +628,7 @@ async fn transact(
         })
         .await
     {
-        Ok(endorsed) => endorsed.into_inner(),
+        Ok(endorsed) => endorsed,
         Err(error) => return Ok((Sample::default(), failure("ENDORSE", &error))),
     };
     let endorsed_us = tx::now_us();
@@ -586,8 +640,7 @@ async fn transact(
                 wait_for: TxPhase::Unspecified as i32,
             })
             .await
-            .map_err(status)?
-            .into_inner();
+            .map_err(status)?;
         let submitted_us = tx::now_us();
         let reached = gateway
             .commit_status(CommitStatusRequest {
@@ -595,8 +648,7 @@ async fn transact(
                 wait_for: TxPhase::Committed as i32,
             })
             .await
-            .map_err(status)?
-            .into_inner();
+            .map_err(status)?;
         (reached, submitted_us)
     } else {
         let reached = gateway
@@ -606,7 +658,6 @@ async fn transact(
             })
             .await
             .map_err(status)?
-            .into_inner()
             .status
             .context("the node answered Submit without the status asked for")?;
         (reached, 0)

@@ -155,9 +155,18 @@ pub(crate) async fn connect(connection: &Connection) -> Result<Channel> {
     })
 }
 
-/// The TLS settings of an https:// connection: the CAs to trust, the client certificate
-/// to present if the node asks for one, and the name to check.
-pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
+/// What an https:// connection trusts and presents, read from the network directory
+/// or the --tls-* options: the CA certificates (PEM), the client certificate and key
+/// (PEM) if there are any, and the name the node's certificate must hold if not --url's
+/// host.
+pub(crate) struct TlsFiles {
+    pub(crate) cas: Vec<Vec<u8>>,
+    pub(crate) identity: Option<(Vec<u8>, Vec<u8>)>,
+    pub(crate) server_name: Option<String>,
+}
+
+/// Reads the TLS files of an https:// connection, checking that each holds what it should.
+pub(crate) fn tls_files(connection: &Connection) -> Result<TlsFiles> {
     let identities = connection.dir.join("identities");
     let cas: Vec<PathBuf> = match &connection.tls_ca {
         Some(ca) => vec![ca.clone()],
@@ -183,7 +192,7 @@ pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
             cas
         }
     };
-    let mut tls = ClientTlsConfig::new();
+    let mut pems = Vec::with_capacity(cas.len());
     for ca in &cas {
         let pem = std::fs::read(ca)
             .with_context(|| format!("reading the TLS CA certificate {}", ca.display()))?;
@@ -193,7 +202,7 @@ pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
         if certs.is_empty() {
             bail!("the TLS CA file {} holds no PEM CERTIFICATE", ca.display());
         }
-        tls = tls.ca_certificate(Certificate::from_pem(pem));
+        pems.push(pem);
     }
     let org = identities.join(&connection.org);
     let client = match (&connection.tls_client_cert, &connection.tls_client_key) {
@@ -204,20 +213,42 @@ pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
         ))
         .filter(|(cert, key)| cert.is_file() && key.is_file()),
     };
-    if let Some((cert, key)) = client {
-        let read = |path: &PathBuf| {
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))
-        };
-        PrivateKeyDer::from_pem_slice(&read(&key)?).map_err(|e| {
-            anyhow!(
-                "the TLS client key {} is not a PEM private key: {e}",
-                key.display()
-            )
-        })?;
-        tls = tls.identity(Identity::from_pem(read(&cert)?, read(&key)?));
+    let identity = match client {
+        Some((cert, key)) => {
+            let read = |path: &PathBuf| {
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+            };
+            let key_pem = read(&key)?;
+            PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+                anyhow!(
+                    "the TLS client key {} is not a PEM private key: {e}",
+                    key.display()
+                )
+            })?;
+            Some((read(&cert)?, key_pem))
+        }
+        None => None,
+    };
+    Ok(TlsFiles {
+        cas: pems,
+        identity,
+        server_name: connection.tls_server_name.clone(),
+    })
+}
+
+/// The TLS settings of an https:// connection: the CAs to trust, the client certificate
+/// to present if the node asks for one, and the name to check.
+pub(crate) fn client_tls(connection: &Connection) -> Result<ClientTlsConfig> {
+    let files = tls_files(connection)?;
+    let mut tls = ClientTlsConfig::new();
+    for pem in files.cas {
+        tls = tls.ca_certificate(Certificate::from_pem(pem));
     }
-    if let Some(name) = &connection.tls_server_name {
-        tls = tls.domain_name(name.clone());
+    if let Some((cert, key)) = files.identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    if let Some(name) = files.server_name {
+        tls = tls.domain_name(name);
     }
     Ok(tls)
 }

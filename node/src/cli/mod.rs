@@ -4,3 +4,4 @@ pub mod bench;
 pub mod client;
 pub mod node;
 mod plots;
+mod unary;
