@@ -15,6 +15,7 @@ use crate::api::{ApiConfig, ClientAuth, TlsConfig};
 use crate::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use crate::ledger::LedgerConfig;
 use crate::orderer::OrderingMode;
+use crate::sched::Scheduling;
 
 /// The file's name in a data directory.
 pub const FILE_NAME: &str = "runnel.toml";
@@ -47,6 +48,8 @@ pub struct NodeSection {
     pub role: NodeRole,
     /// The organisation it acts for (its orderer or peer identity); unset: the first.
     pub org: Option<String>,
+    /// How the process's threads are scheduled (see [`crate::sched`]).
+    pub scheduling: Scheduling,
 }
 
 /// The roles a process runs.
@@ -378,6 +381,10 @@ pub const TEMPLATE: &str = r#"# Runnel node configuration. Every setting is opti
 role = "all"
 # The organisation this node acts for; unset: the first of network.orgs.
 # org = "Org1"
+# How the node's threads are scheduled: "batch" (SCHED_BATCH: a thread that wakes does
+# not preempt the one running, so the pipeline's batches grow under load; a lightly
+# loaded node's latency is the same) or "normal" (the system's default).
+scheduling = "batch"
 
 [network]
 # The channel served.

@@ -25,6 +25,7 @@ pub mod policy;
 pub mod proto;
 mod queue;
 pub mod records;
+pub mod sched;
 pub mod sig;
 pub mod store;
 pub mod trace;

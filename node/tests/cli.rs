@@ -326,6 +326,30 @@ fn dev_creates_a_network_and_deploys_the_examples() {
     let transferred = node.json(&["invoke", "--as", "admin", "basic", "InitLedger"]);
     assert_eq!(transferred["code"], "VALID");
     assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
+    // Every thread runs under SCHED_BATCH (node.scheduling's default), those started
+    // before the policy was set and those started after it alike.
+    let policies = thread_policies(node.child.id());
+    assert!(policies.len() > 8, "{policies:?}");
+    assert!(
+        policies.iter().all(|(_, policy)| *policy == SCHED_BATCH),
+        "{policies:?}"
+    );
+    assert!(node.stop().success());
+    let node = Node::start(
+        &[
+            "dev",
+            "--scheduling",
+            "normal",
+            "--contracts",
+            modules.to_str().unwrap(),
+        ],
+        &dev,
+    );
+    let policies = thread_policies(node.child.id());
+    assert!(
+        policies.iter().all(|(_, policy)| *policy == 0),
+        "{policies:?}"
+    );
     assert!(node.stop().success());
 
     // The dev node can be given TLS, with the certificates made with it.
@@ -347,6 +371,23 @@ fn dev_creates_a_network_and_deploys_the_examples() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("runnel init"));
+}
+
+/// Linux's SCHED_BATCH, as /proc/<pid>/task/<tid>/stat shows it.
+const SCHED_BATCH: u32 = 3;
+
+/// Each thread of process `pid`: its name and scheduling policy (0 is SCHED_OTHER).
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+            // "tid (name) state ...": the fields after the name, from the third on.
+            let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let policy = rest.split(' ').nth(38)?.parse().ok()?;
+            Some((name.to_string(), policy))
+        })
+        .collect()
 }
 
 #[test]

@@ -35,6 +35,7 @@ use runnel_node::proto::{
     CommitStatusRequest, EndorseRequest, EvaluateRequest, Stage, SubmitRequest, TraceStreamRequest,
     TxPhase, ValidationCode,
 };
+use runnel_node::sched::{self, Scheduling};
 use runnel_node::tx;
 use serde_json::{Value, json};
 use tonic::transport::Channel;
@@ -97,6 +98,10 @@ pub struct BenchArgs {
     /// The node's process id, to report its CPU time and memory (same machine only).
     #[arg(long)]
     node_pid: Option<u32>,
+    /// How the load generator's threads are scheduled: batch (SCHED_BATCH, as a node
+    /// runs by default: neither process preempts the other on each wake-up) or normal.
+    #[arg(long, value_enum, default_value = "batch")]
+    scheduling: Scheduling,
 }
 
 impl BenchArgs {
@@ -261,6 +266,10 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     if !(0.0..=1.0).contains(&args.read_share.unwrap_or(0.0)) {
         bail!("--read-share is a share, from 0 to 1");
+    }
+    // Before the runtime starts its threads, which inherit it.
+    if let Err(error) = sched::apply(args.scheduling) {
+        eprintln!("keeping the system's scheduling policy: {error}");
     }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -844,6 +853,7 @@ fn summarise(
         "workload": plan.workload.name(),
         "clients": args.clients,
         "connections": args.connections(),
+        "scheduling": format!("{:?}", args.scheduling).to_lowercase(),
         "open_loop_rate": args.rate,
         "keys": plan.keys,
         "read_share": plan.read_share,

@@ -16,6 +16,7 @@ use runnel_node::ledger::Ledger;
 use runnel_node::metrics::NodeMetrics;
 use runnel_node::ops;
 use runnel_node::orderer::{Orderer, RemoteOrderer, SoloOrderer};
+use runnel_node::sched::{self, Scheduling};
 use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
@@ -95,6 +96,10 @@ pub struct ServeArgs {
     /// `api.tls.client_ca`).
     #[arg(long, env = "RUNNEL_TLS_CLIENT_CA", value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
+    /// How the node's threads are scheduled (overrides `node.scheduling`): batch
+    /// (SCHED_BATCH, no wake-up preemption: throughput under load) or normal.
+    #[arg(long, env = "RUNNEL_SCHEDULING", value_enum)]
+    pub scheduling: Option<Scheduling>,
 }
 
 /// `runnel dev`'s own flags.
@@ -291,6 +296,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     if let Some(orderer) = &args.orderer {
         config.ordering.endpoint = Some(orderer.clone());
     }
+    if let Some(scheduling) = args.scheduling {
+        config.node.scheduling = scheduling;
+    }
     config
         .check_roles()
         .map_err(|message| anyhow::anyhow!("{message}"))?;
@@ -323,6 +331,10 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         tls.server_config().context("setting up the API's TLS")?;
     }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
+    // Before the ledger and the runtimes start their threads, which inherit it.
+    if let Err(error) = sched::apply(config.node.scheduling) {
+        tracing::warn!(%error, policy = ?config.node.scheduling, "keeping the system's scheduling policy");
+    }
     let explorer = config.explorer.dir.clone().filter(|dir| {
         let found = dir.join("index.html").is_file();
         if !found {
