@@ -397,6 +397,7 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 .clone()
                 .collect(ledger.completed_traces(), ledger.statuses()),
         );
+        let stop = interrupted();
         let tls = api.tls.clone();
         let server = Server::bind(ledger.clone(), api).await?;
         let addr = server.local_addr();
@@ -410,7 +411,7 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         );
         tracing::info!(%addr, tls = tls.is_some(), dir = %dir.display(), "serving");
         let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
-        let served = server.serve_with(extra, interrupted()).await;
+        let served = server.serve_with(extra, stop).await;
         collector.abort();
         served.map_err(anyhow::Error::from)
     });
@@ -448,6 +449,7 @@ fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()>
         .build()
         .context("starting the async runtime")?;
     let served = runtime.block_on(async {
+        let stop = interrupted();
         let server = OrderingServerHandle::bind(
             orderer.clone(),
             config.api.listen,
@@ -463,7 +465,7 @@ fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()>
         println!();
         tracing::info!(%addr, dir = %dir.display(), "ordering");
         server
-            .serve(api.tls.as_ref(), interrupted())
+            .serve(api.tls.as_ref(), stop)
             .await
             .map_err(anyhow::Error::from)
     });
@@ -532,24 +534,32 @@ fn banner(url: &str, tls: Option<&TlsConfig>, explorer: bool, dev: bool, dir: &P
     );
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-async fn interrupted() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes on Ctrl-C or SIGTERM. The handlers are in place when this returns (it must
+/// be called inside the runtime), so a signal that comes before the node serves, just
+/// after its banner, stops it cleanly instead of killing it or being lost.
+fn interrupted() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        async fn next(signal: Option<Signal>) {
+            match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+        let interrupt = next(signal(SignalKind::interrupt()).ok());
+        let terminate = next(signal(SignalKind::terminate()).ok());
+        async move {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate => {}
+            }
+        }
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
