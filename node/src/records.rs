@@ -26,9 +26,10 @@
 //! (`sync_file_range`), so a record survives a crash of the process or the kernel.
 //!
 //! A thread of the file's own keeps zeros ahead of the appends (as much as the file
-//! holds, at most [`AHEAD_BYTES`]), a step at a time, so an append does not wait for zeros to be written unless it outruns that
-//! thread. (Growing by doubling chunks on the appending thread stalled it, and the whole
-//! pipeline behind it, for 100-200 ms per 64 MiB chunk; docs/benchmarks.md.)
+//! holds, at most [`AHEAD_BYTES`]), a step at a time, so an append does not wait for
+//! zeros to be written unless it outruns that thread. (Growing by doubling chunks on the
+//! appending thread stalled it, and the whole pipeline behind it, for 100-200 ms per
+//! 64 MiB chunk; docs/benchmarks.md.)
 //!
 //! # Crashes
 //!

@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 
 use super::client::{Connection, channel_name, connect, signer, status};
-use super::unary::{Gateway, Unary};
+use super::unary::{Dialer, Gateway};
 
 /// Closed-loop clients that share a connection unless --connections says otherwise.
 const CLIENTS_PER_CONNECTION: usize = 16;
@@ -300,10 +300,11 @@ async fn run(args: &BenchArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
 
+    let dialer = Dialer::new(&args.connection)?;
     let stamps: Stamps = Arc::default();
     let traces = tokio::spawn(follow_traces(first.clone(), stamps.clone()));
     if args.keys > 0 {
-        preload(&Gateway(Unary::connect(&args.connection).await?), &plan).await?;
+        preload(&Gateway(dialer.connect().await?), &plan).await?;
     }
 
     let cpu_before = args.node_pid.map(node_cpu_seconds).transpose()?;
@@ -331,11 +332,11 @@ async fn run(args: &BenchArgs) -> Result<()> {
     );
     match args.rate {
         None => {
-            let (connection, clients) = (args.connection.clone(), args.clients);
+            let (dialer, clients) = (dialer.clone(), args.clients);
             let (plan, results, budget) = (plan.clone(), results.clone(), budget.clone());
             tokio::task::spawn_blocking(move || {
                 closed_loop(
-                    &connection,
+                    &dialer,
                     clients,
                     connections,
                     &plan,
@@ -352,7 +353,7 @@ async fn run(args: &BenchArgs) -> Result<()> {
             }
             let mut shared = Vec::with_capacity(connections);
             for _ in 0..connections {
-                shared.push(Gateway(Unary::connect(&args.connection).await?));
+                shared.push(Gateway(dialer.connect().await?));
             }
             let channels: Vec<Gateway> = (0..args.clients)
                 .map(|client| shared[client % connections].clone())
@@ -431,7 +432,7 @@ async fn run(args: &BenchArgs) -> Result<()> {
 /// its connection's HTTP/2 task then run on one thread, so a request's frames leave in
 /// one write instead of racing another worker, and no wake-up crosses threads.
 fn closed_loop(
-    connection: &Connection,
+    dialer: &Dialer,
     clients: usize,
     connections: usize,
     plan: &Arc<Plan>,
@@ -455,7 +456,7 @@ fn closed_loop(
                         // threads, ...; a client keeps to connection client % connections.
                         let mut mine = std::collections::HashMap::new();
                         for number in (thread..connections).step_by(threads) {
-                            mine.insert(number, Gateway(Unary::connect(connection).await?));
+                            mine.insert(number, Gateway(dialer.connect().await?));
                         }
                         let mut tasks = Vec::new();
                         for client in (0..clients).filter(|c| mine.contains_key(&(c % connections)))

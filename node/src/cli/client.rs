@@ -125,7 +125,7 @@ pub struct BlockArgs {
 }
 
 /// How long a command waits for the node before it gives up.
-const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()

@@ -29,12 +29,95 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName}
 use tokio_rustls::rustls::{self, RootCertStore};
 use tonic::{Code, Status};
 
-use super::client::{Connection, TlsFiles, tls_files};
+use super::client::{CALL_TIMEOUT, Connection, TlsFiles, tls_files};
 
 /// Flow-control windows: large enough that a stream never waits for a window update,
 /// and the connection's window is topped up rarely.
 const STREAM_WINDOW: u32 = 1 << 20;
 const CONNECTION_WINDOW: u32 = 8 << 20;
+
+/// The largest answer a call accepts: the node's own limit (`api.message_bytes_max`)
+/// at its default, with room to spare.
+const ANSWER_BYTES_MAX: usize = 64 << 20;
+
+/// Where and how to connect: the node's URL, and for https:// the TLS client set up once
+/// from the network directory (the same trust and client certificate as the other
+/// commands). Clones share it.
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    url: String,
+    scheme: http::uri::Scheme,
+    authority: http::uri::Authority,
+    /// For https: the connector and the name the node's certificate must hold.
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Dialer {
+    /// Reads what `connection` names: its URL, and its TLS files for an https:// one.
+    pub(crate) fn new(connection: &Connection) -> Result<Dialer> {
+        let url = connection.url.clone();
+        let uri: Uri = url.parse().map_err(|e| anyhow!("bad --url {url}: {e}"))?;
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| anyhow!("bad --url {url}: no host"))?;
+        let scheme = uri.scheme().cloned().unwrap_or(http::uri::Scheme::HTTP);
+        let tls = if scheme == http::uri::Scheme::HTTPS {
+            let files = tls_files(connection)?;
+            let name = files
+                .server_name
+                .clone()
+                .unwrap_or_else(|| host(&authority).to_string());
+            let name = ServerName::try_from(name.clone())
+                .map_err(|e| anyhow!("`{name}` is not a name a certificate can hold: {e}"))?;
+            Some((TlsConnector::from(rustls_config(files)?), name))
+        } else {
+            None
+        };
+        Ok(Dialer {
+            url,
+            scheme,
+            authority,
+            tls,
+        })
+    }
+
+    /// Opens a connection and starts its task on the current runtime.
+    pub(crate) async fn connect(&self) -> Result<Unary> {
+        let url = &self.url;
+        let port = self
+            .authority
+            .port_u16()
+            .unwrap_or(if self.tls.is_some() { 443 } else { 80 });
+        let tcp = TcpStream::connect((host(&self.authority), port))
+            .await
+            .with_context(|| format!("cannot reach the node at {url}"))?;
+        tcp.set_nodelay(true)?;
+        let send = match &self.tls {
+            Some((connector, name)) => {
+                let stream = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .with_context(|| format!("TLS handshake with {url}"))?;
+                start(stream, url).await?
+            }
+            None => start(tcp, url).await?,
+        };
+        Ok(Unary {
+            send,
+            scheme: self.scheme.clone(),
+            authority: self.authority.clone(),
+        })
+    }
+}
+
+/// The host of `authority`, an IPv6 address without its brackets.
+fn host(authority: &http::uri::Authority) -> &str {
+    authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+}
 
 /// A connection to a node's gRPC API; clones share it.
 #[derive(Clone)]
@@ -45,52 +128,24 @@ pub(crate) struct Unary {
 }
 
 impl Unary {
-    /// Connects to the node `connection` names (over TLS for an https:// --url, with
-    /// the same trust and client certificate as the other commands) and starts the
-    /// connection's task on the current runtime.
-    pub(crate) async fn connect(connection: &Connection) -> Result<Unary> {
-        let url = &connection.url;
-        let uri: Uri = url.parse().map_err(|e| anyhow!("bad --url {url}: {e}"))?;
-        let authority = uri
-            .authority()
-            .cloned()
-            .ok_or_else(|| anyhow!("bad --url {url}: no host"))?;
-        let scheme = uri.scheme().cloned().unwrap_or(http::uri::Scheme::HTTP);
-        let tls = scheme == http::uri::Scheme::HTTPS;
-        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let tcp = TcpStream::connect((host, port))
+    /// Calls the unary method at `path` (`/package.Service/Method`), giving up after
+    /// [`CALL_TIMEOUT`] as the other commands do.
+    pub(crate) async fn call<Q: Message, A: Message + Default>(
+        &self,
+        path: &str,
+        request: &Q,
+    ) -> Result<A, Status> {
+        tokio::time::timeout(CALL_TIMEOUT, self.exchange(path, request))
             .await
-            .with_context(|| format!("cannot reach the node at {url}"))?;
-        tcp.set_nodelay(true)?;
-        let send = if tls {
-            let files = tls_files(connection)?;
-            let name = files
-                .server_name
-                .clone()
-                .unwrap_or_else(|| host.to_string());
-            let name = ServerName::try_from(name.clone())
-                .map_err(|e| anyhow!("`{name}` is not a name a certificate can hold: {e}"))?;
-            let stream = TlsConnector::from(rustls_config(files)?)
-                .connect(name, tcp)
-                .await
-                .with_context(|| format!("TLS handshake with {url}"))?;
-            start(stream, url).await?
-        } else {
-            start(tcp, url).await?
-        };
-        Ok(Unary {
-            send,
-            scheme,
-            authority,
-        })
+            .unwrap_or_else(|_| {
+                Err(Status::deadline_exceeded(format!(
+                    "{path}: no answer in {} s",
+                    CALL_TIMEOUT.as_secs()
+                )))
+            })
     }
 
-    /// Calls the unary method at `path` (`/package.Service/Method`).
-    pub(crate) async fn call<Q: Message, A: Message + Default>(
+    async fn exchange<Q: Message, A: Message + Default>(
         &self,
         path: &str,
         request: &Q,
@@ -137,6 +192,11 @@ impl Unary {
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(transport)?;
             let _ = body.flow_control().release_capacity(chunk.len());
+            if data.len() + chunk.len() > ANSWER_BYTES_MAX {
+                return Err(Status::resource_exhausted(format!(
+                    "the answer is over {ANSWER_BYTES_MAX} bytes"
+                )));
+            }
             data.extend_from_slice(&chunk);
         }
         let trailers = body.trailers().await.map_err(transport)?;
