@@ -73,6 +73,7 @@
 
 mod durable;
 mod error;
+mod filter;
 mod keys;
 mod overlay;
 mod world;

@@ -4,15 +4,17 @@
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::Histogram;
 use runnel_runtime::{Version, VersionedValue};
 
+use super::filter::{KeyFilter, Loader};
 use super::keys::{
-    self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, StateRecord, TRANSACTION_RECORD,
+    self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, STATE_PREFIX, StateRecord,
+    TRANSACTION_RECORD, TX_PREFIX,
 };
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
@@ -97,6 +99,12 @@ pub struct Store {
     transactions: RecordReader,
     /// How long each commit's flush (fsync) took.
     flush_seconds: Histogram,
+    /// Which tx-index and state keys sled certainly does not hold: most lookups of those
+    /// are of keys never written (see [`KeyFilter`]).
+    keys: Arc<KeyFilter>,
+    /// Loads the keys sled held at open into `keys`; joined when the store drops, before
+    /// the directory's lock is released.
+    _keys_loader: Loader,
     /// The OS lock on the directory's lock file, released when the store drops
     /// (after `db`, fields dropping in order).
     _dir_lock: File,
@@ -146,6 +154,11 @@ impl Store {
             },
         };
         let file = open_transactions(dir, &db, height)?;
+        let filter = Arc::new(KeyFilter::new());
+        let keys_loader = Loader::start(db.clone(), &[&TX_PREFIX, &STATE_PREFIX], filter.clone())
+            .map_err(|e| {
+            StoreError::Sled(format!("cannot start the key filter's loader: {e}"))
+        })?;
         Ok(Store {
             db,
             height: AtomicU64::new(height.0),
@@ -154,6 +167,8 @@ impl Store {
             transactions: file.handle()?,
             commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: crate::metrics::flush_histogram(),
+            keys: filter,
+            _keys_loader: keys_loader,
             _dir_lock: lock,
         })
     }
@@ -273,7 +288,11 @@ impl Store {
 
     /// The durable record of transaction `tx_id`: the first one committed with that id.
     pub fn tx(&self, tx_id: &TxId) -> Result<Option<TxRecord>, StoreError> {
-        match self.db.get(keys::tx_key(tx_id))? {
+        let key = keys::tx_key(tx_id);
+        if !self.keys.may_contain(&key) {
+            return Ok(None);
+        }
+        match self.db.get(key)? {
             Some(bytes) => keys::decode_tx_record(*tx_id, &bytes).map(Some),
             None => Ok(None),
         }
@@ -487,8 +506,12 @@ impl Store {
             // A valid transaction's id is new (stage 2 checks it), so only an invalid one
             // may find its id taken.
             if indexed.insert(record.tx_id)
-                && (record.code.is_valid() || !self.db.contains_key(tx_key)?)
+                && (record.code.is_valid()
+                    || !self.keys.may_contain(&tx_key)
+                    || !self.db.contains_key(tx_key)?)
             {
+                // In the filter before sled holds it (its invariant).
+                self.keys.insert(&tx_key);
                 writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
             }
             writes.insert(
@@ -513,6 +536,7 @@ impl Store {
                             }
                             _ => keys::encode_state_value(record.seq, &write.value),
                         };
+                        self.keys.insert(&state_key);
                         writes.insert(state_key, value);
                         match place {
                             Some((offset, len)) => HistoryWrite::PutAt { offset, len },
@@ -600,6 +624,9 @@ impl Store {
 
     /// The durable state record under `state_key` (already encoded), decoded.
     pub(super) fn get_state(&self, state_key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        if !self.keys.may_contain(state_key) {
+            return Ok(None);
+        }
         match self.db.get(state_key)? {
             Some(bytes) => self.state_value(&bytes).map(Some),
             None => Ok(None),
@@ -995,6 +1022,54 @@ mod tests {
     }
 
     #[test]
+    fn the_key_filter_never_hides_a_record_written_before_or_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let commit = |store: &Store, seqs: std::ops::RangeInclusive<u64>| {
+            let mut batch = CommitBatch::new();
+            for seq in seqs {
+                let key = format!("k{seq}");
+                batch.push_tx(
+                    record(seq, ValidationCode::Valid),
+                    vec![put("ns", key.as_bytes(), b"v")],
+                    format!("tx{seq}").into_bytes(),
+                );
+            }
+            store.commit(&batch).unwrap();
+        };
+        let store = Store::open(dir.path()).unwrap();
+        commit(&store, 1..=300);
+        drop(store);
+        let mut store = Store::open(dir.path()).unwrap();
+        // Written while the loader may still be reading what the store held at open.
+        commit(&store, 301..=400);
+        store._keys_loader.wait();
+        assert!(store.keys.is_loaded());
+        commit(&store, 401..=500);
+        for seq in 1..=500 {
+            let expected = record(seq, ValidationCode::Valid);
+            assert_eq!(store.tx(&expected.tx_id).unwrap(), Some(expected));
+            let key = format!("k{seq}");
+            assert!(store.get("ns", key.as_bytes()).unwrap().is_some(), "{key}");
+        }
+        for seq in 501..=1_000 {
+            assert_eq!(
+                store.tx(&record(seq, ValidationCode::Valid).tx_id).unwrap(),
+                None
+            );
+            assert_eq!(store.get("ns", format!("k{seq}").as_bytes()).unwrap(), None);
+        }
+        // Most absent keys are answered without sled: the filter says so itself.
+        let maybe = (501..=1_000)
+            .filter(|seq| {
+                store
+                    .keys
+                    .may_contain(&keys::tx_key(&record(*seq, ValidationCode::Valid).tx_id))
+            })
+            .count();
+        assert!(maybe < 50, "{maybe} of 500 absent ids needed a sled read");
+    }
+
+    #[test]
     fn commit_writes_state_history_index_seal_and_height_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -1140,14 +1215,14 @@ mod tests {
     fn a_corrupt_record_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store
-            .db
-            .insert(keys::state_key("ns", b"k"), &b"bad"[..])
-            .unwrap();
-        store
-            .db
-            .insert(keys::tx_key(&TxId([1; 32])), &b"bad"[..])
-            .unwrap();
+        // Written past the store's commit, so into its key filter by hand.
+        for key in [
+            keys::state_key("ns", b"k"),
+            keys::tx_key(&TxId([1; 32])).to_vec(),
+        ] {
+            store.keys.insert(&key);
+            store.db.insert(key, &b"bad"[..]).unwrap();
+        }
         assert!(matches!(
             store.get("ns", b"k"),
             Err(StoreError::Corrupt { .. })

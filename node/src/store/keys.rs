@@ -15,6 +15,8 @@ pub(super) const STATE_PREFIX: [u8; 1] = [STATE];
 const HISTORY: u8 = b'h';
 /// Prefix of tx-index records.
 const TX: u8 = b't';
+/// [`TX`] as a scan prefix.
+pub(super) const TX_PREFIX: [u8; 1] = [TX];
 /// Prefix of ordered-transaction records.
 const TRANSACTION: u8 = b'o';
 /// Prefix of seal records.
