@@ -713,6 +713,7 @@ impl Ledger {
             seq: record.seq,
             code: record.code,
             phase,
+            timestamp_ms: record.timestamp_ms,
         }))
     }
 

@@ -379,6 +379,12 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
     assert_eq!(committed.phase(), TxPhase::Committed);
     assert_eq!(committed.code(), ValidationCode::Valid);
     assert!(committed.timestamp_ms > 0);
+    // The waiting call was answered by the status it was woken with; the ledger, read
+    // now, says the same.
+    assert_eq!(
+        (&validated.tx_id, validated.seq, validated.timestamp_ms),
+        (&committed.tx_id, committed.seq, committed.timestamp_ms)
+    );
 
     let value = gateway
         .evaluate(EvaluateRequest {

@@ -11,7 +11,7 @@ use tonic::{Code, Request, Response, Status};
 
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
-use crate::ids::{Seq, TxId};
+use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lifecycle;
 use crate::proto::contract_events_request::Start;
@@ -21,7 +21,7 @@ use crate::proto::{
     ContractEventsResponse, EndorseRequest, EndorseResponse, EvaluateRequest, EvaluateResponse,
     ResponsePayload, SignedTransaction, SubmitRequest, SubmitResponse, Transaction, TxPhase,
 };
-use crate::validator::Phase;
+use crate::validator::{Phase, TxStatus};
 
 /// The `Gateway` service.
 pub(super) struct GatewayService {
@@ -141,9 +141,17 @@ impl GatewayService {
             if let Some(response) = reached {
                 return Ok(response);
             }
-            tokio::select! {
-                () = waiter.woken() => {}
+            let woken = tokio::select! {
+                woken = waiter.woken() => woken,
                 () = self.shared.stopped() => return Err(shutting_down()),
+            };
+            // Stage 2 checks each transaction against the ids before it, so any status
+            // but a duplicate's is the first of its id: the id's own, without a read.
+            if let Some(status) = woken.filter(|s| s.code != ValidationCode::DuplicateTxid) {
+                let block = self
+                    .shared
+                    .inline(|ledger| Ok(ledger.world().store().block_of(status.seq)?))?;
+                return Ok(status_response(&status, block));
             }
         }
     }
@@ -176,14 +184,32 @@ fn commit_status(
     if wait_for == Phase::Committed && !committed {
         return Ok(None);
     }
-    Ok(Some(CommitStatusResponse {
-        tx_id: tx_id.to_hex(),
-        code: validation_code(record.code),
-        seq: record.seq.0,
-        phase: phase(committed) as i32,
+    Ok(Some(status_response(
+        &TxStatus {
+            tx_id: *tx_id,
+            seq: record.seq,
+            code: record.code,
+            phase: if committed {
+                Phase::Committed
+            } else {
+                Phase::Validated
+            },
+            timestamp_ms: record.timestamp_ms,
+        },
+        block,
+    )))
+}
+
+/// The answer to a status call: `status`, in block `block` if sealed.
+fn status_response(status: &TxStatus, block: Option<BlockNumber>) -> CommitStatusResponse {
+    CommitStatusResponse {
+        tx_id: status.tx_id.to_hex(),
+        code: validation_code(status.code),
+        seq: status.seq.0,
+        phase: phase(status.phase == Phase::Committed) as i32,
         block: block.map_or(0, |number| number.0),
-        timestamp_ms: record.timestamp_ms,
-    }))
+        timestamp_ms: status.timestamp_ms,
+    }
 }
 
 /// A place in the event stream: the event at `index` among those of the transaction at

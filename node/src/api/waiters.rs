@@ -1,10 +1,11 @@
 //! `CommitStatus` calls waiting for a transaction's status.
 //!
 //! One task ([`dispatch`]) reads the ledger's status broadcast and wakes the calls waiting
-//! for that transaction; a woken call reads the status from the ledger again, since the
-//! ledger, not the broadcast, says which transaction holds an id that was ordered twice.
-//! A call registers before it first reads the ledger, so a status that arrives between
-//! the two still wakes it. When the broadcast overflows, every call is woken to look.
+//! for that transaction with the status. The status answers the call unless it is a
+//! `DUPLICATE_TXID`: an id ordered twice is the first transaction's, which only the
+//! ledger knows, so the call reads it there. A call registers before it first reads the
+//! ledger, so a status that arrives between the two still wakes it. When the broadcast
+//! overflows, every call is woken with no status, to look in the ledger.
 //!
 //! A call waiting for its transaction to be committed is not woken by the transaction's
 //! validated status, only by its committed one: each wake-up costs a ledger read.
@@ -22,8 +23,9 @@ use super::{Shared, status};
 use crate::ids::TxId;
 use crate::validator::{Phase, TxStatus};
 
-/// A registered call: its id, the phase it waits for, and how to wake it.
-type Entry = (u64, Phase, oneshot::Sender<()>);
+/// A registered call: its id, the phase it waits for, and how to wake it (with the
+/// status, or with none to make it look in the ledger).
+type Entry = (u64, Phase, oneshot::Sender<Option<TxStatus>>);
 
 #[derive(Default)]
 struct Inner {
@@ -43,14 +45,15 @@ pub(super) struct Waiter<'a> {
     waiters: &'a Waiters,
     tx_id: TxId,
     id: u64,
-    woken: oneshot::Receiver<()>,
+    woken: oneshot::Receiver<Option<TxStatus>>,
 }
 
 impl Waiter<'_> {
-    /// Completes when a status of the transaction arrives (or when everyone must look).
-    pub async fn woken(&mut self) {
+    /// Completes when a status of the transaction arrives, with it; with `None` when
+    /// everyone must look in the ledger.
+    pub async fn woken(&mut self) -> Option<TxStatus> {
         // A dropped sender also means "look again".
-        let _ = (&mut self.woken).await;
+        (&mut self.woken).await.ok().flatten()
     }
 }
 
@@ -109,19 +112,20 @@ impl Waiters {
         })
     }
 
-    /// Wakes the calls waiting for `tx_id` to reach `phase` or an earlier one.
-    fn wake(&self, tx_id: &TxId, phase: Phase) {
+    /// Wakes the calls waiting for `status`'s transaction to reach its phase or an
+    /// earlier one.
+    fn wake(&self, status: &TxStatus) {
         let mut inner = self.lock();
-        let Some(list) = inner.by_tx.get_mut(tx_id) else {
+        let Some(list) = inner.by_tx.get_mut(&status.tx_id) else {
             return;
         };
         let mut woken = 0;
-        for (_, _, tx) in list.extract_if(.., |(_, waits_for, _)| *waits_for <= phase) {
-            let _ = tx.send(());
+        for (_, _, tx) in list.extract_if(.., |(_, waits_for, _)| *waits_for <= status.phase) {
+            let _ = tx.send(Some(status.clone()));
             woken += 1;
         }
         if list.is_empty() {
-            inner.by_tx.remove(tx_id);
+            inner.by_tx.remove(&status.tx_id);
         }
         inner.waiting -= woken;
     }
@@ -132,7 +136,7 @@ impl Waiters {
         inner.waiting = 0;
         for (_, list) in inner.by_tx.drain() {
             for (_, _, tx) in list {
-                let _ = tx.send(());
+                let _ = tx.send(None);
             }
         }
     }
@@ -147,7 +151,7 @@ impl Waiters {
 pub(super) async fn dispatch(shared: Arc<Shared>, mut statuses: broadcast::Receiver<TxStatus>) {
     loop {
         match statuses.recv().await {
-            Ok(status) => shared.waiters.wake(&status.tx_id, status.phase),
+            Ok(status) => shared.waiters.wake(&status),
             Err(broadcast::error::RecvError::Lagged(_)) => shared.waiters.wake_all(),
             Err(broadcast::error::RecvError::Closed) => {
                 shared.waiters.wake_all();
@@ -160,6 +164,17 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut statuses: broadcast::Recei
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{Seq, ValidationCode};
+
+    fn status(tx_id: TxId, phase: Phase) -> TxStatus {
+        TxStatus {
+            tx_id,
+            seq: Seq(3),
+            code: ValidationCode::Valid,
+            phase,
+            timestamp_ms: 1_000,
+        }
+    }
 
     #[tokio::test]
     async fn waiters_are_woken_by_transaction_and_leave_no_trace() {
@@ -171,15 +186,16 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(refused.code(), Code::ResourceExhausted);
-        waiters.wake(&TxId([1; 32]), Phase::Validated);
-        a.woken().await;
+        let validated = status(TxId([1; 32]), Phase::Validated);
+        waiters.wake(&validated);
+        assert_eq!(a.woken().await, Some(validated), "woken with the status");
         assert_eq!(waiters.waiting(), 1);
         drop(a);
         drop(b);
         assert_eq!(waiters.waiting(), 0);
         let mut c = waiters.register(TxId([3; 32]), Phase::Committed).unwrap();
         waiters.wake_all();
-        c.woken().await;
+        assert_eq!(c.woken().await, None, "woken to look in the ledger");
         drop(c);
         assert_eq!(waiters.waiting(), 0);
     }
@@ -190,15 +206,18 @@ mod tests {
         let tx_id = TxId([7; 32]);
         let mut validated = waiters.register(tx_id, Phase::Validated).unwrap();
         let mut committed = waiters.register(tx_id, Phase::Committed).unwrap();
-        waiters.wake(&tx_id, Phase::Validated);
+        waiters.wake(&status(tx_id, Phase::Validated));
         validated.woken().await;
         assert_eq!(waiters.waiting(), 1, "the committed waiter still waits");
         assert!(
             committed.woken.try_recv().is_err(),
             "not woken by the validated status"
         );
-        waiters.wake(&tx_id, Phase::Committed);
-        committed.woken().await;
+        waiters.wake(&status(tx_id, Phase::Committed));
+        assert_eq!(
+            committed.woken().await.map(|s| s.phase),
+            Some(Phase::Committed)
+        );
         assert_eq!(waiters.waiting(), 0);
         drop((validated, committed));
         assert_eq!(waiters.waiting(), 0);

@@ -21,6 +21,8 @@ pub(crate) struct Checked {
     pub tx_id: TxId,
     pub code: ValidationCode,
     pub hash: Hash,
+    /// When the orderer ordered it (Unix milliseconds).
+    pub timestamp_ms: u64,
     /// The contract events of a valid transaction (none for an invalid one).
     pub events: Vec<ContractEvent>,
 }
@@ -95,12 +97,14 @@ fn validate(
         seq,
         code,
         phase: Phase::Validated,
+        timestamp_ms,
     });
     Ok(Checked {
         seq,
         tx_id,
         code,
         hash,
+        timestamp_ms,
         events,
     })
 }

@@ -75,6 +75,7 @@ pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
                     seq: checked.seq,
                     code: checked.code,
                     phase: Phase::Committed,
+                    timestamp_ms: checked.timestamp_ms,
                 });
                 for event in checked.events {
                     shared.hub.event(CommittedEvent {

@@ -39,6 +39,8 @@ pub struct TxStatus {
     pub code: ValidationCode,
     /// How far it has got.
     pub phase: Phase,
+    /// When the orderer ordered it (Unix milliseconds).
+    pub timestamp_ms: u64,
 }
 
 /// A contract event of a committed, valid transaction.
@@ -224,6 +226,7 @@ mod tests {
             seq: Seq(1),
             code: ValidationCode::Valid,
             phase,
+            timestamp_ms: 1_000,
         }
     }
 
