@@ -12,7 +12,7 @@
 //! | `'s' ns 0x00 key` | `seq u64be ++ value` (a delete removes the key) |
 //! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete) ++ tx_id [32] ++ value` |
 //! | `'t' tx_id [32]` | `seq u64be ++ code u8 ++ timestamp_ms u64be` |
-//! | `'o' seq u64be` | where the transaction's bytes lie in the transactions' file: `offset u64be ++ len u32be` |
+//! | `'o' last u64be` | where the bytes of each transaction a commit wrote (seqs `first ..= last`) lie in the transactions' file: `offset u64be ++ len u32be` for a commit of one, else `first u64be` and that per seq |
 //! | `'b' number u64be` | `first u64be ++ last u64be ++ seal bytes` (the seal is opaque) |
 //! | `'c' last u64be` | `number u64be ++ first u64be`: the seal index, by last seq covered |
 //! | `'m' "height"` | the last durable seq, `u64be` |
@@ -26,8 +26,8 @@
 //! Every ordered transaction, valid or not, keeps its bytes, as the orderer delivered
 //! them, in `transactions.log`: an append-only [`crate::records::RecordFile`] beside
 //! sled, since big write-once values cost a B-tree far more than an append. `'o'` points
-//! into it. A transaction's
-//! block is known only once a seal covering it arrives, so the tx index does not hold it:
+//! into it, one record per commit: the first one keyed at or after a seq holds that
+//! seq. A transaction's block is known only once a seal covering it arrives, so the tx index does not hold it:
 //! [`Store::block_of`] finds it in the seal index, whose first entry with `last >= seq`
 //! is the only seal that can cover `seq`. Seals form one chain: block numbers `1, 2, 3,
 //! ...` (0 is genesis, never stored), each covering the seqs right after the previous one's.

@@ -301,14 +301,20 @@ impl Store {
     /// The bytes of the transaction at `seq`, as the orderer delivered them (valid or
     /// not), once durable.
     pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
-        if seq > self.height() {
+        if seq > self.height() || seq == Seq::ZERO {
             return Ok(None);
         }
-        match self.db.get(keys::transaction_key(seq))? {
-            Some(place) => Ok(Some(
-                self.transactions
-                    .read(keys::decode_transaction_place(&place)?)?,
-            )),
+        // The record of the run holding `seq` is the first one keyed at or after it.
+        let Some(item) = self
+            .db
+            .range(keys::transaction_key(seq).to_vec()..keys::TRANSACTION_END.to_vec())
+            .next()
+        else {
+            return Ok(None);
+        };
+        let (key, value) = item?;
+        match keys::decode_transaction_run(&key, &value)?.place(seq) {
+            Some(at) => Ok(Some(self.transactions.read(at)?)),
             None => Ok(None),
         }
     }
@@ -329,15 +335,21 @@ impl Store {
         if end <= from {
             return Ok(Vec::new());
         }
-        let lo = keys::transaction_key(from);
-        let hi = keys::transaction_key(end);
         let mut out = Vec::new();
-        for item in self.db.range(lo..hi).take(limit) {
-            let (key, place) = item?;
-            let bytes = self
-                .transactions
-                .read(keys::decode_transaction_place(&place)?)?;
-            out.push((keys::decode_transaction_key(&key)?, bytes));
+        let records = self
+            .db
+            .range(keys::transaction_key(from).to_vec()..keys::TRANSACTION_END.to_vec());
+        for item in records {
+            let (key, value) = item?;
+            for (seq, at) in keys::decode_transaction_run(&key, &value)?.iter() {
+                if seq < from {
+                    continue;
+                }
+                if seq >= end || out.len() >= limit {
+                    return Ok(out);
+                }
+                out.push((seq, self.transactions.read(at)?));
+            }
         }
         Ok(out)
     }
@@ -492,15 +504,19 @@ impl Store {
         written.places = written.places.split_off(&new_last.next());
 
         let mut writes = sled::Batch::default();
+        // One record for the places of all the batch's transactions, keyed by its last.
+        if let Some(first) = batch.txs.first() {
+            writes.insert(
+                &keys::transaction_key(new_last)[..],
+                keys::encode_transaction_run(first.record.seq, &places),
+            );
+        }
         let mut indexed = HashSet::new();
-        for (
-            BatchTx {
-                record,
-                writes: sets,
-                transaction,
-            },
-            place,
-        ) in batch.txs.iter().zip(places)
+        for BatchTx {
+            record,
+            writes: sets,
+            transaction,
+        } in &batch.txs
         {
             let tx_key = keys::tx_key(&record.tx_id);
             // A valid transaction's id is new (stage 2 checks it), so only an invalid one
@@ -514,10 +530,6 @@ impl Store {
                 self.keys.insert(&tx_key);
                 writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
             }
-            writes.insert(
-                &keys::transaction_key(record.seq)[..],
-                &keys::encode_transaction_place(place)[..],
-            );
             if !record.code.is_valid() {
                 continue;
             }
@@ -708,8 +720,16 @@ fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFil
                 format!("the record of seq {height} is missing"),
             ));
         }
-        Some(place) => {
-            let place = keys::decode_transaction_place(&place)?;
+        Some(value) => {
+            let key = keys::transaction_key(height);
+            let place = keys::decode_transaction_run(&key, &value)?
+                .place(height)
+                .ok_or_else(|| {
+                    StoreError::corrupt(
+                        "transaction record",
+                        format!("the record of seq {height} does not hold it"),
+                    )
+                })?;
             records
                 .iter()
                 .position(|at| *at == place)
@@ -1019,6 +1039,48 @@ mod tests {
             store.get("ns", b"k").unwrap().unwrap().value,
             b"v2".to_vec()
         );
+    }
+
+    #[test]
+    fn transactions_read_back_one_by_one_and_in_pages_across_commits_and_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = |seq: u64| format!("transaction {seq}").into_bytes();
+        let store = Store::open(dir.path()).unwrap();
+        // Commits of 1, 4 and 3 transactions: one record each.
+        for seqs in [1..=1u64, 2..=5, 6..=8] {
+            let mut batch = CommitBatch::new();
+            for seq in seqs {
+                batch.push_tx(record(seq, ValidationCode::Valid), Vec::new(), bytes(seq));
+            }
+            store.commit(&batch).unwrap();
+        }
+        let check = |store: &Store| {
+            assert_eq!(store.transaction(Seq::ZERO).unwrap(), None);
+            assert_eq!(store.transaction(Seq(9)).unwrap(), None);
+            for seq in 1..=8 {
+                assert_eq!(store.transaction(Seq(seq)).unwrap(), Some(bytes(seq)));
+            }
+            for from in 0..=9 {
+                for limit in [1, 2, 5, 100] {
+                    let expected: Vec<(Seq, Vec<u8>)> = (from.max(1)..=8)
+                        .take(limit)
+                        .map(|seq| (Seq(seq), bytes(seq)))
+                        .collect();
+                    assert_eq!(
+                        store.transactions(Seq(from), limit).unwrap(),
+                        expected,
+                        "from {from}, limit {limit}"
+                    );
+                }
+            }
+            assert_eq!(
+                store.transactions_below(Seq(3), Seq(7), 100).unwrap(),
+                (3..7).map(|seq| (Seq(seq), bytes(seq))).collect::<Vec<_>>()
+            );
+        };
+        check(&store);
+        drop(store);
+        check(&Store::open(dir.path()).unwrap());
     }
 
     #[test]

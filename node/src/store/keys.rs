@@ -353,25 +353,95 @@ pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
     prefixed_u64(TRANSACTION, seq.0)
 }
 
-/// The value of an ordered-transaction record: where its bytes lie in the store's
-/// transaction file (`offset u64be ++ len u32be`).
-pub(super) fn encode_transaction_place(at: RecordAt) -> [u8; U64_BYTES + 4] {
-    let mut value = [0u8; U64_BYTES + 4];
-    value[..U64_BYTES].copy_from_slice(&at.offset.to_be_bytes());
-    value[U64_BYTES..].copy_from_slice(&at.len.to_be_bytes());
+/// Bytes of one place in the transactions' file: `offset u64be ++ len u32be`.
+const PLACE_BYTES: usize = U64_BYTES + 4;
+
+/// The value of the ordered-transaction record of a run of seqs `first ..= first +
+/// places.len() - 1` (keyed by the last): where each one's bytes lie in the store's
+/// transaction file. A run of one is its place alone; a longer run is `first u64be`
+/// followed by the places in seq order.
+pub(super) fn encode_transaction_run(first: Seq, places: &[RecordAt]) -> Vec<u8> {
+    let mut value = Vec::with_capacity(U64_BYTES + places.len() * PLACE_BYTES);
+    if places.len() > 1 {
+        value.extend_from_slice(&first.0.to_be_bytes());
+    }
+    for at in places {
+        value.extend_from_slice(&at.offset.to_be_bytes());
+        value.extend_from_slice(&at.len.to_be_bytes());
+    }
     value
 }
 
-/// Decodes [`encode_transaction_place`].
-pub(super) fn decode_transaction_place(bytes: &[u8]) -> Result<RecordAt, StoreError> {
-    let bad = || StoreError::corrupt("transaction record", format!("{} bytes", bytes.len()));
-    let value: [u8; U64_BYTES + 4] = bytes.try_into().map_err(|_| bad())?;
-    Ok(RecordAt {
-        kind: TRANSACTION,
-        offset: u64::from_be_bytes(value[..U64_BYTES].try_into().map_err(|_| bad())?),
-        len: u32::from_be_bytes(value[U64_BYTES..].try_into().map_err(|_| bad())?),
+/// A decoded ordered-transaction record: the places of seqs `first ..= last`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TransactionRun<'a> {
+    pub first: Seq,
+    pub last: Seq,
+    places: &'a [u8],
+}
+
+impl TransactionRun<'_> {
+    /// Where the bytes of `seq` lie, if the run holds it.
+    pub fn place(&self, seq: Seq) -> Option<RecordAt> {
+        if seq < self.first || seq > self.last {
+            return None;
+        }
+        let at = usize::try_from(seq.0 - self.first.0).ok()? * PLACE_BYTES;
+        Some(RecordAt {
+            kind: TRANSACTION,
+            offset: u64_at(self.places, at),
+            len: u32::from_be_bytes(
+                self.places[at + U64_BYTES..at + PLACE_BYTES]
+                    .try_into()
+                    .expect("a place's length is 4 bytes"),
+            ),
+        })
+    }
+
+    /// Each seq of the run with its place, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (Seq, RecordAt)> + '_ {
+        (self.first.0..=self.last.0).filter_map(|seq| Some((Seq(seq), self.place(Seq(seq))?)))
+    }
+}
+
+/// Decodes an ordered-transaction record ([`encode_transaction_run`]).
+pub(super) fn decode_transaction_run<'a>(
+    key: &[u8],
+    value: &'a [u8],
+) -> Result<TransactionRun<'a>, StoreError> {
+    let last = decode_transaction_key(key)?;
+    let bad = || {
+        StoreError::corrupt(
+            "transaction record",
+            format!("{} bytes for seq {last}", value.len()),
+        )
+    };
+    if value.len() == PLACE_BYTES {
+        return Ok(TransactionRun {
+            first: last,
+            last,
+            places: value,
+        });
+    }
+    let (head, places) = value.split_at_checked(U64_BYTES).ok_or_else(bad)?;
+    let count = places.len() / PLACE_BYTES;
+    let first = u64_at(head, 0);
+    if count < 2
+        || places.len() % PLACE_BYTES != 0
+        || first == 0
+        || first.checked_add(count as u64 - 1) != Some(last.0)
+    {
+        return Err(bad());
+    }
+    Ok(TransactionRun {
+        first: Seq(first),
+        last,
+        places,
     })
 }
+
+/// Bounds the ordered-transaction records from above.
+pub(super) const TRANSACTION_END: [u8; 1] = [TRANSACTION + 1];
 
 /// The kind of the transaction file's records.
 pub(super) const TRANSACTION_RECORD: u8 = TRANSACTION;
@@ -565,6 +635,52 @@ mod tests {
         let start = history_start(&prefix, Some(Seq(9))).unwrap();
         assert!(start > newer && start <= older);
         assert_eq!(history_start(&prefix, Some(Seq(0))), None);
+    }
+
+    #[test]
+    fn a_run_of_transaction_places_round_trips_and_a_damaged_one_is_corrupt() {
+        let at = |offset: u64, len: u32| RecordAt {
+            kind: TRANSACTION,
+            offset,
+            len,
+        };
+        let places = [at(10, 100), at(130, 7), at(5_000_000_000, 70_000)];
+        let key = transaction_key(Seq(9));
+        let value = encode_transaction_run(Seq(7), &places);
+        let run = decode_transaction_run(&key, &value).unwrap();
+        assert_eq!((run.first, run.last), (Seq(7), Seq(9)));
+        assert_eq!(
+            run.iter().collect::<Vec<_>>(),
+            vec![
+                (Seq(7), places[0]),
+                (Seq(8), places[1]),
+                (Seq(9), places[2])
+            ]
+        );
+        assert_eq!(run.place(Seq(6)), None);
+        assert_eq!(run.place(Seq(10)), None);
+        // A run of one is its place alone.
+        let one = encode_transaction_run(Seq(4), &places[..1]);
+        assert_eq!(one.len(), PLACE_BYTES);
+        let run = decode_transaction_run(&transaction_key(Seq(4)), &one).unwrap();
+        assert_eq!(run.iter().collect::<Vec<_>>(), vec![(Seq(4), places[0])]);
+        // The run must end at its key's seq, start at 1 or later, and hold whole places.
+        for (key, value) in [
+            (transaction_key(Seq(8)), value.clone()),
+            (transaction_key(Seq(9)), value[..value.len() - 1].to_vec()),
+            (transaction_key(Seq(9)), value[..PLACE_BYTES - 1].to_vec()),
+            (
+                transaction_key(Seq(2)),
+                encode_transaction_run(Seq(0), &places),
+            ),
+            (transaction_key(Seq(0)), one.clone()),
+            (seal_key(BlockNumber(9)), value.clone()),
+        ] {
+            assert!(matches!(
+                decode_transaction_run(&key, &value),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
     }
 
     #[test]
