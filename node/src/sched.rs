@@ -15,10 +15,10 @@
 //! [`apply`] sets the policy of every thread of the process, and threads started
 //! afterwards inherit it from the thread that starts them.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How the process's threads are scheduled (`[node] scheduling`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheduling {
     /// `SCHED_BATCH`: no wake-up preemption; throughput under load.

@@ -11,7 +11,7 @@ use tonic::{Code, Request, Response, Status};
 
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
-use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use crate::ids::{Seq, TxId, ValidationCode};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lifecycle;
 use crate::proto::contract_events_request::Start;
@@ -148,10 +148,9 @@ impl GatewayService {
             // Stage 2 checks each transaction against the ids before it, so any status
             // but a duplicate's is the first of its id: the id's own, without a read.
             if let Some(status) = woken.filter(|s| s.code != ValidationCode::DuplicateTxid) {
-                let block = self
+                return self
                     .shared
-                    .inline(|ledger| Ok(ledger.world().store().block_of(status.seq)?))?;
-                return Ok(status_response(&status, block));
+                    .inline(|ledger| status_response(ledger, &status));
             }
         }
     }
@@ -177,39 +176,26 @@ fn commit_status(
     tx_id: &TxId,
     wait_for: Phase,
 ) -> Result<Option<CommitStatusResponse>, LedgerError> {
-    let Some((record, block)) = ledger.transaction(tx_id)? else {
-        return Ok(None);
-    };
-    let committed = record.seq <= ledger.world().durable_height();
-    if wait_for == Phase::Committed && !committed {
-        return Ok(None);
+    match ledger.status(tx_id)? {
+        Some(status) if status.phase >= wait_for => status_response(ledger, &status).map(Some),
+        _ => Ok(None),
     }
-    Ok(Some(status_response(
-        &TxStatus {
-            tx_id: *tx_id,
-            seq: record.seq,
-            code: record.code,
-            phase: if committed {
-                Phase::Committed
-            } else {
-                Phase::Validated
-            },
-            timestamp_ms: record.timestamp_ms,
-        },
-        block,
-    )))
 }
 
-/// The answer to a status call: `status`, in block `block` if sealed.
-fn status_response(status: &TxStatus, block: Option<BlockNumber>) -> CommitStatusResponse {
-    CommitStatusResponse {
+/// The answer to a status call: `status`, with the block that holds it once sealed.
+fn status_response(
+    ledger: &Ledger,
+    status: &TxStatus,
+) -> Result<CommitStatusResponse, LedgerError> {
+    let block = ledger.world().store().block_of(status.seq)?;
+    Ok(CommitStatusResponse {
         tx_id: status.tx_id.to_hex(),
         code: validation_code(status.code),
         seq: status.seq.0,
         phase: phase(status.phase == Phase::Committed) as i32,
         block: block.map_or(0, |number| number.0),
         timestamp_ms: status.timestamp_ms,
-    }
+    })
 }
 
 /// A place in the event stream: the event at `index` among those of the transaction at

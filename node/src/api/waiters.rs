@@ -8,7 +8,7 @@
 //! overflows, every call is woken with no status, to look in the ledger.
 //!
 //! A call waiting for its transaction to be committed is not woken by the transaction's
-//! validated status, only by its committed one: each wake-up costs a ledger read.
+//! validated status, only by its committed one: it would have nothing to do with it.
 //!
 //! A waiting call costs one map entry, removed when it is woken or gives up (its client
 //! went, or its deadline passed); at most [`super::ApiConfig::commit_waits_max`] wait.

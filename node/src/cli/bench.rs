@@ -854,7 +854,7 @@ fn summarise(
         "workload": plan.workload.name(),
         "clients": args.clients,
         "connections": args.connections(),
-        "scheduling": format!("{:?}", args.scheduling).to_lowercase(),
+        "scheduling": args.scheduling,
         "open_loop_rate": args.rate,
         "keys": plan.keys,
         "read_share": plan.read_share,
