@@ -260,7 +260,13 @@ mod tests {
         tokio::task::spawn_blocking(move || holding.recv().unwrap())
             .await
             .unwrap();
-        let (second, third) = (call(1), call(2));
+        // Queued one after the other: the runtime does not promise to run two spawned
+        // tasks in the order they were spawned.
+        let second = call(1);
+        while batcher.queue.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let third = call(2);
         while batcher.queue.len() < 2 {
             tokio::task::yield_now().await;
         }
