@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-15}
 out=$(realpath -m "${2:-bench-sweep}")
 ./scripts/build-contracts.sh >/dev/null
-cargo build --locked --release -p runnel-node --bin runnel
+cargo build --locked --release -p runnel --bin runnel
 runnel=target/release/runnel
 port=7391
 mkdir -p "$out"
@@ -116,4 +116,4 @@ for summary in sorted(out.glob("*/summary.json")):
           f"{t['valid_per_second']:.0f} | {ms(l['p50'])} | {ms(l['p99'])} | {invalid} | "
           f"{'-' if cpu is None else f'{cpu:.0f}'} |")
 EOF
-python3 scripts/latency-throughput.py "$out"
+"$runnel" bench plot-sweep "$out" "$out/latency-throughput.svg"

@@ -18,17 +18,17 @@ if [[ $suite == runtime || $suite == all ]]; then
   cargo bench --locked -p runnel-runtime --bench invoke -- "$@"
 fi
 if [[ $suite == store || $suite == all ]]; then
-  cargo bench --locked -p runnel-node --bench store -- "$@"
+  cargo bench --locked -p runnel-ledger --bench store -- "$@"
 fi
 if [[ $suite == endorse || $suite == all ]]; then
-  cargo bench --locked -p runnel-node --bench endorse -- "$@"
+  cargo bench --locked -p runnel-ledger --bench endorse -- "$@"
 fi
 # The pipeline and grpc benches take their own arguments:
 # [latency-secs] [throughput-secs] [clients].
 if [[ $suite == all ]]; then set --; fi
 if [[ $suite == pipeline || $suite == all ]]; then
-  cargo bench --locked -p runnel-node --bench pipeline -- "$@"
+  cargo bench --locked -p runnel-ledger --bench pipeline -- "$@"
 fi
 if [[ $suite == grpc || $suite == all ]]; then
-  cargo bench --locked -p runnel-node --bench grpc -- "$@"
+  cargo bench --locked -p runnel-server --bench grpc -- "$@"
 fi

@@ -12,7 +12,7 @@ rustup target add wasm32-unknown-unknown >/dev/null
 echo "==> building the example contracts (the first build takes a few minutes)"
 ./scripts/build-contracts.sh >/dev/null
 echo "==> building runnel"
-cargo build --locked -p runnel-node --bin runnel
+cargo build --locked -p runnel --bin runnel
 echo "==> building the SDK and the explorer (explorer/dist)"
 [ -d node_modules ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 npm run --silent -w sdk-ts build

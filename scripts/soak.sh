@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-200}
 ./scripts/build-contracts.sh >/dev/null
-RUNNEL_CRASH_ROUNDS=$rounds cargo test --locked --release -p runnel-node \
-  --test ledger_crash -- --nocapture
+RUNNEL_CRASH_ROUNDS=$rounds cargo test --locked --release -p runnel-ledger \
+  --test it -- ledger_crash --nocapture

@@ -29,7 +29,7 @@ step "Rust tests (unit, integration, hostile modules, doc tests)"
 cargo test --workspace --locked
 
 step "TypeScript SDK (type check, build, tests against a real node)"
-cargo build --locked -p runnel-node --bin runnel
+cargo build --locked -p runnel --bin runnel
 npm run -w sdk-ts typecheck
 npm run -w sdk-ts build
 npm run -w sdk-ts test

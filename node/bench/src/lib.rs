@@ -1,0 +1,9 @@
+//! The load generator behind `runnel bench`: closed-loop clients that endorse, sign and
+//! submit over gRPC like an application, a per-transaction CSV with every node stage,
+//! summaries (text and JSON) and SVG plots.
+
+mod bench;
+mod plots;
+mod unary;
+
+pub use bench::{BenchArgs, bench};

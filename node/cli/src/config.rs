@@ -1,0 +1,532 @@
+//! The node's configuration file, `runnel.toml` in its data directory.
+//!
+//! Every setting has a default, so an empty file (or none) is a working one-org dev node.
+//! The command line overrides the file, and `RUNNEL_*` environment variables stand for
+//! the command line's flags (see `runnel start --help`). [`TEMPLATE`] is what
+//! `runnel init` writes: every setting, commented.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
+use runnel_ledger::ledger::LedgerConfig;
+use runnel_ledger::orderer::OrderingMode;
+use runnel_server::ops::LogFormat;
+use runnel_server::sched::Scheduling;
+use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
+
+/// The file's name in a data directory.
+pub const FILE_NAME: &str = "runnel.toml";
+
+/// The node's settings (see the module doc and [`TEMPLATE`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeConfig {
+    /// What this process runs: every role, or the orderer or a peer alone.
+    pub node: NodeSection,
+    /// The network: channel and organisations.
+    pub network: NetworkSection,
+    /// The API's address and limits.
+    pub api: ApiSection,
+    /// How transactions are ordered and sealed.
+    pub ordering: OrderingSection,
+    /// The validator pipeline.
+    pub validator: ValidatorSection,
+    /// Logs.
+    pub log: LogSection,
+    /// The web explorer served by the node.
+    pub explorer: ExplorerSection,
+}
+
+/// `[node]`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeSection {
+    /// The roles this process runs.
+    pub role: NodeRole,
+    /// The organisation it acts for (its orderer or peer identity); unset: the first.
+    pub org: Option<String>,
+    /// How the process's threads are scheduled (see [`crate::sched`]).
+    pub scheduling: Scheduling,
+}
+
+/// The roles a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    /// Orderer and peer in one process: the embedded ledger (a dev node, a one-node
+    /// network).
+    #[default]
+    All,
+    /// The ordering service alone: peers connect to it (`Ordering` service).
+    Orderer,
+    /// A peer alone: endorses, validates and serves clients, ordering through
+    /// `ordering.endpoint`.
+    Peer,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkSection {
+    /// The channel served.
+    pub channel: String,
+    /// Organisations created by `runnel init` (ignored once identities exist).
+    pub orgs: Vec<String>,
+}
+
+/// `[api]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSection {
+    /// gRPC, gRPC-web, metrics and the explorer, on one address.
+    pub listen: SocketAddr,
+    /// Largest message received or sent, in bytes.
+    pub message_bytes_max: usize,
+    /// Most concurrent calls on one HTTP/2 connection.
+    pub connection_streams_max: u32,
+    /// Most live server streams at once.
+    pub streams_max: usize,
+    /// Most `CommitStatus` calls waiting at once.
+    pub commit_waits_max: usize,
+    /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
+    /// ledger at once.
+    pub admission_queue_max: usize,
+    /// TLS on the API's port.
+    pub tls: TlsSection,
+}
+
+/// `[api.tls]`: TLS on the API's port. Paths are relative to the node's directory.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSection {
+    /// Serve TLS only (https); false: plain HTTP.
+    pub enabled: bool,
+    /// The certificate chain, PEM; unset: the first organisation's TLS server
+    /// certificate from `runnel init` (`identities/<org>/tls/server.pem`).
+    pub cert: Option<PathBuf>,
+    /// The private key, PEM; unset: `identities/<org>/tls/server.key` of the first
+    /// organisation.
+    pub key: Option<PathBuf>,
+    /// `"none"`, `"optional"` or `"required"`: whether clients present certificates.
+    pub client_auth: ClientAuth,
+    /// The CA certificates (PEM, one or more) client certificates must chain to.
+    pub client_ca: Option<PathBuf>,
+}
+
+/// `[ordering]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrderingSection {
+    /// `"streaming"` (each transaction delivered at once) or `"blocks"` (Fabric-style).
+    pub mode: Mode,
+    /// A block is sealed when it holds this many transactions...
+    pub seal_max_txs: usize,
+    /// ... or when its first transaction has waited this long, in milliseconds.
+    pub seal_max_delay_ms: u64,
+    /// The orderer a peer orders through, `http://host:port` (role `peer` only).
+    pub endpoint: Option<String>,
+}
+
+/// The ordering mode, as written in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// [`OrderingMode::Streaming`].
+    Streaming,
+    /// [`OrderingMode::Blocks`].
+    Blocks,
+}
+
+/// `[validator]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidatorSection {
+    /// Stage-1 workers (signature checks); 0: one when this node runs its orderer, one
+    /// per core when it orders through another process.
+    pub workers: usize,
+    /// Items each stage's input holds before the one before it waits.
+    pub queue: usize,
+    /// Most transactions one group commit makes durable; 0: no bound (adaptive group
+    /// commit), 1: a flush per transaction (group commit off, for comparison).
+    pub commit_txs_max: usize,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSection {
+    /// A filter in `RUST_LOG` syntax, e.g. `"info"` or `"info,runnel_server=debug"`.
+    /// Changeable while running: `PUT /log/level` from the node's host.
+    pub level: String,
+    /// `"text"` or `"json"` (one object per line).
+    pub format: LogFormat,
+}
+
+/// `[explorer]`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorerSection {
+    /// The explorer's built files (`explorer/dist`); none: the node serves no explorer.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let ledger = LedgerConfig::default();
+        let api = ApiConfig::default();
+        NodeConfig {
+            node: NodeSection::default(),
+            network: NetworkSection {
+                channel: ledger.orderer.channel.clone(),
+                orgs: ledger.orgs.clone(),
+            },
+            api: ApiSection {
+                listen: api.listen,
+                message_bytes_max: api.message_bytes_max,
+                connection_streams_max: api.connection_streams_max,
+                streams_max: api.streams_max,
+                commit_waits_max: api.commit_waits_max,
+                admission_queue_max: api.admission_queue_max,
+                tls: TlsSection::default(),
+            },
+            ordering: OrderingSection {
+                mode: Mode::Streaming,
+                seal_max_txs: ledger.orderer.seal_max_txs,
+                seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
+                endpoint: None,
+            },
+            validator: ValidatorSection {
+                workers: 0,
+                queue: ledger.validator.queue,
+                commit_txs_max: ledger.validator.commit_txs_max,
+            },
+            log: LogSection {
+                level: "info".to_string(),
+                format: LogFormat::Text,
+            },
+            explorer: ExplorerSection::default(),
+        }
+    }
+}
+
+/// Each section's defaults are the whole file's.
+macro_rules! section_defaults {
+    ($($section:ident: $field:ident),* $(,)?) => {$(
+        impl Default for $section {
+            fn default() -> Self {
+                NodeConfig::default().$field
+            }
+        }
+    )*};
+}
+
+section_defaults!(
+    NetworkSection: network,
+    ApiSection: api,
+    OrderingSection: ordering,
+    ValidatorSection: validator,
+    LogSection: log,
+);
+
+impl NodeConfig {
+    /// Reads `path`; a missing file is the defaults.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => NodeConfig::parse(&text).map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeConfig::default()),
+            Err(e) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses a file's text; the error says where and why.
+    pub fn parse(text: &str) -> Result<NodeConfig, String> {
+        let config: NodeConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        if config.network.orgs.is_empty() {
+            return Err("network.orgs: at least one organisation".into());
+        }
+        if config.ordering.seal_max_txs == 0 {
+            return Err("ordering.seal_max_txs: at least 1".into());
+        }
+        config.check_roles()?;
+        Ok(config)
+    }
+
+    /// Checks that the roles have what they need (also after flags changed them).
+    pub fn check_roles(&self) -> Result<(), String> {
+        if self.node.role == NodeRole::Peer && self.ordering.endpoint.is_none() {
+            return Err(
+                "ordering.endpoint: a peer needs its orderer's address (e.g. \
+                 \"http://127.0.0.1:7050\", or --orderer)"
+                    .into(),
+            );
+        }
+        if let Some(org) = &self.node.org
+            && !self.network.orgs.contains(org)
+        {
+            return Err(format!(
+                "node.org: {org} is not one of network.orgs ({})",
+                self.network.orgs.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ledger's configuration: these settings over the defaults.
+    pub fn ledger_config(&self) -> LedgerConfig {
+        let mut ledger = LedgerConfig {
+            orgs: self.network.orgs.clone(),
+            org: self.node.org.clone(),
+            ..LedgerConfig::default()
+        };
+        ledger.orderer.channel = self.network.channel.clone();
+        ledger.validator.channel = self.network.channel.clone();
+        ledger.endorser.channel = self.network.channel.clone();
+        ledger.orderer.mode = match self.ordering.mode {
+            Mode::Streaming => OrderingMode::Streaming,
+            Mode::Blocks => OrderingMode::Blocks,
+        };
+        ledger.orderer.seal_max_txs = self.ordering.seal_max_txs;
+        ledger.orderer.seal_max_delay = Duration::from_millis(self.ordering.seal_max_delay_ms);
+        ledger.validator.workers = self.validator.workers;
+        ledger.validator.queue = self.validator.queue.max(1);
+        ledger.validator.commit_txs_max = self.validator.commit_txs_max;
+        ledger
+    }
+
+    /// The API's configuration: these settings over the defaults, with relative paths
+    /// taken from `dir`, the node's directory.
+    pub fn api_config(&self, dir: &Path) -> ApiConfig {
+        ApiConfig {
+            listen: self.api.listen,
+            message_bytes_max: self.api.message_bytes_max,
+            connection_streams_max: self.api.connection_streams_max,
+            streams_max: self.api.streams_max,
+            commit_waits_max: self.api.commit_waits_max,
+            admission_queue_max: self.api.admission_queue_max,
+            tls: self.tls_config(dir),
+            ..ApiConfig::default()
+        }
+    }
+
+    /// The API's TLS files when TLS is enabled, relative paths taken from `dir`.
+    pub fn tls_config(&self, dir: &Path) -> Option<TlsConfig> {
+        let tls = &self.api.tls;
+        if !tls.enabled {
+            return None;
+        }
+        let org = dir.join("identities").join(&self.network.orgs[0]);
+        let cert = match &tls.cert {
+            Some(cert) => dir.join(cert),
+            None => org.join(TLS_SERVER_CERT_FILE),
+        };
+        let key = match &tls.key {
+            Some(key) => dir.join(key),
+            None => org.join(TLS_SERVER_KEY_FILE),
+        };
+        Some(TlsConfig {
+            client_auth: tls.client_auth,
+            client_ca: tls.client_ca.as_ref().map(|ca| dir.join(ca)),
+            ..TlsConfig::new(cert, key)
+        })
+    }
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS's reason.
+        message: String,
+    },
+    /// The file is not a valid configuration.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        message: String,
+    },
+}
+
+/// What `runnel init` writes: every setting at its default, commented.
+pub const TEMPLATE: &str = r#"# Runnel node configuration. Every setting is optional; these are the defaults.
+# Flags and RUNNEL_* environment variables override this file (see `runnel start --help`).
+
+[node]
+# The roles this process runs: "all" (orderer and peer in one process), "orderer"
+# (the ordering service alone) or "peer" (a peer ordering through ordering.endpoint).
+role = "all"
+# The organisation this node acts for; unset: the first of network.orgs.
+# org = "Org1"
+# How the node's threads are scheduled: "batch" (SCHED_BATCH: a thread that wakes does
+# not preempt the one running, so the pipeline's batches grow under load; a lightly
+# loaded node's latency is the same) or "normal" (the system's default).
+scheduling = "batch"
+
+[network]
+# The channel served.
+channel = "main"
+# Organisations created by `runnel init` (ignored once identities/ exists).
+orgs = ["Org1"]
+
+[api]
+# gRPC, gRPC-web, /metrics, /healthz and the explorer, on one address.
+listen = "127.0.0.1:7051"
+# Largest message received or sent, in bytes.
+message_bytes_max = 33554432
+# Most concurrent calls on one HTTP/2 connection.
+connection_streams_max = 256
+# Most live server streams (events, deliveries, traces) at once.
+streams_max = 1024
+# Most CommitStatus calls waiting at once.
+commit_waits_max = 16384
+# Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
+# once; more are refused with RESOURCE_EXHAUSTED.
+admission_queue_max = 4096
+
+[api.tls]
+# Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or
+# HTTP/2 (ALPN h2 and http/1.1), /healthz, /metrics and the explorer. Clients trust the
+# CA that issued the certificate: for the one from `runnel init`, identities/<org>/tls/ca.pem.
+enabled = false
+# The certificate chain and its private key, PEM; relative paths are from this file's
+# directory. Unset: the first organisation's, identities/<org>/tls/server.pem and .key.
+# cert = "identities/Org1/tls/server.pem"
+# key = "identities/Org1/tls/server.key"
+# Mutual TLS: "none", "optional" (a certificate a client presents is checked) or
+# "required" (every client presents one); client certificates must chain to a CA
+# certificate in client_ca (PEM, one or more concatenated).
+client_auth = "none"
+# client_ca = "identities/Org1/tls/ca.pem"
+
+[ordering]
+# "streaming": each transaction is delivered at once, blocks are sealed behind the
+# stream; "blocks": Fabric-style, transactions are delivered in cut blocks.
+mode = "streaming"
+# A block is sealed when it holds this many transactions...
+seal_max_txs = 500
+# ... or when its first transaction has waited this long (milliseconds).
+seal_max_delay_ms = 250
+# The orderer a peer orders through (role "peer" only).
+# endpoint = "http://127.0.0.1:7050"
+
+[validator]
+# Signature-checking workers; 0: one when this node runs its orderer (the orderer and
+# endorsers already checked its signatures), one per core when it orders through
+# another process.
+workers = 0
+# Most transactions one group commit makes durable (one fsync); 0: no bound, each flush
+# takes everything validated since the last began. 1 turns group commit off.
+commit_txs_max = 0
+# Items each stage's input holds before the stage before it waits.
+queue = 4096
+
+[log]
+# A filter in RUST_LOG syntax, e.g. "info" or "info,runnel_server=debug".
+# Changeable while running: curl -X PUT --data debug http://127.0.0.1:7051/log/level
+level = "info"
+# "text" or "json".
+format = "text"
+
+[explorer]
+# The explorer's built files; unset: no explorer.
+# dir = "explorer/dist"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_is_the_defaults() {
+        assert_eq!(NodeConfig::parse(TEMPLATE).unwrap(), NodeConfig::default());
+        assert_eq!(NodeConfig::parse("").unwrap(), NodeConfig::default());
+    }
+
+    #[test]
+    fn settings_reach_the_ledger_and_the_api() {
+        let config = NodeConfig::parse(
+            "[network]\nchannel = \"c\"\norgs = [\"A\", \"B\"]\n\
+             [ordering]\nmode = \"blocks\"\nseal_max_txs = 10\nseal_max_delay_ms = 2000\n\
+             [api]\nlisten = \"127.0.0.1:9000\"\n",
+        )
+        .unwrap();
+        let ledger = config.ledger_config();
+        assert_eq!(ledger.orgs, vec!["A", "B"]);
+        assert_eq!(ledger.orderer.channel, "c");
+        assert_eq!(ledger.validator.channel, "c");
+        assert_eq!(ledger.endorser.channel, "c");
+        assert_eq!(ledger.orderer.mode, OrderingMode::Blocks);
+        assert_eq!(ledger.orderer.seal_max_delay, Duration::from_secs(2));
+        let api = config.api_config(Path::new("/net"));
+        assert_eq!(api.listen.port(), 9000);
+        assert_eq!(api.tls, None);
+    }
+
+    #[test]
+    fn tls_paths_are_from_the_node_directory() {
+        let dir = Path::new("/net");
+        let config =
+            NodeConfig::parse("[network]\norgs = [\"B\", \"A\"]\n[api.tls]\nenabled = true\n")
+                .unwrap();
+        let tls = config.api_config(dir).tls.unwrap();
+        assert_eq!(tls.cert, dir.join("identities/B/tls/server.pem"));
+        assert_eq!(tls.key, dir.join("identities/B/tls/server.key"));
+        assert_eq!(tls.client_auth, ClientAuth::None);
+        assert_eq!(tls.client_ca, None);
+
+        let config = NodeConfig::parse(
+            "[api.tls]\nenabled = true\ncert = \"certs/node.pem\"\nkey = \"/etc/node.key\"\n\
+             client_auth = \"required\"\nclient_ca = \"certs/clients.pem\"\n",
+        )
+        .unwrap();
+        let tls = config.api_config(dir).tls.unwrap();
+        assert_eq!(tls.cert, dir.join("certs/node.pem"));
+        assert_eq!(tls.key, Path::new("/etc/node.key"));
+        assert_eq!(tls.client_auth, ClientAuth::Required);
+        assert_eq!(tls.client_ca, Some(dir.join("certs/clients.pem")));
+
+        let bad = NodeConfig::parse("[api.tls]\nclient_auth = \"always\"\n").unwrap_err();
+        assert!(bad.contains("always"), "{bad}");
+        let unknown = NodeConfig::parse("[api.tls]\ncertificate = \"x\"\n").unwrap_err();
+        assert!(unknown.contains("certificate"), "{unknown}");
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_where() {
+        let unknown = NodeConfig::parse("[api]\nlisen = \"x\"\n").unwrap_err();
+        assert!(unknown.contains("lisen"), "{unknown}");
+        let bad_mode = NodeConfig::parse("[ordering]\nmode = \"fast\"\n").unwrap_err();
+        assert!(bad_mode.contains("fast"), "{bad_mode}");
+        assert!(NodeConfig::parse("[network]\norgs = []\n").is_err());
+        let no_orderer = NodeConfig::parse("[node]\nrole = \"peer\"\n").unwrap_err();
+        assert!(no_orderer.contains("ordering.endpoint"), "{no_orderer}");
+        let stranger = NodeConfig::parse("[node]\norg = \"Org9\"\n").unwrap_err();
+        assert!(stranger.contains("Org9"), "{stranger}");
+    }
+
+    #[test]
+    fn a_peer_names_its_org_and_orderer() {
+        let config = NodeConfig::parse(
+            "[node]\nrole = \"peer\"\norg = \"B\"\n[network]\norgs = [\"A\", \"B\"]\n\
+             [ordering]\nendpoint = \"http://127.0.0.1:7050\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.node.role, NodeRole::Peer);
+        assert_eq!(config.ledger_config().org.as_deref(), Some("B"));
+    }
+}

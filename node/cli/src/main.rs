@@ -1,0 +1,160 @@
+//! `runnel`: the Runnel command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use local::LocalCall;
+
+mod client;
+mod config;
+mod local;
+mod node;
+
+/// mimalloc: the API's many small allocations cost less than with glibc's malloc
+/// (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(
+    name = "runnel",
+    version,
+    about = "Runnel: a low-latency smart-contract ledger"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a network: a CA per organisation, admin/peer/client/orderer identities, and
+    /// a commented runnel.toml (like Fabric's cryptogen and configtxgen together).
+    Init(node::InitArgs),
+    /// Run a one-organisation dev node: created on first run in .runnel/dev, the example
+    /// contracts (kv, token, basic) deployed, the explorer served when built.
+    Dev(node::DevArgs),
+    /// Run the node of a network made by `runnel init`: every role in one process, or
+    /// the orderer or a peer alone (`--role`).
+    Start(node::ServeArgs),
+    /// Call a contract function as a transaction: endorse, sign, order, wait for commit.
+    Invoke(client::CallArgs),
+    /// Call a contract function on the node's current state, without a transaction.
+    Query(client::CallArgs),
+    /// Deploy (or --upgrade) a contract, signed by the organisation's admin.
+    Deploy(client::DeployArgs),
+    /// Show a transaction: proposal, read/write sets, events, endorsements, status.
+    Tx(client::TxArgs),
+    /// Show a sealed block and its transactions.
+    Block(client::BlockArgs),
+    /// Show the network and the node's heights.
+    Status(runnel_client::Connection),
+    /// Load a node like an application would and report throughput, latency per stage
+    /// and outcomes: per-transaction CSV, summary (text and JSON) and SVG plots.
+    Bench(runnel_bench::BenchArgs),
+    /// Show a digest of the node's durable state and its height: equal at equal heights
+    /// on every peer that validated the same stream.
+    StateHash(runnel_client::Connection),
+    /// Run one contract call locally against a state file and print the result, the
+    /// read/write set and the events. Writes are kept (as if committed) unless --dry-run.
+    Exec {
+        /// The contract module (.wasm), e.g. target/wasm32-unknown-unknown/contract/kv.wasm.
+        #[arg(long)]
+        wasm: PathBuf,
+        /// The contract's namespace; defaults to the module's file name.
+        #[arg(long)]
+        namespace: Option<String>,
+        /// The caller, as org/role/name.
+        #[arg(long = "as", default_value = "Org1/client/user1")]
+        identity: String,
+        /// Directory for the state file and the compiled-artifact cache.
+        #[arg(long, env = "RUNNEL_DATA_DIR", default_value = ".runnel")]
+        data_dir: PathBuf,
+        /// Do not keep the call's writes.
+        #[arg(long)]
+        dry_run: bool,
+        /// The function to call.
+        function: String,
+        /// Its arguments (each is JSON, or plain text for strings).
+        args: Vec<String>,
+    },
+}
+
+/// `purge_delay` in mimalloc's `mi_option_e` (mimalloc.h, v3).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// How long mimalloc keeps memory no longer used before it returns it to the OS. Its
+/// default, one second, is shorter than the swings of a busy node's memory (batches,
+/// the sled cache), so the node kept returning pages and faulting them back in: about 3%
+/// of its CPU under load (docs/benchmarks.md). `MIMALLOC_PURGE_DELAY` overrides it.
+const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+fn main() -> ExitCode {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a plain option before any other thread runs.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Init(args) => node::init(&args),
+        Command::Dev(args) => node::dev(&args),
+        Command::Start(args) => node::start(&args),
+        Command::Invoke(args) => client::invoke(&args),
+        Command::Query(args) => client::query(&args),
+        Command::Deploy(args) => client::deploy(&args),
+        Command::Tx(args) => client::transaction(&args),
+        Command::Block(args) => client::block(&args),
+        Command::Status(args) => client::node_status(&args),
+        Command::Bench(args) => runnel_bench::bench(&args),
+        Command::StateHash(args) => client::state_hash(&args),
+        Command::Exec {
+            wasm,
+            namespace,
+            identity,
+            data_dir,
+            dry_run,
+            function,
+            args,
+        } => {
+            let call = LocalCall {
+                wasm,
+                namespace,
+                function,
+                args,
+                identity,
+                data_dir,
+                commit: !dry_run,
+            };
+            local::run(&call).map(|report| {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
+            })
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // SAFETY: reads a plain option.
+        let default = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        // mimalloc v3's documented default for purge_delay: the index names that option.
+        assert_eq!(default, 1_000);
+    }
+}

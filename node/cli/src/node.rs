@@ -1,0 +1,566 @@
+//! `runnel init`, `runnel start` and `runnel dev`: create a network and run a node.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use runnel_server::ordering::OrderingServerHandle;
+
+use crate::config::{self, NodeConfig, NodeRole};
+use runnel_client::Connection;
+use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
+use runnel_ledger::ledger::Ledger;
+use runnel_ledger::orderer::{Orderer, SoloOrderer};
+use runnel_server::metrics::NodeMetrics;
+use runnel_server::ops;
+use runnel_server::remote::RemoteOrderer;
+use runnel_server::sched::{self, Scheduling};
+use runnel_server::{ApiConfig, ClientAuth, Server, TlsConfig};
+use tokio_rustls::rustls::pki_types::ServerName;
+
+/// The example contracts `runnel dev` deploys: contract name and module file.
+const EXAMPLES: [(&str, &str); 3] = [
+    ("kv", "kv.wasm"),
+    ("token", "token.wasm"),
+    ("basic", "asset_transfer.wasm"),
+];
+
+/// `runnel init`.
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The node's data directory: identities/, runnel.toml, and later its stores.
+    #[arg(long, env = "RUNNEL_DIR", default_value = ".runnel/node")]
+    pub dir: PathBuf,
+    /// The organisations, comma-separated. Each gets a CA and admin, peer, client and
+    /// orderer identities.
+    #[arg(long, value_delimiter = ',', default_value = "Org1")]
+    pub orgs: Vec<String>,
+    /// The channel the network serves.
+    #[arg(long, default_value = "main")]
+    pub channel: String,
+    /// How long the certificates are valid, in days.
+    #[arg(long, default_value_t = 3650)]
+    pub validity_days: i64,
+    /// Another name the nodes' TLS server certificates are valid for, besides localhost,
+    /// 127.0.0.1 and ::1: a DNS name or an IP address clients reach the node by.
+    /// Repeatable.
+    #[arg(long = "tls-host", value_name = "NAME")]
+    pub tls_hosts: Vec<String>,
+}
+
+/// What `runnel start` and `runnel dev` share: where the node is and how it serves.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The node's data directory (see `runnel init`).
+    #[arg(long, env = "RUNNEL_DIR")]
+    pub dir: Option<PathBuf>,
+    /// Listen here for gRPC, gRPC-web, /metrics, /healthz and the explorer (overrides
+    /// `api.listen` of runnel.toml).
+    #[arg(long, env = "RUNNEL_LISTEN")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// The explorer's built files to serve at / (overrides `explorer.dir`).
+    #[arg(long, env = "RUNNEL_EXPLORER")]
+    pub explorer: Option<PathBuf>,
+    /// The log filter, RUST_LOG syntax (overrides `log.level`).
+    #[arg(long, env = "RUNNEL_LOG")]
+    pub log: Option<String>,
+    /// Log as JSON lines (overrides `log.format`).
+    #[arg(long)]
+    pub log_json: bool,
+    /// The roles this process runs: all (orderer and peer), orderer, or peer
+    /// (overrides `node.role`).
+    #[arg(long, env = "RUNNEL_ROLE", value_enum)]
+    pub role: Option<NodeRole>,
+    /// The organisation this node acts for (overrides `node.org`).
+    #[arg(long, env = "RUNNEL_ORG")]
+    pub org: Option<String>,
+    /// The orderer a peer orders through, http://host:port (overrides
+    /// `ordering.endpoint`).
+    #[arg(long, env = "RUNNEL_ORDERER")]
+    pub orderer: Option<String>,
+    /// Serve the API over TLS (https), or not with `--tls=false` (overrides
+    /// `api.tls.enabled`).
+    #[arg(long, env = "RUNNEL_TLS", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub tls: Option<bool>,
+    /// The API's TLS certificate chain, PEM (overrides `api.tls.cert`).
+    #[arg(long, env = "RUNNEL_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The API's TLS private key, PEM (overrides `api.tls.key`).
+    #[arg(long, env = "RUNNEL_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: none, optional or required (overrides `api.tls.client_auth`).
+    #[arg(long, env = "RUNNEL_TLS_CLIENT_AUTH", value_name = "MODE")]
+    pub tls_client_auth: Option<ClientAuth>,
+    /// The CA certificates, PEM, client certificates must chain to (overrides
+    /// `api.tls.client_ca`).
+    #[arg(long, env = "RUNNEL_TLS_CLIENT_CA", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// How the node's threads are scheduled (overrides `node.scheduling`): batch
+    /// (SCHED_BATCH, no wake-up preemption: throughput under load) or normal.
+    #[arg(long, env = "RUNNEL_SCHEDULING", value_enum)]
+    pub scheduling: Option<Scheduling>,
+}
+
+/// `runnel dev`'s own flags.
+#[derive(Args, Debug)]
+pub struct DevArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Where the example contracts' modules are (built by scripts/build-contracts.sh).
+    #[arg(
+        long,
+        env = "RUNNEL_CONTRACTS",
+        default_value = "target/wasm32-unknown-unknown/contract"
+    )]
+    pub contracts: PathBuf,
+}
+
+/// Creates a network's identities and a commented runnel.toml in `args.dir`.
+pub fn init(args: &InitArgs) -> Result<()> {
+    create(
+        &args.dir,
+        &args.orgs,
+        &args.channel,
+        time::Duration::days(args.validity_days),
+        &Tls {
+            enabled: true,
+            hosts: &args.tls_hosts,
+        },
+    )?;
+    println!(
+        "created a network of {} in {}",
+        args.orgs.join(", "),
+        args.dir.display()
+    );
+    println!("  identities: {}", args.dir.join("identities").display());
+    println!(
+        "  settings:   {}",
+        args.dir.join(config::FILE_NAME).display()
+    );
+    let mut hosts: Vec<&str> = TLS_LOCAL_HOSTS.to_vec();
+    hosts.extend(args.tls_hosts.iter().map(String::as_str));
+    println!(
+        "  TLS:        on; clients trust {} (valid for {})",
+        args.dir
+            .join("identities")
+            .join(&args.orgs[0])
+            .join(TLS_CA_FILE)
+            .display(),
+        hosts.join(", ")
+    );
+    println!("start it with: runnel start --dir {}", args.dir.display());
+    Ok(())
+}
+
+/// The TLS part of a new network.
+struct Tls<'a> {
+    /// Whether runnel.toml turns it on.
+    enabled: bool,
+    /// Names the TLS server certificates hold besides the local ones.
+    hosts: &'a [String],
+}
+
+fn create(
+    dir: &Path,
+    orgs: &[String],
+    channel: &str,
+    validity: time::Duration,
+    tls: &Tls<'_>,
+) -> Result<()> {
+    let identities = dir.join("identities");
+    if identities.exists() {
+        bail!(
+            "{} already holds a network ({} exists); choose another --dir",
+            dir.display(),
+            identities.display()
+        );
+    }
+    if orgs.is_empty() || orgs.iter().any(|org| org.trim().is_empty()) {
+        bail!("--orgs: give at least one organisation name");
+    }
+    let names: Vec<&str> = orgs.iter().map(String::as_str).collect();
+    for host in tls.hosts {
+        // What a client may connect by: a DNS name (a wildcard's base too) or an IP address.
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        if ServerName::try_from(name).is_err() {
+            bail!("--tls-host: `{host}` is neither a DNS name nor an IP address");
+        }
+    }
+    let network = NetworkIdentities::generate_with_tls_hosts(&names, validity, tls.hosts)
+        .context("generating the network's identities")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let staging = dir.join("identities.new");
+    network
+        .write(&staging)
+        .with_context(|| format!("writing {}", staging.display()))?;
+    std::fs::rename(&staging, &identities)?;
+    let settings = dir.join(config::FILE_NAME);
+    if !settings.exists() {
+        let quoted: Vec<String> = orgs.iter().map(|org| format!("{org:?}")).collect();
+        let first = &orgs[0];
+        let mut text = config::TEMPLATE
+            .replace("channel = \"main\"", &format!("channel = {channel:?}"))
+            .replace(
+                "orgs = [\"Org1\"]",
+                &format!("orgs = [{}]", quoted.join(", ")),
+            )
+            .replace(
+                "# cert = \"identities/Org1/tls/server.pem\"",
+                &format!("cert = {:?}", format!("identities/{first}/tls/server.pem")),
+            )
+            .replace(
+                "# key = \"identities/Org1/tls/server.key\"",
+                &format!("key = {:?}", format!("identities/{first}/tls/server.key")),
+            )
+            .replace(
+                "# client_ca = \"identities/Org1/tls/ca.pem\"",
+                &format!(
+                    "# client_ca = {:?}",
+                    format!("identities/{first}/tls/ca.pem")
+                ),
+            );
+        if tls.enabled {
+            text = text.replace("\nenabled = false\n", "\nenabled = true\n");
+        }
+        std::fs::write(&settings, text)
+            .with_context(|| format!("writing {}", settings.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs the node in `args.dir` until interrupted.
+pub fn start(args: &ServeArgs) -> Result<()> {
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".runnel/node"));
+    if !dir.join("identities").exists() {
+        bail!(
+            "{} holds no network yet: run `runnel init --dir {}` first (or `runnel dev`)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    serve(&dir, args, None)
+}
+
+/// Runs a one-org dev node with the example contracts deployed.
+pub fn dev(args: &DevArgs) -> Result<()> {
+    let dir = args
+        .serve
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".runnel/dev"));
+    if !dir.join("identities").exists() {
+        eprintln!(
+            "creating a one-organisation dev network in {}",
+            dir.display()
+        );
+        // A local node: TLS certificates are made, but it serves plain HTTP unless
+        // given --tls.
+        create(
+            &dir,
+            &["Org1".to_string()],
+            "main",
+            time::Duration::days(3650),
+            &Tls {
+                enabled: false,
+                hosts: &[],
+            },
+        )?;
+    }
+    serve(&dir, &args.serve, Some(&args.contracts))
+}
+
+fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
+    let mut config = NodeConfig::load(&dir.join(config::FILE_NAME))?;
+    if let Some(listen) = args.listen {
+        config.api.listen = listen;
+    }
+    if let Some(explorer) = &args.explorer {
+        config.explorer.dir = Some(explorer.clone());
+    }
+    if let Some(level) = &args.log {
+        config.log.level = level.clone();
+    }
+    if args.log_json {
+        config.log.format = runnel_server::ops::LogFormat::Json;
+    }
+    if let Some(role) = args.role {
+        config.node.role = role;
+    }
+    if let Some(org) = &args.org {
+        config.node.org = Some(org.clone());
+    }
+    if let Some(orderer) = &args.orderer {
+        config.ordering.endpoint = Some(orderer.clone());
+    }
+    if let Some(scheduling) = args.scheduling {
+        config.node.scheduling = scheduling;
+    }
+    config
+        .check_roles()
+        .map_err(|message| anyhow::anyhow!("{message}"))?;
+    if examples.is_some() && config.node.role != NodeRole::All {
+        bail!("runnel dev runs every role in one process; use runnel start for --role");
+    }
+    let tls = &mut config.api.tls;
+    if let Some(enabled) = args.tls {
+        tls.enabled = enabled;
+    }
+    // Paths on the command line are the caller's, from the current directory.
+    let from_here = |path: &PathBuf| {
+        std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
+    };
+    if let Some(cert) = &args.tls_cert {
+        tls.cert = Some(from_here(cert)?);
+    }
+    if let Some(key) = &args.tls_key {
+        tls.key = Some(from_here(key)?);
+    }
+    if let Some(mode) = args.tls_client_auth {
+        tls.client_auth = mode;
+    }
+    if let Some(ca) = &args.tls_client_ca {
+        tls.client_ca = Some(from_here(ca)?);
+    }
+    let api: ApiConfig = config.api_config(dir);
+    // Checked before the ledger opens: a bad file stops the node at once, naming it.
+    if let Some(tls) = &api.tls {
+        tls.server_config().context("setting up the API's TLS")?;
+    }
+    let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
+    // Before the ledger and the runtimes start their threads, which inherit it.
+    if let Err(error) = sched::apply(config.node.scheduling) {
+        tracing::warn!(%error, policy = ?config.node.scheduling, "keeping the system's scheduling policy");
+    }
+    let explorer = config.explorer.dir.clone().filter(|dir| {
+        let found = dir.join("index.html").is_file();
+        if !found {
+            tracing::warn!(dir = %dir.display(), "no explorer build there (index.html); serving the API only");
+        }
+        found
+    });
+
+    eprintln!(
+        "opening the ledger in {} (the first start compiles the contracts)",
+        dir.display()
+    );
+    let ledger = match config.node.role {
+        NodeRole::All => Ledger::open(dir, config.ledger_config()),
+        NodeRole::Orderer => return serve_orderer(dir, &config, &api),
+        NodeRole::Peer => {
+            let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
+            // The peer speaks to its orderer as a client of the network: the TLS CAs
+            // and client certificate of its organisation in the network directory.
+            let tls = match endpoint.starts_with("https://") {
+                true => Some(runnel_client::client_tls(&Connection {
+                    url: endpoint.to_string(),
+                    dir: dir.to_path_buf(),
+                    org: config
+                        .node
+                        .org
+                        .clone()
+                        .unwrap_or_else(|| config.network.orgs[0].clone()),
+                    tls_ca: None,
+                    tls_client_cert: None,
+                    tls_client_key: None,
+                    tls_server_name: None,
+                })?),
+                false => None,
+            };
+            let orderer = RemoteOrderer::connect(
+                endpoint,
+                tls,
+                config.api.message_bytes_max,
+                ORDERER_TIMEOUT,
+            )
+            .with_context(|| format!("the orderer at {endpoint}"))?;
+            Ledger::open_peer(dir, config.ledger_config(), Arc::new(orderer))
+        }
+    };
+    let ledger =
+        Arc::new(ledger.with_context(|| format!("opening the ledger in {}", dir.display()))?);
+    if let Some(modules) = examples {
+        deploy_examples(&ledger, modules)?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel-api")
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(async {
+        let metrics = Arc::new(NodeMetrics::new(&ledger));
+        let collector = tokio::spawn(
+            metrics
+                .clone()
+                .collect(ledger.completed_traces(), ledger.statuses()),
+        );
+        let stop = interrupted();
+        let tls = api.tls.clone();
+        let server = Server::bind(ledger.clone(), api).await?;
+        let addr = server.local_addr();
+        let url = server.url();
+        banner(
+            &url,
+            tls.as_ref(),
+            explorer.is_some(),
+            examples.is_some(),
+            dir,
+        );
+        tracing::info!(%addr, tls = tls.is_some(), dir = %dir.display(), "serving");
+        let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
+        let served = server.serve_with(extra, stop).await;
+        collector.abort();
+        served.map_err(anyhow::Error::from)
+    });
+    tracing::info!("stopping");
+    ledger.close();
+    served
+}
+
+/// How long a peer waits for its orderer to answer a call.
+const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service on
+/// the API's address, until interrupted.
+fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()> {
+    let keys = NetworkKeys::load(&dir.join("identities"))
+        .with_context(|| format!("reading the identities in {}", dir.display()))?;
+    let org = config
+        .node
+        .org
+        .clone()
+        .unwrap_or_else(|| keys.orgs[0].clone());
+    let signer = keys
+        .signer(&org, Role::Orderer)
+        .cloned()
+        .with_context(|| format!("no orderer identity for {org}"))?;
+    let msp = Arc::new(keys.msp()?);
+    let ledger = config.ledger_config();
+    let orderer: Arc<dyn Orderer> = Arc::new(
+        SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp, signer)
+            .with_context(|| format!("opening the orderer's log in {}", dir.display()))?,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel-api")
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(async {
+        let stop = interrupted();
+        let server = OrderingServerHandle::bind(
+            orderer.clone(),
+            config.api.listen,
+            config.api.message_bytes_max,
+        )
+        .await?;
+        let addr = server.local_addr();
+        let scheme = if api.tls.is_some() { "https" } else { "http" };
+        println!();
+        println!("Runnel orderer ready ({}, as {org})", dir.display());
+        println!("  ordering service   {scheme}://{addr}");
+        println!("  peers start with   runnel start --role peer --orderer {scheme}://{addr}");
+        println!();
+        tracing::info!(%addr, dir = %dir.display(), "ordering");
+        server
+            .serve(api.tls.as_ref(), stop)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    tracing::info!("stopping");
+    orderer.close();
+    served
+}
+
+/// Deploys each example contract that is not deployed yet.
+fn deploy_examples(ledger: &Ledger, modules: &Path) -> Result<()> {
+    let deployed: Vec<String> = ledger
+        .contracts("", 1000)?
+        .into_iter()
+        .map(|definition| definition.name)
+        .collect();
+    for (name, file) in EXAMPLES {
+        if deployed.iter().any(|d| d == name) {
+            continue;
+        }
+        let path = modules.join(file);
+        let code = std::fs::read(&path).with_context(|| {
+            format!(
+                "reading the example contract {} (build it with ./scripts/build-contracts.sh, or pass --contracts)",
+                path.display()
+            )
+        })?;
+        eprintln!("deploying example contract {name} ({})", path.display());
+        ledger
+            .deploy(name, "1", &code, "")
+            .with_context(|| format!("deploying {name}"))?;
+    }
+    Ok(())
+}
+
+fn banner(url: &str, tls: Option<&TlsConfig>, explorer: bool, dev: bool, dir: &Path) {
+    println!();
+    println!("Runnel node ready ({})", dir.display());
+    println!("  gRPC and gRPC-web  {url}");
+    if let Some(tls) = tls {
+        println!("  TLS certificate    {}", tls.cert.display());
+        if tls.client_auth != ClientAuth::None {
+            println!("  mutual TLS         {}", tls.client_auth);
+        }
+    }
+    if explorer {
+        println!("  explorer           {url}/");
+    }
+    println!("  metrics            {url}/metrics");
+    println!("  health             {url}/healthz");
+    if dev {
+        let runnel = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.to_str().map(str::to_owned))
+            .unwrap_or_else(|| "runnel".into());
+        let flags = format!("--url {url} --dir {}", dir.display());
+        println!();
+        println!("Try, from another terminal:");
+        println!("  {runnel} invoke {flags} kv put greeting \"hello, runnel\"");
+        println!("  {runnel} query  {flags} kv get greeting");
+        println!("  {runnel} status {flags}");
+    }
+    println!();
+    println!(
+        "Ctrl-C stops the node; everything committed stays in {}.",
+        dir.display()
+    );
+}
+
+/// Completes on Ctrl-C or SIGTERM. The handlers are in place when this returns (it must
+/// be called inside the runtime), so a signal that comes before the node serves, just
+/// after its banner, stops it cleanly instead of killing it or being lost.
+fn interrupted() -> impl Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        async fn next(signal: Option<Signal>) {
+            match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        let interrupt = next(signal(SignalKind::interrupt()).ok());
+        let terminate = next(signal(SignalKind::terminate()).ok());
+        async move {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

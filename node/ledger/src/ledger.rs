@@ -1,0 +1,1101 @@
+//! The embeddable ledger: every role in one process, the way one embeds SQLite.
+//!
+//! [`Ledger::open`] wires a solo orderer, one peer's validator pipeline, its world state
+//! and its endorsers over a directory:
+//!
+//! | path | what |
+//! |---|---|
+//! | `identities/<org>/` | CA certificate, and certificate + key of the org's admin, peer, client and orderer; `tls/`: the org's TLS CA certificate and TLS server and client certificates + keys; generated on first open |
+//! | `state/` | the peer's state and block store (sled) |
+//! | `orderer/` | the orderer's log (sled) |
+//! | `artifacts/` | compiled contract artifacts |
+//!
+//! [`Ledger::submit`] runs the whole flow for one call: a signed proposal, endorsements
+//! from as many of the network's peers as the contract's policy needs, the signed
+//! transaction to the orderer, then waits until the validator has committed it.
+//!
+//! ```no_run
+//! use runnel_node::ledger::{Ledger, LedgerConfig};
+//! # fn main() -> Result<(), runnel_node::ledger::LedgerError> {
+//! # let kv_wasm: Vec<u8> = Vec::new();
+//! let ledger = Ledger::open("/tmp/runnel-demo".as_ref(), LedgerConfig::default())?;
+//! ledger.deploy("kv", "1.0", &kv_wasm, "")?;
+//! let committed = ledger.submit("kv", "put", &[b"colour", b"blue"])?;
+//! println!("committed at seq {}", committed.seq);
+//! let value = ledger.evaluate("kv", "get", &[b"colour"])?;
+//! # Ok(()) }
+//! ```
+//!
+//! A runnable version is `node/examples/embedded.rs`.
+//!
+//! For transactions assembled and signed elsewhere (the API's clients), the same flow is
+//! split where a client's key is needed: [`Ledger::endorse_signed`] takes a proposal the
+//! client signed and returns the endorsed transaction for the client to sign;
+//! [`Ledger::submit_signed`] orders the signed transaction; [`Ledger::status`] and the
+//! [`Ledger::statuses`] broadcast tell how far it has got.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use prost::Message;
+use runnel_runtime::{Runtime, RuntimeConfig};
+use tokio::sync::broadcast;
+
+use crate::endorser::{Checked, EndorseError, Endorsed, Endorser, EndorserConfig};
+use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
+use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
+use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
+use crate::policy::Endorser as PolicyEndorser;
+use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
+use crate::sig::SigCheck;
+use crate::store::{StoreError, TxRecord, WorldState};
+use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
+use crate::tx;
+use crate::validator::{
+    BlockEvent, CommittedEvent, Hub, Phase, TxStatus, Validator, ValidatorConfig, ValidatorError,
+};
+
+/// How a ledger is set up.
+#[derive(Debug, Clone)]
+pub struct LedgerConfig {
+    /// Organisations generated on first open (ignored once identities exist).
+    pub orgs: Vec<String>,
+    /// How long generated certificates are valid.
+    pub identity_validity: time::Duration,
+    /// Ordering: streaming (default) or Fabric-style blocks, seal cadence.
+    pub orderer: OrdererConfig,
+    /// The validator pipeline.
+    pub validator: ValidatorConfig,
+    /// The endorsers.
+    pub endorser: EndorserConfig,
+    /// The contract runtime (its artifact cache defaults to `artifacts/` in the ledger
+    /// directory).
+    pub runtime: RuntimeConfig,
+    /// Transactions whose traces are kept.
+    pub traces_kept: usize,
+    /// The organisation this node acts for: it endorses as that organisation's peer
+    /// only. `None`: every organisation whose keys are in the directory (one process
+    /// standing for the whole network).
+    pub org: Option<String>,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        LedgerConfig {
+            orgs: vec!["Org1".to_string()],
+            identity_validity: time::Duration::days(3650),
+            orderer: OrdererConfig::default(),
+            validator: ValidatorConfig::default(),
+            endorser: EndorserConfig::default(),
+            runtime: RuntimeConfig::default(),
+            traces_kept: crate::trace::TRACES_KEPT,
+            org: None,
+        }
+    }
+}
+
+/// Why a ledger call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    /// Identities could not be generated, written or read.
+    #[error("identities: {0}")]
+    Identity(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The orderer refused or failed.
+    #[error(transparent)]
+    Order(#[from] OrderError),
+    /// Endorsement failed (the contract's error, a bad proposal, ...).
+    #[error(transparent)]
+    Endorse(#[from] EndorseError),
+    /// The validator stopped.
+    #[error(transparent)]
+    Validator(#[from] ValidatorError),
+    /// A configured policy does not parse.
+    #[error("policy: {0}")]
+    Policy(String),
+    /// A committed result does not decode.
+    #[error("unexpected result: {0}")]
+    BadResult(String),
+    /// The contract runtime could not start.
+    #[error("runtime: {0}")]
+    Runtime(String),
+    /// No set of this network's peers satisfies the contract's endorsement policy.
+    #[error("no endorsers of this network satisfy the policy of `{0}`")]
+    Unendorsable(String),
+    /// The transaction was ordered and recorded, but invalid.
+    #[error("transaction {tx_id} at seq {seq} is invalid: {code}")]
+    Rejected {
+        /// Its id.
+        tx_id: TxId,
+        /// Its place in the stream.
+        seq: Seq,
+        /// Why.
+        code: ValidationCode,
+    },
+    /// The ledger stopped before the transaction's status arrived.
+    #[error("the ledger closed before transaction {0} was committed")]
+    Closed(TxId),
+    /// A transaction with this id is already in the ledger (a replay); it was not
+    /// ordered again.
+    #[error("transaction {tx_id} is already in the ledger at seq {seq} (replayed transaction)")]
+    DuplicateTxId {
+        /// The id.
+        tx_id: TxId,
+        /// Where the ledger holds it.
+        seq: Seq,
+    },
+}
+
+impl LedgerError {
+    /// A stable name for the error (API status details, SDK error types).
+    pub fn code(&self) -> &'static str {
+        match self {
+            LedgerError::Identity(_) => "IDENTITY",
+            LedgerError::Store(_) => "STATE_UNAVAILABLE",
+            LedgerError::Order(e) => e.code(),
+            LedgerError::Endorse(e) => e.code(),
+            LedgerError::Validator(_) => "VALIDATOR_STOPPED",
+            LedgerError::Policy(_) => "BAD_POLICY",
+            LedgerError::BadResult(_) => "BAD_RESULT",
+            LedgerError::Runtime(_) => "RUNTIME",
+            LedgerError::Unendorsable(_) => "ENDORSEMENT_POLICY_FAILURE",
+            LedgerError::Rejected { code, .. } => code.as_str(),
+            LedgerError::Closed(_) => "CLOSED",
+            LedgerError::DuplicateTxId { .. } => "DUPLICATE_TXID",
+        }
+    }
+}
+
+/// A committed, valid transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// Its id.
+    pub tx_id: TxId,
+    /// Its place in the stream (the version of every key it wrote).
+    pub seq: Seq,
+    /// What the function returned.
+    pub result: Vec<u8>,
+}
+
+/// A signed proposal to endorse, or only to evaluate ([`Ledger::run_proposals`]).
+#[derive(Debug, Clone)]
+pub enum ProposalCall {
+    /// Endorse it: the answer is a transaction to sign and submit.
+    Endorse(SignedProposal),
+    /// Evaluate it: the answer is the function's result; nothing is submitted.
+    Evaluate(SignedProposal),
+}
+
+/// The answer to a [`ProposalCall`].
+#[derive(Debug)]
+pub enum ProposalAnswer {
+    /// What [`Ledger::endorse_signed`] answered.
+    Endorsed(Result<Prepared, LedgerError>),
+    /// What [`Ledger::evaluate_signed`] answered.
+    Evaluated(Result<Vec<u8>, LedgerError>),
+}
+
+/// A transaction endorsed for a proposal signed elsewhere, for its creator to sign
+/// ([`crate::tx::sign_transaction`]) and submit ([`Ledger::submit_signed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// Its id.
+    pub tx_id: TxId,
+    /// The signed proposal, the agreed payload and the endorsements.
+    pub transaction: Transaction,
+    /// What the function returned, as endorsed.
+    pub result: Vec<u8>,
+}
+
+/// A transaction as the ledger holds it at its place in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTx {
+    /// Its place in the stream.
+    pub seq: Seq,
+    /// Its id (for bytes that do not decode, the SHA-256 of the bytes, as the validator
+    /// records them).
+    pub tx_id: TxId,
+    /// Its validation code.
+    pub code: ValidationCode,
+    /// The orderer's clock when it ordered it, Unix milliseconds. `None` for a
+    /// `DUPLICATE_TXID`: the ledger keeps one record per id, the first one's.
+    pub timestamp_ms: Option<u64>,
+    /// The encoded `SignedTransaction`, exactly as ordered.
+    pub bytes: Vec<u8>,
+}
+
+/// What the ledger is and how far it has got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerInfo {
+    /// The channel served.
+    pub channel: String,
+    /// The network's organisations.
+    pub orgs: Vec<String>,
+    /// Streaming or Fabric-style blocks.
+    pub mode: OrderingMode,
+    /// A block is sealed when it holds this many transactions...
+    pub seal_max_txs: usize,
+    /// ... or when its first transaction has waited this long.
+    pub seal_max_delay: std::time::Duration,
+    /// The last seq the orderer assigned.
+    pub ordered_height: Seq,
+    /// The last seq validated (staged).
+    pub validated_height: Seq,
+    /// The last seq durable on this peer.
+    pub committed_height: Seq,
+    /// The last block sealed on this peer.
+    pub last_block: Option<BlockNumber>,
+    /// Largest signed proposal the endorsers accept, in bytes.
+    pub proposal_bytes_max: usize,
+    /// Largest signed transaction the orderer accepts, in bytes.
+    pub transaction_bytes_max: usize,
+}
+
+/// A transaction's inclusion in a sealed block, checkable with
+/// [`crate::block::verify_proof`] against the seal (whose orderer signature anyone can
+/// check through the network's MSP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    /// The block's seal, as the orderer signed it.
+    pub seal: crate::block::SignedSealed,
+    /// The transaction, exactly as ordered.
+    pub transaction: Vec<u8>,
+    /// The Merkle audit path.
+    pub proof: crate::proto::InclusionProof,
+}
+
+/// An organisation's identities, as the ledger uses them.
+struct Org {
+    name: String,
+    peer: Endorser,
+    admin: Endorser,
+    client: Signer,
+    admin_signer: Signer,
+}
+
+/// Every role of a Runnel network in one process (see the module doc).
+pub struct Ledger {
+    dir: PathBuf,
+    msp: Arc<Msp>,
+    world: Arc<WorldState>,
+    orderer: Arc<dyn Orderer>,
+    validator: Validator,
+    hub: Arc<Hub>,
+    traces: Arc<TraceBook>,
+    orgs: Vec<Org>,
+    channel: String,
+    orderer_config: OrdererConfig,
+    proposal_bytes_max: usize,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn identity_error(e: impl std::fmt::Display) -> LedgerError {
+    LedgerError::Identity(e.to_string())
+}
+
+impl Ledger {
+    /// Opens the ledger in `dir`, creating it (and a network of `config.orgs`) if empty,
+    /// and starts ordering and validating. Transactions ordered but not yet committed
+    /// when it last stopped are validated again from the orderer's log.
+    pub fn open(dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
+        Ledger::open_with(dir, config, None)
+    }
+
+    /// Opens a peer in `dir` that orders through `orderer` (another process's, see
+    /// runnel-server's `RemoteOrderer`) instead of running one. The directory needs
+    /// the network's identities (`runnel init`); state and traces are this peer's own.
+    pub fn open_peer(
+        dir: &Path,
+        config: LedgerConfig,
+        orderer: Arc<dyn Orderer>,
+    ) -> Result<Ledger, LedgerError> {
+        if !dir.join("identities").exists() {
+            return Err(LedgerError::Identity(format!(
+                "{} holds no network identities (copy them from `runnel init`)",
+                dir.display()
+            )));
+        }
+        Ledger::open_with(dir, config, Some(orderer))
+    }
+
+    fn open_with(
+        dir: &Path,
+        config: LedgerConfig,
+        orderer: Option<Arc<dyn Orderer>>,
+    ) -> Result<Ledger, LedgerError> {
+        let identities = dir.join("identities");
+        if !identities.exists() {
+            let orgs: Vec<&str> = config.orgs.iter().map(String::as_str).collect();
+            let network = NetworkIdentities::generate(&orgs, config.identity_validity)
+                .map_err(identity_error)?;
+            let staging = dir.join("identities.new");
+            network.write(&staging).map_err(identity_error)?;
+            std::fs::rename(&staging, &identities).map_err(identity_error)?;
+        }
+        let keys = NetworkKeys::load(&identities).map_err(identity_error)?;
+        let msp = Arc::new(keys.msp().map_err(identity_error)?);
+        let signer = |org: &str, role: Role| -> Result<Signer, LedgerError> {
+            keys.signer(org, role)
+                .cloned()
+                .ok_or_else(|| LedgerError::Identity(format!("no {role} identity for {org}")))
+        };
+
+        let world = Arc::new(WorldState::open(&dir.join("state"))?);
+        let names: Vec<String> = match &config.org {
+            None => keys.orgs.clone(),
+            Some(org) if keys.orgs.contains(org) => vec![org.clone()],
+            Some(org) => {
+                return Err(LedgerError::Identity(format!(
+                    "no organisation {org} in the network ({})",
+                    keys.orgs.join(", ")
+                )));
+            }
+        };
+        let mut validator_config = config.validator.clone();
+        validator_config.workers =
+            crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());
+        let orderer: Arc<dyn Orderer> = match orderer {
+            Some(orderer) => orderer,
+            None => Arc::new(SoloOrderer::open(
+                &dir.join("orderer"),
+                config.orderer.clone(),
+                msp.clone(),
+                signer(&names[0], Role::Orderer)?,
+            )?),
+        };
+        let hub = Arc::new(Hub::default());
+        let traces = Arc::new(TraceBook::new(config.traces_kept));
+        let validator = Validator::start(
+            validator_config,
+            msp.clone(),
+            world.clone(),
+            &*orderer,
+            hub.clone(),
+            traces.clone(),
+        )?;
+
+        let mut runtime_config = config.runtime.clone();
+        runtime_config
+            .cache_dir
+            .get_or_insert_with(|| dir.join("artifacts"));
+        let runtime = Arc::new(
+            Runtime::new(runtime_config).map_err(|e| LedgerError::Runtime(e.to_string()))?,
+        );
+        let endorser = |signer: Signer| {
+            Endorser::new(
+                config.endorser.clone(),
+                msp.clone(),
+                signer,
+                runtime.clone(),
+                world.clone(),
+            )
+            .map_err(|e| LedgerError::Policy(e.to_string()))
+        };
+        let orgs = names
+            .iter()
+            .map(|name| {
+                Ok(Org {
+                    name: name.clone(),
+                    peer: endorser(signer(name, Role::Peer)?)?,
+                    admin: endorser(signer(name, Role::Admin)?)?,
+                    client: signer(name, Role::Client)?,
+                    admin_signer: signer(name, Role::Admin)?,
+                })
+            })
+            .collect::<Result<Vec<Org>, LedgerError>>()?;
+        Ok(Ledger {
+            dir: dir.to_path_buf(),
+            msp,
+            world,
+            orderer,
+            validator,
+            hub,
+            traces,
+            orgs,
+            channel: config.endorser.channel.clone(),
+            orderer_config: config.orderer.clone(),
+            proposal_bytes_max: config.endorser.proposal_bytes_max,
+        })
+    }
+
+    /// The first organisation's client identity, what [`Ledger::submit`] signs with.
+    pub fn client(&self) -> &Signer {
+        &self.orgs[0].client
+    }
+
+    /// The first organisation's admin identity (deploys and upgrades sign with it).
+    pub fn admin(&self) -> &Signer {
+        &self.orgs[0].admin_signer
+    }
+
+    /// The network's membership service.
+    pub fn msp(&self) -> &Arc<Msp> {
+        &self.msp
+    }
+
+    /// The peer's world state (durable + staged) and block store.
+    pub fn world(&self) -> &Arc<WorldState> {
+        &self.world
+    }
+
+    /// The channel served.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// A digest of the durable world state: `(height, SHA-256, keys)`
+    /// ([`crate::store::Store::state_hash`]).
+    pub fn state_hash(&self) -> Result<(Seq, [u8; 32], u64), LedgerError> {
+        Ok(self.world.store().state_hash()?)
+    }
+
+    /// What the ledger is and how far it has got.
+    pub fn info(&self) -> Result<LedgerInfo, LedgerError> {
+        let last_block = self.world.store().last_seal()?.map(|seal| seal.number);
+        Ok(LedgerInfo {
+            channel: self.channel.clone(),
+            orgs: self.orgs.iter().map(|org| org.name.clone()).collect(),
+            mode: self.orderer_config.mode,
+            seal_max_txs: self.orderer_config.seal_max_txs,
+            seal_max_delay: self.orderer_config.seal_max_delay,
+            ordered_height: self.orderer.height(),
+            validated_height: self.world.staged_height(),
+            committed_height: self.world.durable_height(),
+            last_block,
+            proposal_bytes_max: self.proposal_bytes_max,
+            transaction_bytes_max: self.orderer_config.transaction_bytes_max,
+        })
+    }
+
+    /// Calls `contract.function(args)` as a transaction signed by [`Ledger::client`] and
+    /// waits for it to commit.
+    pub fn submit(
+        &self,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Committed, LedgerError> {
+        self.submit_as(self.client(), contract, function, args)
+    }
+
+    /// [`Ledger::submit`] signed by `creator`.
+    pub fn submit_as(
+        &self,
+        creator: &Signer,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Committed, LedgerError> {
+        let args = args.iter().map(|a| a.to_vec()).collect();
+        let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
+        let signed = self.sign_own_proposal(creator, &proposal);
+        self.run(creator, &signed)
+    }
+
+    /// Signs `proposal` as `creator` and remembers the signature as valid: this process
+    /// made it with the key, so its own endorsers need not verify it again. Any other
+    /// process verifies it as usual; signatures made elsewhere (API clients) are always
+    /// verified.
+    fn sign_own_proposal(&self, creator: &Signer, proposal: &Proposal) -> SignedProposal {
+        let (signed, message) = tx::sign_proposal_with_message(creator, proposal);
+        self.remember_own(creator, message, &signed.signature);
+        signed
+    }
+
+    /// [`Ledger::sign_own_proposal`] for the transaction the creator submits: its own
+    /// orderer need not verify it again.
+    fn sign_own_transaction(&self, creator: &Signer, transaction: &Transaction) -> Vec<u8> {
+        let (signed, message) = tx::sign_transaction_with_message(creator, transaction);
+        self.remember_own(creator, message, &signed.signature);
+        signed.encode_to_vec()
+    }
+
+    /// Remembers a signature `creator` just made over `message` as valid.
+    fn remember_own(&self, creator: &Signer, message: Vec<u8>, signature: &[u8]) {
+        self.msp.signatures().remember(&SigCheck {
+            key: creator.public_key(),
+            message,
+            signature: signature.to_vec(),
+        });
+    }
+
+    /// Runs `contract.function(args)` on the current state and returns its result,
+    /// without a transaction.
+    pub fn evaluate(
+        &self,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> Result<Vec<u8>, LedgerError> {
+        let creator = self.client();
+        let args = args.iter().map(|a| a.to_vec()).collect();
+        let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
+        Ok(self.orgs[0]
+            .peer
+            .evaluate(&self.sign_own_proposal(creator, &proposal))?)
+    }
+
+    /// Runs a proposal signed elsewhere on the current state and returns its result,
+    /// without a transaction. The creator and signature are checked as for an endorsement.
+    pub fn evaluate_signed(&self, signed: &SignedProposal) -> Result<Vec<u8>, LedgerError> {
+        Ok(self.orgs[0].peer.evaluate(signed)?)
+    }
+
+    /// Endorses a proposal signed elsewhere with as many organisations' peers (admins,
+    /// for `_lifecycle`) as the policy in force needs, and returns the transaction for
+    /// its creator to sign. Stamps the endorsement stages of its trace.
+    pub fn endorse_signed(&self, signed: &SignedProposal) -> Result<Prepared, LedgerError> {
+        let started_us = tx::now_us();
+        let proposal = self.decode_proposal(signed)?;
+        let endorsed = self.endorse(&proposal.contract, signed, None)?;
+        self.prepared(signed, &proposal.contract, endorsed, started_us)
+    }
+
+    /// [`Ledger::endorse_signed`] of a proposal the first organisation's peer has checked
+    /// ([`Endorser::check_batch`]).
+    fn endorse_checked(
+        &self,
+        signed: &SignedProposal,
+        checked: Result<Checked, EndorseError>,
+    ) -> Result<Prepared, LedgerError> {
+        let started_us = tx::now_us();
+        let checked = checked?;
+        let contract = checked.contract().to_string();
+        let endorsed = self.endorse(&contract, signed, Some(checked))?;
+        self.prepared(signed, &contract, endorsed, started_us)
+    }
+
+    /// The transaction of `signed` with its endorsements, for its creator to sign; stamps
+    /// the endorsement stages of its trace.
+    fn prepared(
+        &self,
+        signed: &SignedProposal,
+        contract: &str,
+        endorsed: Vec<Endorsed>,
+        started_us: u64,
+    ) -> Result<Prepared, LedgerError> {
+        let ended_us = tx::now_us();
+        let mut endorsed = endorsed.into_iter();
+        let Some(first) = endorsed.next() else {
+            return Err(LedgerError::Unendorsable(contract.to_string()));
+        };
+        let tx_id = first.tx_id;
+        let result = first.result;
+        let transaction = Transaction {
+            proposal: Some(signed.clone()),
+            payload: first.response.payload,
+            endorsements: std::iter::once(first.response.endorsement)
+                .chain(endorsed.map(|e| e.response.endorsement))
+                .flatten()
+                .collect(),
+        };
+        self.traces.mark(tx_id, Stage::EndorseStart, started_us);
+        self.traces.mark(tx_id, Stage::EndorseEnd, ended_us);
+        Ok(Prepared {
+            tx_id,
+            transaction,
+            result,
+        })
+    }
+
+    /// Orders an encoded `SignedTransaction` assembled and signed elsewhere; returns its
+    /// id and seq once it has one. Its status follows ([`Ledger::status`],
+    /// [`Ledger::statuses`]). A transaction whose id the ledger already holds is refused
+    /// ([`LedgerError::DuplicateTxId`]) instead of being ordered again.
+    pub fn submit_signed(&self, signed_transaction: Vec<u8>) -> Result<(TxId, Seq), LedgerError> {
+        self.new_to_order(&signed_transaction)?;
+        let ordered = self.order(signed_transaction)?;
+        Ok((ordered.tx_id, ordered.seq))
+    }
+
+    /// Endorses or evaluates each proposal ([`Ledger::endorse_signed`],
+    /// [`Ledger::evaluate_signed`]), checking each once and verifying all their creator
+    /// signatures as one batch first. The answers come in the order of `calls`, each
+    /// computed as the iterator reaches it.
+    pub fn run_proposals(
+        &self,
+        calls: Vec<ProposalCall>,
+    ) -> impl Iterator<Item = ProposalAnswer> + '_ {
+        let (kinds, signed): (Vec<bool>, Vec<SignedProposal>) = calls
+            .into_iter()
+            .map(|call| match call {
+                ProposalCall::Endorse(signed) => (true, signed),
+                ProposalCall::Evaluate(signed) => (false, signed),
+            })
+            .unzip();
+        let peer = &self.orgs[0].peer;
+        let checked = peer.check_batch(&signed);
+        signed
+            .into_iter()
+            .zip(kinds)
+            .zip(checked)
+            .map(move |((signed, endorse), checked)| {
+                if endorse {
+                    ProposalAnswer::Endorsed(self.endorse_checked(&signed, checked))
+                } else {
+                    ProposalAnswer::Evaluated(
+                        checked
+                            .and_then(|checked| peer.evaluate_checked(&checked))
+                            .map_err(LedgerError::from),
+                    )
+                }
+            })
+    }
+
+    /// [`Ledger::submit_signed`] for several transactions, in their order, each with its
+    /// own answer; an orderer in this process admits them as one batch
+    /// ([`Orderer::submit_batch`]).
+    pub fn submit_signed_batch(
+        &self,
+        signed_transactions: Vec<Vec<u8>>,
+    ) -> Vec<Result<(TxId, Seq), LedgerError>> {
+        let mut answers: Vec<Option<Result<(TxId, Seq), LedgerError>>> =
+            Vec::with_capacity(signed_transactions.len());
+        let mut to_order = Vec::with_capacity(signed_transactions.len());
+        for signed_transaction in signed_transactions {
+            match self.new_to_order(&signed_transaction) {
+                Ok(()) => {
+                    to_order.push(signed_transaction);
+                    answers.push(None);
+                }
+                Err(error) => answers.push(Some(Err(error))),
+            }
+        }
+        let mut ordered = self.orderer.submit_batch(to_order).into_iter();
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or_else(|| {
+                    let ordered = ordered.next().unwrap_or(Err(OrderError::Closed))?;
+                    self.mark_ordered(&ordered);
+                    Ok((ordered.tx_id, ordered.seq))
+                })
+            })
+            .collect()
+    }
+
+    /// Refuses a transaction too large, malformed, or whose id the ledger already holds.
+    fn new_to_order(&self, signed_transaction: &[u8]) -> Result<(), LedgerError> {
+        let tx_id = self.id_to_order(signed_transaction)?;
+        match self.world.tx(&tx_id)? {
+            Some(record) => Err(LedgerError::DuplicateTxId {
+                tx_id,
+                seq: record.seq,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The status of `tx_id` on this peer now: its code and seq once validated, and
+    /// whether it is durable. `None` while the peer has not validated it. For an id
+    /// ordered more than once, the first transaction's.
+    pub fn status(&self, tx_id: &TxId) -> Result<Option<TxStatus>, LedgerError> {
+        let Some(record) = self.world.tx(tx_id)? else {
+            return Ok(None);
+        };
+        let phase = if record.seq <= self.world.durable_height() {
+            Phase::Committed
+        } else {
+            Phase::Validated
+        };
+        Ok(Some(TxStatus {
+            tx_id: *tx_id,
+            seq: record.seq,
+            code: record.code,
+            phase,
+            timestamp_ms: record.timestamp_ms,
+        }))
+    }
+
+    /// The transaction at `seq`, validated (staged) or durable.
+    pub fn transaction_at(&self, seq: Seq) -> Result<Option<StoredTx>, LedgerError> {
+        match self.world.transaction(seq)? {
+            Some(bytes) => self.stored(seq, bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` durable transactions from seq `from` on, in seq order.
+    pub fn committed_transactions(
+        &self,
+        from: Seq,
+        limit: usize,
+    ) -> Result<Vec<StoredTx>, LedgerError> {
+        self.world
+            .store()
+            .transactions(from, limit)?
+            .into_iter()
+            .map(|(seq, bytes)| self.stored(seq, bytes))
+            .collect()
+    }
+
+    /// Up to `limit` contract definitions in force, by name, after `start_after`.
+    pub fn contracts(
+        &self,
+        start_after: &str,
+        limit: usize,
+    ) -> Result<Vec<ContractDefinition>, LedgerError> {
+        let start = if start_after.is_empty() {
+            lifecycle::DEFINITION_PREFIX.to_vec()
+        } else {
+            // The first key after `start_after`'s.
+            let mut key = lifecycle::definition_key(start_after);
+            key.push(0);
+            key
+        };
+        let mut end = lifecycle::DEFINITION_PREFIX.to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let entries = self
+            .world
+            .snapshot()
+            .scan(LIFECYCLE_NAMESPACE, &start, Some(&end), limit)?;
+        entries
+            .into_iter()
+            .map(|(key, stored)| {
+                ContractDefinition::decode(stored.value.as_slice()).map_err(|e| {
+                    LedgerError::BadResult(format!(
+                        "stored definition {}: {e}",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Deploys a contract (`policy` empty: a majority of the organisations' peers),
+    /// endorsed by as many organisations' admins as the lifecycle policy needs.
+    pub fn deploy(
+        &self,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        self.define(FN_DEPLOY, name, version, code, policy)
+    }
+
+    /// Upgrades a deployed contract to new code, version and policy.
+    pub fn upgrade(
+        &self,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        self.define(FN_UPGRADE, name, version, code, policy)
+    }
+
+    fn define(
+        &self,
+        function: &str,
+        name: &str,
+        version: &str,
+        code: &[u8],
+        policy: &str,
+    ) -> Result<ContractDefinition, LedgerError> {
+        let request = DeployRequest {
+            name: name.to_string(),
+            version: version.to_string(),
+            policy: policy.to_string(),
+            code: code.to_vec(),
+            ..DeployRequest::default()
+        };
+        let admin = &self.orgs[0].admin_signer;
+        let proposal = tx::new_proposal(
+            &self.channel,
+            LIFECYCLE_NAMESPACE,
+            function,
+            vec![request.encode_to_vec()],
+            admin,
+        );
+        let signed = tx::sign_proposal(admin, &proposal);
+        let committed = self.run(admin, &signed)?;
+        ContractDefinition::decode(committed.result.as_slice())
+            .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))
+    }
+
+    /// Endorses, orders and waits for one signed proposal.
+    fn run(&self, creator: &Signer, signed: &SignedProposal) -> Result<Committed, LedgerError> {
+        let Prepared {
+            tx_id,
+            transaction,
+            result,
+        } = self.endorse_signed(signed)?;
+        let bytes = self.sign_own_transaction(creator, &transaction);
+
+        let mut watch = self.hub.watch_commit(tx_id);
+        let ordered = match self.order(bytes) {
+            Ok(ordered) => ordered,
+            Err(error) => {
+                self.hub.unwatch(&tx_id);
+                return Err(error);
+            }
+        };
+        loop {
+            let Some(status) = watch.next_blocking() else {
+                return Err(self.closed(tx_id));
+            };
+            if status.seq != ordered.seq || status.phase != Phase::Committed {
+                continue;
+            }
+            if !status.code.is_valid() {
+                return Err(LedgerError::Rejected {
+                    tx_id,
+                    seq: status.seq,
+                    code: status.code,
+                });
+            }
+            return Ok(Committed {
+                tx_id,
+                seq: status.seq,
+                result,
+            });
+        }
+    }
+
+    /// Submits to the orderer and stamps the orderer's stages. The endorsement stages
+    /// are stamped before this, so that a trace is complete only with these
+    /// ([`crate::trace`]).
+    fn order(&self, signed_transaction: Vec<u8>) -> Result<Ordered, LedgerError> {
+        let ordered = self.orderer.submit(signed_transaction)?;
+        self.mark_ordered(&ordered);
+        Ok(ordered)
+    }
+
+    fn mark_ordered(&self, ordered: &Ordered) {
+        self.traces
+            .mark(ordered.tx_id, Stage::Received, ordered.received_us);
+        self.traces
+            .mark(ordered.tx_id, Stage::Ordered, ordered.ordered_us);
+    }
+
+    /// The size check and decoding an endorser does first, to learn the contract (and
+    /// so the policy) before any endorser runs.
+    fn decode_proposal(&self, signed: &SignedProposal) -> Result<Proposal, EndorseError> {
+        let size_bytes = signed.proposal.len() + signed.signature.len();
+        if size_bytes > self.proposal_bytes_max {
+            return Err(EndorseError::TooLarge {
+                size_bytes,
+                limit_bytes: self.proposal_bytes_max,
+            });
+        }
+        Proposal::decode(signed.proposal.as_slice())
+            .map_err(|e| EndorseError::Malformed(e.to_string()))
+    }
+
+    /// The id of a signed transaction about to be ordered, after the orderer's size
+    /// limit (the orderer checks everything else).
+    fn id_to_order(&self, signed_transaction: &[u8]) -> Result<TxId, OrderError> {
+        let limit_bytes = self.orderer_config.transaction_bytes_max;
+        if signed_transaction.len() > limit_bytes {
+            return Err(OrderError::TooLarge {
+                size_bytes: signed_transaction.len(),
+                limit_bytes,
+            });
+        }
+        transaction_id(signed_transaction).map_err(|e| OrderError::Malformed(e.to_string()))
+    }
+
+    /// A stored transaction with its id, code and time from the tx index.
+    fn stored(&self, seq: Seq, bytes: Vec<u8>) -> Result<StoredTx, LedgerError> {
+        let tx_id = transaction_id(&bytes).unwrap_or_else(|_| TxId(crate::block::tx_hash(&bytes)));
+        let record = self.world.tx(&tx_id)?.ok_or_else(|| {
+            LedgerError::BadResult(format!("transaction {tx_id} at seq {seq} has no record"))
+        })?;
+        let (code, timestamp_ms) = if record.seq == seq {
+            (record.code, Some(record.timestamp_ms))
+        } else {
+            (ValidationCode::DuplicateTxid, None)
+        };
+        Ok(StoredTx {
+            seq,
+            tx_id,
+            code,
+            timestamp_ms,
+            bytes,
+        })
+    }
+
+    fn closed(&self, tx_id: TxId) -> LedgerError {
+        match self.validator.failure() {
+            Some(error) => error.into(),
+            None => LedgerError::Closed(tx_id),
+        }
+    }
+
+    /// Endorsements from the organisations' peers (admins, for `_lifecycle`), added in
+    /// order until the policy in force is satisfied.
+    ///
+    /// `checked`, if given, is `signed` as the first organisation's peer checked it: the
+    /// first endorser (every endorser shares its configuration and MSP) endorses it
+    /// without checking it again.
+    fn endorse(
+        &self,
+        contract: &str,
+        signed: &SignedProposal,
+        mut checked: Option<Checked>,
+    ) -> Result<Vec<Endorsed>, LedgerError> {
+        let lifecycle_call = contract == LIFECYCLE_NAMESPACE;
+        let snapshot = self.world.snapshot();
+        let policy = lifecycle::endorsement_policy(
+            &*snapshot.view(LIFECYCLE_NAMESPACE),
+            contract,
+            self.orgs[0].peer.lifecycle_policy(),
+            &self.msp.orgs(),
+        );
+        let mut endorsed = Vec::new();
+        let mut endorsers = Vec::new();
+        for org in &self.orgs {
+            let (endorser, role) = if lifecycle_call {
+                (&org.admin, Role::Admin)
+            } else {
+                (&org.peer, Role::Peer)
+            };
+            // The first endorsement reports a contract's own error or a missing
+            // contract, whatever the policy.
+            endorsed.push(match checked.take() {
+                Some(checked) => endorser.endorse_checked(checked)?,
+                None => endorser.endorse(signed)?,
+            });
+            endorsers.push(PolicyEndorser::new(org.name.clone(), role));
+            match &policy {
+                Ok(policy) if !policy.is_satisfied_by(&endorsers) => continue,
+                _ => return Ok(endorsed),
+            }
+        }
+        Err(LedgerError::Unendorsable(contract.to_string()))
+    }
+
+    /// A transaction's record (seq, validation code, orderer time) and its block once
+    /// sealed.
+    pub fn transaction(
+        &self,
+        tx_id: &TxId,
+    ) -> Result<Option<(TxRecord, Option<BlockNumber>)>, LedgerError> {
+        let Some(record) = self.world.tx(tx_id)? else {
+            return Ok(None);
+        };
+        let block = self.world.store().block_of(record.seq)?;
+        Ok(Some((record, block)))
+    }
+
+    /// Proof that a sealed transaction is in its block: the block's signed seal, the
+    /// transaction's bytes and the Merkle audit path from its hash to the seal's root.
+    /// `None` while the transaction is unknown or not yet sealed.
+    pub fn prove(&self, tx_id: &TxId) -> Result<Option<Proof>, LedgerError> {
+        let Some((record, Some(number))) = self.transaction(tx_id)? else {
+            return Ok(None);
+        };
+        let store = self.world.store();
+        let Some(seal) = store.seal(number)? else {
+            return Ok(None);
+        };
+        let corrupt =
+            |e: crate::block::BlockError| LedgerError::BadResult(format!("block {number}: {e}"));
+        let sealed = crate::block::decode_signed_seal(&seal.bytes).map_err(corrupt)?;
+        let count = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
+        let transactions = store.transactions(seal.first, count)?;
+        let hashes: Vec<tx::Hash> = transactions
+            .iter()
+            .map(|(_, bytes)| crate::block::tx_hash(bytes))
+            .collect();
+        let proof = crate::block::prove(&sealed, &hashes, record.seq).map_err(corrupt)?;
+        let transaction = transactions
+            .into_iter()
+            .find(|(seq, _)| *seq == record.seq)
+            .map(|(_, bytes)| bytes)
+            .unwrap_or_default();
+        Ok(Some(Proof {
+            seal: sealed,
+            transaction,
+            proof,
+        }))
+    }
+
+    /// When a recent transaction passed each stage.
+    pub fn trace(&self, tx_id: &TxId) -> Option<Trace> {
+        self.traces.get(tx_id)
+    }
+
+    /// Each transaction's trace as it completes ([`crate::trace`]).
+    pub fn completed_traces(&self) -> broadcast::Receiver<CompletedTrace> {
+        self.traces.completed()
+    }
+
+    /// Watches one transaction's statuses (register before submitting it elsewhere).
+    pub fn watch(&self, tx_id: TxId) -> crate::validator::TxWatch {
+        self.hub.watch(tx_id)
+    }
+
+    /// Every transaction's statuses, validated and committed.
+    pub fn statuses(&self) -> broadcast::Receiver<TxStatus> {
+        self.hub.statuses()
+    }
+
+    /// Contract events, after commit.
+    pub fn events(&self) -> broadcast::Receiver<CommittedEvent> {
+        self.hub.events()
+    }
+
+    /// Blocks, as their seals commit.
+    pub fn blocks(&self) -> broadcast::Receiver<BlockEvent> {
+        self.hub.blocks()
+    }
+
+    /// The orderer (to submit transactions assembled elsewhere).
+    pub fn orderer(&self) -> &Arc<dyn Orderer> {
+        &self.orderer
+    }
+
+    /// How many items wait at each validator stage's input now
+    /// ([`Validator::queue_depths`]).
+    pub fn queue_depths(&self) -> [(&'static str, usize); 3] {
+        self.validator.queue_depths()
+    }
+
+    /// Why the ledger no longer orders or validates (a fatal error, or it was closed);
+    /// `None` while it works.
+    pub fn failure(&self) -> Option<String> {
+        match self.validator.failure() {
+            Some(error) => Some(error.to_string()),
+            None if self.validator.stopped() => Some("the ledger is closed".to_string()),
+            None => None,
+        }
+    }
+
+    /// Stops validating and ordering. Everything committed stays; what was ordered but
+    /// not yet committed is validated again on the next open.
+    pub fn close(&self) {
+        self.validator.close();
+        self.orderer.close();
+    }
+}
+
+/// The id of an encoded `SignedTransaction`, decoded as every stage decodes it.
+fn transaction_id(signed_transaction: &[u8]) -> Result<TxId, prost::DecodeError> {
+    tx::decode_transaction(signed_transaction).map(|(_, _, proposal)| tx::tx_id(&proposal))
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+// A ledger is shared across threads (an API server, a load generator).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Ledger>();
+};

@@ -1,0 +1,42 @@
+//! The Runnel ledger as a library: every stage of execute → order → validate, with no
+//! server, CLI or exporter in it. Embed it with [`Ledger::open`] (docs/embedding.md).
+//!
+//! The modules, in the order a transaction meets them: who may act ([`identity`],
+//! [`policy`]), what is signed ([`tx`], [`proto`], [`sig`]), the state it runs on
+//! ([`store`], over the append-only [`records`]), the contracts it runs ([`lifecycle`])
+//! and the stage that runs them ([`endorser`]), then the service that sequences it
+//! ([`orderer`]) and the virtual blocks that seal the stream ([`block`]), the peer
+//! pipeline that validates and commits it ([`validator`], with per-transaction
+//! [`trace`]s), and the embeddable [`ledger`] that wires them in one process. [`metrics`]
+//! holds the figures the ledger keeps about itself, for its embedder to export.
+
+// Who may act, and what is signed.
+pub mod identity;
+pub mod ids;
+pub mod policy;
+pub mod proto;
+pub mod sig;
+pub mod tx;
+
+// The state a transaction runs on, and the contracts.
+pub mod lifecycle;
+pub mod records;
+pub mod store;
+
+// Endorse.
+pub mod endorser;
+
+// Order, and seal the stream in virtual blocks.
+pub mod block;
+pub mod orderer;
+
+// Validate and commit.
+pub mod queue;
+pub mod trace;
+pub mod validator;
+
+// One process wiring them all, and what it reports of itself.
+pub mod ledger;
+pub mod metrics;
+
+pub use ledger::{Ledger, LedgerConfig, LedgerError};

@@ -1,0 +1,381 @@
+//! Ordering: the service that gives every transaction its place in one stream.
+//!
+//! An [`Orderer`] checks a submitted transaction's shape and submitter, assigns it the
+//! next sequence number, makes it durable and streams it to every subscriber. It never
+//! looks at state and never runs a contract: validity is the validator's business.
+//!
+//! Two delivery modes share one binary ([`OrderingMode`]):
+//!
+//! - **Streaming** (the default): a transaction is delivered the moment it has its seq.
+//!   Blocks are virtual: every `seal_max_txs` transactions or `seal_max_delay`, the
+//!   orderer signs a [`crate::block`] seal over the range just ordered, delivered after
+//!   its transactions. No transaction ever waits for a seal.
+//! - **Blocks**: Fabric's behaviour (`MaxMessageCount`, `BatchTimeout`): transactions are
+//!   held until their block is cut and durable, then delivered together with its seal.
+//!   It exists to show, side by side, what streaming buys.
+//!
+//! In streaming mode a transaction may reach a subscriber before it is durable at the
+//! orderer; the stream says how far durability has reached with [`Delivered::Durable`]
+//! marks, and a peer never makes a transaction durable before the orderer has (else a
+//! crash could leave the peer holding a seq the orderer reassigns). Seals are delivered
+//! only once durable, since a seal cut again after a crash would differ in its time.
+//!
+//! [`SoloOrderer`] is the embedded default: one sequencer over an append-only log file. An
+//! orderer in another process is reached through the same trait (runnel-server's
+//! `RemoteOrderer`); a Raft cluster will implement it too.
+
+mod solo;
+
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use prost::Message;
+
+use crate::block::SignedSealed;
+use crate::identity::{IdentityError, Msp, Role};
+use crate::ids::{BlockNumber, Seq, TxId};
+use crate::metrics::Histogram;
+use crate::proto;
+use crate::sig;
+use crate::tx::{self, Hash};
+
+pub use solo::SoloOrderer;
+
+/// Largest signed transaction accepted, in bytes: a proposal's 8 MiB plus the payload
+/// and endorsements it earns.
+pub const TRANSACTION_BYTES_MAX: usize = 32 << 20;
+
+/// When the orderer delivers transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderingMode {
+    /// Deliver each transaction at once; seal blocks behind the stream.
+    Streaming,
+    /// Deliver transactions only in cut, durable blocks (Fabric's way).
+    Blocks,
+}
+
+/// How an orderer orders and seals.
+#[derive(Debug, Clone)]
+pub struct OrdererConfig {
+    /// The channel served; transactions for another are refused.
+    pub channel: String,
+    /// Roles whose members may submit.
+    pub submit_roles: Vec<Role>,
+    /// Largest signed transaction accepted, in bytes.
+    pub transaction_bytes_max: usize,
+    /// Streaming or Fabric-style blocks.
+    pub mode: OrderingMode,
+    /// A block is cut when it holds this many transactions (`MaxMessageCount`).
+    pub seal_max_txs: usize,
+    /// ... or when its first transaction has waited this long (`BatchTimeout`).
+    pub seal_max_delay: Duration,
+}
+
+impl Default for OrdererConfig {
+    fn default() -> Self {
+        OrdererConfig {
+            channel: "main".to_string(),
+            submit_roles: vec![Role::Client, Role::Admin],
+            transaction_bytes_max: TRANSACTION_BYTES_MAX,
+            mode: OrderingMode::Streaming,
+            seal_max_txs: 500,
+            seal_max_delay: Duration::from_millis(250),
+        }
+    }
+}
+
+impl OrdererConfig {
+    /// Fabric's block cutting with its sample configuration: 10 transactions or 2 s.
+    pub fn fabric_blocks() -> Self {
+        OrdererConfig {
+            mode: OrderingMode::Blocks,
+            seal_max_txs: 10,
+            seal_max_delay: Duration::from_secs(2),
+            ..OrdererConfig::default()
+        }
+    }
+}
+
+/// A transaction the orderer accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ordered {
+    /// Its place in the stream.
+    pub seq: Seq,
+    /// Its id.
+    pub tx_id: TxId,
+    /// When the orderer received it, Unix microseconds.
+    pub received_us: u64,
+    /// When it got its seq, Unix microseconds.
+    pub ordered_us: u64,
+}
+
+/// A transaction as delivered: its seq, the orderer's time, the submitted bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderedTx {
+    /// Its place in the stream.
+    pub seq: Seq,
+    /// The orderer's clock when it assigned `seq`, Unix milliseconds: the time every
+    /// peer uses to validate it (certificate expiry), so all reach the same verdict.
+    pub timestamp_ms: u64,
+    /// The encoded `SignedTransaction`, exactly as submitted.
+    pub transaction: Vec<u8>,
+}
+
+impl OrderedTx {
+    /// The wire form, consuming the transaction (it is only ever encoded to be stored
+    /// or sent, and its bytes are the bulk of it).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.encode().1
+    }
+
+    /// The wire form, keeping the transaction: what was encoded, and the bytes.
+    pub fn encode(self) -> (OrderedTx, Vec<u8>) {
+        let wire = proto::OrderedTx {
+            seq: self.seq.0,
+            transaction: self.transaction,
+            timestamp_ms: self.timestamp_ms,
+        };
+        let bytes = wire.encode_to_vec();
+        let kept = OrderedTx {
+            seq: self.seq,
+            timestamp_ms: self.timestamp_ms,
+            transaction: wire.transaction,
+        };
+        (kept, bytes)
+    }
+
+    /// Reads the wire form.
+    pub fn decode(bytes: &[u8]) -> Result<OrderedTx, OrderError> {
+        let ordered = proto::OrderedTx::decode(bytes)
+            .map_err(|e| OrderError::Corrupt(format!("ordered transaction: {e}")))?;
+        Ok(OrderedTx {
+            seq: Seq(ordered.seq),
+            timestamp_ms: ordered.timestamp_ms,
+            transaction: ordered.transaction,
+        })
+    }
+
+    /// The Merkle leaf of this transaction in its block.
+    pub fn hash(&self) -> Hash {
+        crate::block::tx_hash(&self.transaction)
+    }
+}
+
+/// One item of an orderer's stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivered {
+    /// The next transaction, in seq order.
+    Tx(OrderedTx),
+    /// Every transaction up to this seq is durable at the orderer (delivered or not).
+    Durable(Seq),
+    /// The seal of the next block; all its transactions were delivered before it.
+    Seal(SignedSealed),
+}
+
+/// A subscriber's view of the stream.
+pub trait Delivery: Send {
+    /// The next item, waiting up to `timeout`; `Ok(None)` when nothing came in time.
+    fn next(&mut self, timeout: Duration) -> Result<Option<Delivered>, OrderError>;
+}
+
+/// An ordering service.
+pub trait Orderer: Send + Sync {
+    /// Checks `signed_transaction` (shape, size, channel, submitter certificate and
+    /// role, submitter signature) and gives it the next seq. Returns once the seq is
+    /// assigned; durability follows (see [`Delivered::Durable`]).
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError>;
+
+    /// [`Orderer::submit`] for several transactions, in their order, each with its own
+    /// answer. An orderer in this process checks their signatures as one batch and
+    /// sequences them together ([`Orderer::submits_in_batches`]); the default submits
+    /// them one by one.
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        signed_transactions
+            .into_iter()
+            .map(|signed_transaction| self.submit(signed_transaction))
+            .collect()
+    }
+
+    /// Whether [`Orderer::submit_batch`] costs less than a `submit` each, so that callers
+    /// holding several transactions at once should hand them over together. False for
+    /// an orderer reached over the network, where each submit is a round trip.
+    fn submits_in_batches(&self) -> bool {
+        false
+    }
+
+    /// The stream from transaction `from` and seal `next_block` on (a peer resuming
+    /// passes its durable height + 1 and its last seal + 1).
+    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError>;
+
+    /// The last seq assigned.
+    fn height(&self) -> Seq;
+
+    /// The last seq durable at the orderer.
+    fn durable_height(&self) -> Seq;
+
+    /// The durations of the orderer's log flushes, when it keeps its log in this process.
+    fn flush_seconds(&self) -> Option<Arc<Histogram>> {
+        None
+    }
+
+    /// Stops what this process runs of the orderer (idempotent).
+    fn close(&self) {}
+}
+
+/// Why the orderer refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrderError {
+    /// The signed transaction is bigger than allowed.
+    #[error("transaction of {size_bytes} bytes is larger than the {limit_bytes} allowed")]
+    TooLarge {
+        /// Its size.
+        size_bytes: usize,
+        /// The limit.
+        limit_bytes: usize,
+    },
+    /// The bytes are not a transaction with a proposal.
+    #[error("malformed transaction: {0}")]
+    Malformed(String),
+    /// The proposal names another channel.
+    #[error("transaction for channel `{got}`, this orderer serves `{expected}`")]
+    WrongChannel {
+        /// The channel served.
+        expected: String,
+        /// The channel named.
+        got: String,
+    },
+    /// The submitter's certificate or role was refused.
+    #[error("submitter refused: {0}")]
+    Submitter(IdentityError),
+    /// The submitter's signature over the transaction does not verify.
+    #[error("the submitter's signature over the transaction does not verify")]
+    BadSignature,
+    /// Another open orderer holds the log directory.
+    #[error("orderer log at {0} is locked by another open orderer")]
+    Locked(String),
+    /// The orderer is shut down.
+    #[error("the orderer is closed")]
+    Closed,
+    /// The log could not be read or written; the orderer stops ordering.
+    #[error("orderer log failure: {0}")]
+    Log(String),
+    /// A stored record does not decode.
+    #[error("orderer log is corrupt: {0}")]
+    Corrupt(String),
+    /// The orderer (in another process) cannot be reached or did not answer.
+    #[error("orderer unavailable: {0}")]
+    Unavailable(String),
+    /// An orderer in another process refused or failed, for the reason it named.
+    #[error("{message}")]
+    Remote {
+        /// Its error name ([`OrderError::code`] there).
+        code: &'static str,
+        /// The gRPC status code it answered with.
+        grpc: i32,
+        /// Its message.
+        message: String,
+    },
+}
+
+impl OrderError {
+    /// A stable name for the error, for clients and logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OrderError::TooLarge { .. } => "TOO_LARGE",
+            OrderError::Malformed(_) => "BAD_PAYLOAD",
+            OrderError::WrongChannel { .. } => "WRONG_CHANNEL",
+            OrderError::Submitter(error) => error.creator_code(),
+            OrderError::BadSignature => "BAD_CREATOR_SIGNATURE",
+            OrderError::Locked(_) => "LOCKED",
+            OrderError::Closed => "CLOSED",
+            OrderError::Log(_) => "LOG_FAILURE",
+            OrderError::Corrupt(_) => "LOG_CORRUPT",
+            OrderError::Unavailable(_) => "ORDERER_UNAVAILABLE",
+            OrderError::Remote { code, .. } => code,
+        }
+    }
+}
+
+/// The orderer's admission checks (everything but sequencing); the transaction's id.
+pub(crate) fn admit(
+    config: &OrdererConfig,
+    msp: &Msp,
+    signed_transaction: &[u8],
+) -> Result<TxId, OrderError> {
+    let (tx_id, check) = admission(config, msp, signed_transaction)?;
+    // Remembered when valid: a validator in this process need not verify it again.
+    if !msp.signatures().verify_one(&check) {
+        return Err(OrderError::BadSignature);
+    }
+    Ok(tx_id)
+}
+
+/// [`admit`] for several transactions, their submitter signatures verified as one batch.
+pub(crate) fn admit_batch(
+    config: &OrdererConfig,
+    msp: &Msp,
+    signed_transactions: &[Vec<u8>],
+) -> Vec<Result<TxId, OrderError>> {
+    let mut admitted: Vec<Result<(TxId, Option<sig::SigCheck>), OrderError>> = signed_transactions
+        .iter()
+        .map(|bytes| admission(config, msp, bytes).map(|(tx_id, check)| (tx_id, Some(check))))
+        .collect();
+    let checks: Vec<sig::SigCheck> = admitted
+        .iter_mut()
+        .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
+        .collect();
+    // Remembered when valid, as in `admit`.
+    let mut verdicts = msp.signatures().verify_all(&checks).into_iter();
+    admitted
+        .into_iter()
+        .map(|admitted| {
+            let (tx_id, _) = admitted?;
+            match verdicts.next() {
+                Some(true) => Ok(tx_id),
+                _ => Err(OrderError::BadSignature),
+            }
+        })
+        .collect()
+}
+
+/// Everything [`admit`] checks but the submitter's signature, which it returns to verify.
+fn admission(
+    config: &OrdererConfig,
+    msp: &Msp,
+    signed_transaction: &[u8],
+) -> Result<(TxId, sig::SigCheck), OrderError> {
+    if signed_transaction.len() > config.transaction_bytes_max {
+        return Err(OrderError::TooLarge {
+            size_bytes: signed_transaction.len(),
+            limit_bytes: config.transaction_bytes_max,
+        });
+    }
+    let malformed = |e: prost::DecodeError| OrderError::Malformed(e.to_string());
+    let signed = proto::SignedTransaction::decode(signed_transaction).map_err(malformed)?;
+    let transaction =
+        proto::Transaction::decode(signed.transaction.as_slice()).map_err(malformed)?;
+    let signed_proposal = transaction
+        .proposal
+        .ok_or_else(|| OrderError::Malformed("no proposal".into()))?;
+    let proposal =
+        proto::Proposal::decode(signed_proposal.proposal.as_slice()).map_err(malformed)?;
+    if proposal.channel != config.channel {
+        return Err(OrderError::WrongChannel {
+            expected: config.channel.clone(),
+            got: proposal.channel,
+        });
+    }
+    let submitter = msp
+        .verify(&proposal.creator, tx::now_seconds())
+        .map_err(OrderError::Submitter)?;
+    submitter
+        .require_role(&config.submit_roles)
+        .map_err(OrderError::Submitter)?;
+    let check = sig::SigCheck {
+        key: submitter.verifying_key().to_bytes(),
+        message: tx::transaction_message(&tx::sha256(&signed.transaction)),
+        signature: signed.signature,
+    };
+    Ok((tx::tx_id(&proposal), check))
+}

@@ -1,0 +1,1387 @@
+//! [`Store`]: the durable state, history, tx index and seals in one sled tree, and the
+//! transactions' bytes in an append-only file beside it.
+
+use std::collections::HashSet;
+use std::fs::{File, TryLockError};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::metrics::Histogram;
+use runnel_runtime::{Version, VersionedValue};
+
+use super::filter::{KeyFilter, Loader};
+use super::keys::{
+    self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, STATE_PREFIX, StateRecord,
+    TRANSACTION_RECORD, TX_PREFIX,
+};
+use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
+use crate::ids::{BlockNumber, Seq, TxId};
+use crate::records::{Opened, RecordAt, RecordFile, RecordReader};
+
+/// The transactions' file in the store's directory.
+pub const TRANSACTIONS_FILE: &str = "transactions.log";
+
+/// Bytes of the seq that closes a history key.
+const HISTORY_SEQ_BYTES: usize = 8;
+
+/// Where the seal chain stands: what the next seal must continue.
+#[derive(Debug, Clone, Copy)]
+struct SealTip {
+    /// The last seal's number (0 before the first seal: genesis).
+    number: BlockNumber,
+    /// The last seq it covers ([`Seq::ZERO`] before the first seal).
+    last: Seq,
+}
+
+impl SealTip {
+    /// Checks that `seal` continues the chain from here, covering nothing above `height`,
+    /// and answers the tip after it.
+    fn check_next(self, seal: &SealRecord, height: Seq) -> Result<SealTip, StoreError> {
+        let expected = BlockNumber(self.number.0 + 1);
+        if seal.number != expected {
+            return Err(StoreError::SealOutOfOrder {
+                expected,
+                got: seal.number,
+            });
+        }
+        if seal.first != self.last.next() {
+            return Err(StoreError::SealNotContiguous {
+                number: seal.number,
+                expected: self.last.next(),
+                got: seal.first,
+            });
+        }
+        if seal.last < seal.first || seal.last > height {
+            return Err(StoreError::SealRange {
+                number: seal.number,
+                first: seal.first,
+                last: seal.last,
+                height,
+            });
+        }
+        Ok(SealTip {
+            number: seal.number,
+            last: seal.last,
+        })
+    }
+}
+
+/// Transactions' bytes written ahead of their commit ([`Store::write_ahead`]).
+#[derive(Debug, Default)]
+struct Written {
+    /// Where each one's bytes lie, by seq.
+    places: std::collections::BTreeMap<Seq, crate::records::RecordAt>,
+}
+
+/// The durable store on sled.
+///
+/// Reads may run from any number of threads. Commits are serialised. When the store
+/// belongs to a [`WorldState`](super::WorldState), commit through it only: the overlay
+/// relies on seeing every write before sled does.
+pub struct Store {
+    /// The one tree holding every record (layout in the module doc).
+    db: sled::Db,
+    /// The last seq written, as the height record says: what reads see.
+    height: AtomicU64,
+    /// The last seq known durable: written before a flush began that has returned.
+    durable: AtomicU64,
+    /// The last seq a seal covers, once that seal is in sled (the tip's `last`, readable
+    /// without `commit_lock`): a later seq is in no block yet, which [`Store::block_of`]
+    /// answers without a range scan.
+    sealed: AtomicU64,
+    /// The seal chain's tip and the transactions' file, held across a commit's
+    /// check-then-apply, so two commits cannot both pass the seq and seal checks against
+    /// the same height and tip, nor interleave their appends.
+    commit_lock: Mutex<(SealTip, RecordFile, Written)>,
+    /// Reads the transactions' file.
+    transactions: RecordReader,
+    /// How long each commit's flush (fsync) took.
+    flush_seconds: Arc<Histogram>,
+    /// Which tx-index and state keys sled certainly does not hold: most lookups of those
+    /// are of keys never written (see [`KeyFilter`]).
+    keys: Arc<KeyFilter>,
+    /// Loads the keys sled held at open into `keys`; joined when the store drops, before
+    /// the directory's lock is released.
+    _keys_loader: Loader,
+    /// The OS lock on the directory's lock file, released when the store drops
+    /// (after `db`, fields dropping in order).
+    _dir_lock: File,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("height", &self.height())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in directory `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let (db, lock) = open_locked(dir)?;
+        let height = match db.get(HEIGHT_KEY)? {
+            Some(bytes) => keys::decode_height(&bytes)?,
+            // Every commit writes the height, so only a store never committed to lacks it.
+            None if db.is_empty() => Seq::ZERO,
+            None => {
+                return Err(StoreError::corrupt(
+                    "height",
+                    "missing from a store that holds records",
+                ));
+            }
+        };
+        let tip = match last_seal(&db)? {
+            // The seal and the transactions it covers are written in one batch.
+            Some(seal) if seal.last > height => {
+                return Err(StoreError::corrupt(
+                    "seal",
+                    format!(
+                        "block {} covers seqs up to {}, beyond height {height}",
+                        seal.number, seal.last
+                    ),
+                ));
+            }
+            Some(seal) => SealTip {
+                number: seal.number,
+                last: seal.last,
+            },
+            None => SealTip {
+                number: BlockNumber(0),
+                last: Seq::ZERO,
+            },
+        };
+        let file = open_transactions(dir, &db, height)?;
+        let filter = Arc::new(KeyFilter::new());
+        let keys_loader = Loader::start(db.clone(), &[&TX_PREFIX, &STATE_PREFIX], filter.clone())
+            .map_err(|e| {
+            StoreError::Sled(format!("cannot start the key filter's loader: {e}"))
+        })?;
+        Ok(Store {
+            db,
+            height: AtomicU64::new(height.0),
+            durable: AtomicU64::new(height.0),
+            sealed: AtomicU64::new(tip.last.0),
+            transactions: file.handle()?,
+            commit_lock: Mutex::new((tip, file, Written::default())),
+            flush_seconds: Arc::new(Histogram::flush_seconds()),
+            keys: filter,
+            _keys_loader: keys_loader,
+            _dir_lock: lock,
+        })
+    }
+
+    /// The last seq written ([`Seq::ZERO`] when nothing was): reads see everything up to
+    /// it. Durable once a [`Store::flush`] that began after it was written returns
+    /// ([`Store::durable_height`]).
+    pub fn height(&self) -> Seq {
+        Seq(self.height.load(Ordering::Acquire))
+    }
+
+    /// The last durable seq: at most [`Store::height`], equal to it after a flush.
+    pub fn durable_height(&self) -> Seq {
+        Seq(self.durable.load(Ordering::Acquire))
+    }
+
+    /// The durable value of `key` in namespace `ns`.
+    pub fn get(&self, ns: &str, key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        keys::check_namespace(ns)?;
+        self.get_state(&keys::state_key(ns, key))
+    }
+
+    /// Up to `limit` durable entries of `ns` with `start <= key < end` (`end = None`: to
+    /// the namespace's end), in ascending key order.
+    pub fn scan(
+        &self,
+        ns: &str,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StoreError> {
+        keys::check_namespace(ns)?;
+        let Some((lo, hi)) = keys::state_range(ns, start, end) else {
+            return Ok(Vec::new());
+        };
+        let prefix_len = keys::state_prefix_len(ns);
+        let mut out = Vec::new();
+        for item in self.state_range(lo, hi).take(limit) {
+            let (key, value) = item?;
+            let key = keys::state_key_suffix(&key, prefix_len)?.to_vec();
+            out.push((key, self.state_value(&value)?));
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` writes of `key` in `ns`, newest first. `before` pages: only writes at
+    /// seqs below it are returned (pass the last entry's seq to get the next page).
+    pub fn history(
+        &self,
+        ns: &str,
+        key: &[u8],
+        before: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<HistoryEntry>, StoreError> {
+        keys::check_namespace(ns)?;
+        keys::check_key(key)?;
+        let prefix = keys::history_prefix(ns, key);
+        let Some(start) = keys::history_start(&prefix, before) else {
+            return Ok(Vec::new());
+        };
+        // The prefix spells out the key's length, so everything under it is this key's
+        // history: its own seq closes each record key.
+        let mut end = prefix.clone();
+        end.extend_from_slice(&[0xff; HISTORY_SEQ_BYTES]);
+        let mut out = Vec::new();
+        for item in self.db.range(start..=end).take(limit) {
+            let (record_key, value) = item?;
+            let seq = keys::decode_history_seq(&record_key, prefix.len())?;
+            let (tx_id, write) = keys::decode_history_value(&value)?;
+            let value = match write {
+                HistoryWrite::Put(value) => Some(value),
+                HistoryWrite::Delete => None,
+                HistoryWrite::PutAt { offset, len } => {
+                    Some(self.value_in_transaction(seq, offset, len)?)
+                }
+            };
+            out.push(HistoryEntry { seq, tx_id, value });
+        }
+        Ok(out)
+    }
+
+    /// A state record's value and version, read from the writing transaction's bytes
+    /// when the record points there.
+    pub(super) fn state_value(&self, record: &[u8]) -> Result<VersionedValue, StoreError> {
+        match keys::decode_state_record(record)? {
+            StateRecord::Inline(value) => Ok(value),
+            StateRecord::At { seq, offset, len } => Ok(VersionedValue {
+                value: self.value_in_transaction(seq, offset, len)?,
+                version: Version::from_seq(seq.0),
+            }),
+        }
+    }
+
+    /// The `len` bytes at `offset` in the bytes of the transaction at `seq`: a value a
+    /// state or history record points at.
+    fn value_in_transaction(&self, seq: Seq, offset: u32, len: u32) -> Result<Vec<u8>, StoreError> {
+        let bytes = self.transaction(seq)?.ok_or_else(|| {
+            StoreError::corrupt(
+                "value in a transaction",
+                format!("seq {seq} has no transaction"),
+            )
+        })?;
+        let (start, len) = (offset as usize, len as usize);
+        bytes
+            .get(start..start.saturating_add(len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                StoreError::corrupt(
+                    "value in a transaction",
+                    format!(
+                        "{len} bytes at {start} in seq {seq}'s {} bytes",
+                        bytes.len()
+                    ),
+                )
+            })
+    }
+
+    /// The durable record of transaction `tx_id`: the first one committed with that id.
+    pub fn tx(&self, tx_id: &TxId) -> Result<Option<TxRecord>, StoreError> {
+        let key = keys::tx_key(tx_id);
+        if !self.keys.may_contain(&key) {
+            return Ok(None);
+        }
+        match self.db.get(key)? {
+            Some(bytes) => keys::decode_tx_record(*tx_id, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The bytes of the transaction at `seq`, as the orderer delivered them (valid or
+    /// not), once durable.
+    pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+        if seq > self.height() || seq == Seq::ZERO {
+            return Ok(None);
+        }
+        // The record of the run holding `seq` is the first one keyed at or after it.
+        let Some(item) = self
+            .db
+            .range(keys::transaction_key(seq).to_vec()..keys::TRANSACTION_END.to_vec())
+            .next()
+        else {
+            return Ok(None);
+        };
+        let (key, value) = item?;
+        match keys::decode_transaction_run(&key, &value)?.place(seq) {
+            Some(at) => Ok(Some(self.transactions.read(at)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` durable transactions from seq `from` on, in ascending seq order.
+    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        self.transactions_below(from, self.height().next(), limit)
+    }
+
+    /// Up to `limit` durable transactions with `from <= seq < end`, in ascending seq
+    /// order. Every seq in the range must be durable.
+    pub(super) fn transactions_below(
+        &self,
+        from: Seq,
+        end: Seq,
+        limit: usize,
+    ) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        if end <= from {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let records = self
+            .db
+            .range(keys::transaction_key(from).to_vec()..keys::TRANSACTION_END.to_vec());
+        for item in records {
+            let (key, value) = item?;
+            for (seq, at) in keys::decode_transaction_run(&key, &value)?.iter() {
+                if seq < from {
+                    continue;
+                }
+                if seq >= end || out.len() >= limit {
+                    return Ok(out);
+                }
+                out.push((seq, self.transactions.read(at)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The block whose seal covers `seq`; `None` while no durable seal covers it yet.
+    pub fn block_of(&self, seq: Seq) -> Result<Option<BlockNumber>, StoreError> {
+        if seq.0 > self.sealed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        // Seals cover disjoint ranges in order, so the first one ending at or after `seq`
+        // is the only one that can cover it.
+        let start = keys::seal_index_key(seq).to_vec();
+        match self.db.range(start..vec![SEAL_INDEX + 1]).next() {
+            Some(item) => {
+                let (key, value) = item?;
+                let (number, first, _) = keys::decode_seal_index(&key, &value)?;
+                Ok((first <= seq).then_some(number))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The seal of block `number`.
+    pub fn seal(&self, number: BlockNumber) -> Result<Option<SealRecord>, StoreError> {
+        let key = keys::seal_key(number);
+        match self.db.get(key)? {
+            Some(value) => keys::decode_seal(&key, &value).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The seal with the highest block number.
+    pub fn last_seal(&self) -> Result<Option<SealRecord>, StoreError> {
+        last_seal(&self.db)
+    }
+
+    /// Up to `limit` seals from block `from` on, in ascending block order.
+    pub fn seals(&self, from: BlockNumber, limit: usize) -> Result<Vec<SealRecord>, StoreError> {
+        let lo = keys::seal_key(from).to_vec();
+        let mut out = Vec::new();
+        for item in self.db.range(lo..vec![SEAL + 1]).take(limit) {
+            let (key, value) = item?;
+            out.push(keys::decode_seal(&key, &value)?);
+        }
+        Ok(out)
+    }
+
+    /// Makes `batch` durable: [`Store::write`], then [`Store::flush`].
+    pub fn commit(&self, batch: &CommitBatch) -> Result<(), StoreError> {
+        self.write(batch)?;
+        self.flush()?;
+        Ok(())
+    }
+
+    /// Makes everything written so far durable (fsync) and returns the durable height.
+    /// Writes may go on meanwhile: a flush makes durable at least what was written before
+    /// it began, so a writer and a flusher on two threads overlap a batch's writing with
+    /// the previous batches' flush.
+    pub fn flush(&self) -> Result<Seq, StoreError> {
+        self.flush_then(|| ())
+    }
+
+    /// [`Store::flush`], running `before_durable` after the flush and before
+    /// [`Store::durable_height`] moves: what it records is in place before anyone who
+    /// reads the durable height can see the flush.
+    pub fn flush_then(&self, before_durable: impl FnOnce()) -> Result<Seq, StoreError> {
+        let height = self.height();
+        let flush = Instant::now();
+        self.db.flush()?;
+        self.flush_seconds.observe(flush.elapsed().as_secs_f64());
+        before_durable();
+        self.durable.fetch_max(height.0, Ordering::AcqRel);
+        Ok(height)
+    }
+
+    /// Writes `batch`: checks it whole and writes it as one atomic sled batch with the new
+    /// height. Reads see it at once; it is durable after the next [`Store::flush`] (sled
+    /// recovers a prefix of the batches written, each whole or not at all). A refused
+    /// batch writes nothing.
+    ///
+    /// The batch's transactions must be exactly `height + 1`, `height + 2`, ... Only valid
+    /// transactions' writes are applied; every transaction keeps its bytes, and enters the
+    /// tx index unless its id is already there (the first record of an id stays). A valid
+    /// transaction's id must be new: the validator gives a known id `DUPLICATE_TXID`, and
+    /// only invalid records are looked up.
+    ///
+    /// The batch's seals must continue the stored chain in order: block numbers one after
+    /// the other from the last stored seal's (the first seal is block 1), each starting
+    /// right after the seq the previous one ends at (block 1 at seq 1), ending at or after
+    /// its first seq and at or before the height after this batch.
+    pub fn write(&self, batch: &CommitBatch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Err(StoreError::EmptyBatch);
+        }
+        let mut committer = lock(&self.commit_lock);
+        let (tip, file, written) = &mut *committer;
+        let height = self.height();
+        let mut expected = height.next();
+        for tx in &batch.txs {
+            if tx.record.seq != expected {
+                return Err(StoreError::OutOfOrder {
+                    expected,
+                    got: tx.record.seq,
+                });
+            }
+            if tx.record.code.is_valid() {
+                for set in tx.writes.iter().filter(|set| !set.writes.is_empty()) {
+                    keys::check_namespace(&set.namespace)?;
+                    for write in &set.writes {
+                        keys::check_key(&write.key)?;
+                    }
+                }
+            }
+            expected = expected.next();
+        }
+        let new_height = batch.last_seq().unwrap_or(height);
+        let mut new_tip = *tip;
+        for seal in &batch.seals {
+            new_tip = new_tip.check_next(seal, new_height)?;
+        }
+
+        // The bytes first, durable before any record points at them (most were written
+        // ahead, see `write_ahead`).
+        let mut places: Vec<Option<RecordAt>> = batch
+            .txs
+            .iter()
+            .map(|tx| {
+                written
+                    .places
+                    .get(&tx.record.seq)
+                    .filter(|at| at.len as usize == tx.transaction.len())
+                    .copied()
+            })
+            .collect();
+        let missing: Vec<usize> = (0..places.len()).filter(|&i| places[i].is_none()).collect();
+        if !missing.is_empty() {
+            let bytes = missing.iter().map(|&i| &batch.txs[i].transaction[..]);
+            let appended = file.append_all(TRANSACTION_RECORD, bytes)?;
+            for (i, at) in missing.into_iter().zip(appended) {
+                places[i] = Some(at);
+            }
+            self.transactions.sync()?;
+        }
+        // `append_all` gives a place for each payload it appends.
+        let places: Vec<RecordAt> = places.into_iter().flatten().collect();
+        assert_eq!(
+            places.len(),
+            batch.txs.len(),
+            "a place for every transaction"
+        );
+        let new_last = batch.last_seq().unwrap_or(height);
+        written.places = written.places.split_off(&new_last.next());
+
+        let mut writes = sled::Batch::default();
+        // One record for the places of all the batch's transactions, keyed by its last.
+        if let Some(first) = batch.txs.first() {
+            writes.insert(
+                &keys::transaction_key(new_last)[..],
+                keys::encode_transaction_run(first.record.seq, &places),
+            );
+        }
+        let mut indexed = HashSet::new();
+        for BatchTx {
+            record,
+            writes: sets,
+            transaction,
+        } in &batch.txs
+        {
+            let tx_key = keys::tx_key(&record.tx_id);
+            // A valid transaction's id is new (stage 2 checks it), so only an invalid one
+            // may find its id taken.
+            if indexed.insert(record.tx_id)
+                && (record.code.is_valid()
+                    || !self.keys.may_contain(&tx_key)
+                    || !self.db.contains_key(tx_key)?)
+            {
+                // In the filter before sled holds it (its invariant).
+                self.keys.insert(&tx_key);
+                writes.insert(&tx_key[..], &keys::encode_tx_record(record)[..]);
+            }
+            if !record.code.is_valid() {
+                continue;
+            }
+            for set in sets {
+                for write in &set.writes {
+                    let state_key = keys::state_key(&set.namespace, &write.key);
+                    let history_key = keys::history_key(&set.namespace, &write.key, record.seq);
+                    let history = if write.is_delete {
+                        writes.remove(state_key);
+                        HistoryWrite::Delete
+                    } else {
+                        let place = value_place(transaction, &write.value);
+                        let value = match place {
+                            Some((offset, len)) if write.value.len() >= keys::STATE_POINTER_MIN => {
+                                keys::encode_state_value_at(record.seq, offset, len)
+                            }
+                            _ => keys::encode_state_value(record.seq, &write.value),
+                        };
+                        self.keys.insert(&state_key);
+                        writes.insert(state_key, value);
+                        match place {
+                            Some((offset, len)) => HistoryWrite::PutAt { offset, len },
+                            None => HistoryWrite::Put(write.value.clone()),
+                        }
+                    };
+                    let entry = keys::encode_history_value(&record.tx_id, &history);
+                    writes.insert(history_key, entry);
+                }
+            }
+        }
+        for seal in &batch.seals {
+            writes.insert(
+                &keys::seal_key(seal.number)[..],
+                keys::encode_seal_value(seal),
+            );
+            let index = keys::encode_seal_index(seal);
+            writes.insert(&keys::seal_index_key(seal.last)[..], &index[..]);
+        }
+        // The checks above make the height advance by exactly the batch's transactions.
+        assert_eq!(new_height.0 - height.0, batch.txs.len() as u64);
+        writes.insert(HEIGHT_KEY, &keys::encode_height(new_height)[..]);
+
+        self.db.apply_batch(writes)?;
+        // Readers already see the batch in sled; the height follows it at once.
+        self.height.store(new_height.0, Ordering::Release);
+        self.sealed.store(new_tip.last.0, Ordering::Release);
+        *tip = new_tip;
+        Ok(())
+    }
+
+    /// Appends the bytes of transactions a coming [`Store::commit`] will hold, and makes
+    /// them durable now, so that the commit only writes sled. Nothing points at them
+    /// until that commit: a crash before it leaves records that opening the store cuts.
+    /// Seqs at or below the height, or written ahead already, are skipped.
+    pub fn write_ahead<'a>(
+        &self,
+        txs: impl IntoIterator<Item = (Seq, &'a [u8])>,
+    ) -> Result<(), StoreError> {
+        let mut committer = lock(&self.commit_lock);
+        let (_, file, written) = &mut *committer;
+        let height = self.height();
+        let (seqs, bytes): (Vec<Seq>, Vec<&[u8]>) = txs
+            .into_iter()
+            .filter(|(seq, _)| *seq > height && !written.places.contains_key(seq))
+            .unzip();
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let places = file.append_all(TRANSACTION_RECORD, bytes)?;
+        written.places.extend(seqs.into_iter().zip(places));
+        self.transactions.sync()?;
+        Ok(())
+    }
+
+    /// A SHA-256 digest of the whole durable state, the height it is of, and the number
+    /// of keys: every state record, key and value (version included) with their lengths,
+    /// in key order. Two stores at the same height hold the same state exactly when their
+    /// digests are equal. Commits wait while it is computed.
+    pub fn state_hash(&self) -> Result<(Seq, [u8; 32], u64), StoreError> {
+        use sha2::{Digest, Sha256};
+        let _committer = lock(&self.commit_lock);
+        let mut hasher = Sha256::new();
+        let mut count = 0u64;
+        for item in self.db.scan_prefix(keys::STATE_PREFIX) {
+            let (key, record) = item?;
+            // The value as written, wherever the record keeps it: equal states hash equal
+            // whichever way their records hold large values.
+            let found = self.state_value(&record)?;
+            let value = keys::encode_state_value(Seq(found.version.seq), &found.value);
+            hasher.update((key.len() as u64).to_be_bytes());
+            hasher.update(&key);
+            hasher.update((value.len() as u64).to_be_bytes());
+            hasher.update(&value);
+            count += 1;
+        }
+        Ok((self.height(), hasher.finalize().into(), count))
+    }
+
+    /// The durations of this store's flushes (fsync) so far, in seconds; the handle
+    /// shares the live histogram.
+    pub fn flush_seconds(&self) -> Arc<Histogram> {
+        self.flush_seconds.clone()
+    }
+
+    /// The durable state record under `state_key` (already encoded), decoded.
+    pub(super) fn get_state(&self, state_key: &[u8]) -> Result<Option<VersionedValue>, StoreError> {
+        if !self.keys.may_contain(state_key) {
+            return Ok(None);
+        }
+        match self.db.get(state_key)? {
+            Some(bytes) => self.state_value(&bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A lazy iteration over the state records from `lo` (inclusive) to `hi` (exclusive).
+    pub(super) fn state_range(&self, lo: Vec<u8>, hi: Vec<u8>) -> sled::Iter {
+        self.db.range(lo..hi)
+    }
+}
+
+/// How the history keeps `value`, written by a transaction whose bytes are `transaction`:
+/// a pointer to the same bytes inside the transaction when they are there (a valid
+/// transaction's write set always is) and the value is worth it, else a copy. The
+/// transaction's bytes are stored once anyway, so a key's history then costs a few bytes
+/// a write instead of a second copy of every value.
+fn value_place(transaction: &[u8], value: &[u8]) -> Option<(u32, u32)> {
+    if value.len() < keys::HISTORY_POINTER_MIN {
+        return None;
+    }
+    let offset = find_value(transaction, value)?;
+    Some((
+        u32::try_from(offset).ok()?,
+        u32::try_from(value.len()).ok()?,
+    ))
+}
+
+/// Where `value` first occurs in `transaction`. A value is long (it is looked for only
+/// from [`keys::HISTORY_POINTER_MIN`] bytes), and setting up a search for all of it costs
+/// more than the search: the places where its first bytes occur are tried first, then,
+/// if a few of them were not it (a value of repeated bytes in a transaction full of
+/// them), the whole value is searched for.
+fn find_value(transaction: &[u8], value: &[u8]) -> Option<usize> {
+    const HEAD: usize = 16;
+    const TRIES: usize = 8;
+    if value.len() > HEAD {
+        let head = memchr::memmem::Finder::new(&value[..HEAD]);
+        for at in head.find_iter(transaction).take(TRIES) {
+            if transaction[at..].starts_with(value) {
+                return Some(at);
+            }
+        }
+    }
+    memchr::memmem::find(transaction, value)
+}
+
+/// Opens the transactions' file and cuts what the last commit appended without
+/// recording (a crash between the two): the file then ends with the transaction at
+/// `height`.
+fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFile, StoreError> {
+    let path = dir.join(TRANSACTIONS_FILE);
+    if height > Seq::ZERO && !path.exists() {
+        return Err(StoreError::corrupt(
+            "transaction file",
+            format!(
+                "{} is missing from a store at height {height} (a store of an older \
+                 format, or a damaged one)",
+                path.display()
+            ),
+        ));
+    }
+    let Opened {
+        mut file,
+        records,
+        torn_at,
+    } = RecordFile::open(&path)?;
+    if let Some(offset) = torn_at {
+        tracing::warn!(
+            offset,
+            "transaction file ended in a torn record (a crash during a commit); cut it"
+        );
+    }
+    let kept = match db.get(keys::transaction_key(height))? {
+        None if height == Seq::ZERO => 0,
+        None => {
+            return Err(StoreError::corrupt(
+                "transaction record",
+                format!("the record of seq {height} is missing"),
+            ));
+        }
+        Some(value) => {
+            let key = keys::transaction_key(height);
+            let place = keys::decode_transaction_run(&key, &value)?
+                .place(height)
+                .ok_or_else(|| {
+                    StoreError::corrupt(
+                        "transaction record",
+                        format!("the record of seq {height} does not hold it"),
+                    )
+                })?;
+            records
+                .iter()
+                .position(|at| *at == place)
+                .map(|i| i + 1)
+                .ok_or_else(|| {
+                    StoreError::corrupt(
+                        "transaction file",
+                        format!("it lacks the transaction at seq {height}"),
+                    )
+                })?
+        }
+    };
+    if kept < records.len() {
+        file.cut(records[kept].offset - crate::records::HEADER)?;
+    }
+    Ok(file)
+}
+
+/// The seal with the highest block number in `db`.
+fn last_seal(db: &sled::Db) -> Result<Option<SealRecord>, StoreError> {
+    match db.range([SEAL]..[SEAL + 1]).next_back() {
+        Some(item) => {
+            let (key, value) = item?;
+            keys::decode_seal(&key, &value).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The file whose OS lock marks a directory as held by an open [`Store`].
+const LOCK_FILE: &str = "runnel.lock";
+
+/// How long [`Store::open`] waits for sled to release the lock of a store just closed.
+const SLED_RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// Takes the directory's [`LOCK_FILE`] lock, then opens sled in it.
+///
+/// A held Runnel lock means another open store, here or in another process:
+/// [`StoreError::Locked`] at once. Holding it, the only store that can still hold
+/// sled's own lock is one closed a moment ago: dropping a sled database does not wait
+/// for its background threads, whose file handle keeps sled's lock a few milliseconds
+/// longer. So an I/O error from sled is retried for [`SLED_RELEASE_WAIT`] before it is
+/// reported; a restart of an embedded ledger in one process then never fails at random.
+fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
+    let lock = lock_dir(dir)?;
+    let deadline = Instant::now() + SLED_RELEASE_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match sled::Config::new().path(dir).open() {
+            Ok(db) => return Ok((db, lock)),
+            Err(sled::Error::Io(_)) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Creates `dir` if needed and takes Runnel's OS lock on it ([`StoreError::Locked`] when
+/// another open store or log holds it); the lock lasts as long as the returned file.
+pub(crate) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
+    std::fs::create_dir_all(dir).map_err(|error| StoreError::Sled(error.to_string()))?;
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .map_err(|error| StoreError::Sled(error.to_string()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            return Err(StoreError::Locked {
+                path: dir.display().to_string(),
+            });
+        }
+        Err(TryLockError::Error(error)) => return Err(StoreError::Sled(error.to_string())),
+    }
+    Ok(lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use runnel_runtime::{KvWrite, NsRwSet, Version};
+
+    use super::*;
+    use crate::ids::ValidationCode;
+
+    fn record(seq: u64, code: ValidationCode) -> TxRecord {
+        TxRecord {
+            tx_id: TxId::derive(&seq.to_be_bytes(), b"test"),
+            seq: Seq(seq),
+            code,
+            timestamp_ms: 1_000 + seq,
+        }
+    }
+
+    #[test]
+    fn a_value_is_found_where_it_first_occurs() {
+        let value: Vec<u8> = (0..200u8).collect();
+        let mut transaction = b"head".to_vec();
+        // Its first bytes, many times over, before the value itself (twice).
+        for _ in 0..20 {
+            transaction.extend_from_slice(&value[..40]);
+        }
+        let first = transaction.len();
+        transaction.extend_from_slice(&value);
+        transaction.extend_from_slice(&value);
+        assert_eq!(find_value(&transaction, &value), Some(first));
+        assert_eq!(find_value(&transaction[..first + 199], &value), None);
+        // A value of one repeated byte among more of it: the first place it fits.
+        let repeated = vec![b'v'; 100];
+        let mut transaction = b"xx".to_vec();
+        transaction.extend_from_slice(&[b'v'; 250]);
+        assert_eq!(find_value(&transaction, &repeated), Some(2));
+        for at in [0, 1, 2, 3, 150, 151, 152] {
+            assert_eq!(
+                find_value(&transaction[at..], &repeated),
+                memchr::memmem::find(&transaction[at..], &repeated)
+            );
+        }
+    }
+
+    fn put(ns: &str, key: &[u8], value: &[u8]) -> NsRwSet {
+        NsRwSet {
+            namespace: ns.to_string(),
+            writes: vec![KvWrite {
+                key: key.to_vec(),
+                is_delete: false,
+                value: value.to_vec(),
+            }],
+            ..NsRwSet::default()
+        }
+    }
+
+    #[test]
+    fn history_points_at_values_inside_the_transaction_instead_of_copying_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let big = vec![b'x'; 1024];
+        let mut carrying = b"header ".to_vec();
+        carrying.extend_from_slice(&big);
+        carrying.extend_from_slice(b" trailer");
+        let mut batch = CommitBatch::new();
+        // Seq 1 carries its value in its bytes; seq 2 does not (a copy); seq 3's is small.
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", &big)],
+            carrying,
+        );
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            vec![put("ns", b"k", &[b'y'; 1024])],
+            b"opaque".to_vec(),
+        );
+        batch.push_tx(
+            record(3, ValidationCode::Valid),
+            vec![put("ns", b"k", b"small")],
+            b"small".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        let raw = |seq: u64| {
+            store
+                .db
+                .get(keys::history_key("ns", b"k", Seq(seq)))
+                .unwrap()
+                .unwrap()
+                .len()
+        };
+        assert!(raw(1) < 64, "a pointer, not a copy: {} bytes", raw(1));
+        assert!(raw(2) > 1024);
+        let values: Vec<Option<Vec<u8>>> = store
+            .history("ns", b"k", None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.value)
+            .collect();
+        assert_eq!(
+            values,
+            vec![Some(b"small".to_vec()), Some(vec![b'y'; 1024]), Some(big)]
+        );
+
+        // A pointer past the transaction's end is corruption, not a panic or a short value.
+        let id = record(1, ValidationCode::Valid).tx_id;
+        let beyond = HistoryWrite::PutAt {
+            offset: 10,
+            len: 5000,
+        };
+        store
+            .db
+            .insert(
+                keys::history_key("ns", b"k", Seq(1)),
+                keys::encode_history_value(&id, &beyond),
+            )
+            .unwrap();
+        assert!(matches!(
+            store.history("ns", b"k", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn large_state_values_point_into_their_transaction_and_read_back_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let large = vec![b'c'; keys::STATE_POINTER_MIN];
+        let mut carrying = b"deploy ".to_vec();
+        carrying.extend_from_slice(&large);
+        let hash_inline;
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = CommitBatch::new();
+            // Seq 1's large value is in its bytes (a pointer); seq 2's is not (a copy).
+            batch.push_tx(
+                record(1, ValidationCode::Valid),
+                vec![put("ns", b"code", &large)],
+                carrying.clone(),
+            );
+            batch.push_tx(
+                record(2, ValidationCode::Valid),
+                vec![put("ns", b"copy", &large)],
+                b"opaque".to_vec(),
+            );
+            store.commit(&batch).unwrap();
+            let raw = |key: &[u8]| store.db.get(keys::state_key("ns", key)).unwrap().unwrap();
+            assert_eq!(raw(b"code").len(), 16, "a pointer, not a copy");
+            assert!(raw(b"copy").len() > large.len());
+            let expected = |seq| VersionedValue {
+                value: large.clone(),
+                version: Version::from_seq(seq),
+            };
+            assert_eq!(store.get("ns", b"code").unwrap(), Some(expected(1)));
+            let scanned = store.scan("ns", b"", None, 10).unwrap();
+            assert_eq!(
+                scanned,
+                vec![
+                    (b"code".to_vec(), expected(1)),
+                    (b"copy".to_vec(), expected(2))
+                ]
+            );
+            // The state hash is of the values, not of how records hold them: the same
+            // state written with both values copied hashes the same.
+            hash_inline = {
+                let other = tempfile::tempdir().unwrap();
+                let copy = Store::open(other.path()).unwrap();
+                let mut batch = CommitBatch::new();
+                batch.push_tx(
+                    record(1, ValidationCode::Valid),
+                    vec![put("ns", b"code", &large)],
+                    b"opaque".to_vec(),
+                );
+                batch.push_tx(
+                    record(2, ValidationCode::Valid),
+                    vec![put("ns", b"copy", &large)],
+                    b"opaque".to_vec(),
+                );
+                copy.commit(&batch).unwrap();
+                copy.state_hash().unwrap()
+            };
+            assert_eq!(store.state_hash().unwrap(), hash_inline);
+        }
+        // After a reopen the pointer still finds the value in the transactions' file.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.get("ns", b"code").unwrap().unwrap().value, large);
+        assert_eq!(store.state_hash().unwrap(), hash_inline);
+        // A pointer past its transaction's end is corruption, not a short value.
+        store
+            .db
+            .insert(
+                keys::state_key("ns", b"code"),
+                keys::encode_state_value_at(Seq(1), 10, 1 << 20),
+            )
+            .unwrap();
+        assert!(matches!(
+            store.get("ns", b"code"),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_write_is_read_at_once_and_durable_after_the_next_flush_which_a_reopen_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v1")],
+            b"tx1".to_vec(),
+        );
+        store.write(&batch).unwrap();
+        assert_eq!(store.height(), Seq(1));
+        assert_eq!(store.durable_height(), Seq::ZERO);
+        assert!(store.get("ns", b"k").unwrap().is_some());
+        // The next batch may be written while nothing is durable yet.
+        let mut next = CommitBatch::new();
+        next.push_tx(
+            record(2, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v2")],
+            b"tx2".to_vec(),
+        );
+        store.write(&next).unwrap();
+        assert_eq!(store.flush().unwrap(), Seq(2));
+        assert_eq!(store.durable_height(), Seq(2));
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!((store.height(), store.durable_height()), (Seq(2), Seq(2)));
+        assert_eq!(
+            store.get("ns", b"k").unwrap().unwrap().value,
+            b"v2".to_vec()
+        );
+    }
+
+    #[test]
+    fn transactions_read_back_one_by_one_and_in_pages_across_commits_and_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = |seq: u64| format!("transaction {seq}").into_bytes();
+        let store = Store::open(dir.path()).unwrap();
+        // Commits of 1, 4 and 3 transactions: one record each.
+        for seqs in [1..=1u64, 2..=5, 6..=8] {
+            let mut batch = CommitBatch::new();
+            for seq in seqs {
+                batch.push_tx(record(seq, ValidationCode::Valid), Vec::new(), bytes(seq));
+            }
+            store.commit(&batch).unwrap();
+        }
+        let check = |store: &Store| {
+            assert_eq!(store.transaction(Seq::ZERO).unwrap(), None);
+            assert_eq!(store.transaction(Seq(9)).unwrap(), None);
+            for seq in 1..=8 {
+                assert_eq!(store.transaction(Seq(seq)).unwrap(), Some(bytes(seq)));
+            }
+            for from in 0..=9 {
+                for limit in [1, 2, 5, 100] {
+                    let expected: Vec<(Seq, Vec<u8>)> = (from.max(1)..=8)
+                        .take(limit)
+                        .map(|seq| (Seq(seq), bytes(seq)))
+                        .collect();
+                    assert_eq!(
+                        store.transactions(Seq(from), limit).unwrap(),
+                        expected,
+                        "from {from}, limit {limit}"
+                    );
+                }
+            }
+            assert_eq!(
+                store.transactions_below(Seq(3), Seq(7), 100).unwrap(),
+                (3..7).map(|seq| (Seq(seq), bytes(seq))).collect::<Vec<_>>()
+            );
+        };
+        check(&store);
+        drop(store);
+        check(&Store::open(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn the_key_filter_never_hides_a_record_written_before_or_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let commit = |store: &Store, seqs: std::ops::RangeInclusive<u64>| {
+            let mut batch = CommitBatch::new();
+            for seq in seqs {
+                let key = format!("k{seq}");
+                batch.push_tx(
+                    record(seq, ValidationCode::Valid),
+                    vec![put("ns", key.as_bytes(), b"v")],
+                    format!("tx{seq}").into_bytes(),
+                );
+            }
+            store.commit(&batch).unwrap();
+        };
+        let store = Store::open(dir.path()).unwrap();
+        commit(&store, 1..=300);
+        drop(store);
+        let mut store = Store::open(dir.path()).unwrap();
+        // Written while the loader may still be reading what the store held at open.
+        commit(&store, 301..=400);
+        store._keys_loader.wait();
+        assert!(store.keys.is_loaded());
+        commit(&store, 401..=500);
+        for seq in 1..=500 {
+            let expected = record(seq, ValidationCode::Valid);
+            assert_eq!(store.tx(&expected.tx_id).unwrap(), Some(expected));
+            let key = format!("k{seq}");
+            assert!(store.get("ns", key.as_bytes()).unwrap().is_some(), "{key}");
+        }
+        for seq in 501..=1_000 {
+            assert_eq!(
+                store.tx(&record(seq, ValidationCode::Valid).tx_id).unwrap(),
+                None
+            );
+            assert_eq!(store.get("ns", format!("k{seq}").as_bytes()).unwrap(), None);
+        }
+        // Most absent keys are answered without sled: the filter says so itself.
+        let maybe = (501..=1_000)
+            .filter(|seq| {
+                store
+                    .keys
+                    .may_contain(&keys::tx_key(&record(*seq, ValidationCode::Valid).tx_id))
+            })
+            .count();
+        assert!(maybe < 50, "{maybe} of 500 absent ids needed a sled read");
+    }
+
+    #[test]
+    fn commit_writes_state_history_index_seal_and_height_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.height(), Seq::ZERO);
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v1")],
+            b"tx1".to_vec(),
+        );
+        batch.push_tx(
+            record(2, ValidationCode::MvccReadConflict),
+            vec![put("ns", b"k", b"ignored")],
+            b"tx2".to_vec(),
+        );
+        let seal = SealRecord {
+            number: BlockNumber(1),
+            first: Seq(1),
+            last: Seq(2),
+            bytes: b"seal1".to_vec(),
+        };
+        batch.push_seal(seal.clone());
+        store.commit(&batch).unwrap();
+        assert_eq!(store.height(), Seq(2));
+        let value = store.get("ns", b"k").unwrap().unwrap();
+        assert_eq!(
+            (value.value.as_slice(), value.version),
+            (&b"v1"[..], Version::from_seq(1))
+        );
+        assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
+        let invalid = record(2, ValidationCode::MvccReadConflict);
+        assert_eq!(store.tx(&invalid.tx_id).unwrap(), Some(invalid));
+        assert_eq!(store.seal(BlockNumber(1)).unwrap(), Some(seal.clone()));
+        assert_eq!(store.last_seal().unwrap(), Some(seal));
+        assert_eq!(store.transaction(Seq(2)).unwrap(), Some(b"tx2".to_vec()));
+        assert_eq!(store.block_of(Seq(2)).unwrap(), Some(BlockNumber(1)));
+        assert_eq!(store.block_of(Seq(3)).unwrap(), None);
+        // Reopened, the store knows again how far the seals reach.
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.block_of(Seq(1)).unwrap(), Some(BlockNumber(1)));
+        assert_eq!(store.block_of(Seq(3)).unwrap(), None);
+    }
+
+    #[test]
+    fn bytes_appended_by_a_commit_that_never_landed_are_cut_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            Vec::new(),
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        drop(store);
+        // A crash after the file's sync, before sled's batch: a record nothing points at.
+        let path = dir.path().join(TRANSACTIONS_FILE);
+        let mut file = RecordFile::open(&path).unwrap().file;
+        file.append(TRANSACTION_RECORD, b"tx2, never committed")
+            .unwrap();
+        file.handle().unwrap().sync().unwrap();
+        drop(file);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.height(), Seq(1));
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            Vec::new(),
+            b"tx2".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        let all = store.transactions(Seq(1), 10).unwrap();
+        assert_eq!(
+            all,
+            vec![(Seq(1), b"tx1".to_vec()), (Seq(2), b"tx2".to_vec())]
+        );
+        drop(store);
+        assert_eq!(RecordFile::open(&path).unwrap().records.len(), 2);
+    }
+
+    #[test]
+    fn bytes_written_ahead_are_the_ones_the_commit_points_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .write_ahead([(Seq(1), &b"tx1"[..]), (Seq(2), &b"tx2"[..])])
+            .unwrap();
+        // Again, or for a committed seq: nothing more is written.
+        store.write_ahead([(Seq(1), &b"tx1"[..])]).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            Vec::new(),
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        store.write_ahead([(Seq(1), &b"tx1"[..])]).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            Vec::new(),
+            b"tx2".to_vec(),
+        );
+        batch.push_tx(
+            record(3, ValidationCode::Valid),
+            Vec::new(),
+            b"tx3".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            store.transactions(Seq(1), 10).unwrap(),
+            vec![
+                (Seq(1), b"tx1".to_vec()),
+                (Seq(2), b"tx2".to_vec()),
+                (Seq(3), b"tx3".to_vec())
+            ]
+        );
+        drop(store);
+        let path = dir.path().join(TRANSACTIONS_FILE);
+        assert_eq!(RecordFile::open(&path).unwrap().records.len(), 3);
+    }
+
+    #[test]
+    fn the_first_record_of_a_tx_id_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let original = record(1, ValidationCode::Valid);
+        let mut duplicate = record(2, ValidationCode::DuplicateTxid);
+        duplicate.tx_id = original.tx_id;
+        let mut batch = CommitBatch::new();
+        batch.push_tx(original.clone(), Vec::new(), Vec::new());
+        batch.push_tx(duplicate.clone(), Vec::new(), Vec::new());
+        store.commit(&batch).unwrap();
+        let mut batch = CommitBatch::new();
+        duplicate.seq = Seq(3);
+        batch.push_tx(duplicate, Vec::new(), Vec::new());
+        store.commit(&batch).unwrap();
+        assert_eq!(store.tx(&original.tx_id).unwrap(), Some(original));
+    }
+
+    #[test]
+    fn a_corrupt_record_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // Written past the store's commit, so into its key filter by hand.
+        for key in [
+            keys::state_key("ns", b"k"),
+            keys::tx_key(&TxId([1; 32])).to_vec(),
+        ] {
+            store.keys.insert(&key);
+            store.db.insert(key, &b"bad"[..]).unwrap();
+        }
+        assert!(matches!(
+            store.get("ns", b"k"),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store.scan("ns", b"", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store.tx(&TxId([1; 32])),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store
+            .db
+            .insert(keys::seal_index_key(Seq(5)), &b"bad"[..])
+            .unwrap();
+        // As the commit of a seal through seq 5 leaves it.
+        store.sealed.store(5, Ordering::Release);
+        assert!(matches!(
+            store.block_of(Seq(3)),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store
+            .db
+            .insert(keys::transaction_key(Seq(0)), &b"tx"[..])
+            .unwrap();
+        assert!(matches!(
+            store.transactions(Seq::ZERO, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store
+            .db
+            .insert(keys::seal_key(BlockNumber(1)), &b"bad"[..])
+            .unwrap();
+        assert!(matches!(
+            store.seal(BlockNumber(1)),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert!(matches!(store.last_seal(), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(
+            store.seals(BlockNumber(0), 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+        store.db.flush().unwrap();
+        drop(store);
+        // No height record but other records: refused at open.
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_seal_beyond_the_height_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(record(1, ValidationCode::Valid), Vec::new(), Vec::new());
+        store.commit(&batch).unwrap();
+        let seal = SealRecord {
+            number: BlockNumber(1),
+            first: Seq(1),
+            last: Seq(2),
+            bytes: Vec::new(),
+        };
+        store
+            .db
+            .insert(keys::seal_key(seal.number), keys::encode_seal_value(&seal))
+            .unwrap();
+        store.db.flush().unwrap();
+        drop(store);
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Corrupt { what: "seal", .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_opens_once_and_reopens_at_once_after_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Locked { .. })
+        ));
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v")],
+            Vec::new(),
+        );
+        store.commit(&batch).unwrap();
+        // Close and reopen in a tight loop: sled's lock outlives its handle briefly.
+        drop(store);
+        for _ in 0..20 {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.height(), Seq(1));
+        }
+    }
+}

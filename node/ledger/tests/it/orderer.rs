@@ -1,0 +1,400 @@
+//! The solo orderer on a real log file: sequencing, streaming and block delivery, seals
+//! a peer can verify, admission checks, restart.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_ledger::block::SealChain;
+use runnel_ledger::identity::{NetworkIdentities, Role};
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::orderer::{
+    Delivered, OrderError, Orderer, OrdererConfig, OrderingMode, SoloOrderer,
+};
+use runnel_testing::orderer::{
+    Net, Seen, read_until, streaming, transaction, transaction_with_payload,
+};
+
+#[test]
+fn streaming_delivers_each_transaction_at_once_and_seals_behind_it() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    // Seals only by count here, so the timing of this test cannot change its blocks.
+    let orderer = net.open(dir.path(), streaming(3, Duration::from_secs(3600)));
+    let client = net.signer("Org1", Role::Client);
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut seen = Seen::default();
+
+    let first = transaction(&client, "main", "a");
+    let ordered = orderer.submit(first.clone()).unwrap();
+    assert_eq!(ordered.seq, Seq(1));
+    assert!(ordered.received_us <= ordered.ordered_us);
+    // One transaction, far from a full block: it is delivered anyway.
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 1
+    });
+    assert_eq!(seen.txs[0], (Seq(1), first));
+
+    let mut sent = vec![seen.txs[0].1.clone()];
+    for i in 0..6 {
+        let bytes = transaction(&client, "main", &format!("k{i}"));
+        assert_eq!(orderer.submit(bytes.clone()).unwrap().seq, Seq(2 + i));
+        sent.push(bytes);
+    }
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 7 && s.seals.len() == 2 && s.durable == Seq(7)
+    });
+    assert_eq!(
+        seen.txs.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(),
+        sent
+    );
+    assert_eq!(
+        seen.seals,
+        vec![
+            (BlockNumber(1), Seq(1), Seq(3)),
+            (BlockNumber(2), Seq(4), Seq(6))
+        ]
+    );
+    // Each seal comes after the transactions it covers.
+    let third_tx = seen.order.match_indices('t').nth(2).unwrap().0;
+    assert!(seen.order.find('s').unwrap() > third_tx);
+    assert_eq!(orderer.height(), Seq(7));
+
+    // A second subscriber starting mid-stream gets the rest, and the seals from block 2;
+    // it trusts block 1 (as a peer trusts its own stored seal) and chains on from it.
+    let mut late = orderer.deliver(Seq(4), BlockNumber(2)).unwrap();
+    let mut late_chain = SealChain::after(&seen.sealed[0]);
+    let mut late_seen = Seen::default();
+    read_until(&mut *late, &mut late_chain, &net.msp, &mut late_seen, |s| {
+        s.txs.len() == 4 && s.seals.len() == 1
+    });
+    assert_eq!(late_seen.txs.first().unwrap().0, Seq(4));
+    assert_eq!(late_seen.seals, vec![(BlockNumber(2), Seq(4), Seq(6))]);
+}
+
+#[test]
+fn a_partial_block_is_sealed_when_its_oldest_transaction_has_waited_long_enough() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = net.open(dir.path(), streaming(1000, Duration::from_millis(20)));
+    let client = net.signer("Org2", Role::Client);
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    for i in 0..2 {
+        orderer
+            .submit(transaction(&client, "main", &format!("{i}")))
+            .unwrap();
+    }
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 1
+    });
+    assert_eq!(seen.seals, vec![(BlockNumber(1), Seq(1), Seq(2))]);
+    orderer.submit(transaction(&client, "main", "2")).unwrap();
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 2
+    });
+    assert_eq!(seen.seals[1], (BlockNumber(2), Seq(3), Seq(3)));
+}
+
+#[test]
+fn block_mode_holds_transactions_until_their_block_is_cut_and_durable() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let config = OrdererConfig {
+        mode: OrderingMode::Blocks,
+        seal_max_txs: 4,
+        seal_max_delay: Duration::from_secs(3600),
+        ..OrdererConfig::default()
+    };
+    let orderer = net.open(dir.path(), config);
+    let client = net.signer("Org1", Role::Client);
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    for i in 0..3 {
+        orderer
+            .submit(transaction(&client, "main", &format!("{i}")))
+            .unwrap();
+    }
+    // Three of four: durable at the orderer, but not delivered.
+    let deadline = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < deadline {
+        match delivery.next(Duration::from_millis(20)).unwrap() {
+            None | Some(Delivered::Durable(_)) => {}
+            Some(other) => panic!("delivered before the block was cut: {other:?}"),
+        }
+    }
+    orderer.submit(transaction(&client, "main", "3")).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 1
+    });
+    assert_eq!(seen.order, "tttts");
+    assert_eq!(seen.seals, vec![(BlockNumber(1), Seq(1), Seq(4))]);
+}
+
+#[test]
+fn fabric_blocks_is_fabrics_sample_batch_size_and_timeout() {
+    let config = OrdererConfig::fabric_blocks();
+    assert_eq!(config.mode, OrderingMode::Blocks);
+    assert_eq!(config.seal_max_txs, 10);
+    assert_eq!(config.seal_max_delay, Duration::from_secs(2));
+}
+
+#[test]
+fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let config = OrdererConfig {
+        transaction_bytes_max: 64 * 1024,
+        ..OrdererConfig::default()
+    };
+    let orderer = net.open(dir.path(), config);
+    let client = net.signer("Org1", Role::Client);
+
+    let code = |bytes: Vec<u8>| orderer.submit(bytes).unwrap_err().code();
+    assert_eq!(code(b"\xff\xff\xff garbage".to_vec()), "BAD_PAYLOAD");
+    assert_eq!(code(vec![0; 64 * 1024 + 1]), "TOO_LARGE");
+    assert_eq!(code(transaction(&client, "other", "k")), "WRONG_CHANNEL");
+    // A peer may endorse but not submit.
+    let peer = net.signer("Org1", Role::Peer);
+    assert_eq!(code(transaction(&peer, "main", "k")), "ACCESS_DENIED");
+    // A submitter from another network.
+    let stranger = NetworkIdentities::generate(&["Org1"], time::Duration::days(1))
+        .unwrap()
+        .org("Org1")
+        .unwrap()
+        .signer(Role::Client)
+        .unwrap();
+    assert_eq!(code(transaction(&stranger, "main", "k")), "BAD_CREATOR");
+    // A transaction altered after signing, and one signed by somebody else.
+    let mut signed: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+    signed.transaction.push(0);
+    assert_eq!(code(prost::Message::encode_to_vec(&signed)), "BAD_PAYLOAD");
+    let mut signed: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+    let other: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "j").as_slice()).unwrap();
+    signed.signature = other.signature;
+    let forged = prost::Message::encode_to_vec(&signed);
+    assert!(matches!(
+        orderer.submit(forged),
+        Err(OrderError::BadSignature)
+    ));
+    let mut signed: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+    signed.signature.truncate(10);
+    assert_eq!(
+        code(prost::Message::encode_to_vec(&signed)),
+        "BAD_CREATOR_SIGNATURE"
+    );
+
+    // Nothing refused took a seq.
+    assert_eq!(orderer.height(), Seq::ZERO);
+    assert_eq!(
+        orderer
+            .submit(transaction(&client, "main", "k"))
+            .unwrap()
+            .seq,
+        Seq(1)
+    );
+}
+
+#[test]
+fn a_batch_is_answered_in_order_bad_members_refused_alone_good_ones_sequenced() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = net.open(dir.path(), streaming(3, Duration::from_millis(10)));
+    let client = net.signer("Org1", Role::Client);
+    assert!(orderer.submits_in_batches());
+    let mut forged: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "f").as_slice()).unwrap();
+    forged.signature[0] ^= 1;
+    let batch = vec![
+        transaction(&client, "main", "a"),
+        prost::Message::encode_to_vec(&forged),
+        transaction(&client, "main", "b"),
+        b"garbage".to_vec(),
+        transaction(&client, "other", "c"),
+        transaction(&client, "main", "d"),
+    ];
+    let answers = orderer.submit_batch(batch.clone());
+    let outcome: Vec<Result<Seq, &str>> = answers
+        .iter()
+        .map(|answer| answer.as_ref().map(|o| o.seq).map_err(|e| e.code()))
+        .collect();
+    assert_eq!(
+        outcome,
+        [
+            Ok(Seq(1)),
+            Err("BAD_CREATOR_SIGNATURE"),
+            Ok(Seq(2)),
+            Err("BAD_PAYLOAD"),
+            Err("WRONG_CHANNEL"),
+            Ok(Seq(3)),
+        ]
+    );
+    // What was sequenced is what was sent, in the batch's order; and a batch of one
+    // after it continues the stream.
+    assert_eq!(
+        orderer.submit_batch(vec![transaction(&client, "main", "e")])[0]
+            .as_ref()
+            .unwrap()
+            .seq,
+        Seq(4)
+    );
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 4
+    });
+    let sent: Vec<&Vec<u8>> = [&batch[0], &batch[2], &batch[5]].into_iter().collect();
+    let delivered: Vec<&Vec<u8>> = seen.txs[..3].iter().map(|(_, bytes)| bytes).collect();
+    assert_eq!(delivered, sent);
+}
+
+#[test]
+fn concurrent_submitters_get_distinct_contiguous_seqs() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = Arc::new(net.open(dir.path(), streaming(50, Duration::from_millis(10))));
+    const THREADS: usize = 4;
+    const EACH: usize = 100;
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let orderer = orderer.clone();
+            let client = net.signer(if t % 2 == 0 { "Org1" } else { "Org2" }, Role::Client);
+            std::thread::spawn(move || {
+                (0..EACH)
+                    .map(|i| {
+                        let bytes = transaction(&client, "main", &format!("{t}-{i}"));
+                        (orderer.submit(bytes.clone()).unwrap().seq, bytes)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut assigned: HashMap<Seq, Vec<u8>> = HashMap::new();
+    for handle in handles {
+        for (seq, bytes) in handle.join().unwrap() {
+            assert!(
+                assigned.insert(seq, bytes).is_none(),
+                "seq {seq} given twice"
+            );
+        }
+    }
+    let total = THREADS * EACH;
+    assert_eq!(assigned.len(), total);
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == total && s.seals.last().is_some_and(|b| b.2 == Seq(total as u64))
+    });
+    for (seq, bytes) in &seen.txs {
+        assert_eq!(
+            &assigned[seq], bytes,
+            "delivered what was submitted at {seq}"
+        );
+    }
+}
+
+#[test]
+fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let mut sent = Vec::new();
+    {
+        let orderer = net.open(dir.path(), streaming(4, Duration::from_secs(3600)));
+        for i in 0..6 {
+            let bytes = transaction(&client, "main", &format!("{i}"));
+            orderer.submit(bytes.clone()).unwrap();
+            sent.push(bytes);
+        }
+        // Wait for block 1 (seqs 1-4) to be durable; 5 and 6 stay unsealed.
+        let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+        let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+        read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+            s.seals.len() == 1 && s.txs.len() == 6
+        });
+        orderer.close();
+        assert!(matches!(
+            orderer.submit(transaction(&client, "main", "late")),
+            Err(OrderError::Closed)
+        ));
+    }
+    let orderer = net.open(dir.path(), streaming(4, Duration::from_secs(3600)));
+    assert_eq!(orderer.height(), Seq(6));
+    assert_eq!(orderer.durable_height(), Seq(6));
+    for i in 6..8 {
+        let bytes = transaction(&client, "main", &format!("{i}"));
+        assert_eq!(orderer.submit(bytes.clone()).unwrap().seq, Seq(i + 1));
+        sent.push(bytes);
+    }
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 2
+    });
+    assert_eq!(
+        seen.seals,
+        vec![
+            (BlockNumber(1), Seq(1), Seq(4)),
+            (BlockNumber(2), Seq(5), Seq(8))
+        ]
+    );
+    assert_eq!(
+        seen.txs.into_iter().map(|(_, b)| b).collect::<Vec<_>>(),
+        sent
+    );
+}
+
+#[test]
+fn one_log_directory_serves_one_orderer() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let _orderer = net.open(dir.path(), OrdererConfig::default());
+    let second = SoloOrderer::open(
+        dir.path(),
+        OrdererConfig::default(),
+        net.msp.clone(),
+        net.signer("Org1", Role::Orderer),
+    );
+    assert!(matches!(second, Err(OrderError::Locked(_))));
+}
+
+#[test]
+fn a_delivery_behind_the_orderers_memory_reads_the_log_then_catches_up() {
+    // The orderer keeps its latest transactions (8 MiB) for deliveries that keep up; one
+    // that starts from the beginning after 12 MiB reads the oldest back from the log.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = net.open(dir.path(), streaming(10, Duration::from_millis(10)));
+    let client = net.signer("Org1", Role::Client);
+    let big = |key: &str| {
+        transaction_with_payload(&client, "main", key, vec![key.as_bytes()[0]; 512 << 10])
+    };
+    let sent: Vec<Vec<u8>> = (0..24).map(|i| big(&format!("k{i:02}"))).collect();
+    for transaction in &sent {
+        orderer.submit(transaction.clone()).expect("ordered");
+    }
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.last().is_some_and(|&(_, _, last)| last == Seq(24))
+    });
+    let delivered: Vec<Vec<u8>> = seen.txs.into_iter().map(|(_, bytes)| bytes).collect();
+    assert!(
+        delivered == sent,
+        "every transaction delivered as sent, in order"
+    );
+    // One more, delivered from memory to the same delivery.
+    let last = big("late");
+    orderer.submit(last.clone()).expect("ordered");
+    let mut more = Seen::default();
+    more.txs.push((Seq(24), sent[23].clone()));
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut more, |s| {
+        s.txs.len() == 2
+    });
+    assert!(more.txs[1] == (Seq(25), last));
+}

@@ -1,0 +1,396 @@
+//! Execute → order → validate end to end, in one process, on real sled directories:
+//! endorsers, the solo orderer and the validator pipeline wired as a peer runs them.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use prost::Message;
+use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
+use runnel_ledger::identity::{Msp, Role, Signer};
+use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
+use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
+use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
+use runnel_ledger::proto::{
+    DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
+};
+use runnel_ledger::store::WorldState;
+use runnel_ledger::trace::{Stage, TraceBook};
+use runnel_ledger::tx;
+use runnel_ledger::validator::{Hub, Phase, Validator, ValidatorConfig};
+use runnel_runtime::{Runtime, RuntimeConfig};
+
+use runnel_testing::{ORGS, kv_wasm, network, signer};
+
+/// One peer with every role in process: world state, orderer, validator, endorsers.
+struct Peer {
+    world: Arc<WorldState>,
+    orderer: Arc<SoloOrderer>,
+    validator: Validator,
+    hub: Arc<Hub>,
+    traces: Arc<TraceBook>,
+    /// Admin endorsers of every org (deploys), then peer endorsers of every org.
+    admins: Vec<Endorser>,
+    peers: Vec<Endorser>,
+}
+
+impl Peer {
+    fn open(dir: &Path) -> Peer {
+        let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
+        let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
+        let orderer = Arc::new(
+            SoloOrderer::open(
+                &dir.join("orderer"),
+                OrdererConfig {
+                    seal_max_txs: 3,
+                    seal_max_delay: StdDuration::from_millis(20),
+                    ..OrdererConfig::default()
+                },
+                msp.clone(),
+                signer("Org1", Role::Orderer),
+            )
+            .unwrap(),
+        );
+        let hub = Arc::new(Hub::default());
+        let traces = Arc::new(TraceBook::default());
+        let validator = Validator::start(
+            // Two stage-1 workers, so that their results are put back in seq order.
+            ValidatorConfig {
+                workers: 2,
+                ..ValidatorConfig::default()
+            },
+            msp.clone(),
+            world.clone(),
+            &*orderer,
+            hub.clone(),
+            traces.clone(),
+        )
+        .unwrap();
+        let runtime = Arc::new(
+            Runtime::new(RuntimeConfig {
+                instances_max: 4,
+                ..RuntimeConfig::default()
+            })
+            .unwrap(),
+        );
+        let endorser = |org: &str, role: Role| {
+            Endorser::new(
+                EndorserConfig::default(),
+                msp.clone(),
+                signer(org, role),
+                runtime.clone(),
+                world.clone(),
+            )
+            .unwrap()
+        };
+        Peer {
+            admins: ORGS.iter().map(|org| endorser(org, Role::Admin)).collect(),
+            peers: ORGS.iter().map(|org| endorser(org, Role::Peer)).collect(),
+            world,
+            orderer,
+            validator,
+            hub,
+            traces,
+        }
+    }
+
+    fn close(self) {
+        self.validator.close();
+        self.orderer.close();
+    }
+}
+
+/// The transaction a client assembles from endorsements of one proposal.
+fn assemble(creator: &Signer, proposal: &SignedProposal, endorsed: &[Endorsed]) -> Vec<u8> {
+    let payload = endorsed[0].response.payload.clone();
+    assert!(
+        endorsed.iter().all(|e| e.response.payload == payload),
+        "endorsers agree"
+    );
+    let transaction = Transaction {
+        proposal: Some(proposal.clone()),
+        payload,
+        endorsements: endorsed
+            .iter()
+            .map(|e| e.response.endorsement.clone().unwrap())
+            .collect(),
+    };
+    tx::sign_transaction(creator, &transaction).encode_to_vec()
+}
+
+/// Submits `bytes` and waits for its validated, then committed, status.
+fn submit(peer: &Peer, tx_id: runnel_ledger::ids::TxId, bytes: Vec<u8>) -> (Seq, ValidationCode) {
+    let mut watch = peer.hub.watch(tx_id);
+    let ordered = peer.orderer.submit(bytes).unwrap();
+    let validated = watch.next_blocking().unwrap();
+    assert_eq!(validated.phase, Phase::Validated);
+    assert_eq!(validated.seq, ordered.seq);
+    let committed = watch.next_blocking().unwrap();
+    assert_eq!(committed.phase, Phase::Committed);
+    assert_eq!(
+        committed.code, validated.code,
+        "the code is final once validated"
+    );
+    assert!(peer.world.durable_height() >= ordered.seq);
+    (committed.seq, committed.code)
+}
+
+fn proposal(
+    creator: &Signer,
+    contract: &str,
+    function: &str,
+    args: Vec<Vec<u8>>,
+) -> SignedProposal {
+    tx::sign_proposal(
+        creator,
+        &tx::new_proposal("main", contract, function, args, creator),
+    )
+}
+
+/// Deploys (or upgrades) kv under `policy`, endorsed by the admins of Org1 and Org2.
+fn deploy(peer: &Peer, policy: &str, upgrade: bool) -> ValidationCode {
+    let admin = signer("Org1", Role::Admin);
+    let request = DeployRequest {
+        name: "kv".into(),
+        version: if upgrade { "2" } else { "1" }.into(),
+        policy: policy.into(),
+        code: kv_wasm().to_vec(),
+        ..DeployRequest::default()
+    };
+    let function = if upgrade { "upgrade" } else { "deploy" };
+    let proposal = proposal(
+        &admin,
+        LIFECYCLE_NAMESPACE,
+        function,
+        vec![request.encode_to_vec()],
+    );
+    let endorsed: Vec<Endorsed> = peer.admins[..2]
+        .iter()
+        .map(|e| e.endorse(&proposal).unwrap())
+        .collect();
+    submit(
+        peer,
+        endorsed[0].tx_id,
+        assemble(&admin, &proposal, &endorsed),
+    )
+    .1
+}
+
+fn put(key: &str, value: &str) -> Vec<Vec<u8>> {
+    vec![key.as_bytes().to_vec(), value.as_bytes().to_vec()]
+}
+
+#[test]
+fn an_endorsed_transaction_is_ordered_validated_committed_traced_and_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    let mut blocks = peer.hub.blocks();
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+
+    let client = signer("Org2", Role::Client);
+    let proposal = proposal(&client, "kv", "put", put("colour", "blue"));
+    let endorsed = peer.peers[1].endorse(&proposal).unwrap();
+    let tx_id = endorsed.tx_id;
+    let mut events = peer.hub.events();
+    let (seq, code) = submit(&peer, tx_id, assemble(&client, &proposal, &[endorsed]));
+    assert_eq!((seq, code), (Seq(2), ValidationCode::Valid));
+    let stored = peer.world.store().get("kv", b"colour").unwrap().unwrap();
+    assert_eq!(stored.value, b"blue");
+    assert_eq!(stored.version.seq, 2);
+    let record = peer.world.store().tx(&tx_id).unwrap().unwrap();
+    assert_eq!((record.seq, record.code), (Seq(2), ValidationCode::Valid));
+
+    // Every peer-side stage was stamped, in flow order.
+    let trace = peer.traces.get(&tx_id).unwrap();
+    let stages: Vec<Stage> = trace.stages().iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        stages,
+        [
+            Stage::Delivered,
+            Stage::Verified,
+            Stage::Validated,
+            Stage::Committed,
+            Stage::Notified
+        ]
+    );
+    let stamps: Vec<u64> = trace.stages().iter().map(|(_, at)| *at).collect();
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]));
+
+    // kv's put emits an event, delivered after commit.
+    if let Ok(event) = events.try_recv() {
+        assert_eq!((event.tx_id, event.contract.as_str()), (tx_id, "kv"));
+    }
+
+    // The 20 ms seal delay cuts block 1 over seqs 1-2; its seal is verified and stored.
+    let block = blocks.blocking_recv().unwrap();
+    assert_eq!(
+        (block.number, block.first, block.last),
+        (BlockNumber(1), Seq(1), Seq(2))
+    );
+    assert_eq!(
+        peer.world.store().block_of(Seq(2)).unwrap(),
+        Some(BlockNumber(1))
+    );
+    assert!(peer.world.store().transaction(Seq(2)).unwrap().is_some());
+    peer.close();
+}
+
+#[test]
+fn invalid_transactions_are_recorded_with_fabrics_codes_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    assert_eq!(
+        deploy(&peer, "AND('Org1.peer', 'Org2.peer')", false),
+        ValidationCode::Valid
+    );
+    let client = signer("Org1", Role::Client);
+
+    // One endorsement where the policy wants two.
+    let p = proposal(&client, "kv", "put", put("a", "1"));
+    let one = peer.peers[0].endorse(&p).unwrap();
+    let (_, code) = submit(&peer, one.tx_id, assemble(&client, &p, &[one]));
+    assert_eq!(code, ValidationCode::EndorsementPolicyFailure);
+    assert_eq!(peer.world.store().get("kv", b"a").unwrap(), None);
+
+    // Both: valid. The same bytes again: a duplicate, though the orderer took it.
+    let p = proposal(&client, "kv", "put", put("a", "2"));
+    let both: Vec<Endorsed> = peer.peers[..2]
+        .iter()
+        .map(|e| e.endorse(&p).unwrap())
+        .collect();
+    let tx_id = both[0].tx_id;
+    let bytes = assemble(&client, &p, &both);
+    assert_eq!(submit(&peer, tx_id, bytes.clone()).1, ValidationCode::Valid);
+    assert_eq!(submit(&peer, tx_id, bytes).1, ValidationCode::DuplicateTxid);
+    assert_eq!(
+        peer.world.store().get("kv", b"a").unwrap().unwrap().value,
+        b"2"
+    );
+
+    // An endorsement whose signature is not over this payload.
+    let p = proposal(&client, "kv", "put", put("b", "1"));
+    let mut both: Vec<Endorsed> = peer.peers[..2]
+        .iter()
+        .map(|e| e.endorse(&p).unwrap())
+        .collect();
+    let other = peer.peers[1]
+        .endorse(&proposal(&client, "kv", "put", put("b", "2")))
+        .unwrap();
+    both[1].response.endorsement = other.response.endorsement;
+    let (_, code) = submit(&peer, both[0].tx_id, assemble(&client, &p, &both));
+    assert_eq!(code, ValidationCode::BadEndorserSignature);
+
+    // A payload endorsed by two real peers that writes another contract's namespace.
+    let p = proposal(&client, "kv", "put", put("c", "1"));
+    let endorsed = peer.peers[0].endorse(&p).unwrap();
+    let mut payload = ResponsePayload::decode(endorsed.response.payload.as_slice()).unwrap();
+    for set in &mut payload.rwsets {
+        if set.namespace == LIFECYCLE_NAMESPACE {
+            set.writes.push(runnel_ledger::proto::KvWrite {
+                key: b"contracts/kv".to_vec(),
+                is_delete: true,
+                value: Vec::new(),
+            });
+        }
+    }
+    let payload = payload.encode_to_vec();
+    let proposal_hash = tx::sha256(&p.proposal);
+    let endorsements = ["Org1", "Org2"]
+        .iter()
+        .map(|org| {
+            let endorser = signer(org, Role::Peer);
+            Endorsement {
+                endorser: endorser.cert_der().to_vec(),
+                signature: endorser
+                    .sign(&tx::endorsement_message(
+                        &proposal_hash,
+                        &tx::sha256(&payload),
+                    ))
+                    .to_vec(),
+            }
+        })
+        .collect();
+    let transaction = Transaction {
+        proposal: Some(p.clone()),
+        payload,
+        endorsements,
+    };
+    let bytes = tx::sign_transaction(&client, &transaction).encode_to_vec();
+    let (_, code) = submit(&peer, endorsed.tx_id, bytes);
+    assert_eq!(code, ValidationCode::IllegalWriteset);
+    assert!(
+        peer.world
+            .store()
+            .get(LIFECYCLE_NAMESPACE, b"contracts/kv")
+            .unwrap()
+            .is_some()
+    );
+
+    // Garbage the orderer cannot tell from a transaction is never ordered; the stream
+    // goes on.
+    assert!(peer.orderer.submit(b"junk".to_vec()).is_err());
+    let p = proposal(&client, "kv", "put", put("d", "1"));
+    let both: Vec<Endorsed> = peer.peers[..2]
+        .iter()
+        .map(|e| e.endorse(&p).unwrap())
+        .collect();
+    assert_eq!(
+        submit(&peer, both[0].tx_id, assemble(&client, &p, &both)).1,
+        ValidationCode::Valid
+    );
+    peer.close();
+}
+
+#[test]
+fn a_transaction_endorsed_before_an_upgrade_and_ordered_after_it_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    let client = signer("Org1", Role::Client);
+    let p = proposal(&client, "kv", "put", put("k", "v"));
+    let early = peer.peers[0].endorse(&p).unwrap();
+    assert_eq!(deploy(&peer, "ANY peer", true), ValidationCode::Valid);
+    let (_, code) = submit(&peer, early.tx_id, assemble(&client, &p, &[early]));
+    assert_eq!(code, ValidationCode::MvccReadConflict);
+    peer.close();
+}
+
+#[test]
+fn a_restarted_peer_resumes_state_stream_and_seal_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = signer("Org3", Role::Client);
+    {
+        let peer = Peer::open(dir.path());
+        assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+        for i in 0..4 {
+            let p = proposal(&client, "kv", "put", put(&format!("k{i}"), "1"));
+            let e = peer.peers[2].endorse(&p).unwrap();
+            assert_eq!(
+                submit(&peer, e.tx_id, assemble(&client, &p, &[e])).1,
+                ValidationCode::Valid
+            );
+        }
+        peer.close();
+    }
+    let peer = Peer::open(dir.path());
+    assert_eq!(peer.world.durable_height(), Seq(5));
+    let mut blocks = peer.hub.blocks();
+    for i in 4..8 {
+        let p = proposal(&client, "kv", "put", put(&format!("k{i}"), "2"));
+        let e = peer.peers[2].endorse(&p).unwrap();
+        let (seq, code) = submit(&peer, e.tx_id, assemble(&client, &p, &[e]));
+        assert_eq!((seq, code), (Seq(i + 2), ValidationCode::Valid));
+    }
+    // Seals keep chaining across the restart until the last transaction is sealed.
+    loop {
+        let block = blocks.blocking_recv().unwrap();
+        if block.last == Seq(9) {
+            break;
+        }
+    }
+    let seals = peer.world.store().seals(BlockNumber(1), 100).unwrap();
+    assert_eq!(seals.first().unwrap().first, Seq(1));
+    assert!(seals.windows(2).all(|w| w[1].first == w[0].last.next()));
+    assert_eq!(seals.last().unwrap().last, Seq(9));
+    peer.close();
+}

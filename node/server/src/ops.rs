@@ -1,0 +1,220 @@
+//! Operations endpoints, served on the API's port beside gRPC:
+//!
+//! - `GET /healthz`: `200 ok` while the node orders and validates; `503` with the reason
+//!   once the pipeline has failed or closed.
+//! - `GET /metrics`: Prometheus / OpenMetrics text ([`crate::metrics`]).
+//! - `GET /log/level` and `PUT /log/level` (body: a `RUST_LOG`-style filter): read or
+//!   change what is logged, while running. Changes are taken from the node's own host only.
+//! - Anything else that is not gRPC: the web explorer's files, when the node serves them
+//!   (deep links get `index.html`, the explorer routes them itself).
+//!
+//! Logs are structured (`tracing`), as text or one JSON object per line ([`init_logs`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower::ServiceExt;
+use tower_http::services::{ServeDir, ServeFile};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry, reload};
+
+use crate::ledger::Ledger;
+use crate::metrics::NodeMetrics;
+
+/// Changes the log filter of a running node.
+#[derive(Clone)]
+pub struct LogControl {
+    handle: reload::Handle<EnvFilter, Registry>,
+}
+
+impl std::fmt::Debug for LogControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogControl")
+            .field("level", &self.level())
+            .finish()
+    }
+}
+
+impl LogControl {
+    /// The filter in force.
+    pub fn level(&self) -> String {
+        self.handle
+            .with_current(|filter| filter.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the filter; a filter that does not parse changes nothing.
+    pub fn set_level(&self, level: &str) -> Result<(), String> {
+        let filter = EnvFilter::try_new(level.trim()).map_err(|e| e.to_string())?;
+        self.handle.reload(filter).map_err(|e| e.to_string())
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// For log collectors.
+    Json,
+}
+
+/// Installs the process's log subscriber: `level` (`RUST_LOG` syntax) to stderr, as text
+/// or JSON lines. Call once per process.
+pub fn init_logs(level: &str, format: LogFormat) -> Result<LogControl, String> {
+    let filter = EnvFilter::try_new(level).map_err(|e| format!("log level {level:?}: {e}"))?;
+    let (filter, handle) = reload::Layer::new(filter);
+    let registry = tracing_subscriber::registry().with(filter);
+    let writer = std::io::stderr;
+    let installed = match format {
+        LogFormat::Text => registry
+            .with(tracing_subscriber::fmt::layer().with_writer(writer))
+            .try_init(),
+        LogFormat::Json => registry
+            .with(tracing_subscriber::fmt::layer().json().with_writer(writer))
+            .try_init(),
+    };
+    installed.map_err(|e| e.to_string())?;
+    Ok(LogControl { handle })
+}
+
+/// What the operations endpoints read.
+#[derive(Clone)]
+struct Ops {
+    ledger: Arc<Ledger>,
+    metrics: Arc<NodeMetrics>,
+    logs: Option<LogControl>,
+}
+
+/// The operations routes (see the module doc), with the explorer's files from
+/// `explorer` as the fallback when given.
+pub fn routes(
+    ledger: Arc<Ledger>,
+    metrics: Arc<NodeMetrics>,
+    logs: Option<LogControl>,
+    explorer: Option<&Path>,
+) -> Router {
+    let ops = Ops {
+        ledger,
+        metrics,
+        logs,
+    };
+    let router = Router::new()
+        .route("/healthz", get(health))
+        .route("/metrics", get(metrics_text))
+        .route("/log/level", get(log_level).put(set_log_level))
+        .with_state(ops);
+    let files = explorer.map(explorer_files);
+    router.fallback(move |request: Request| fallback(files.clone(), request))
+}
+
+/// The explorer's files; a path that is not a file is one of its deep links.
+fn explorer_files(dir: &Path) -> ServeDir<ServeFile> {
+    let index: PathBuf = dir.join("index.html");
+    ServeDir::new(dir)
+        .append_index_html_on_directories(true)
+        .fallback(ServeFile::new(index))
+}
+
+/// A path that is no one's: `UNIMPLEMENTED` for a gRPC call, else an explorer file.
+async fn fallback(files: Option<ServeDir<ServeFile>>, request: Request) -> Response {
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/grpc"));
+    match files {
+        Some(files) if !grpc => match files.oneshot(request).await {
+            Ok(response) => response.map(Body::new),
+            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        },
+        None if !grpc => (
+            StatusCode::NOT_FOUND,
+            "not found (this node serves no explorer)\n",
+        )
+            .into_response(),
+        _ => crate::unimplemented().await,
+    }
+}
+
+async fn health(State(ops): State<Ops>) -> Response {
+    match ops.ledger.failure() {
+        None => (StatusCode::OK, "ok\n").into_response(),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response(),
+    }
+}
+
+async fn metrics_text(State(ops): State<Ops>) -> Response {
+    let text = ops.metrics.encode(&ops.ledger);
+    let mut response = Response::new(Body::from(text));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}
+
+async fn log_level(State(ops): State<Ops>) -> Response {
+    match &ops.logs {
+        Some(logs) => format!("{}\n", logs.level()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "this node's logs are not configurable\n",
+        )
+            .into_response(),
+    }
+}
+
+/// The client's address, over plain TCP or TLS.
+fn remote_addr(request: &Request) -> Option<std::net::SocketAddr> {
+    use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+    let extensions = request.extensions();
+    extensions
+        .get::<TcpConnectInfo>()
+        .or_else(|| {
+            extensions
+                .get::<TlsConnectInfo<TcpConnectInfo>>()
+                .map(TlsConnectInfo::get_ref)
+        })
+        .and_then(TcpConnectInfo::remote_addr)
+}
+
+async fn set_log_level(State(ops): State<Ops>, request: Request) -> Response {
+    let Some(logs) = &ops.logs else {
+        return (
+            StatusCode::NOT_FOUND,
+            "this node's logs are not configurable\n",
+        )
+            .into_response();
+    };
+    let local = remote_addr(&request).is_some_and(|addr| addr.ip().is_loopback());
+    if !local {
+        return (
+            StatusCode::FORBIDDEN,
+            "the log level can only be changed from the node's host\n",
+        )
+            .into_response();
+    }
+    let body: Bytes = match axum::body::to_bytes(request.into_body(), 4096).await {
+        Ok(body) => body,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    };
+    let Ok(level) = std::str::from_utf8(&body) else {
+        return (StatusCode::BAD_REQUEST, "the level must be UTF-8 text\n").into_response();
+    };
+    match logs.set_level(level) {
+        Ok(()) => {
+            tracing::info!(level = level.trim(), "log level changed");
+            format!("{}\n", logs.level()).into_response()
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, format!("bad log level: {e}\n")).into_response(),
+    }
+}

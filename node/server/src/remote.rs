@@ -1,0 +1,400 @@
+//! [`RemoteOrderer`]: an orderer in another process, reached over its `Ordering` service
+//! (ordering.proto), behind the same [`Orderer`] trait as the embedded one.
+//!
+//! Calls block their thread, as the trait's do; the gRPC work runs on a small runtime of
+//! the orderer's own, so callers need none. A delivery reads its stream on a thread of
+//! its own and, when the connection drops or the orderer restarts, reconnects from
+//! the first seq and seal it has not delivered yet: the stream a peer sees has no gap
+//! and no duplicate across reconnects.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Status};
+
+use crate::block;
+use crate::ids::{BlockNumber, Seq, TxId};
+use crate::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
+use crate::proto::ordering_client::OrderingClient;
+use crate::proto::ordering_item::Item;
+use crate::proto::{BroadcastRequest, HeightsRequest, StreamRequest};
+
+/// Items a delivery reads ahead of its consumer.
+const READ_AHEAD: usize = 4096;
+
+/// The longest pause between two attempts to reach the orderer.
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// The error names an orderer sends back (see [`OrderError::code`] and the identity
+/// codes), kept as they are when they cross the network.
+const ORDER_CODES: [&str; 12] = [
+    "TOO_LARGE",
+    "BAD_PAYLOAD",
+    "WRONG_CHANNEL",
+    "BAD_CREATOR_SIGNATURE",
+    "EXPIRED_CERTIFICATE",
+    "ACCESS_DENIED",
+    "BAD_CREATOR",
+    "LOCKED",
+    "CLOSED",
+    "LOG_FAILURE",
+    "LOG_CORRUPT",
+    "ORDERER_UNAVAILABLE",
+];
+
+/// The orderer error a status from a remote orderer stands for.
+fn from_status(endpoint: &str, status: &Status) -> OrderError {
+    let name = status
+        .metadata()
+        .get(crate::status::ERROR_CODE_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|name| ORDER_CODES.iter().find(|known| **known == name).copied());
+    match name {
+        Some(name) => {
+            let message = status.message();
+            let message = message
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix(": "))
+                .unwrap_or(message);
+            OrderError::Remote {
+                code: name,
+                grpc: status.code() as i32,
+                message: message.to_string(),
+            }
+        }
+        None => OrderError::Unavailable(format!(
+            "orderer at {endpoint}: {} ({:?})",
+            status.message(),
+            status.code()
+        )),
+    }
+}
+
+/// Heights seen in the streams, for when the orderer cannot be asked.
+#[derive(Debug, Default)]
+struct Seen {
+    height: AtomicU64,
+    durable: AtomicU64,
+}
+
+/// An orderer in another process (see the module doc).
+pub struct RemoteOrderer {
+    endpoint: String,
+    client: OrderingClient<Channel>,
+    runtime: Option<tokio::runtime::Runtime>,
+    seen: Arc<Seen>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteOrderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteOrderer")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteOrderer {
+    /// An orderer at `endpoint` (`http://host:port`, or `https://` with `tls`). Connects
+    /// lazily: the orderer may start after its peers. Calls give up after `timeout`.
+    pub fn connect(
+        endpoint: &str,
+        tls: Option<ClientTlsConfig>,
+        message_bytes_max: usize,
+        timeout: Duration,
+    ) -> Result<RemoteOrderer, OrderError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("runnel-orderer-client")
+            .enable_all()
+            .build()
+            .map_err(|e| OrderError::Unavailable(format!("starting a runtime: {e}")))?;
+        let channel = Endpoint::from_shared(endpoint.to_string())
+            .map_err(|e| OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}")))?
+            .connect_timeout(timeout)
+            .tcp_nodelay(true);
+        let channel = match tls {
+            Some(tls) => channel.tls_config(tls).map_err(|e| {
+                OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
+            })?,
+            None => channel,
+        };
+        let channel = {
+            let _entered = runtime.enter();
+            channel.connect_lazy()
+        };
+        let client = OrderingClient::new(channel)
+            .max_decoding_message_size(message_bytes_max)
+            .max_encoding_message_size(message_bytes_max);
+        Ok(RemoteOrderer {
+            endpoint: endpoint.to_string(),
+            client,
+            runtime: Some(runtime),
+            seen: Arc::default(),
+            timeout,
+        })
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until drop")
+            .handle()
+    }
+
+    /// Runs `call` on the orderer's runtime and waits for it, up to the timeout.
+    fn call<T: Send + 'static>(
+        &self,
+        call: impl Future<Output = Result<T, Status>> + Send + 'static,
+    ) -> Result<T, OrderError> {
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        let timeout = self.timeout;
+        self.handle().spawn(async move {
+            let answer = tokio::time::timeout(timeout, call).await;
+            let _ = send.send(answer);
+        });
+        match receive.recv() {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(status))) => Err(from_status(&self.endpoint, &status)),
+            Ok(Err(_)) => Err(OrderError::Unavailable(format!(
+                "orderer at {} did not answer within {:?}",
+                self.endpoint, self.timeout
+            ))),
+            Err(_) => Err(OrderError::Closed),
+        }
+    }
+}
+
+impl Drop for RemoteOrderer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Orderer for RemoteOrderer {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        let mut client = self.client.clone();
+        let response = self.call(async move {
+            client
+                .broadcast(BroadcastRequest { signed_transaction })
+                .await
+                .map(tonic::Response::into_inner)
+        })?;
+        let tx_id = <[u8; 32]>::try_from(response.tx_id.as_slice()).map_err(|_| {
+            OrderError::Unavailable(format!(
+                "orderer at {} answered a tx id of {} bytes",
+                self.endpoint,
+                response.tx_id.len()
+            ))
+        })?;
+        self.seen
+            .height
+            .fetch_max(response.seq, AtomicOrdering::Relaxed);
+        Ok(Ordered {
+            seq: Seq(response.seq),
+            tx_id: TxId(tx_id),
+            received_us: response.received_us,
+            ordered_us: response.ordered_us,
+        })
+    }
+
+    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
+        let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
+        let (stop, stopped) = watch::channel(false);
+        let reader = Reader {
+            endpoint: self.endpoint.clone(),
+            client: self.client.clone(),
+            handle: self.handle().clone(),
+            seen: self.seen.clone(),
+            next_seq: Seq(from.0.max(1)),
+            next_block: BlockNumber(next_block.0.max(1)),
+            send,
+            stopped,
+        };
+        std::thread::Builder::new()
+            .name("runnel-orderer-stream".into())
+            .spawn(move || reader.run())
+            .map_err(|e| OrderError::Unavailable(format!("starting a stream reader: {e}")))?;
+        Ok(Box::new(RemoteDelivery { receive, stop }))
+    }
+
+    fn height(&self) -> Seq {
+        let mut client = self.client.clone();
+        match self.call(async move { client.heights(HeightsRequest {}).await }) {
+            Ok(heights) => Seq(heights.into_inner().height),
+            Err(_) => Seq(self.seen.height.load(AtomicOrdering::Relaxed)),
+        }
+    }
+
+    fn durable_height(&self) -> Seq {
+        let mut client = self.client.clone();
+        match self.call(async move { client.heights(HeightsRequest {}).await }) {
+            Ok(heights) => Seq(heights.into_inner().durable_height),
+            Err(_) => Seq(self.seen.durable.load(AtomicOrdering::Relaxed)),
+        }
+    }
+}
+
+/// What a delivery hands its consumer.
+type Received = Result<Delivered, OrderError>;
+
+/// The consumer's end of a remote stream.
+struct RemoteDelivery {
+    receive: crossbeam_channel::Receiver<Received>,
+    stop: watch::Sender<bool>,
+}
+
+impl Delivery for RemoteDelivery {
+    fn next(&mut self, timeout: Duration) -> Result<Option<Delivered>, OrderError> {
+        match self.receive.recv_timeout(timeout) {
+            Ok(item) => item.map(Some),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Ok(None),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(OrderError::Closed),
+        }
+    }
+}
+
+impl Drop for RemoteDelivery {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Reads one stream, reconnecting from where it got to.
+struct Reader {
+    endpoint: String,
+    client: OrderingClient<Channel>,
+    handle: tokio::runtime::Handle,
+    seen: Arc<Seen>,
+    next_seq: Seq,
+    next_block: BlockNumber,
+    send: crossbeam_channel::Sender<Received>,
+    stopped: watch::Receiver<bool>,
+}
+
+impl Reader {
+    fn run(mut self) {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.read_stream() {
+                // The consumer left.
+                Ok(()) => return,
+                Err(Some(error)) => {
+                    let _ = self.send.send(Err(error));
+                    return;
+                }
+                Err(None) => {
+                    tracing::debug!(endpoint = %self.endpoint, ?pause, "orderer stream lost; reconnecting");
+                    let mut stopped = self.stopped.clone();
+                    let gone = self.handle.block_on(async {
+                        tokio::select! {
+                            _ = tokio::time::sleep(pause) => false,
+                            _ = stopped.wait_for(|stop| *stop) => true,
+                        }
+                    });
+                    if gone {
+                        return;
+                    }
+                    pause = (pause * 2).min(RETRY_MAX);
+                }
+            }
+        }
+    }
+
+    /// Reads the stream from the current position until the consumer leaves (`Ok`), a
+    /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
+    /// orderer goes away (`Err(None)`: reconnect).
+    fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
+        let mut client = self.client.clone();
+        let request = StreamRequest {
+            from_seq: self.next_seq.0,
+            next_block: self.next_block.0,
+        };
+        let mut stopped = self.stopped.clone();
+        let opened = self.handle.block_on(async {
+            tokio::select! {
+                opened = client.stream(request) => Some(opened),
+                _ = stopped.wait_for(|stop| *stop) => None,
+            }
+        });
+        let mut stream = match opened {
+            None => return Ok(()),
+            Some(Ok(response)) => response.into_inner(),
+            Some(Err(status)) => return Err(self.fatal(&status)),
+        };
+        loop {
+            let message = self.handle.block_on(async {
+                tokio::select! {
+                    message = stream.message() => Some(message),
+                    _ = stopped.wait_for(|stop| *stop) => None,
+                }
+            });
+            let item = match message {
+                None => return Ok(()),
+                Some(Ok(Some(item))) => item,
+                Some(Ok(None)) => return Err(None),
+                Some(Err(status)) => return Err(self.fatal(&status)),
+            };
+            let delivered = match self.decode(item.item) {
+                Ok(delivered) => delivered,
+                Err(error) => return Err(Some(error)),
+            };
+            if self.send.send(Ok(delivered)).is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `Some` when `status` means the stream cannot go on, whoever retries.
+    fn fatal(&self, status: &Status) -> Option<OrderError> {
+        match status.code() {
+            Code::DataLoss | Code::InvalidArgument => Some(from_status(&self.endpoint, status)),
+            _ => None,
+        }
+    }
+
+    /// The item as the trait delivers it, moving the resume position past it.
+    fn decode(&mut self, item: Option<Item>) -> Result<Delivered, OrderError> {
+        let corrupt = |what: String| {
+            OrderError::Corrupt(format!("from the orderer at {}: {what}", self.endpoint))
+        };
+        match item {
+            Some(Item::Transaction(bytes)) => {
+                let ordered = OrderedTx::decode(&bytes)?;
+                if ordered.seq != self.next_seq {
+                    return Err(corrupt(format!(
+                        "transaction {} where {} was due",
+                        ordered.seq, self.next_seq
+                    )));
+                }
+                self.next_seq = ordered.seq.next();
+                self.seen
+                    .height
+                    .fetch_max(ordered.seq.0, AtomicOrdering::Relaxed);
+                Ok(Delivered::Tx(ordered))
+            }
+            Some(Item::Durable(seq)) => {
+                self.seen.durable.fetch_max(seq, AtomicOrdering::Relaxed);
+                Ok(Delivered::Durable(Seq(seq)))
+            }
+            Some(Item::Seal(bytes)) => {
+                let sealed =
+                    block::decode_signed_seal(&bytes).map_err(|e| corrupt(e.to_string()))?;
+                if sealed.seal.number != self.next_block {
+                    return Err(corrupt(format!(
+                        "seal {} where {} was due",
+                        sealed.seal.number.0, self.next_block.0
+                    )));
+                }
+                self.next_block = BlockNumber(sealed.seal.number.0 + 1);
+                Ok(Delivered::Seal(sealed))
+            }
+            None => Err(corrupt("an empty stream item".into())),
+        }
+    }
+}

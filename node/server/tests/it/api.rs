@@ -1,0 +1,1397 @@
+//! The node's API end to end: a real server on loopback over a real ledger in a temporary
+//! directory, called through the generated tonic clients, raw gRPC frames, and plain
+//! HTTP/1.1 for gRPC-web and CORS.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use http_body_util::{BodyExt, Full};
+use prost::Message;
+use runnel_ledger::identity::{NetworkKeys, Role, Signer};
+use runnel_ledger::ledger::{Ledger, LedgerConfig};
+use runnel_ledger::proto::contract_events_request::Start;
+use runnel_ledger::proto::{
+    CommitStatusRequest, ContractEventsRequest, ContractEventsResponse, DeliverBlocksRequest,
+    DeliverTransactionsRequest, DeployContractRequest, DeployRequest, EndorseRequest,
+    EvaluateRequest, EventCheckpoint, GetBlockRequest, GetInclusionProofRequest,
+    GetKeyHistoryRequest, GetKeyRequest, GetNetworkInfoRequest, GetNetworkInfoResponse,
+    GetTraceRequest, GetTransactionRequest, ListContractsRequest, OrderingMode, SignedProposal,
+    SignedTransaction, Stage, SubmitRequest, TraceStreamRequest, Transaction, TxPhase,
+    ValidationCode,
+};
+use runnel_ledger::tx;
+use runnel_server::proto::admin_client::AdminClient;
+use runnel_server::proto::deliver_client::DeliverClient;
+use runnel_server::proto::gateway_client::GatewayClient;
+use runnel_server::proto::query_client::QueryClient;
+use runnel_server::proto::trace_client::TraceClient;
+use runnel_server::{ApiConfig, ApiError, Server};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::StreamExt;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+use runnel_testing::{kv_wasm, token_wasm};
+
+/// How long any one wait in these tests may take before it fails.
+const WAIT: Duration = Duration::from_secs(20);
+const MIB: usize = 1 << 20;
+
+// ---------------------------------------------------------------------------------------
+// A node on loopback
+
+struct Node {
+    ledger: Arc<Ledger>,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    served: Option<JoinHandle<Result<(), ApiError>>>,
+    dir: tempfile::TempDir,
+}
+
+fn ledger_config(orgs: &[&str]) -> LedgerConfig {
+    let mut config = LedgerConfig {
+        orgs: orgs.iter().map(|o| o.to_string()).collect(),
+        ..LedgerConfig::default()
+    };
+    config.runtime.instances_max = 8;
+    config.orderer.seal_max_txs = 4;
+    config.orderer.seal_max_delay = Duration::from_millis(20);
+    config
+}
+
+impl Node {
+    async fn start(orgs: &[&str], api: ApiConfig) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, config) = (dir.path().to_path_buf(), ledger_config(orgs));
+        let ledger = tokio::task::spawn_blocking(move || Ledger::open(&path, config))
+            .await
+            .unwrap()
+            .unwrap();
+        let ledger = Arc::new(ledger);
+        let api = ApiConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..api
+        };
+        let server = Server::bind(ledger.clone(), api).await.unwrap();
+        let addr = server.local_addr();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let served = tokio::spawn(server.serve(async {
+            let _ = stopped.await;
+        }));
+        Node {
+            ledger,
+            addr,
+            stop: Some(stop),
+            served: Some(served),
+            dir,
+        }
+    }
+
+    async fn default() -> Node {
+        Node::start(&["Org1"], ApiConfig::default()).await
+    }
+
+    async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    async fn gateway(&self) -> GatewayClient<Channel> {
+        GatewayClient::new(self.channel().await)
+            .max_decoding_message_size(64 * MIB)
+            .max_encoding_message_size(64 * MIB)
+    }
+
+    async fn query(&self) -> QueryClient<Channel> {
+        QueryClient::new(self.channel().await)
+    }
+
+    /// Runs a blocking ledger call (deploy, submit) off the async threads.
+    async fn with_ledger<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&Ledger) -> T + Send + 'static,
+    ) -> T {
+        let ledger = self.ledger.clone();
+        tokio::task::spawn_blocking(move || call(&ledger))
+            .await
+            .unwrap()
+    }
+
+    async fn deploy(&self, name: &'static str, code: &'static [u8]) {
+        self.with_ledger(move |ledger| ledger.deploy(name, "1", code, "").unwrap())
+            .await;
+    }
+
+    fn client(&self) -> Signer {
+        self.ledger.client().clone()
+    }
+
+    fn admin(&self) -> Signer {
+        self.ledger.admin().clone()
+    }
+
+    /// Another identity of this network, by org and role.
+    fn identity(&self, org: &str, role: Role) -> Signer {
+        let keys = NetworkKeys::load(&self.dir.path().join("identities")).unwrap();
+        keys.signer(org, role).unwrap().clone()
+    }
+
+    fn proposal(
+        &self,
+        signer: &Signer,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> SignedProposal {
+        let args = args.iter().map(|a| a.to_vec()).collect();
+        let proposal = tx::new_proposal(self.ledger.channel(), contract, function, args, signer);
+        tx::sign_proposal(signer, &proposal)
+    }
+
+    /// Endorse, sign, submit and wait for commit, through the API; the tx id and seq.
+    async fn invoke(
+        &self,
+        signer: &Signer,
+        contract: &str,
+        function: &str,
+        args: &[&[u8]],
+    ) -> (String, u64) {
+        let mut gateway = self.gateway().await;
+        let endorsed = gateway
+            .endorse(EndorseRequest {
+                proposal: Some(self.proposal(signer, contract, function, args)),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let submitted = gateway
+            .submit(SubmitRequest {
+                transaction: sign(signer, &endorsed.transaction),
+                ..SubmitRequest::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(submitted.tx_id, endorsed.tx_id);
+        let status = gateway
+            .commit_status(CommitStatusRequest {
+                tx_id: submitted.tx_id.clone(),
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(status.code(), ValidationCode::Valid);
+        (submitted.tx_id, submitted.seq)
+    }
+
+    /// Stops the server, then closes the ledger before its directory goes.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            tokio::time::timeout(WAIT, served)
+                .await
+                .expect("the server stops")
+                .unwrap()
+                .unwrap();
+        }
+        let Node { ledger, dir, .. } = self;
+        // A page read the server started may still hold the ledger for a moment.
+        tokio::time::timeout(WAIT, async {
+            while Arc::strong_count(&ledger) > 1 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the server lets go of the ledger");
+        tokio::task::spawn_blocking(move || drop(ledger))
+            .await
+            .unwrap();
+        drop(dir);
+    }
+}
+
+/// The creator's signature over exactly the transaction bytes the node returned.
+fn sign(signer: &Signer, transaction: &[u8]) -> Vec<u8> {
+    let message = tx::transaction_message(&tx::sha256(transaction));
+    SignedTransaction {
+        transaction: transaction.to_vec(),
+        signature: signer.sign(&message).to_vec(),
+    }
+    .encode_to_vec()
+}
+
+fn assert_status(status: &Status, code: Code, name: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    assert!(
+        status.message().starts_with(&format!("{name}: ")),
+        "{status:?}"
+    );
+    assert_eq!(
+        status
+            .metadata()
+            .get("runnel-error-code")
+            .and_then(|v| v.to_str().ok()),
+        Some(name),
+        "{status:?}"
+    );
+}
+
+fn validation_header(status: &Status) -> Option<&str> {
+    status
+        .metadata()
+        .get("runnel-validation-code")
+        .and_then(|v| v.to_str().ok())
+}
+
+async fn next<T>(stream: &mut tonic::Streaming<T>) -> T {
+    tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("the stream sends in time")
+        .expect("the stream goes on")
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------
+// Raw frames: bytes that are not the message the method expects
+
+#[derive(Debug, Clone, Default)]
+struct RawCodec;
+
+impl Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(&mut self, item: Vec<u8>, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        buf.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        Ok(Some(buf.copy_to_bytes(buf.remaining()).to_vec()))
+    }
+}
+
+async fn raw_call(node: &Node, path: &'static str, body: Vec<u8>) -> Result<Vec<u8>, Status> {
+    let mut grpc = tonic::client::Grpc::new(node.channel().await);
+    grpc.ready().await.unwrap();
+    grpc.unary(
+        tonic::Request::new(body),
+        http::uri::PathAndQuery::from_static(path),
+        RawCodec,
+    )
+    .await
+    .map(|response| response.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// Gateway
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
+    let node = Node::default().await;
+    node.deploy("kv", kv_wasm()).await;
+    let client = node.client();
+    let mut gateway = node.gateway().await;
+
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"blue"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(endorsed.result, b"null");
+    let transaction = Transaction::decode(endorsed.transaction.as_slice()).unwrap();
+    assert_eq!(transaction.endorsements.len(), 1);
+
+    // Registered before the transaction exists: it waits, then answers.
+    let mut waiting = node.gateway().await;
+    let tx_id = endorsed.tx_id.clone();
+    let validated = tokio::spawn(async move {
+        waiting
+            .commit_status(CommitStatusRequest {
+                tx_id,
+                wait_for: TxPhase::Validated as i32,
+            })
+            .await
+    });
+    let submitted = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(submitted.tx_id, endorsed.tx_id);
+    assert_eq!(submitted.seq, 2, "after the deploy");
+    let validated = tokio::time::timeout(WAIT, validated)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (validated.code(), validated.seq),
+        (ValidationCode::Valid, 2)
+    );
+
+    let committed = gateway
+        .commit_status(CommitStatusRequest {
+            tx_id: submitted.tx_id.clone(),
+            wait_for: TxPhase::Unspecified as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(committed.phase(), TxPhase::Committed);
+    assert_eq!(committed.code(), ValidationCode::Valid);
+    assert!(committed.timestamp_ms > 0);
+    // The waiting call was answered by the status it was woken with; the ledger, read
+    // now, says the same.
+    assert_eq!(
+        (&validated.tx_id, validated.seq, validated.timestamp_ms),
+        (&committed.tx_id, committed.seq, committed.timestamp_ms)
+    );
+
+    let value = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&client, "kv", "get", &[b"colour"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(value.result, b"\"blue\"");
+
+    // Every stage of the flow is in the trace, in order.
+    let trace = TraceClient::new(node.channel().await)
+        .get_trace(GetTraceRequest {
+            tx_id: submitted.tx_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .trace
+        .unwrap();
+    let stages: Vec<Stage> = trace.stages.iter().map(|s| s.stage()).collect();
+    assert_eq!(
+        stages,
+        [
+            Stage::EndorseStart,
+            Stage::EndorseEnd,
+            Stage::Received,
+            Stage::Ordered,
+            Stage::Delivered,
+            Stage::Verified,
+            Stage::Validated,
+            Stage::Committed,
+            Stage::Notified
+        ]
+    );
+    assert!(trace.stages.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+
+    // Submit can wait itself: one round trip answers with the durable status.
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"green"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let submitted = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            wait_for: TxPhase::Committed as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let status = submitted.status.expect("the status asked for");
+    assert_eq!(
+        (
+            status.tx_id.as_str(),
+            status.code(),
+            status.phase(),
+            status.seq
+        ),
+        (
+            endorsed.tx_id.as_str(),
+            ValidationCode::Valid,
+            TxPhase::Committed,
+            submitted.seq
+        )
+    );
+    let value = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&client, "kv", "get", &[b"colour"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(value.result, b"\"green\"", "durable, so visible");
+    // Without wait_for, no status; a wait_for that is no phase is refused, unordered.
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"red"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let refused = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            wait_for: 42,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    let plain = gateway
+        .submit(SubmitRequest {
+            transaction: sign(&client, &endorsed.transaction),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(plain.status.is_none());
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
+    let node = Node::default().await;
+    node.deploy("kv", kv_wasm()).await;
+    let client = node.client();
+    let mut gateway = node.gateway().await;
+    let proposal = node.proposal(&client, "kv", "put", &[b"k", b"v"]);
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(proposal.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let signed = sign(&client, &endorsed.transaction);
+    gateway
+        .submit(SubmitRequest {
+            transaction: signed.clone(),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap();
+    gateway
+        .commit_status(CommitStatusRequest {
+            tx_id: endorsed.tx_id.clone(),
+            wait_for: TxPhase::Committed as i32,
+        })
+        .await
+        .unwrap();
+
+    let replayed = gateway
+        .submit(SubmitRequest {
+            transaction: signed,
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_status(&replayed, Code::AlreadyExists, "DUPLICATE_TXID");
+    assert_eq!(validation_header(&replayed), Some("DUPLICATE_TXID"));
+    assert!(replayed.message().contains(&endorsed.tx_id), "{replayed:?}");
+
+    // The same proposal again is refused before anything runs.
+    let reendorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(proposal),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&reendorsed, Code::AlreadyExists, "DUPLICATE_TXID");
+    // Nothing was ordered twice.
+    let info = node
+        .query()
+        .await
+        .get_network_info(GetNetworkInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.ordered_height, 2);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_clear_status_and_changes_nothing() {
+    let node = Node::start(
+        &["Org1"],
+        ApiConfig {
+            message_bytes_max: MIB,
+            ..ApiConfig::default()
+        },
+    )
+    .await;
+    node.deploy("kv", kv_wasm()).await;
+    node.deploy("token", token_wasm()).await;
+    let client = node.client();
+    let mut gateway = node.gateway().await;
+
+    // Bytes that are not a request at all.
+    let status = raw_call(&node, "/runnel.v1.Gateway/Evaluate", vec![0xff; 7])
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    // A request whose signed proposal holds garbage.
+    let garbage = SignedProposal {
+        proposal: vec![0xff; 9],
+        signature: vec![0; 64],
+    };
+    let status = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(garbage),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    assert_eq!(validation_header(&status), Some("BAD_PAYLOAD"));
+    let status = gateway
+        .evaluate(EvaluateRequest { proposal: None })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    let status = gateway
+        .submit(SubmitRequest {
+            transaction: vec![0xff; 11],
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+
+    // Larger than the server takes.
+    let status = raw_call(&node, "/runnel.v1.Gateway/Submit", vec![0; 2 * MIB])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted),
+        "{status:?}"
+    );
+
+    // A forged signature.
+    let mut forged = node.proposal(&client, "kv", "put", &[b"k", b"v"]);
+    forged.signature[0] ^= 1;
+    let status = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(forged),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::Unauthenticated, "BAD_CREATOR_SIGNATURE");
+    assert_eq!(validation_header(&status), Some("BAD_CREATOR_SIGNATURE"));
+    // A transaction whose creator signature was made over other bytes.
+    let endorsed = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "kv", "put", &[b"k", b"v"])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut tampered = endorsed.transaction.clone();
+    tampered.push(0);
+    let mut signed = SignedTransaction::decode(sign(&client, &tampered).as_slice()).unwrap();
+    signed.transaction = endorsed.transaction;
+    let status = gateway
+        .submit(SubmitRequest {
+            transaction: signed.encode_to_vec(),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::Unauthenticated, "BAD_CREATOR_SIGNATURE");
+    // An identity from another network.
+    let stranger = runnel_testing::signer("Org1", Role::Client);
+    let status = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&stranger, "kv", "get", &[b"k"])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::Unauthenticated, "BAD_CREATOR");
+    // A peer may not invoke.
+    let peer = node.identity("Org1", Role::Peer);
+    let status = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&peer, "kv", "get", &[b"k"])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::PermissionDenied, "ACCESS_DENIED");
+
+    // Unknown contract, unknown function, the contract's own error.
+    let status = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "nope", "put", &[b"k", b"v"])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "CONTRACT_NOT_FOUND");
+    assert_eq!(validation_header(&status), Some("CONTRACT_NOT_FOUND"));
+    let status = gateway
+        .evaluate(EvaluateRequest {
+            proposal: Some(node.proposal(&client, "kv", "nope", &[])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "FUNCTION_NOT_FOUND");
+    let status = gateway
+        .endorse(EndorseRequest {
+            proposal: Some(node.proposal(&client, "token", "mint", &[b"Org1/alice", b"5"])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::FailedPrecondition, "CONTRACT_ERROR");
+    assert!(status.message().contains("only role"), "{status:?}");
+    assert_eq!(validation_header(&status), None);
+
+    // Ids, names and numbers that are not.
+    let status = gateway
+        .commit_status(CommitStatusRequest {
+            tx_id: "not-an-id".into(),
+            wait_for: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_TX_ID");
+    let status = gateway
+        .commit_status(CommitStatusRequest {
+            tx_id: "ab".repeat(32),
+            wait_for: 7,
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    let status = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "Not A Name".into(),
+            start: None,
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_CONTRACT_NAME");
+    let status = node
+        .query()
+        .await
+        .get_transaction(GetTransactionRequest {
+            tx_id: "cd".repeat(32),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "TX_NOT_FOUND");
+    let status = node
+        .query()
+        .await
+        .get_key(GetKeyRequest {
+            namespace: String::new(),
+            key: b"k".to_vec(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+
+    // Nothing above was ordered: the two deploys only.
+    let info = node
+        .query()
+        .await
+        .get_network_info(GetNetworkInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.ordered_height, 2);
+    assert_eq!(info.message_bytes_max, MIB as u64);
+    node.stop().await;
+}
+
+/// Mints through the API as the admin; the seq.
+async fn mint(node: &Node, amount: u32) -> u64 {
+    let amount = amount.to_string();
+    node.invoke(
+        &node.admin(),
+        "token",
+        "mint",
+        &[b"Org1/alice", amount.as_bytes()],
+    )
+    .await
+    .1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_events_replay_then_go_live_and_resume_from_a_checkpoint() {
+    let node = Node::default().await;
+    node.deploy("token", token_wasm()).await;
+    node.deploy("kv", kv_wasm()).await;
+    let mut expected = Vec::new();
+    for amount in 1..=3 {
+        expected.push(mint(&node, amount).await);
+    }
+    // A transaction of another contract, and one with no events, between.
+    node.invoke(&node.client(), "kv", "put", &[b"k", b"v"])
+        .await;
+
+    let mut gateway = node.gateway().await;
+    let mut stream = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "token".into(),
+            start: Some(Start::StartSeq(1)),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seen: Vec<ContractEventsResponse> = Vec::new();
+    for _ in 0..3 {
+        seen.push(next(&mut stream).await);
+    }
+    // Live, while more are minted behind the stream's back from another thread.
+    let minter = {
+        let ledger = node.ledger.clone();
+        tokio::task::spawn_blocking(move || {
+            (10..16)
+                .map(|amount: u32| {
+                    ledger
+                        .submit_as(
+                            ledger.admin(),
+                            "token",
+                            "mint",
+                            &[b"Org1/bob", amount.to_string().as_bytes()],
+                        )
+                        .unwrap()
+                        .seq
+                        .0
+                })
+                .collect::<Vec<u64>>()
+        })
+    };
+    expected.extend(minter.await.unwrap());
+    while seen.len() < expected.len() {
+        seen.push(next(&mut stream).await);
+    }
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, expected, "every event once, in order");
+    assert!(seen.iter().all(|e| e.index == 0));
+    let event = seen[0].event.as_ref().unwrap();
+    assert_eq!(
+        (event.contract.as_str(), event.name.as_str()),
+        ("token", "Transfer")
+    );
+    drop(stream);
+
+    // Resume after the fourth event: stored ones from there, then live.
+    let checkpoint = &seen[3];
+    let mut resumed = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "token".into(),
+            start: Some(Start::After(EventCheckpoint {
+                seq: checkpoint.seq,
+                index: checkpoint.index,
+            })),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let live = mint(&node, 99).await;
+    expected.push(live);
+    let mut again = Vec::new();
+    while again.len() < expected.len() - 4 {
+        again.push(next(&mut resumed).await.seq);
+    }
+    assert_eq!(again, expected[4..].to_vec());
+
+    // From "now": only what commits after the call.
+    let mut from_now = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "token".into(),
+            start: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let later = mint(&node, 7).await;
+    assert_eq!(next(&mut from_now).await.seq, later);
+    node.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Deliver, Query, Admin, Trace
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliver_streams_stored_then_live_transactions_and_blocks() {
+    let node = Node::default().await;
+    node.deploy("kv", kv_wasm()).await;
+    let client = node.client();
+    node.invoke(&client, "kv", "put", &[b"a", b"1"]).await;
+    let channel = node.channel().await;
+    let mut deliver = DeliverClient::new(channel);
+    let mut transactions = deliver
+        .transactions(DeliverTransactionsRequest { start_seq: 0 })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut blocks = deliver
+        .blocks(DeliverBlocksRequest {
+            start_block: 1,
+            with_transactions: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for seq in 1..=2 {
+        let tx = next(&mut transactions).await.transaction.unwrap();
+        assert_eq!((tx.seq, tx.code()), (seq, ValidationCode::Valid));
+    }
+    let (live_id, live_seq) = node.invoke(&client, "kv", "put", &[b"b", b"2"]).await;
+    let tx = next(&mut transactions).await.transaction.unwrap();
+    assert_eq!((tx.seq, tx.tx_id.as_str()), (live_seq, live_id.as_str()));
+    assert!(SignedTransaction::decode(tx.transaction.as_slice()).is_ok());
+
+    // Blocks chain and, together, list every transaction once.
+    let mut listed = Vec::new();
+    let mut previous: Option<Vec<u8>> = None;
+    while listed.len() < 3 {
+        let block = next(&mut blocks).await.block.unwrap();
+        let seal = block.seal.as_ref().unwrap();
+        if let Some(previous) = &previous {
+            assert_eq!(&seal.previous_hash, previous);
+        }
+        previous = Some(block.hash.clone());
+        listed.extend(block.transactions.iter().map(|tx| tx.seq));
+        assert_eq!(
+            block.transactions.len() as u64,
+            seal.last_seq - seal.first_seq + 1
+        );
+    }
+    assert_eq!(listed, vec![1, 2, 3]);
+
+    let mut query = node.query().await;
+    let block = query
+        .get_block(GetBlockRequest { number: 1 })
+        .await
+        .unwrap()
+        .into_inner()
+        .block
+        .unwrap();
+    assert_eq!(block.seal.unwrap().number, 1);
+    let status = query
+        .get_block(GetBlockRequest { number: 1000 })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "BLOCK_NOT_FOUND");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_read_transactions_keys_history_contracts_and_the_network() {
+    let node = Node::start(&["Org1", "Org2"], ApiConfig::default()).await;
+    node.deploy("kv", kv_wasm()).await;
+    let client = node.client();
+    let (first, first_seq) = node
+        .invoke(&client, "kv", "put", &[b"colour", b"blue"])
+        .await;
+    let (_, second_seq) = node
+        .invoke(&client, "kv", "put", &[b"colour", b"red"])
+        .await;
+    node.invoke(&client, "kv", "delete", &[b"colour"]).await;
+    let mut query = node.query().await;
+
+    let detail = query
+        .get_transaction(GetTransactionRequest {
+            tx_id: first.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (detail.seq, detail.code()),
+        (first_seq, ValidationCode::Valid)
+    );
+    assert_eq!(detail.phase(), TxPhase::Committed);
+    let proposal = detail.proposal.unwrap();
+    assert_eq!(
+        (proposal.contract.as_str(), proposal.function.as_str()),
+        ("kv", "put")
+    );
+    assert_eq!(proposal.args, vec![b"colour".to_vec(), b"blue".to_vec()]);
+    let creator = detail.creator.unwrap();
+    assert_eq!(
+        (creator.org.as_str(), creator.role.as_str()),
+        ("Org1", "client")
+    );
+    let payload = detail.payload.unwrap();
+    let kv = payload
+        .rwsets
+        .iter()
+        .find(|set| set.namespace == "kv")
+        .unwrap();
+    assert_eq!(kv.writes[0].key, b"colour");
+    // MAJORITY of two organisations: both peers endorsed.
+    let endorsers: Vec<String> = detail
+        .endorsements
+        .iter()
+        .map(|e| e.endorser.as_ref().unwrap().org.clone())
+        .collect();
+    assert_eq!(endorsers, ["Org1", "Org2"]);
+
+    let key = query
+        .get_key(GetKeyRequest {
+            namespace: "kv".into(),
+            key: b"colour".to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!key.found, "deleted");
+    let history = query
+        .get_key_history(GetKeyHistoryRequest {
+            namespace: "kv".into(),
+            key: b"colour".to_vec(),
+            before_seq: 0,
+            limit: 2,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .entries;
+    assert_eq!(history.len(), 2);
+    assert!(history[0].is_delete);
+    assert_eq!(
+        (history[1].seq, history[1].value.as_slice()),
+        (second_seq, &b"red"[..])
+    );
+    let older = query
+        .get_key_history(GetKeyHistoryRequest {
+            namespace: "kv".into(),
+            key: b"colour".to_vec(),
+            before_seq: history[1].seq,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .entries;
+    assert_eq!(older.len(), 1);
+    assert_eq!(older[0].tx_id, first);
+
+    let contracts = query
+        .list_contracts(ListContractsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .contracts;
+    assert_eq!(contracts.len(), 1);
+    assert_eq!(
+        (contracts[0].name.as_str(), contracts[0].sequence),
+        ("kv", 1)
+    );
+    let after = query
+        .list_contracts(ListContractsRequest {
+            start_after: "kv".into(),
+            limit: 10,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .contracts;
+    assert!(after.is_empty());
+
+    let info = query
+        .get_network_info(GetNetworkInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.channel, "main");
+    assert_eq!(info.orgs, ["Org1", "Org2"]);
+    assert_eq!(info.ordering_mode(), OrderingMode::Streaming);
+    assert_eq!(info.committed_height, 4);
+    assert!(info.validated_height >= info.committed_height);
+
+    // The first put's inclusion proof, once its block is sealed (seals every 20 ms).
+    let mut proof = None;
+    for _ in 0..200 {
+        match query
+            .get_inclusion_proof(GetInclusionProofRequest {
+                tx_id: first.clone(),
+            })
+            .await
+        {
+            Ok(response) => {
+                proof = Some(response.into_inner());
+                break;
+            }
+            Err(status) => assert_status(&status, Code::NotFound, "TX_NOT_SEALED"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let proof = proof.expect("the first put is sealed");
+    let block = proof.block.unwrap();
+    let sealed = runnel_ledger::block::decode_signed_seal(&block.signed_seal).unwrap();
+    assert_eq!(block.hash, sealed.hash.to_vec());
+    let inclusion = proof.proof.unwrap();
+    assert_eq!(inclusion.seq, first_seq);
+    assert_eq!(inclusion.block, sealed.seal.number.0);
+    runnel_ledger::block::verify_proof(&inclusion, &proof.transaction, &sealed.seal).unwrap();
+    let mut forged = proof.transaction.clone();
+    forged[0] ^= 1;
+    assert!(runnel_ledger::block::verify_proof(&inclusion, &forged, &sealed.seal).is_err());
+    let status = query
+        .get_inclusion_proof(GetInclusionProofRequest {
+            tx_id: "ef".repeat(32),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "TX_NOT_SEALED");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_deploys_by_signing_the_proposal_and_the_transaction() {
+    let node = Node::default().await;
+    let admin = node.admin();
+    let request = DeployRequest {
+        name: "kv".into(),
+        version: "1.0".into(),
+        code: kv_wasm().to_vec(),
+        ..DeployRequest::default()
+    }
+    .encode_to_vec();
+    let mut admin_api = AdminClient::new(node.channel().await)
+        .max_encoding_message_size(64 * MIB)
+        .max_decoding_message_size(64 * MIB);
+
+    // A client may not propose a deploy; nor is an invoke a deploy.
+    let status = admin_api
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&node.client(), "_lifecycle", "deploy", &[&request])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::PermissionDenied, "ACCESS_DENIED");
+    let status = admin_api
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&admin, "kv", "put", &[b"k", b"v"])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_REQUEST");
+
+    let prepared = admin_api
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&admin, "_lifecycle", "deploy", &[&request])),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let definition = prepared.definition.unwrap();
+    assert_eq!((definition.name.as_str(), definition.sequence), ("kv", 1));
+    let mut gateway = node.gateway().await;
+    gateway
+        .submit(SubmitRequest {
+            transaction: sign(&admin, &prepared.transaction),
+            ..SubmitRequest::default()
+        })
+        .await
+        .unwrap();
+    let status = gateway
+        .commit_status(CommitStatusRequest {
+            tx_id: prepared.tx_id,
+            wait_for: TxPhase::Committed as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.code(), ValidationCode::Valid);
+    let contracts = node
+        .query()
+        .await
+        .list_contracts(ListContractsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .contracts;
+    assert_eq!(contracts, vec![definition]);
+
+    // Deploying the name again is the lifecycle's refusal.
+    let status = admin_api
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&admin, "_lifecycle", "deploy", &[&request])),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::AlreadyExists, "ALREADY_DEPLOYED");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_stream_sends_each_completed_transaction() {
+    let node = Node::default().await;
+    node.deploy("kv", kv_wasm()).await;
+    let mut traces = TraceClient::new(node.channel().await)
+        .trace_stream(TraceStreamRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let client = node.client();
+    let (api_tx, _) = node.invoke(&client, "kv", "put", &[b"a", b"1"]).await;
+    let embedded = node
+        .with_ledger(|ledger| ledger.submit("kv", "put", &[b"b", b"2"]).unwrap().tx_id)
+        .await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let trace = next(&mut traces).await.trace.unwrap();
+        // Complete: from the endorsement to the notification.
+        assert_eq!(trace.stages.first().unwrap().stage(), Stage::EndorseStart);
+        assert_eq!(trace.stages.last().unwrap().stage(), Stage::Notified);
+        assert_eq!(trace.stages.len(), 9);
+        ids.push(trace.tx_id);
+    }
+    assert_eq!(ids, vec![api_tx, embedded.to_hex()]);
+
+    let status = TraceClient::new(node.channel().await)
+        .get_trace(GetTraceRequest {
+            tx_id: "ef".repeat(32),
+        })
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::NotFound, "TRACE_NOT_FOUND");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_are_bounded_and_end_when_the_server_stops() {
+    let node = Node::start(
+        &["Org1"],
+        ApiConfig {
+            streams_max: 1,
+            commit_waits_max: 1,
+            ..ApiConfig::default()
+        },
+    )
+    .await;
+    let mut deliver = DeliverClient::new(node.channel().await);
+    let mut open = deliver
+        .transactions(DeliverTransactionsRequest { start_seq: 1 })
+        .await
+        .unwrap()
+        .into_inner();
+    let status = deliver
+        .blocks(DeliverBlocksRequest::default())
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::ResourceExhausted, "TOO_MANY_STREAMS");
+    // One call may wait for a status: of two, one waits and the other is refused.
+    let wait = |mut gateway: GatewayClient<Channel>, tx_id: String| {
+        tokio::spawn(async move {
+            let mut request = tonic::Request::new(CommitStatusRequest { tx_id, wait_for: 0 });
+            request.set_timeout(WAIT);
+            gateway.commit_status(request).await
+        })
+    };
+    let mut first = wait(node.gateway().await, "12".repeat(32));
+    let mut second = wait(node.gateway().await, "34".repeat(32));
+    let (refused, waiting) = tokio::time::timeout(WAIT, async {
+        tokio::select! {
+            refused = &mut first => (refused, second),
+            refused = &mut second => (refused, first),
+        }
+    })
+    .await
+    .unwrap();
+    assert_status(
+        &refused.unwrap().unwrap_err(),
+        Code::ResourceExhausted,
+        "TOO_MANY_WAITS",
+    );
+    // The open stream and the waiting call both end with the server.
+    node.stop().await;
+    let ended = tokio::time::timeout(WAIT, open.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_status(&ended, Code::Unavailable, "SHUTTING_DOWN");
+    let waited = tokio::time::timeout(WAIT, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(waited.code(), Code::Unavailable, "{waited:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// gRPC-web and CORS over plain HTTP/1.1
+
+/// One HTTP/1.1 exchange on a fresh connection.
+async fn http1(
+    addr: SocketAddr,
+    request: http::Request<Full<Bytes>>,
+) -> (http::response::Parts, Bytes) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let response = tokio::time::timeout(WAIT, sender.send_request(request))
+        .await
+        .unwrap()
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (parts, body)
+}
+
+/// A gRPC-web frame: flag, big-endian length, payload.
+fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![flag];
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The frames of a gRPC-web body.
+fn frames(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        let flag = body.get_u8();
+        let len = body.get_u32() as usize;
+        out.push((flag, body[..len].to_vec()));
+        body.advance(len);
+    }
+    out
+}
+
+fn grpc_web(addr: SocketAddr, path: &str, message: &[u8]) -> http::Request<Full<Bytes>> {
+    http::Request::post(format!("http://{addr}{path}"))
+        .header("host", addr.to_string())
+        .header("content-type", "application/grpc-web+proto")
+        .header("x-grpc-web", "1")
+        .header("origin", "http://localhost:5173")
+        .body(Full::new(Bytes::from(frame(0, message))))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_web_over_http1_with_cors() {
+    let node = Node::default().await;
+
+    // A unary call: one message frame, then a trailer frame with the status.
+    let (parts, body) = http1(
+        node.addr,
+        grpc_web(node.addr, "/runnel.v1.Query/GetNetworkInfo", &[]),
+    )
+    .await;
+    assert_eq!(parts.status, 200);
+    assert_eq!(parts.headers["content-type"], "application/grpc-web+proto");
+    assert_eq!(parts.headers["access-control-allow-origin"], "*");
+    let exposed = parts.headers["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    for header in [
+        "grpc-status",
+        "grpc-message",
+        "runnel-error-code",
+        "runnel-validation-code",
+    ] {
+        assert!(exposed.contains(header), "{exposed}");
+    }
+    let reply = frames(&body);
+    assert_eq!(reply.len(), 2, "{reply:?}");
+    assert_eq!(reply[0].0, 0);
+    let info = GetNetworkInfoResponse::decode(reply[0].1.as_slice()).unwrap();
+    assert_eq!(info.channel, "main");
+    assert_eq!(reply[1].0, 0x80);
+    let trailers = String::from_utf8(reply[1].1.clone()).unwrap();
+    assert!(trailers.contains("grpc-status:0"), "{trailers}");
+
+    // An error reaches the browser with its status and codes.
+    let request = GetTransactionRequest {
+        tx_id: "ab".repeat(32),
+    }
+    .encode_to_vec();
+    let (parts, body) = http1(
+        node.addr,
+        grpc_web(node.addr, "/runnel.v1.Query/GetTransaction", &request),
+    )
+    .await;
+    assert_eq!(parts.status, 200);
+    let mut status_text = String::new();
+    for (name, value) in &parts.headers {
+        status_text.push_str(&format!("{name}:{}\r\n", value.to_str().unwrap_or("")));
+    }
+    for (flag, payload) in frames(&body) {
+        if flag == 0x80 {
+            status_text.push_str(&String::from_utf8(payload).unwrap());
+        }
+    }
+    assert!(status_text.contains("grpc-status:5"), "{status_text}");
+    assert!(
+        status_text.contains("runnel-error-code:TX_NOT_FOUND"),
+        "{status_text}"
+    );
+
+    // The browser's preflight before a gRPC-web call.
+    let preflight = http::Request::options(format!(
+        "http://{}/runnel.v1.Query/GetNetworkInfo",
+        node.addr
+    ))
+    .header("host", node.addr.to_string())
+    .header("origin", "http://localhost:5173")
+    .header("access-control-request-method", "POST")
+    .header(
+        "access-control-request-headers",
+        "content-type,x-grpc-web,x-user-agent",
+    )
+    .body(Full::new(Bytes::new()))
+    .unwrap();
+    let (parts, _) = http1(node.addr, preflight).await;
+    assert!(parts.status.is_success(), "{parts:?}");
+    assert_eq!(parts.headers["access-control-allow-origin"], "*");
+    let methods = parts.headers["access-control-allow-methods"]
+        .to_str()
+        .unwrap();
+    assert!(methods.contains("POST"), "{methods}");
+    let headers = parts.headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap();
+    assert!(
+        headers.contains("x-grpc-web") || headers == "*",
+        "{headers}"
+    );
+    assert!(parts.headers.contains_key("access-control-max-age"));
+    node.stop().await;
+}

@@ -1,0 +1,140 @@
+//! The solo orderer reached over gRPC as another process's peers reach it
+//! ([`RemoteOrderer`]): the same stream, seals and refusals as in process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use runnel_ledger::block::SealChain;
+use runnel_ledger::identity::Role;
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::orderer::{Orderer, TRANSACTION_BYTES_MAX};
+use runnel_server::ordering::OrderingServerHandle;
+use runnel_server::remote::RemoteOrderer;
+use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
+
+/// A solo orderer served over gRPC on loopback, for a [`RemoteOrderer`] to reach.
+struct Served {
+    runtime: tokio::runtime::Runtime,
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    serving: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Served {
+    fn start(orderer: Arc<dyn Orderer>) -> Served {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = runtime
+            .block_on(OrderingServerHandle::bind(
+                orderer,
+                "127.0.0.1:0".parse().unwrap(),
+                TRANSACTION_BYTES_MAX,
+            ))
+            .unwrap();
+        let url = format!("http://{}", server.local_addr());
+        let serving = runtime.spawn(async move {
+            server
+                .serve(None, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        Served {
+            runtime,
+            url,
+            stop: Some(stop),
+            serving: Some(serving),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(serving) = self.serving.take() {
+            let _ = self.runtime.block_on(serving);
+        }
+    }
+}
+
+#[test]
+fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(2, PATIENCE)));
+    let served = Served::start(local.clone());
+    let remote =
+        RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    let client = net.signer("Org1", Role::Client);
+
+    // Refusals keep their names and reasons across the network, and take no seq.
+    let code = |bytes: Vec<u8>| remote.submit(bytes).unwrap_err().code();
+    assert_eq!(code(b"\xff\xff garbage".to_vec()), "BAD_PAYLOAD");
+    assert_eq!(code(transaction(&client, "other", "k")), "WRONG_CHANNEL");
+    let peer = net.signer("Org1", Role::Peer);
+    assert_eq!(code(transaction(&peer, "main", "k")), "ACCESS_DENIED");
+    let mut signed: runnel_ledger::proto::SignedTransaction =
+        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+    signed.signature[3] ^= 1;
+    let forged = remote
+        .submit(prost::Message::encode_to_vec(&signed))
+        .unwrap_err();
+    assert_eq!(forged.code(), "BAD_CREATOR_SIGNATURE");
+    assert!(forged.to_string().contains("does not verify"), "{forged}");
+    assert_eq!(remote.height(), Seq::ZERO);
+
+    // Ordered remotely, streamed remotely: the same bytes, seqs and verifiable seals.
+    let sent: Vec<Vec<u8>> = (0..4)
+        .map(|i| transaction(&client, "main", &format!("k{i}")))
+        .collect();
+    for (i, bytes) in sent.iter().enumerate() {
+        let ordered = remote.submit(bytes.clone()).unwrap();
+        assert_eq!(ordered.seq, Seq(i as u64 + 1));
+    }
+    assert_eq!(remote.height(), Seq(4));
+    let mut delivery = remote.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut seen = Seen::default();
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 2 && s.durable >= Seq(4)
+    });
+    let expected: Vec<(Seq, Vec<u8>)> = sent
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (Seq(i as u64 + 1), b.clone()))
+        .collect();
+    assert_eq!(seen.txs, expected);
+    assert_eq!(
+        seen.seals,
+        vec![
+            (BlockNumber(1), Seq(1), Seq(2)),
+            (BlockNumber(2), Seq(3), Seq(4))
+        ]
+    );
+    // A stream from the middle starts there.
+    let mut later = remote.deliver(Seq(3), BlockNumber(2)).unwrap();
+    let mut chain = SealChain::after(&seen.sealed[0]);
+    let mut tail = Seen::default();
+    read_until(&mut *later, &mut chain, &net.msp, &mut tail, |s| {
+        s.seals.len() == 1
+    });
+    assert_eq!(tail.txs, expected[2..]);
+    drop(served);
+
+    // With the orderer gone, calls fail as unavailable and the stream waits.
+    let gone = remote
+        .submit(transaction(&client, "main", "z"))
+        .unwrap_err();
+    assert_eq!(gone.code(), "ORDERER_UNAVAILABLE", "{gone}");
+    assert!(matches!(
+        delivery.next(Duration::from_millis(200)),
+        Ok(None)
+    ));
+}
