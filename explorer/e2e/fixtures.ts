@@ -1,7 +1,8 @@
 /**
- * What the end-to-end tests share: a real node per worker serving the explorer, a client
- * of it through @runnel/sdk over gRPC (Node.js), and `snap`, which saves each
- * page in light and dark.
+ * What the end-to-end tests share: a real node per worker serving the explorer's build
+ * (explorer/dist, as `runnel dev --explorer` serves it; the node harness is the SDK's tests'
+ * own, sdk-ts/test/node.ts), a client of it through @runnel/sdk over gRPC (Node.js), and
+ * `snap`, which saves each page in light and dark.
  */
 
 import { test as base, expect, type Page } from "@playwright/test";
@@ -9,27 +10,26 @@ import { connect, loadNetworkIdentity, type Gateway } from "@runnel/sdk";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { RunnelNode } from "./node.js";
+import { RunnelNode } from "../../sdk-ts/test/node.js";
 
+export { CHANNEL, uniqueKey } from "../../sdk-ts/test/node.js";
 export { expect };
 
 type Theme = "light" | "dark";
 
-/** The channel `runnel dev` serves. */
-export const CHANNEL = "main";
-
 const here = dirname(fileURLToPath(import.meta.url));
+const EXPLORER_DIST = resolve(here, "..", "dist");
 const SCREENS = resolve(here, "..", "test-results", "screens");
 const DOCS_SCREENS = resolve(here, "..", "..", "docs", "explorer");
 
 export const test = base.extend<{ snap: (name: string, themes?: readonly Theme[]) => Promise<void> }, { node: RunnelNode; client: Gateway }>({
   node: [
     async ({}, use) => {
-      const node = await RunnelNode.start();
+      const node = await RunnelNode.start({ explorer: EXPLORER_DIST });
       await use(node);
       await node.stop();
     },
-    { scope: "worker", timeout: 150_000 },
+    { scope: "worker", timeout: 200_000 },
   ],
   client: [
     async ({ node }, use) => {
@@ -68,7 +68,3 @@ async function screenshot(page: Page, name: string, themes: readonly Theme[] = [
   if (themes.includes("dark")) await page.getByRole("button", { name: "Switch to light theme" }).click();
 }
 
-/** A key no other test uses. */
-export function uniqueKey(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
-}

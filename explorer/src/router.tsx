@@ -1,6 +1,11 @@
 /**
  * Real URLs for every page (the history API): the node serves index.html for any path
  * it does not know, and the explorer picks the page here.
+ *
+ * Matched here, not by a router library: nine fixed patterns compare segment by segment,
+ * and the pages read the match as a plain value (`Route`), where preact-iso or wouter
+ * would bring their own components and history handling; `URLPattern` is not yet in every
+ * browser.
  */
 
 import type { ComponentChildren, JSX } from "preact";

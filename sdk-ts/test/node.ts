@@ -1,11 +1,14 @@
 /**
- * A real `runnel dev` process for the tests: a temp data dir, a free port on 127.0.0.1,
- * ready once /healthz answers. RUNNEL_BIN and RUNNEL_CONTRACTS (env) say where the
- * binary and the example contracts are; by default the repository's target/.
+ * A real Runnel node for the tests of every TypeScript package (the SDK's Vitest suite and
+ * the explorer's Playwright suite): a temp data dir, a free port on 127.0.0.1, ready once
+ * /healthz answers, stopped by the test that started it (and killed if the test process
+ * exits first). RUNNEL_BIN and RUNNEL_CONTRACTS (env) say where the binary and the example
+ * contracts are; by default the repository's target/. It never imports the SDK, so each
+ * suite talks to the node through the SDK build it tests.
  */
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdtempSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -20,10 +23,15 @@ export const RUNNEL_BIN = process.env.RUNNEL_BIN ?? join(repo, "target", "debug"
 export const RUNNEL_CONTRACTS =
   process.env.RUNNEL_CONTRACTS ?? join(repo, "target", "wasm32-unknown-unknown", "contract");
 
+/** The channel `runnel dev` serves. */
+export const CHANNEL = "main";
+
 /** How long a node may take to answer /healthz after it starts (compiling contracts on first start). */
 const START_TIMEOUT_MS = 180_000;
 /** How long a node may take to stop after SIGTERM before it is killed. */
 const STOP_TIMEOUT_MS = 20_000;
+/** How often a starting node's /healthz is asked. */
+const HEALTH_POLL_MS = 100;
 
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
@@ -36,6 +44,11 @@ export async function freePort(): Promise<number> {
       server.close(() => done(port));
     });
   });
+}
+
+/** A key no other test uses. */
+export function uniqueKey(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
 const running = new Set<ChildProcess>();
@@ -51,6 +64,14 @@ function run(args: string[]): void {
   }
 }
 
+/** How to start a dev node. */
+export interface DevNodeOptions {
+  /** The data dir (the network is in its net/); a new temp dir by default. */
+  readonly dir?: string;
+  /** A built explorer (its index.html and assets) for the node to serve at `/` (`runnel dev --explorer`). */
+  readonly explorer?: string;
+}
+
 /** A node on loopback: `runnel dev`, or a network from `runnel init` served by `runnel start`. */
 export class RunnelNode {
   readonly dir: string;
@@ -58,29 +79,41 @@ export class RunnelNode {
   readonly url: string;
   /** The organisations of a network from `runnel init`; undefined for a dev node. */
   readonly orgs: string[] | undefined;
+  /** The explorer build a dev node serves; undefined when it serves none. */
+  readonly explorer: string | undefined;
   #child: ChildProcess | undefined;
   #starts = 0;
 
-  private constructor(dir: string, port: number, orgs?: string[]) {
+  private constructor(dir: string, port: number, orgs?: string[], explorer?: string) {
     this.dir = dir;
     this.port = port;
     this.orgs = orgs;
+    this.explorer = explorer;
     this.url = `${orgs === undefined ? "http" : "https"}://127.0.0.1:${port}`;
   }
 
-  /** Starts a dev node in a new temp dir (or `dir`) on a free port. */
-  static async start(dir?: string): Promise<RunnelNode> {
-    const node = new RunnelNode(dir ?? mkdtempSync(join(tmpdir(), "runnel-sdk-")), await freePort());
-    await node.#start();
+  /** Starts a dev node (`runnel dev`, plain HTTP) on a free port. */
+  static async start(options: DevNodeOptions = {}): Promise<RunnelNode> {
+    if (options.explorer !== undefined && !existsSync(join(options.explorer, "index.html"))) {
+      throw new Error(`no explorer build in ${options.explorer}: run \`npm run -w explorer build\` first`);
+    }
+    const dir = options.dir ?? mkdtempSync(join(tmpdir(), "runnel-test-"));
+    const node = new RunnelNode(dir, await freePort(), undefined, options.explorer);
+    await node.start();
     return node;
   }
 
   /** Creates a network of `orgs` (`runnel init`, TLS on) and starts its node (`runnel start`). */
   static async startNetwork(orgs: string[]): Promise<RunnelNode> {
-    const node = new RunnelNode(mkdtempSync(join(tmpdir(), "runnel-sdk-")), await freePort(), orgs);
+    const node = new RunnelNode(mkdtempSync(join(tmpdir(), "runnel-test-")), await freePort(), orgs);
     run(["init", "--dir", node.networkDir, "--orgs", orgs.join(",")]);
-    await node.#start();
+    await node.start();
     return node;
+  }
+
+  /** The network directory (identities/). */
+  get networkDir(): string {
+    return join(this.dir, "net");
   }
 
   /** The TLS CA of a network from `runnel init`, PEM. */
@@ -88,24 +121,19 @@ export class RunnelNode {
     return readFileSync(join(this.networkDir, "identities", this.orgs?.[0] ?? "Org1", "tls", "ca.pem"), "utf8");
   }
 
-  async #healthy(): Promise<boolean> {
-    if (this.orgs === undefined) return (await fetch(`${this.url}/healthz`)).ok;
-    return new Promise((done) => {
-      const request = httpsGet(`${this.url}/healthz`, { ca: this.tlsCa }, (response) => {
-        response.resume();
-        done(response.statusCode === 200);
-      });
-      request.on("error", () => done(false));
-    });
-  }
-
-  async #start(): Promise<void> {
+  /**
+   * Starts the process (again, after {@link stop}) on the same port and data dir;
+   * resolves once /healthz answers.
+   */
+  async start(): Promise<void> {
     this.#starts += 1;
-    const log = createWriteStream(join(this.dir, `node-${this.#starts}.log`));
+    const logPath = join(this.dir, `node-${this.#starts}.log`);
+    const log = createWriteStream(logPath);
     const listen = ["--listen", `127.0.0.1:${this.port}`];
+    const explorer = this.explorer === undefined ? [] : ["--explorer", this.explorer];
     const args =
       this.orgs === undefined
-        ? ["dev", "--dir", this.networkDir, ...listen, "--contracts", RUNNEL_CONTRACTS]
+        ? ["dev", "--dir", this.networkDir, ...listen, "--contracts", RUNNEL_CONTRACTS, ...explorer]
         : ["start", "--dir", this.networkDir, ...listen];
     const child = spawn(RUNNEL_BIN, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.pipe(log);
@@ -122,23 +150,16 @@ export class RunnelNode {
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (exited !== undefined) {
-        throw new Error(`runnel ${args[0]} ${exited}; see ${join(this.dir, `node-${this.#starts}.log`)}`);
-      }
+      if (exited !== undefined) throw new Error(`runnel ${args[0]} ${exited}; see ${logPath}`);
       try {
         if (await this.#healthy()) return;
       } catch {
         // not listening yet
       }
-      await new Promise((done) => setTimeout(done, 100));
+      await new Promise((done) => setTimeout(done, HEALTH_POLL_MS));
     }
     await this.stop();
-    throw new Error(`runnel ${args[0]} did not answer ${this.url}/healthz within ${START_TIMEOUT_MS} ms`);
-  }
-
-  /** The network directory (identities/). */
-  get networkDir(): string {
-    return join(this.dir, "net");
+    throw new Error(`runnel ${args[0]} did not answer ${this.url}/healthz within ${START_TIMEOUT_MS} ms; see ${logPath}`);
   }
 
   /** Stops the node (SIGTERM, then SIGKILL) and waits for it to exit. */
@@ -156,6 +177,17 @@ export class RunnelNode {
   /** Stops the node and starts it again on the same data dir and port. */
   async restart(): Promise<void> {
     await this.stop();
-    await this.#start();
+    await this.start();
+  }
+
+  async #healthy(): Promise<boolean> {
+    if (this.orgs === undefined) return (await fetch(`${this.url}/healthz`)).ok;
+    return new Promise((done) => {
+      const request = httpsGet(`${this.url}/healthz`, { ca: this.tlsCa }, (response) => {
+        response.resume();
+        done(response.statusCode === 200);
+      });
+      request.on("error", () => done(false));
+    });
   }
 }

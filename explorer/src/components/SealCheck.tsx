@@ -1,7 +1,7 @@
 import { verifySeal, type Block, type SealCheck as SealResult } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useLoad } from "../live/hooks";
-import { count } from "../model/format";
+import { count, hex } from "../model/format";
 import { Hash } from "./Hash";
 
 /**
@@ -35,6 +35,5 @@ function CheckResult(props: { result: SealResult; print: string }): JSX.Element 
 
 async function fingerprint(block: Block): Promise<string> {
   const check = await verifySeal(block);
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", check.orderer.slice()));
-  return [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", check.orderer.slice())));
 }

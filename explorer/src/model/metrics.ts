@@ -2,6 +2,12 @@
  * The few figures the dashboard takes from the node's Prometheus text (/metrics;
  * node/src/metrics.rs lists them): transactions by validation code since the node
  * started, the validator's queue depths, and the mean commit latency.
+ *
+ * Parsed here, not by a library: npm's one browser-ready parser of the text format,
+ * parse-prometheus-text-format, has had no change to its source since 2019, ships no
+ * types, and reads the older 0.0.4 format rather than the OpenMetrics text the node
+ * writes, throwing on a histogram whose `_sum` and `_count` come before its buckets (as
+ * the node writes them) where the dashboard must skip what it does not know.
  */
 
 /** What the dashboard shows of /metrics. */

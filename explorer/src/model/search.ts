@@ -1,6 +1,9 @@
 /**
  * What a search box query can mean. One text may mean several things (`42` is a block
  * number and could be a key): the search page looks each meaning up and lists what exists.
+ *
+ * Read here, not by a query-language library: the grammar is Runnel's own (an id, a block
+ * number, a key with or without its contract) and a few lines long.
  */
 
 /** One thing to look up for a query. */
