@@ -350,7 +350,7 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     );
     let ledger = match config.node.role {
         NodeRole::All => Ledger::open(dir, config.ledger_config()),
-        NodeRole::Orderer => return serve_orderer(dir, &config, &api),
+        NodeRole::Orderer => return serve_orderer(dir, &config, &api, logs),
         NodeRole::Peer => {
             let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
             // The peer speaks to its orderer as a client of the network: the TLS CAs
@@ -424,9 +424,14 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
 /// How long a peer waits for its orderer to answer a call.
 const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service on
-/// the API's address, until interrupted.
-fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()> {
+/// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service and
+/// the operations endpoints on the API's address, until interrupted.
+fn serve_orderer(
+    dir: &Path,
+    config: &NodeConfig,
+    api: &ApiConfig,
+    logs: ops::LogControl,
+) -> Result<()> {
     let keys = NetworkKeys::load(&dir.join("identities"))
         .with_context(|| format!("reading the identities in {}", dir.display()))?;
     let org = config
@@ -463,10 +468,12 @@ fn serve_orderer(dir: &Path, config: &NodeConfig, api: &ApiConfig) -> Result<()>
         println!("Runnel orderer ready ({}, as {org})", dir.display());
         println!("  ordering service   {scheme}://{addr}");
         println!("  peers start with   runnel start --role peer --orderer {scheme}://{addr}");
+        println!("  health, metrics    {scheme}://{addr}/healthz, {scheme}://{addr}/metrics");
         println!();
         tracing::info!(%addr, dir = %dir.display(), "ordering");
+        let routes = ops::orderer_routes(orderer.clone(), Some(logs));
         server
-            .serve(api.tls.as_ref(), stop)
+            .serve_with(routes, api.tls.as_ref(), stop)
             .await
             .map_err(anyhow::Error::from)
     });

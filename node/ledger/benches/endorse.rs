@@ -1,7 +1,7 @@
 //! Endorsement cost: a kv put (1 KB value) endorsed end to end, in process, on one core
 //! and on all cores, and the parts it is made of.
 //!
-//! Run: `./scripts/bench.sh endorse` (or `cargo bench -p runnel-node --bench endorse`).
+//! Run: `./scripts/bench.sh endorse` (or `cargo bench -p runnel-ledger --bench endorse`).
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! - sustained throughput with many closed-loop clients.
 //!
 //! Run: `./scripts/bench.sh pipeline` or
-//! `cargo bench -p runnel-node --bench pipeline -- [latency-secs] [throughput-secs] [clients]`
+//! `cargo bench -p runnel-ledger --bench pipeline -- [latency-secs] [throughput-secs] [clients]`
 //! (defaults 10, 60, 64; 0 seconds skips that part).
 
 /// The allocator the `runnel` binary uses.

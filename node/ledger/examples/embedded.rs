@@ -1,7 +1,7 @@
 //! Runnel embedded in a Rust program: open a ledger in a directory, deploy the kv
 //! contract, write a key, read it back, and print the transaction's trace.
 //!
-//! Run: `cargo run -p runnel-node --example embedded [DIR]` (default: a fresh temp dir).
+//! Run: `cargo run -p runnel-ledger --example embedded [DIR]` (default: a fresh temp dir).
 
 use runnel_ledger::ledger::{Ledger, LedgerConfig};
 

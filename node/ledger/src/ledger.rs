@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `identities/<org>/` | CA certificate, and certificate + key of the org's admin, peer, client and orderer; `tls/`: the org's TLS CA certificate and TLS server and client certificates + keys; generated on first open |
 //! | `state/` | the peer's state and block store (sled) |
-//! | `orderer/` | the orderer's log (sled) |
+//! | `orderer/` | the orderer's log (`orderer.log`, a record file: [`crate::records`]) |
 //! | `artifacts/` | compiled contract artifacts |
 //!
 //! [`Ledger::submit`] runs the whole flow for one call: a signed proposal, endorsements
@@ -15,8 +15,8 @@
 //! transaction to the orderer, then waits until the validator has committed it.
 //!
 //! ```no_run
-//! use runnel_node::ledger::{Ledger, LedgerConfig};
-//! # fn main() -> Result<(), runnel_node::ledger::LedgerError> {
+//! use runnel_ledger::ledger::{Ledger, LedgerConfig};
+//! # fn main() -> Result<(), runnel_ledger::ledger::LedgerError> {
 //! # let kv_wasm: Vec<u8> = Vec::new();
 //! let ledger = Ledger::open("/tmp/runnel-demo".as_ref(), LedgerConfig::default())?;
 //! ledger.deploy("kv", "1.0", &kv_wasm, "")?;
@@ -26,7 +26,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! A runnable version is `node/examples/embedded.rs`.
+//! A runnable version is `node/ledger/examples/embedded.rs`.
 //!
 //! For transactions assembled and signed elsewhere (the API's clients), the same flow is
 //! split where a client's key is needed: [`Ledger::endorse_signed`] takes a proposal the
@@ -45,11 +45,12 @@ use crate::endorser::{Checked, EndorseError, Endorsed, Endorser, EndorserConfig}
 use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
+use crate::metrics::Histogram;
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
 use crate::sig::SigCheck;
-use crate::store::{StoreError, TxRecord, WorldState};
+use crate::store::{HistoryEntry, SealRecord, Snapshot, StoreError, TxRecord, WorldState};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
 use crate::tx;
 use crate::validator::{
@@ -428,24 +429,58 @@ impl Ledger {
         })
     }
 
-    /// The first organisation's client identity, what [`Ledger::submit`] signs with.
-    pub fn client(&self) -> &Signer {
-        &self.orgs[0].client
+    /// The stages under this ledger, for the node's own server and for tests that check
+    /// what each stage holds. Not part of the embedding API (docs/embedding.md): what it
+    /// offers follows the stages' code. No private key is reachable through it.
+    pub fn internals(&self) -> Internals<'_> {
+        Internals { ledger: self }
     }
 
-    /// The first organisation's admin identity (deploys and upgrades sign with it).
-    pub fn admin(&self) -> &Signer {
-        &self.orgs[0].admin_signer
+    /// The last seq durable on this peer: every transaction up to it is committed.
+    pub fn durable_height(&self) -> Seq {
+        self.world.durable_height()
     }
 
-    /// The network's membership service.
-    pub fn msp(&self) -> &Arc<Msp> {
-        &self.msp
+    /// A consistent view of the state as of the last validated transaction; it keeps
+    /// answering as of that height however far the ledger moves on.
+    pub fn snapshot(&self) -> Snapshot {
+        self.world.snapshot()
     }
 
-    /// The peer's world state (durable + staged) and block store.
-    pub fn world(&self) -> &Arc<WorldState> {
-        &self.world
+    /// The changes to `key` in `namespace`, newest first: at most `limit`, from before
+    /// seq `before` if given.
+    pub fn key_history(
+        &self,
+        namespace: &str,
+        key: &[u8],
+        before: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<HistoryEntry>, LedgerError> {
+        Ok(self.world.store().history(namespace, key, before, limit)?)
+    }
+
+    /// The sealed block `number`'s seal record, once committed here.
+    pub fn seal(&self, number: BlockNumber) -> Result<Option<SealRecord>, LedgerError> {
+        Ok(self.world.store().seal(number)?)
+    }
+
+    /// Up to `limit` committed seal records from block `from` on.
+    pub fn seals(&self, from: BlockNumber, limit: usize) -> Result<Vec<SealRecord>, LedgerError> {
+        Ok(self.world.store().seals(from, limit)?)
+    }
+
+    /// The block that seals `seq`, once its seal is committed here.
+    pub fn block_of(&self, seq: Seq) -> Result<Option<BlockNumber>, LedgerError> {
+        Ok(self.world.store().block_of(seq)?)
+    }
+
+    /// How long this node's flushes to disk take: the peer's store's, and the orderer's
+    /// log's when the orderer runs in this process.
+    pub fn flush_seconds(&self) -> FlushSeconds {
+        FlushSeconds {
+            peer: self.world.store().flush_seconds(),
+            orderer: self.orderer.flush_seconds(),
+        }
     }
 
     /// The channel served.
@@ -485,7 +520,7 @@ impl Ledger {
         function: &str,
         args: &[&[u8]],
     ) -> Result<Committed, LedgerError> {
-        self.submit_as(self.client(), contract, function, args)
+        self.submit_as(&self.orgs[0].client, contract, function, args)
     }
 
     /// [`Ledger::submit`] signed by `creator`.
@@ -537,7 +572,7 @@ impl Ledger {
         function: &str,
         args: &[&[u8]],
     ) -> Result<Vec<u8>, LedgerError> {
-        let creator = self.client();
+        let creator = &self.orgs[0].client;
         let args = args.iter().map(|a| a.to_vec()).collect();
         let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
         Ok(self.orgs[0]
@@ -1054,11 +1089,6 @@ impl Ledger {
         self.hub.blocks()
     }
 
-    /// The orderer (to submit transactions assembled elsewhere).
-    pub fn orderer(&self) -> &Arc<dyn Orderer> {
-        &self.orderer
-    }
-
     /// How many items wait at each validator stage's input now
     /// ([`Validator::queue_depths`]).
     pub fn queue_depths(&self) -> [(&'static str, usize); 3] {
@@ -1080,6 +1110,44 @@ impl Ledger {
     pub fn close(&self) {
         self.validator.close();
         self.orderer.close();
+    }
+}
+
+/// Histograms of a node's flushes to disk, in seconds.
+#[derive(Debug, Clone)]
+pub struct FlushSeconds {
+    /// Each commit's flush of the peer's store.
+    pub peer: Arc<Histogram>,
+    /// Each flush of the orderer's log, when the orderer runs in this process.
+    pub orderer: Option<Arc<Histogram>>,
+}
+
+/// The stages under a [`Ledger`] ([`Ledger::internals`]).
+#[derive(Clone, Copy)]
+pub struct Internals<'a> {
+    ledger: &'a Ledger,
+}
+
+impl std::fmt::Debug for Internals<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Internals").finish_non_exhaustive()
+    }
+}
+
+impl<'a> Internals<'a> {
+    /// The network's membership service (certificates and their verification).
+    pub fn msp(self) -> &'a Arc<Msp> {
+        &self.ledger.msp
+    }
+
+    /// The peer's world state (durable + staged) and block store.
+    pub fn world(self) -> &'a Arc<WorldState> {
+        &self.ledger.world
+    }
+
+    /// The orderer this ledger orders through.
+    pub fn orderer(self) -> &'a Arc<dyn Orderer> {
+        &self.ledger.orderer
     }
 }
 

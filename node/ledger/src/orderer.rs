@@ -219,6 +219,12 @@ pub trait Orderer: Send + Sync {
         None
     }
 
+    /// Why this orderer no longer orders (its log failed, or it was closed); `None`
+    /// while it works or when it runs in another process.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// Stops what this process runs of the orderer (idempotent).
     fn close(&self) {}
 }

@@ -7,7 +7,7 @@
 //! - sustained throughput with many closed-loop clients.
 //!
 //! Run: `./scripts/bench.sh grpc` or
-//! `cargo bench -p runnel-node --bench grpc -- [latency-secs] [throughput-secs] [clients]
+//! `cargo bench -p runnel-server --bench grpc -- [latency-secs] [throughput-secs] [clients]
 //! [connections]` (defaults 10, 30, 64, and one connection per 16 clients, shared as an
 //! application's threads share its channel; give as many as clients for one each).
 
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use prost::Message;
-use runnel_ledger::identity::Signer;
+use runnel_ledger::identity::{NetworkKeys, Role, Signer};
 use runnel_ledger::ledger::{Ledger, LedgerConfig};
 use runnel_ledger::proto::{EndorseRequest, SubmitRequest, TxPhase, ValidationCode};
 use runnel_ledger::tx;
@@ -91,7 +91,11 @@ fn main() {
     let ledger = Arc::new(Ledger::open(dir.path(), config).expect("ledger opens"));
     let kv = runnel_wasm_build::wasm("kv").expect("kv builds");
     ledger.deploy("kv", "1", &kv, "").expect("kv deploys");
-    let signer = ledger.client().clone();
+    let signer = NetworkKeys::load(&dir.path().join("identities"))
+        .expect("identities")
+        .signer("Org1", Role::Client)
+        .expect("a client")
+        .clone();
     let channel_name = ledger.channel().to_string();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

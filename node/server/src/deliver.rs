@@ -154,8 +154,6 @@ fn stored_blocks(
     with_transactions: bool,
 ) -> Result<Vec<Block>, LedgerError> {
     ledger
-        .world()
-        .store()
         .seals(from, PAGE_ITEMS)?
         .into_iter()
         .map(|seal| block_message(ledger, seal, with_transactions))

@@ -114,7 +114,7 @@ impl Gateway for GatewayService {
                 index: u64::from(checkpoint.index) + 1,
             },
             None => Position {
-                seq: self.shared.ledger.world().durable_height().next(),
+                seq: self.shared.ledger.durable_height().next(),
                 index: 0,
             },
         };
@@ -187,7 +187,7 @@ fn status_response(
     ledger: &Ledger,
     status: &TxStatus,
 ) -> Result<CommitStatusResponse, LedgerError> {
-    let block = ledger.world().store().block_of(status.seq)?;
+    let block = ledger.block_of(status.seq)?;
     Ok(CommitStatusResponse {
         tx_id: status.tx_id.to_hex(),
         code: validation_code(status.code),

@@ -372,7 +372,7 @@ impl Admission {
                     ledger.run_proposals(calls).for_each(answer);
                 }
             })?;
-        let submit = if ledger.orderer().submits_in_batches() {
+        let submit = if ledger.internals().orderer().submits_in_batches() {
             let ledger = ledger.clone();
             Some(admission::Batcher::start(
                 "submit",

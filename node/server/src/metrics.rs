@@ -5,8 +5,8 @@
 //! | `runnel_stage_seconds` | histogram | `stage` | time from the previous stamped stage to this one, per transaction |
 //! | `runnel_commit_latency_seconds` | histogram | | first stamp (endorse start, or received by the orderer) to durable commit |
 //! | `runnel_transactions_total` | counter | `code` | transactions committed, by validation code |
-//! | `runnel_orderer_flush_seconds` | histogram | | each flush (fsync) of the orderer's log |
-//! | `runnel_peer_flush_seconds` | histogram | | each flush (fsync) of the peer's store |
+//! | `runnel_orderer_flush_seconds` | histogram | | each flush of the orderer's log to disk (`[store] sync`: `sync_file_range` or `fdatasync`) |
+//! | `runnel_peer_flush_seconds` | histogram | | each flush of the peer's store to disk (as the orderer's) |
 //! | `runnel_queue_depth` | gauge | `queue` | items waiting at a validator stage's input |
 //! | `runnel_height` | gauge | `of` | last seq ordered, validated, committed; last block sealed |
 //!
@@ -28,6 +28,7 @@ use runnel_ledger::metrics::Histogram as LedgerHistogram;
 use tokio::sync::broadcast;
 
 use crate::ledger::Ledger;
+use crate::orderer::Orderer;
 use crate::trace::{CompletedTrace, Stage, Trace};
 use crate::validator::{Phase, TxStatus};
 
@@ -54,6 +55,8 @@ impl EncodeMetric for Exported {
         Self::TYPE
     }
 }
+
+const ORDERER_FLUSH_HELP: &str = "Duration of each flush of the orderer's log to disk";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabel {
@@ -116,17 +119,18 @@ impl NodeMetrics {
             "Transactions committed, by validation code",
             transactions.clone(),
         );
-        if let Some(flushes) = ledger.orderer().flush_seconds() {
+        let flushes = ledger.flush_seconds();
+        if let Some(orderer) = flushes.orderer {
             registry.register(
                 "orderer_flush_seconds",
-                "Duration of each flush (fsync) of the orderer's log",
-                Exported(flushes),
+                ORDERER_FLUSH_HELP,
+                Exported(orderer),
             );
         }
         registry.register(
             "peer_flush_seconds",
-            "Duration of each flush (fsync) of the peer's store",
-            Exported(ledger.world().store().flush_seconds()),
+            "Duration of each flush of the peer's store to disk",
+            Exported(flushes.peer),
         );
         let queue_depth = Family::<QueueLabel, Gauge>::default();
         registry.register(
@@ -223,6 +227,56 @@ impl NodeMetrics {
                     .get_or_create(&HeightLabel { of })
                     .set(value as i64);
             }
+        }
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// The metrics of an orderer process: its log's flushes and its heights.
+pub struct OrdererMetrics {
+    registry: Registry,
+    height: Family<HeightLabel, Gauge>,
+}
+
+impl std::fmt::Debug for OrdererMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrdererMetrics").finish_non_exhaustive()
+    }
+}
+
+impl OrdererMetrics {
+    /// The metrics of `orderer`, registered.
+    pub fn new(orderer: &dyn Orderer) -> OrdererMetrics {
+        let mut registry = Registry::with_prefix("runnel");
+        if let Some(flushes) = orderer.flush_seconds() {
+            registry.register(
+                "orderer_flush_seconds",
+                ORDERER_FLUSH_HELP,
+                Exported(flushes),
+            );
+        }
+        let height = Family::<HeightLabel, Gauge>::default();
+        registry.register(
+            "height",
+            "Last seq ordered, and durable in the orderer's log",
+            height.clone(),
+        );
+        OrdererMetrics { registry, height }
+    }
+
+    /// The Prometheus text exposition, heights read from `orderer` now.
+    pub fn encode(&self, orderer: &dyn Orderer) -> String {
+        let heights = [
+            ("ordered", orderer.height().0),
+            ("durable", orderer.durable_height().0),
+        ];
+        for (of, value) in heights {
+            self.height
+                .get_or_create(&HeightLabel { of })
+                .set(value as i64);
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

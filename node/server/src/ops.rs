@@ -1,7 +1,7 @@
 //! Operations endpoints, served on the API's port beside gRPC:
 //!
-//! - `GET /healthz`: `200 ok` while the node orders and validates; `503` with the reason
-//!   once the pipeline has failed or closed.
+//! - `GET /healthz`: `200 ok` while the node orders and validates (an orderer alone:
+//!   while it orders); `503` with the reason once it has failed or closed.
 //! - `GET /metrics`: Prometheus / OpenMetrics text ([`crate::metrics`]).
 //! - `GET /log/level` and `PUT /log/level` (body: a `RUST_LOG`-style filter): read or
 //!   change what is logged, while running. Changes are taken from the node's own host only.
@@ -26,7 +26,8 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Registry, reload};
 
 use crate::ledger::Ledger;
-use crate::metrics::NodeMetrics;
+use crate::metrics::{NodeMetrics, OrdererMetrics};
+use crate::orderer::Orderer;
 
 /// Changes the log filter of a running node.
 #[derive(Clone)]
@@ -89,12 +90,49 @@ pub fn init_logs(level: &str, format: LogFormat) -> Result<LogControl, String> {
 /// What the operations endpoints read.
 #[derive(Clone)]
 struct Ops {
-    ledger: Arc<Ledger>,
-    metrics: Arc<NodeMetrics>,
+    target: Arc<dyn Operated>,
     logs: Option<LogControl>,
 }
 
-/// The operations routes (see the module doc), with the explorer's files from
+/// What the operations endpoints report on: a node with its peer, or an orderer alone.
+trait Operated: Send + Sync {
+    /// Why it no longer works; `None` while it does.
+    fn failure(&self) -> Option<String>;
+    /// The Prometheus text exposition, read now.
+    fn metrics_text(&self) -> String;
+}
+
+struct NodeOps {
+    ledger: Arc<Ledger>,
+    metrics: Arc<NodeMetrics>,
+}
+
+impl Operated for NodeOps {
+    fn failure(&self) -> Option<String> {
+        self.ledger.failure()
+    }
+
+    fn metrics_text(&self) -> String {
+        self.metrics.encode(&self.ledger)
+    }
+}
+
+struct OrdererOps {
+    orderer: Arc<dyn Orderer>,
+    metrics: OrdererMetrics,
+}
+
+impl Operated for OrdererOps {
+    fn failure(&self) -> Option<String> {
+        self.orderer.failure()
+    }
+
+    fn metrics_text(&self) -> String {
+        self.metrics.encode(&*self.orderer)
+    }
+}
+
+/// The operations routes of a node (see the module doc), with the explorer's files from
 /// `explorer` as the fallback when given.
 pub fn routes(
     ledger: Arc<Ledger>,
@@ -102,11 +140,17 @@ pub fn routes(
     logs: Option<LogControl>,
     explorer: Option<&Path>,
 ) -> Router {
-    let ops = Ops {
-        ledger,
-        metrics,
-        logs,
-    };
+    router(Arc::new(NodeOps { ledger, metrics }), logs, explorer)
+}
+
+/// The operations routes of an orderer process: health, metrics, log level.
+pub fn orderer_routes(orderer: Arc<dyn Orderer>, logs: Option<LogControl>) -> Router {
+    let metrics = OrdererMetrics::new(&*orderer);
+    router(Arc::new(OrdererOps { orderer, metrics }), logs, None)
+}
+
+fn router(target: Arc<dyn Operated>, logs: Option<LogControl>, explorer: Option<&Path>) -> Router {
+    let ops = Ops { target, logs };
     let router = Router::new()
         .route("/healthz", get(health))
         .route("/metrics", get(metrics_text))
@@ -146,14 +190,14 @@ async fn fallback(files: Option<ServeDir<ServeFile>>, request: Request) -> Respo
 }
 
 async fn health(State(ops): State<Ops>) -> Response {
-    match ops.ledger.failure() {
+    match ops.target.failure() {
         None => (StatusCode::OK, "ok\n").into_response(),
         Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response(),
     }
 }
 
 async fn metrics_text(State(ops): State<Ops>) -> Response {
-    let text = ops.metrics.encode(&ops.ledger);
+    let text = ops.target.metrics_text();
     let mut response = Response::new(Body::from(text));
     response.headers_mut().insert(
         header::CONTENT_TYPE,

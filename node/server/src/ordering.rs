@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
+use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
@@ -159,6 +160,22 @@ impl OrderingServerHandle {
         tls: Option<&TlsConfig>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
+        self.serve_with(
+            axum::Router::new().fallback(crate::unimplemented),
+            tls,
+            shutdown,
+        )
+        .await
+    }
+
+    /// [`OrderingServerHandle::serve`], with `others` answering every path that is not
+    /// the service's (an orderer process's operations endpoints: [`crate::ops`]).
+    pub async fn serve_with(
+        self,
+        others: axum::Router,
+        tls: Option<&TlsConfig>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ApiError> {
         let tls = match tls {
             Some(config) => Some((
                 config
@@ -177,11 +194,18 @@ impl OrderingServerHandle {
             shutdown.await;
             let _ = stop.send(true);
         };
-        let router = tonic::transport::Server::builder().add_service(
-            OrderingServer::new(service)
-                .max_decoding_message_size(self.message_bytes_max)
-                .max_encoding_message_size(self.message_bytes_max),
-        );
+        // Built on an empty axum router, which has no fallback of its own: `others` brings it.
+        let everything = Routes::from(axum::Router::new())
+            .add_service(
+                OrderingServer::new(service)
+                    .max_decoding_message_size(self.message_bytes_max)
+                    .max_encoding_message_size(self.message_bytes_max),
+            )
+            .into_axum_router()
+            .merge(others);
+        let router = tonic::transport::Server::builder()
+            .accept_http1(true)
+            .add_routes(Routes::from(everything));
         match tls {
             Some((config, handshake_timeout)) => {
                 let incoming = super::tls::incoming(self.listener, config, handshake_timeout);

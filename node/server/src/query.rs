@@ -61,12 +61,9 @@ impl Query for QueryService {
         }
         let block = self
             .shared
-            .blocking(move |ledger| {
-                let store = ledger.world().store();
-                match store.seal(number)? {
-                    Some(record) => block_message(ledger, record, true).map(Some),
-                    None => Ok(None),
-                }
+            .blocking(move |ledger| match ledger.seal(number)? {
+                Some(record) => block_message(ledger, record, true).map(Some),
+                None => Ok(None),
             })
             .await?
             .ok_or_else(|| {
@@ -129,7 +126,7 @@ impl Query for QueryService {
         let response = self
             .shared
             .blocking(move |ledger| {
-                let snapshot = ledger.world().snapshot();
+                let snapshot = ledger.snapshot();
                 let found = snapshot.get(&request.namespace, &request.key)?;
                 Ok(GetKeyResponse {
                     found: found.is_some(),
@@ -152,12 +149,8 @@ impl Query for QueryService {
         let entries = self
             .shared
             .blocking(move |ledger| {
-                let history = ledger.world().store().history(
-                    &request.namespace,
-                    &request.key,
-                    before,
-                    limit,
-                )?;
+                let history =
+                    ledger.key_history(&request.namespace, &request.key, before, limit)?;
                 Ok(history
                     .into_iter()
                     .map(|entry| KeyModification {
@@ -245,7 +238,7 @@ fn transaction_detail(
     let Some(stored) = ledger.transaction_at(record.seq)? else {
         return Ok(None);
     };
-    let committed = record.seq <= ledger.world().durable_height();
+    let committed = record.seq <= ledger.durable_height();
     let mut detail = GetTransactionResponse {
         tx_id: tx_id.to_hex(),
         seq: record.seq.0,
@@ -257,7 +250,7 @@ fn transaction_detail(
     };
     // Certificates are read as of the orderer's time, as the validator read them.
     let at_seconds = i64::try_from(record.timestamp_ms / 1000).unwrap_or(i64::MAX);
-    let msp = ledger.msp();
+    let msp = ledger.internals().msp();
     if let Ok(signed) = SignedTransaction::decode(stored.bytes.as_slice())
         && let Ok(transaction) = Transaction::decode(signed.transaction.as_slice())
     {

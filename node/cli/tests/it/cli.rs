@@ -192,9 +192,9 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     );
     assert!(metrics.contains("runnel_stage_seconds_count{stage=\"validated\"}"));
     assert!(metrics.contains("runnel_peer_flush_seconds_count"));
-    let (code, level) = node.http("PUT", "/log/level", "info,runnel_node=debug");
+    let (code, level) = node.http("PUT", "/log/level", "info,runnel_server=debug");
     assert_eq!(code, 200);
-    assert!(level.contains("runnel_node=debug"), "{level}");
+    assert!(level.contains("runnel_server=debug"), "{level}");
     assert_eq!(node.http("GET", "/log/level", "").1, level);
     assert_eq!(node.http("PUT", "/log/level", "=nonsense=").0, 400);
     assert_eq!(node.http("GET", "/no/such/page", "").0, 404);

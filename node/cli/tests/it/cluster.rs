@@ -110,6 +110,18 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
     // The state hash tells different states apart.
     assert_ne!(one["state_hash"], two["state_hash"]);
 
+    // The orderer process serves its health and metrics beside the ordering service.
+    let (status, body) = orderer.http("GET", "/healthz", "");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (status, metrics) = orderer.http("GET", "/metrics", "");
+    assert_eq!(status, 200);
+    let ordered = format!("runnel_height{{of=\"ordered\"}} {height}");
+    assert!(metrics.contains(&ordered), "{metrics}");
+    assert!(
+        metrics.contains("runnel_orderer_flush_seconds_count"),
+        "{metrics}"
+    );
+
     // The orderer restarts on its address; both peers reconnect and resume their
     // streams where they were, with nothing skipped or repeated.
     let address = orderer.url.trim_start_matches("https://").to_string();

@@ -576,6 +576,15 @@ impl Orderer for SoloOrderer {
         self.inner.lock().durable
     }
 
+    fn failure(&self) -> Option<String> {
+        let state = self.inner.lock();
+        match (&state.failed, state.closed) {
+            (Some(failure), _) => Some(failure.clone()),
+            (None, true) => Some("the orderer is closed".to_string()),
+            (None, false) => None,
+        }
+    }
+
     fn flush_seconds(&self) -> Option<Arc<Histogram>> {
         Some(SoloOrderer::flush_seconds(self))
     }

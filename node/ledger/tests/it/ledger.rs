@@ -1,12 +1,22 @@
 //! The embeddable ledger end to end: every role in one process on a real directory.
 
 use prost::Message;
+use runnel_ledger::identity::{NetworkKeys, Role, Signer};
 use runnel_ledger::ids::{Seq, ValidationCode};
 use runnel_ledger::ledger::{Ledger, LedgerConfig, LedgerError, ProposalAnswer, ProposalCall};
 use runnel_ledger::trace::Stage;
 use runnel_ledger::tx;
 
 use runnel_testing::{kv_wasm, token_wasm};
+
+/// Org1's identity with `role`, from the ledger's directory, as an embedder loads it.
+fn ledger_signer(dir: &std::path::Path, role: Role) -> Signer {
+    NetworkKeys::load(&dir.join("identities"))
+        .unwrap()
+        .signer("Org1", role)
+        .unwrap()
+        .clone()
+}
 
 fn config(orgs: &[&str]) -> LedgerConfig {
     let mut config = LedgerConfig {
@@ -24,7 +34,7 @@ fn deploy_submit_evaluate_trace_and_reopen() {
     let client_cert;
     {
         let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
-        client_cert = ledger.client().cert_der().to_vec();
+        client_cert = ledger_signer(dir.path(), Role::Client).cert_der().to_vec();
         let definition = ledger.deploy("kv", "1.0", kv_wasm(), "").unwrap();
         assert_eq!((definition.name.as_str(), definition.sequence), ("kv", 1));
 
@@ -67,7 +77,10 @@ fn deploy_submit_evaluate_trace_and_reopen() {
         ledger.close();
     }
     let ledger = Ledger::open(dir.path(), config(&["ignored on reopen"])).unwrap();
-    assert_eq!(ledger.client().cert_der(), client_cert.as_slice());
+    assert_eq!(
+        ledger_signer(dir.path(), Role::Client).cert_der(),
+        client_cert.as_slice()
+    );
     assert_eq!(
         ledger.evaluate("kv", "get", &[b"colour"]).unwrap(),
         b"\"blue\""
@@ -88,9 +101,7 @@ fn deploy_submit_evaluate_trace_and_reopen() {
     }
     let history = |ledger: &Ledger| -> Vec<Vec<u8>> {
         ledger
-            .world()
-            .store()
-            .history("kv", b"big", None, 10)
+            .key_history("kv", b"big", None, 10)
             .unwrap()
             .into_iter()
             .map(|entry| entry.value.unwrap())
@@ -118,7 +129,12 @@ fn contract_errors_and_rejections_are_typed() {
     assert!(matches!(refused, LedgerError::Endorse(_)), "{refused:?}");
     let mut events = ledger.events();
     let minted = ledger
-        .submit_as(ledger.admin(), "token", "mint", &[b"Org1/alice", b"5"])
+        .submit_as(
+            &ledger_signer(dir.path(), Role::Admin),
+            "token",
+            "mint",
+            &[b"Org1/alice", b"5"],
+        )
         .unwrap();
     let event = events.blocking_recv().unwrap();
     assert_eq!(
@@ -140,7 +156,7 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
     ledger.deploy("kv", "1", kv_wasm(), "").unwrap();
-    let client = ledger.client().clone();
+    let client = ledger_signer(dir.path(), Role::Client);
     let proposal = |key: &[u8]| {
         let args = vec![key.to_vec(), b"v".to_vec()];
         tx::sign_proposal(

@@ -84,7 +84,7 @@ fn decode(bytes: &[u8]) -> (TxId, Transaction) {
 
 /// The state a replay of the stored transactions gives, checked against the store.
 fn check_replay(ledger: &Ledger) -> Seq {
-    let world = ledger.world();
+    let world = ledger.internals().world();
     let height = world.durable_height();
     let store = world.store();
     // Replay every stored transaction's writes in seq order.
@@ -97,7 +97,11 @@ fn check_replay(ledger: &Ledger) -> Seq {
         "one stored transaction per seq"
     );
     // The orderer's log holds the same bytes at the same seqs.
-    let mut delivery = ledger.orderer().deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut delivery = ledger
+        .internals()
+        .orderer()
+        .deliver(Seq(1), BlockNumber(1))
+        .unwrap();
     let mut from_orderer = Vec::new();
     while (from_orderer.len() as u64) < height.0 {
         if let Some(Delivered::Tx(tx)) = delivery.next(Duration::from_secs(5)).unwrap() {
@@ -202,15 +206,16 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
 
         let ledger = Ledger::open(dir.path(), config()).unwrap();
         // The peer catches up with everything the orderer had made durable.
-        let orderer_height = ledger.orderer().height();
+        let orderer_height = ledger.internals().orderer().height();
         let mut statuses = ledger.statuses();
-        while ledger.world().durable_height() < orderer_height {
+        while ledger.internals().world().durable_height() < orderer_height {
             let _ = statuses.blocking_recv();
         }
         let height = check_replay(&ledger);
         assert_eq!(height, orderer_height);
         for (tx_id, seq) in &reported {
             let record = ledger
+                .internals()
                 .world()
                 .tx(tx_id)
                 .unwrap()
@@ -219,6 +224,7 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
         }
         // Replaying a committed transaction is refused.
         let (any_seq, bytes) = ledger
+            .internals()
             .world()
             .store()
             .transactions(Seq(2), 1)
@@ -226,9 +232,12 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
             .pop()
             .unwrap();
         let (tx_id, _) = decode(&bytes);
-        assert_eq!(ledger.world().tx(&tx_id).unwrap().unwrap().seq, any_seq);
+        assert_eq!(
+            ledger.internals().world().tx(&tx_id).unwrap().unwrap().seq,
+            any_seq
+        );
         let mut watch = ledger.watch(tx_id);
-        let again = ledger.orderer().submit(bytes).unwrap();
+        let again = ledger.internals().orderer().submit(bytes).unwrap();
         loop {
             let status = watch.next_blocking().unwrap();
             if status.seq == again.seq && status.phase == Phase::Committed {

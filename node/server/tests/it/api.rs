@@ -3,14 +3,12 @@
 //! HTTP/1.1 for gRPC-web and CORS.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes};
 use http_body_util::{BodyExt, Full};
 use prost::Message;
-use runnel_ledger::identity::{NetworkKeys, Role, Signer};
-use runnel_ledger::ledger::{Ledger, LedgerConfig};
+use runnel_ledger::identity::{Role, Signer};
 use runnel_ledger::proto::contract_events_request::Start;
 use runnel_ledger::proto::{
     CommitStatusRequest, ContractEventsRequest, ContractEventsResponse, DeliverBlocksRequest,
@@ -22,14 +20,12 @@ use runnel_ledger::proto::{
     ValidationCode,
 };
 use runnel_ledger::tx;
+use runnel_server::ApiConfig;
 use runnel_server::proto::admin_client::AdminClient;
 use runnel_server::proto::deliver_client::DeliverClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::trace_client::TraceClient;
-use runnel_server::{ApiConfig, ApiError, Server};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
@@ -37,58 +33,16 @@ use tonic::{Code, Status};
 
 use runnel_testing::{kv_wasm, token_wasm};
 
-/// How long any one wait in these tests may take before it fails.
-const WAIT: Duration = Duration::from_secs(20);
+use crate::node::{Node, WAIT};
+
 const MIB: usize = 1 << 20;
 
 // ---------------------------------------------------------------------------------------
 // A node on loopback
 
-struct Node {
-    ledger: Arc<Ledger>,
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    served: Option<JoinHandle<Result<(), ApiError>>>,
-    dir: tempfile::TempDir,
-}
-
-fn ledger_config(orgs: &[&str]) -> LedgerConfig {
-    let mut config = LedgerConfig {
-        orgs: orgs.iter().map(|o| o.to_string()).collect(),
-        ..LedgerConfig::default()
-    };
-    config.runtime.instances_max = 8;
-    config.orderer.seal_max_txs = 4;
-    config.orderer.seal_max_delay = Duration::from_millis(20);
-    config
-}
-
 impl Node {
     async fn start(orgs: &[&str], api: ApiConfig) -> Node {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, config) = (dir.path().to_path_buf(), ledger_config(orgs));
-        let ledger = tokio::task::spawn_blocking(move || Ledger::open(&path, config))
-            .await
-            .unwrap()
-            .unwrap();
-        let ledger = Arc::new(ledger);
-        let api = ApiConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            ..api
-        };
-        let server = Server::bind(ledger.clone(), api).await.unwrap();
-        let addr = server.local_addr();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let served = tokio::spawn(server.serve(async {
-            let _ = stopped.await;
-        }));
-        Node {
-            ledger,
-            addr,
-            stop: Some(stop),
-            served: Some(served),
-            dir,
-        }
+        Node::serve(orgs, |_| api, false).await
     }
 
     async fn default() -> Node {
@@ -113,34 +67,9 @@ impl Node {
         QueryClient::new(self.channel().await)
     }
 
-    /// Runs a blocking ledger call (deploy, submit) off the async threads.
-    async fn with_ledger<T: Send + 'static>(
-        &self,
-        call: impl FnOnce(&Ledger) -> T + Send + 'static,
-    ) -> T {
-        let ledger = self.ledger.clone();
-        tokio::task::spawn_blocking(move || call(&ledger))
-            .await
-            .unwrap()
-    }
-
     async fn deploy(&self, name: &'static str, code: &'static [u8]) {
         self.with_ledger(move |ledger| ledger.deploy(name, "1", code, "").unwrap())
             .await;
-    }
-
-    fn client(&self) -> Signer {
-        self.ledger.client().clone()
-    }
-
-    fn admin(&self) -> Signer {
-        self.ledger.admin().clone()
-    }
-
-    /// Another identity of this network, by org and role.
-    fn identity(&self, org: &str, role: Role) -> Signer {
-        let keys = NetworkKeys::load(&self.dir.path().join("identities")).unwrap();
-        keys.signer(org, role).unwrap().clone()
     }
 
     fn proposal(
@@ -190,33 +119,6 @@ impl Node {
             .into_inner();
         assert_eq!(status.code(), ValidationCode::Valid);
         (submitted.tx_id, submitted.seq)
-    }
-
-    /// Stops the server, then closes the ledger before its directory goes.
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(served) = self.served.take() {
-            tokio::time::timeout(WAIT, served)
-                .await
-                .expect("the server stops")
-                .unwrap()
-                .unwrap();
-        }
-        let Node { ledger, dir, .. } = self;
-        // A page read the server started may still hold the ledger for a moment.
-        tokio::time::timeout(WAIT, async {
-            while Arc::strong_count(&ledger) > 1 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .expect("the server lets go of the ledger");
-        tokio::task::spawn_blocking(move || drop(ledger))
-            .await
-            .unwrap();
-        drop(dir);
     }
 }
 
@@ -780,12 +682,13 @@ async fn contract_events_replay_then_go_live_and_resume_from_a_checkpoint() {
     // Live, while more are minted behind the stream's back from another thread.
     let minter = {
         let ledger = node.ledger.clone();
+        let admin = node.admin();
         tokio::task::spawn_blocking(move || {
             (10..16)
                 .map(|amount: u32| {
                     ledger
                         .submit_as(
-                            ledger.admin(),
+                            &admin,
                             "token",
                             "mint",
                             &[b"Org1/bob", amount.to_string().as_bytes()],

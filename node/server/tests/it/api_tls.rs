@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use http_body_util::{BodyExt, Full};
@@ -15,19 +14,14 @@ use runnel_ledger::identity::{
     NetworkIdentities, TLS_CA_FILE, TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE,
     TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE,
 };
-use runnel_ledger::ledger::{Ledger, LedgerConfig};
 use runnel_ledger::proto::{
     CommitStatusRequest, EndorseRequest, EvaluateRequest, GetNetworkInfoRequest,
     GetNetworkInfoResponse, SignedTransaction, SubmitRequest, TxPhase, ValidationCode,
 };
 use runnel_ledger::tx;
-use runnel_server::metrics::NodeMetrics;
-use runnel_server::ops;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::{ApiConfig, ApiError, ClientAuth, Server, TlsConfig, TlsError};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
@@ -35,41 +29,10 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
 use runnel_testing::kv_wasm;
 
-/// How long any one wait in these tests may take before it fails.
-const WAIT: Duration = Duration::from_secs(20);
+use crate::node::{Node, WAIT, open_ledger};
 
 // ---------------------------------------------------------------------------------------
 // A TLS node on loopback
-
-struct Node {
-    ledger: Arc<Ledger>,
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    served: Option<JoinHandle<Result<(), ApiError>>>,
-    dir: tempfile::TempDir,
-}
-
-fn ledger_config() -> LedgerConfig {
-    let mut config = LedgerConfig {
-        orgs: vec!["Org1".into(), "Org2".into()],
-        ..LedgerConfig::default()
-    };
-    config.runtime.instances_max = 8;
-    config.orderer.seal_max_txs = 4;
-    config.orderer.seal_max_delay = Duration::from_millis(20);
-    config
-}
-
-/// A ledger of Org1 and Org2 in a fresh directory (its identities written there).
-async fn open_ledger() -> (Arc<Ledger>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_path_buf();
-    let ledger = tokio::task::spawn_blocking(move || Ledger::open(&path, ledger_config()))
-        .await
-        .unwrap()
-        .unwrap();
-    (Arc::new(ledger), dir)
-}
 
 /// A file of `org`'s TLS material in `dir`.
 fn tls_file(dir: &Path, org: &str, file: &str) -> PathBuf {
@@ -85,31 +48,14 @@ fn server_tls(dir: &Path) -> TlsConfig {
 }
 
 impl Node {
-    /// A node serving the API and the operations routes over TLS as `tls` says.
-    async fn start(tls: impl FnOnce(&Path) -> TlsConfig) -> Node {
-        let (ledger, dir) = open_ledger().await;
-        let api = ApiConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            tls: Some(tls(dir.path())),
+    /// A node of Org1 and Org2 serving the API and the operations routes over TLS as
+    /// `tls` says.
+    async fn start_tls(tls: impl FnOnce(&Path) -> TlsConfig) -> Node {
+        let api = |dir: &Path| ApiConfig {
+            tls: Some(tls(dir)),
             ..ApiConfig::default()
         };
-        let server = Server::bind(ledger.clone(), api).await.unwrap();
-        assert!(server.is_tls());
-        let addr = server.local_addr();
-        assert_eq!(server.url(), format!("https://{addr}"));
-        let metrics = Arc::new(NodeMetrics::new(&ledger));
-        let routes = ops::routes(ledger.clone(), metrics, None, None);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let served = tokio::spawn(server.serve_with(routes, async {
-            let _ = stopped.await;
-        }));
-        Node {
-            ledger,
-            addr,
-            stop: Some(stop),
-            served: Some(served),
-            dir,
-        }
+        Node::serve(&["Org1", "Org2"], api, true).await
     }
 
     fn path(&self) -> &Path {
@@ -147,7 +93,7 @@ impl Node {
     }
 
     /// A tonic channel trusting Org1's TLS CA.
-    async fn channel(&self) -> Channel {
+    async fn tls_channel(&self) -> Channel {
         self.channel_with(self.pem("Org1", TLS_CA_FILE), |tls| tls)
             .await
             .unwrap()
@@ -158,32 +104,6 @@ impl Node {
         tokio::task::spawn_blocking(move || ledger.deploy("kv", "1", kv_wasm(), "").unwrap())
             .await
             .unwrap();
-    }
-
-    /// Stops the server, then closes the ledger before its directory goes.
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(served) = self.served.take() {
-            tokio::time::timeout(WAIT, served)
-                .await
-                .expect("the server stops")
-                .unwrap()
-                .unwrap();
-        }
-        let Node { ledger, dir, .. } = self;
-        tokio::time::timeout(WAIT, async {
-            while Arc::strong_count(&ledger) > 1 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .expect("the server lets go of the ledger");
-        tokio::task::spawn_blocking(move || drop(ledger))
-            .await
-            .unwrap();
-        drop(dir);
     }
 }
 
@@ -223,10 +143,10 @@ async fn network_info(channel: Result<Channel, String>) -> Result<GetNetworkInfo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluate_and_submit_over_tls_trusting_the_network_tls_ca() {
-    let node = Node::start(server_tls).await;
+    let node = Node::start_tls(server_tls).await;
     node.deploy_kv().await;
-    let client = node.ledger.client().clone();
-    let mut gateway = GatewayClient::new(node.channel().await);
+    let client = node.client();
+    let mut gateway = GatewayClient::new(node.tls_channel().await);
 
     let proposal = |function: &str, args: Vec<Vec<u8>>| {
         let proposal = tx::new_proposal(node.ledger.channel(), "kv", function, args, &client);
@@ -284,7 +204,7 @@ async fn evaluate_and_submit_over_tls_trusting_the_network_tls_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_and_untrusting_clients_are_refused() {
-    let node = Node::start(server_tls).await;
+    let node = Node::start_tls(server_tls).await;
 
     // Plain HTTP/2 to the TLS port.
     let plain = Channel::from_shared(format!("http://{}", node.addr))
@@ -329,7 +249,7 @@ async fn plaintext_and_untrusting_clients_are_refused() {
 
     // The node goes on serving the clients that trust it.
     assert_eq!(
-        network_info(Ok(node.channel().await))
+        network_info(Ok(node.tls_channel().await))
             .await
             .unwrap()
             .channel,
@@ -431,7 +351,7 @@ fn frames(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_web_and_ops_routes_over_http1_through_tls() {
-    let node = Node::start(server_tls).await;
+    let node = Node::start_tls(server_tls).await;
     let ca = node.pem("Org1", TLS_CA_FILE);
 
     // A client that speaks only HTTP/1.1 says so by ALPN, and is served.
@@ -494,7 +414,7 @@ fn mutual(client_auth: ClientAuth) -> impl FnOnce(&Path) -> TlsConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_required_refuses_clients_without_a_certificate_from_the_client_ca() {
-    let node = Node::start(mutual(ClientAuth::Required)).await;
+    let node = Node::start_tls(mutual(ClientAuth::Required)).await;
     let ca = node.pem("Org1", TLS_CA_FILE);
 
     // Refused once the server has seen that no certificate came (the client learns it
@@ -542,7 +462,7 @@ async fn mutual_tls_required_refuses_clients_without_a_certificate_from_the_clie
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_optional_serves_clients_without_a_certificate_but_checks_one_given() {
-    let node = Node::start(mutual(ClientAuth::Optional)).await;
+    let node = Node::start_tls(mutual(ClientAuth::Optional)).await;
     let ca = node.pem("Org1", TLS_CA_FILE);
     let anonymous = network_info(node.channel_with(ca.clone(), |tls| tls).await).await;
     assert_eq!(anonymous.unwrap().channel, "main");
@@ -566,7 +486,7 @@ async fn mutual_tls_optional_serves_clients_without_a_certificate_but_checks_one
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_tls_files_are_refused_at_bind_naming_the_file() {
-    let (ledger, dir) = open_ledger().await;
+    let (ledger, dir) = open_ledger(&["Org1", "Org2"]).await;
     let dir = dir.path();
     let bind = |tls: TlsConfig| {
         let ledger = ledger.clone();

@@ -3,4 +3,5 @@
 
 mod api;
 mod api_tls;
+mod node;
 mod remote_orderer;
