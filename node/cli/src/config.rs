@@ -14,6 +14,7 @@ use serde::Deserialize;
 use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use runnel_ledger::ledger::LedgerConfig;
 use runnel_ledger::orderer::OrderingMode;
+use runnel_ledger::records::SyncMode;
 use runnel_server::ops::LogFormat;
 use runnel_server::sched::Scheduling;
 use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
@@ -35,6 +36,8 @@ pub struct NodeConfig {
     pub ordering: OrderingSection,
     /// The validator pipeline.
     pub validator: ValidatorSection,
+    /// How commits reach the disk.
+    pub store: StoreSection,
     /// Logs.
     pub log: LogSection,
     /// The web explorer served by the node.
@@ -155,6 +158,24 @@ pub struct ValidatorSection {
     pub commit_txs_max: usize,
 }
 
+/// `[store]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSection {
+    /// How each flush of the orderer's log and the peer's store makes them durable.
+    pub sync: Sync,
+}
+
+/// `store.sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sync {
+    /// [`SyncMode::Data`]: `sync_file_range`.
+    Data,
+    /// [`SyncMode::Full`]: `fdatasync`.
+    Full,
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -204,6 +225,12 @@ impl Default for NodeConfig {
                 queue: ledger.validator.queue,
                 commit_txs_max: ledger.validator.commit_txs_max,
             },
+            store: StoreSection {
+                sync: match ledger.sync {
+                    SyncMode::Data => Sync::Data,
+                    SyncMode::Full => Sync::Full,
+                },
+            },
             log: LogSection {
                 level: "info".to_string(),
                 format: LogFormat::Text,
@@ -229,6 +256,7 @@ section_defaults!(
     ApiSection: api,
     OrderingSection: ordering,
     ValidatorSection: validator,
+    StoreSection: store,
     LogSection: log,
 );
 
@@ -300,6 +328,11 @@ impl NodeConfig {
         ledger.validator.workers = self.validator.workers;
         ledger.validator.queue = self.validator.queue.max(1);
         ledger.validator.commit_txs_max = self.validator.commit_txs_max;
+        ledger.sync = match self.store.sync {
+            Sync::Data => SyncMode::Data,
+            Sync::Full => SyncMode::Full,
+        };
+        ledger.orderer.sync = ledger.sync;
         ledger
     }
 
@@ -429,11 +462,19 @@ seal_max_delay_ms = 250
 # endorsers already checked its signatures), one per core when it orders through
 # another process.
 workers = 0
-# Most transactions one group commit makes durable (one fsync); 0: no bound, each flush
+# Most transactions one group commit makes durable (one flush); 0: no bound, each flush
 # takes everything validated since the last began. 1 turns group commit off.
 commit_txs_max = 0
 # Items each stage's input holds before the stage before it waits.
 queue = 4096
+
+[store]
+# How each flush of the orderer's log and the peer's store makes them durable:
+# "full": fdatasync, which also empties the device's write cache, so a commit survives
+# a power loss; "data": sync_file_range, which writes through to the device and waits,
+# so a commit survives a crash of the process or the kernel but not a power loss on a
+# device with a volatile write cache (docs/operations.md).
+sync = "full"
 
 [log]
 # A filter in RUST_LOG syntax, e.g. "info" or "info,runnel_server=debug".

@@ -46,6 +46,7 @@ use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::metrics::Histogram;
+use crate::records::SyncMode;
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
@@ -75,6 +76,11 @@ pub struct LedgerConfig {
     pub runtime: RuntimeConfig,
     /// Transactions whose traces are kept.
     pub traces_kept: usize,
+    /// How each flush makes the orderer's log and the peer's store durable: by default
+    /// [`SyncMode::Full`] (`fdatasync`: a commit survives a power loss);
+    /// [`SyncMode::Data`] writes through to the device and waits (`sync_file_range`: a
+    /// commit survives a crash of the process or the kernel).
+    pub sync: SyncMode,
     /// The organisation this node acts for: it endorses as that organisation's peer
     /// only. `None`: every organisation whose keys are in the directory (one process
     /// standing for the whole network).
@@ -91,6 +97,7 @@ impl Default for LedgerConfig {
             endorser: EndorserConfig::default(),
             runtime: RuntimeConfig::default(),
             traces_kept: crate::trace::TRACES_KEPT,
+            sync: SyncMode::Full,
             org: None,
         }
     }
@@ -351,7 +358,7 @@ impl Ledger {
                 .ok_or_else(|| LedgerError::Identity(format!("no {role} identity for {org}")))
         };
 
-        let world = Arc::new(WorldState::open(&dir.join("state"))?);
+        let world = Arc::new(WorldState::open_with(&dir.join("state"), config.sync)?);
         let names: Vec<String> = match &config.org {
             None => keys.orgs.clone(),
             Some(org) if keys.orgs.contains(org) => vec![org.clone()],
@@ -369,7 +376,10 @@ impl Ledger {
             Some(orderer) => orderer,
             None => Arc::new(SoloOrderer::open(
                 &dir.join("orderer"),
-                config.orderer.clone(),
+                OrdererConfig {
+                    sync: config.sync,
+                    ..config.orderer.clone()
+                },
                 msp.clone(),
                 signer(&names[0], Role::Orderer)?,
             )?),

@@ -36,6 +36,7 @@ use crate::block::SignedSealed;
 use crate::identity::{IdentityError, Msp, Role};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
+use crate::records::SyncMode;
 use crate::proto;
 use crate::sig;
 use crate::tx::{self, Hash};
@@ -70,6 +71,9 @@ pub struct OrdererConfig {
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long (`BatchTimeout`).
     pub seal_max_delay: Duration,
+    /// How each flush makes the log durable (`fdatasync` by default; the ledger sets it
+    /// from `LedgerConfig::sync`).
+    pub sync: SyncMode,
 }
 
 impl Default for OrdererConfig {
@@ -81,6 +85,7 @@ impl Default for OrdererConfig {
             mode: OrderingMode::Streaming,
             seal_max_txs: 500,
             seal_max_delay: Duration::from_millis(250),
+            sync: SyncMode::Full,
         }
     }
 }

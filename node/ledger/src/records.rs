@@ -2,7 +2,7 @@
 //! for its block files.
 //!
 //! Big, write-once records (transactions) belong in a file like this rather than in a
-//! B-tree: appending costs one `write`, and a group of appends one `fdatasync`, where
+//! B-tree: appending costs one `write`, and a group of appends one sync, where
 //! a tree would copy each value again every time it rewrites the page holding it. An
 //! index elsewhere (memory, or a small sled record) maps a key to the record's place.
 //!
@@ -22,8 +22,10 @@
 //! The file grows in steps of [`CHUNK_BYTES`] written as zeros and synced once, so an
 //! append never changes the file's size and a sync has only data to write: the same
 //! level of durability as sled's log, which Runnel's stores sit on. [`RecordReader::sync`]
-//! writes the appended pages through to the device and waits for them
-//! (`sync_file_range`), so a record survives a crash of the process or the kernel.
+//! makes the appended pages durable as its [`SyncMode`] says: by default written through
+//! to the device and waited for (`sync_file_range`), so a record survives a crash of the
+//! process or the kernel; with [`SyncMode::Full`], `fdatasync`, which also empties the
+//! device's volatile write cache, so a record survives a power loss too.
 //!
 //! A thread of the file's own keeps zeros ahead of the appends (as much as the file
 //! holds, at most [`AHEAD_BYTES`]), a step at a time, so an append does not wait for
@@ -75,6 +77,19 @@ pub struct RecordAt {
     pub offset: u64,
     /// The payload's length.
     pub len: u32,
+}
+
+/// How a sync makes written bytes durable (`[store] sync` in `runnel.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// `sync_file_range`: the bytes are written through to the device and waited for;
+    /// they survive a crash of the process or of the kernel, but not a power loss on a
+    /// device with a volatile write cache.
+    #[default]
+    Data,
+    /// `fdatasync`: the bytes, and the device's write cache, flushed; they survive a power
+    /// loss too. Each sync costs a cache flush (milliseconds on many devices).
+    Full,
 }
 
 /// What [`RecordFile::open`] found.
@@ -464,6 +479,7 @@ impl RecordFile {
             path: self.path.clone(),
             file: self.file.try_clone().map_err(|e| self.io(e))?,
             ahead: Arc::clone(&self.ahead),
+            mode: SyncMode::Data,
         })
     }
 }
@@ -485,6 +501,8 @@ pub struct RecordReader {
     file: File,
     /// Where the appends end: what a sync covers.
     ahead: Arc<Ahead>,
+    /// How [`RecordReader::sync`] syncs.
+    mode: SyncMode,
 }
 
 impl RecordReader {
@@ -511,9 +529,20 @@ impl RecordReader {
         Ok(payload)
     }
 
-    /// Writes every record appended so far through to the device and waits for it
-    /// (`sync_file_range`; the file's size is already durable, see the module doc).
+    /// This handle, syncing as `mode` says.
+    pub fn with_sync(self, mode: SyncMode) -> RecordReader {
+        RecordReader { mode, ..self }
+    }
+
+    /// Makes every record appended so far durable, as the handle's [`SyncMode`] says (the
+    /// file's size is already durable, see the module doc).
     pub fn sync(&self) -> Result<(), RecordError> {
+        if self.mode == SyncMode::Full {
+            return self.file.sync_data().map_err(|source| RecordError::Io {
+                path: self.path.display().to_string(),
+                source,
+            });
+        }
         // SAFETY: a plain system call on a file descriptor this handle owns; it reads
         // no memory of this process.
         let done = unsafe {

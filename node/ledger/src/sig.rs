@@ -172,7 +172,7 @@ impl SignatureCache {
 }
 
 /// Verifies signatures submitted by many threads at once as batches, the way group
-/// commit batches fsyncs: a caller queues its signature; if no batch is being verified
+/// commit batches syncs: a caller queues its signature; if no batch is being verified
 /// it becomes the leader and verifies everything queued as one [`verify_all`], else it
 /// waits for the leader that takes its signature. A lone caller pays one plain check;
 /// under load each signature costs about what a batch member does (less than half a

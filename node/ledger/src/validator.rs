@@ -21,7 +21,7 @@
 //!   flush, never beyond the orderer's durable mark, with the seals it verified; the
 //!   next flush starts as soon as the last ends (adaptive group commit). Stage 3
 //!   writes each batch to sled and hands it to the **flusher**, which flushes whatever
-//!   was written (one fsync for every batch written meanwhile) and then says
+//!   was written (one sync for every batch written meanwhile) and then says
 //!   "committed", then the contract events and block events; stage 3 meanwhile writes
 //!   the next batch, so writing, flushing and waking the waiters overlap.
 //!
@@ -64,7 +64,7 @@ pub struct ValidatorConfig {
     pub batch_max: usize,
     /// Most transactions one group commit writes and flushes; 0: no bound (adaptive:
     /// a flush takes everything validated since the last one began). 1 is group commit
-    /// off: a write and an fsync per transaction, to measure what grouping buys.
+    /// off: a write and a sync per transaction, to measure what grouping buys.
     pub commit_txs_max: usize,
     /// Roles that may invoke a contract.
     pub invoke_roles: Vec<Role>,

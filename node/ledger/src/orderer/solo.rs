@@ -20,7 +20,8 @@
 //!
 //! - Callers of [`SoloOrderer::submit`] check their transaction in parallel, then take
 //!   the lock only to assign the seq and append.
-//! - The flusher calls `fdatasync` whenever something was appended since its last
+//! - The flusher syncs the log (`sync_file_range`, or `fdatasync` with
+//!   [`crate::records::SyncMode::Full`]) whenever something was appended since its last
 //!   flush, and publishes the heights it covered: one sync for everything that arrived
 //!   during the previous one (adaptive group commit).
 //! - The sealer cuts a block when `seal_max_txs` transactions are unsealed or the oldest
@@ -127,7 +128,7 @@ struct Inner {
     for_flusher: Condvar,
     /// The sealer waits here for its first or its `seal_max_txs`-th transaction.
     for_sealer: Condvar,
-    /// How long each flush (fsync) of the log took.
+    /// How long each flush of the log took.
     flush_seconds: Arc<Histogram>,
 }
 
@@ -325,7 +326,7 @@ impl SoloOrderer {
                 "orderer log ended in a torn record (a crash during a write); cut it"
             );
         }
-        let reader = log.handle().map_err(log_error)?;
+        let reader = log.handle().map_err(log_error)?.with_sync(config.sync);
         let (mut txs, mut seals) = (Vec::new(), Vec::new());
         for at in records {
             match at.kind {
@@ -424,7 +425,7 @@ impl SoloOrderer {
         })
     }
 
-    /// The durations of the log's flushes (fsync) so far, in seconds; the handle shares
+    /// The durations of the log's flushes so far, in seconds; the handle shares
     /// the live histogram.
     pub fn flush_seconds(&self) -> Arc<Histogram> {
         self.inner.flush_seconds.clone()

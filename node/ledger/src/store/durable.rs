@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ use super::keys::{
 };
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
-use crate::records::{Opened, RecordAt, RecordFile, RecordReader};
+use crate::records::{Opened, RecordAt, RecordFile, RecordReader, SyncMode};
 
 /// The transactions' file in the store's directory.
 pub const TRANSACTIONS_FILE: &str = "transactions.log";
@@ -97,7 +98,7 @@ pub struct Store {
     commit_lock: Mutex<(SealTip, RecordFile, Written)>,
     /// Reads the transactions' file.
     transactions: RecordReader,
-    /// How long each commit's flush (fsync) took.
+    /// How long each commit's flush to disk took.
     flush_seconds: Arc<Histogram>,
     /// Which tx-index and state keys sled certainly does not hold: most lookups of those
     /// are of keys never written (see [`KeyFilter`]).
@@ -108,6 +109,61 @@ pub struct Store {
     /// The OS lock on the directory's lock file, released when the store drops
     /// (after `db`, fields dropping in order).
     _dir_lock: File,
+    /// With [`SyncMode::Full`], what each flush `fdatasync`s after sled's own flush.
+    full_sync: Option<FullSync>,
+}
+
+/// The files sled writes that a full sync must reach: its log file (sled syncs its
+/// writes with `sync_file_range` only), and its blob files, which hold the values too
+/// big for the log and which sled does not sync at all.
+#[derive(Debug)]
+struct FullSync {
+    db: File,
+    blobs: PathBuf,
+    /// Blob files already synced; a blob is written once and never changes.
+    synced_blobs: Mutex<HashSet<OsString>>,
+}
+
+impl FullSync {
+    /// Opens sled's log file in `dir` and syncs the directory, so that the files sled
+    /// created there are found after a power loss.
+    fn open(dir: &Path) -> std::io::Result<FullSync> {
+        let db = File::open(dir.join(SLED_LOG_FILE))?;
+        File::open(dir)?.sync_all()?;
+        Ok(FullSync {
+            db,
+            blobs: dir.join(SLED_BLOBS_DIR),
+            synced_blobs: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// `fdatasync` of sled's log file and of every blob file not synced before (and of
+    /// the blob directory when it holds new ones).
+    fn sync(&self) -> std::io::Result<()> {
+        self.db.sync_data()?;
+        let entries = match std::fs::read_dir(&self.blobs) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        let mut synced = lock(&self.synced_blobs);
+        let mut present = HashSet::new();
+        let mut new = false;
+        for entry in entries {
+            let name = entry?.file_name();
+            if !synced.contains(&name) {
+                File::open(self.blobs.join(&name))?.sync_data()?;
+                new = true;
+            }
+            present.insert(name);
+        }
+        if new {
+            File::open(&self.blobs)?.sync_all()?;
+        }
+        // Blobs sled has collected are forgotten with it.
+        *synced = present;
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -118,9 +174,21 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// sled's log file in its directory (sled 0.34's layout).
+const SLED_LOG_FILE: &str = "db";
+/// sled's directory of values too big for its log.
+const SLED_BLOBS_DIR: &str = "blobs";
+
 impl Store {
-    /// Opens (creating if needed) the store in directory `dir`.
+    /// Opens (creating if needed) the store in directory `dir`, syncing as
+    /// [`SyncMode::Data`] says.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with(dir, SyncMode::Data)
+    }
+
+    /// Opens (creating if needed) the store in directory `dir`; each [`Store::flush`]
+    /// makes its writes durable as `sync` says.
+    pub fn open_with(dir: &Path, sync: SyncMode) -> Result<Store, StoreError> {
         let (db, lock) = open_locked(dir)?;
         let height = match db.get(HEIGHT_KEY)? {
             Some(bytes) => keys::decode_height(&bytes)?,
@@ -164,12 +232,18 @@ impl Store {
             height: AtomicU64::new(height.0),
             durable: AtomicU64::new(height.0),
             sealed: AtomicU64::new(tip.last.0),
-            transactions: file.handle()?,
+            transactions: file.handle()?.with_sync(sync),
             commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: Arc::new(Histogram::flush_seconds()),
             keys: filter,
             _keys_loader: keys_loader,
             _dir_lock: lock,
+            full_sync: match sync {
+                SyncMode::Data => None,
+                SyncMode::Full => Some(FullSync::open(dir).map_err(|error| {
+                    StoreError::Sled(format!("opening sled's files for full syncs: {error}"))
+                })?),
+            },
         })
     }
 
@@ -404,7 +478,8 @@ impl Store {
         Ok(())
     }
 
-    /// Makes everything written so far durable (fsync) and returns the durable height.
+    /// Makes everything written so far durable (sled's flush, `sync_file_range`; and
+    /// `fdatasync` with [`SyncMode::Full`]) and returns the durable height.
     /// Writes may go on meanwhile: a flush makes durable at least what was written before
     /// it began, so a writer and a flusher on two threads overlap a batch's writing with
     /// the previous batches' flush.
@@ -419,6 +494,10 @@ impl Store {
         let height = self.height();
         let flush = Instant::now();
         self.db.flush()?;
+        if let Some(full) = &self.full_sync {
+            full.sync()
+                .map_err(|error| StoreError::Sled(format!("full sync of sled's files: {error}")))?;
+        }
         self.flush_seconds.observe(flush.elapsed().as_secs_f64());
         before_durable();
         self.durable.fetch_max(height.0, Ordering::AcqRel);
@@ -628,7 +707,7 @@ impl Store {
         Ok((self.height(), hasher.finalize().into(), count))
     }
 
-    /// The durations of this store's flushes (fsync) so far, in seconds; the handle
+    /// The durations of this store's flushes so far, in seconds; the handle
     /// shares the live histogram.
     pub fn flush_seconds(&self) -> Arc<Histogram> {
         self.flush_seconds.clone()
@@ -1039,6 +1118,34 @@ mod tests {
             store.get("ns", b"k").unwrap().unwrap().value,
             b"v2".to_vec()
         );
+    }
+
+    #[test]
+    fn a_full_sync_store_syncs_sleds_files_and_every_new_blob_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_with(dir.path(), SyncMode::Full).unwrap();
+        let full = store.full_sync.as_ref().expect("full syncs");
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v1")],
+            b"tx1".to_vec(),
+        );
+        store.write(&batch).unwrap();
+        // A blob sled wrote (it syncs none of them itself) is synced by the next flush.
+        std::fs::create_dir_all(dir.path().join(SLED_BLOBS_DIR)).unwrap();
+        std::fs::write(dir.path().join(SLED_BLOBS_DIR).join("7"), b"blob").unwrap();
+        assert_eq!(store.flush().unwrap(), Seq(1));
+        let synced: Vec<OsString> = lock(&full.synced_blobs).iter().cloned().collect();
+        assert_eq!(synced, [OsString::from("7")]);
+        // Once sled has collected it, it is forgotten.
+        std::fs::remove_file(dir.path().join(SLED_BLOBS_DIR).join("7")).unwrap();
+        store.flush().unwrap();
+        assert!(lock(&full.synced_blobs).is_empty());
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.full_sync.is_none());
+        assert_eq!(store.get("ns", b"k").unwrap().unwrap().value, b"v1".to_vec());
     }
 
     #[test]

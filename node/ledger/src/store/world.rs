@@ -13,6 +13,7 @@ use super::{
     BatchTx, CommitBatch, SealRecord, Store, StoreError, TxRecord, keys, lock, read, write,
 };
 use crate::ids::{Seq, TxId};
+use crate::records::SyncMode;
 
 /// A staged transaction, kept until the commit that makes it durable returns.
 #[derive(Debug)]
@@ -118,7 +119,12 @@ impl std::fmt::Debug for WorldState {
 impl WorldState {
     /// Opens (creating if needed) the store in directory `dir`, with nothing staged.
     pub fn open(dir: &Path) -> Result<WorldState, StoreError> {
-        let store = Store::open(dir)?;
+        WorldState::open_with(dir, SyncMode::Data)
+    }
+
+    /// [`WorldState::open`], its store's flushes syncing as `sync` says.
+    pub fn open_with(dir: &Path, sync: SyncMode) -> Result<WorldState, StoreError> {
+        let store = Store::open_with(dir, sync)?;
         let height = store.height().0;
         Ok(WorldState {
             inner: Arc::new(Inner {

@@ -112,7 +112,7 @@ struct Committer {
 }
 
 /// Stage 3: commits everything it has whenever it can, one sled batch per round, so a
-/// lone transaction pays one fsync and a burst shares one.
+/// lone transaction pays one sync and a burst shares one.
 pub(crate) fn run(
     shared: &Shared,
     last_seal: Option<SealRecord>,
