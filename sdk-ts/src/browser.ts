@@ -11,7 +11,7 @@
  * @packageDocumentation
  */
 
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import type { Timeouts } from "./client.js";
 import { checkUrl, connectWithTransport, type Gateway, type GatewayOptions } from "./gateway.js";
@@ -20,7 +20,9 @@ export * from "./common.js";
 
 /** Options of {@link connect} in a browser. */
 export interface ConnectOptions extends GatewayOptions {
-  /** A transport of your own instead of gRPC-web over `fetch`. */
+  /** Connect interceptors, run around every call. */
+  interceptors?: Interceptor[];
+  /** A transport of your own instead of gRPC-web over `fetch` (then `interceptors` are ignored). */
   transport?: Transport;
 }
 
@@ -28,7 +30,8 @@ export interface ConnectOptions extends GatewayOptions {
 export function connect(options: ConnectOptions): Gateway {
   checkUrl(options.url);
   const transport =
-    options.transport ?? createGrpcWebTransport({ baseUrl: options.url, useBinaryFormat: true });
+    options.transport ??
+    createGrpcWebTransport({ baseUrl: options.url, useBinaryFormat: true, interceptors: options.interceptors ?? [] });
   return connectWithTransport({ ...options, transport });
 }
 
@@ -38,7 +41,9 @@ export interface ReadOnlyConnectOptions {
   url: string;
   /** Call deadlines. */
   timeouts?: Timeouts;
-  /** A transport of your own instead of gRPC-web over `fetch`. */
+  /** Connect interceptors, run around every call. */
+  interceptors?: Interceptor[];
+  /** A transport of your own instead of gRPC-web over `fetch` (then `interceptors` are ignored). */
   transport?: Transport;
 }
 

@@ -1,6 +1,7 @@
 /** What both entry points (Node.js and browser) export. */
 
 export { Code } from "@connectrpc/connect";
+export type { Interceptor } from "@connectrpc/connect";
 export type { Argument } from "./bytes.js";
 export { toHex, utf8 } from "./bytes.js";
 export type { CallOptions, Timeouts } from "./client.js";
@@ -38,7 +39,7 @@ export type {
 export type { GatewayOptions, TransportGatewayOptions } from "./gateway.js";
 export { connectWithTransport, Gateway, Network } from "./gateway.js";
 export type { Identity } from "./identity.js";
-export { identityFromDer, identityFromPem } from "./identity.js";
+export { identityCertificate, identityFromDer, identityFromPem } from "./identity.js";
 export type { CommitStatusOptions, CommitWait } from "./proposal.js";
 export { Commit, Proposal, Transaction } from "./proposal.js";
 export type {
@@ -53,6 +54,8 @@ export type {
 export { Query } from "./query.js";
 export type { InclusionCheck, InclusionProof, SealCheck } from "./proof.js";
 export { SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
+export type { Certificate } from "./x509.js";
+export { CERTIFICATE_BYTES_MAX, parseCertificate } from "./x509.js";
 export type { Signer } from "./signing.js";
 export { ed25519Pkcs8, newPrivateKeySigner } from "./signing.js";
 export type { StageName, StageStamp, Trace } from "./trace.js";

@@ -2,7 +2,10 @@
  * Checks of what the orderer signed, made by the client without trusting the node: a
  * block's seal signature, and a transaction's inclusion proof (RFC 6962 audit path from
  * the transaction's hash to the seal's Merkle root). The same rules as the node's
- * node/src/block.rs; SHA-256 and Ed25519 come from the platform (WebCrypto in browsers).
+ * node/src/block.rs. The orderer's certificate is read with @peculiar/x509 (x509.ts);
+ * SHA-256 comes from the platform, and the Ed25519 signature is checked with WebCrypto
+ * in Node.js and browsers alike. A browser whose WebCrypto lacks Ed25519 gets
+ * `valid: false` with that reason, never an exception.
  */
 
 import { fromBinary } from "@bufbuild/protobuf";
@@ -10,6 +13,7 @@ import { concat, toHex, utf8Bytes } from "./bytes.js";
 import { sha256 } from "./crypto.js";
 import type { Block } from "./events.js";
 import { BlockSealSchema, SignedSealSchema } from "./gen/runnel/v1/block_pb.js";
+import { ED25519, parseCertificate } from "./x509.js";
 
 /** What the orderer signs for a seal: this domain, then sha256 of the `BlockSeal` bytes. */
 export const SEAL_DOMAIN = "runnel.seal.v1";
@@ -71,16 +75,25 @@ export async function verifySeal(block: Block): Promise<SealCheck> {
   ) {
     return fail("the block's fields differ from its signed seal");
   }
-  let key;
+  let key: CryptoKey;
   try {
-    key = ed25519PublicKey(orderer);
+    key = await (await parseCertificate(orderer)).ed25519Key();
   } catch (error) {
     return fail(`the seal's certificate: ${error instanceof Error ? error.message : String(error)}`);
   }
   const message = concat(utf8Bytes(SEAL_DOMAIN), hash);
-  if (!(await ed25519Verify(key, signed.signature, message))) {
-    return fail("the orderer's signature over the seal does not verify");
+  let verified: boolean;
+  try {
+    verified = await globalThis.crypto.subtle.verify(
+      { name: ED25519 },
+      key,
+      signed.signature as Uint8Array<ArrayBuffer>,
+      message as Uint8Array<ArrayBuffer>,
+    );
+  } catch (error) {
+    return fail(`the orderer's signature cannot be checked: ${String(error)}`);
   }
+  if (!verified) return fail("the orderer's signature over the seal does not verify");
   return { valid: true, orderer };
 }
 
@@ -132,76 +145,4 @@ async function auditRoot(
     last >>= 1n;
   }
   return last === 0n ? hash : undefined;
-}
-
-async function ed25519Verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
-  const subtle = globalThis.crypto.subtle;
-  const key = await subtle.importKey("raw", publicKey as Uint8Array<ArrayBuffer>, { name: "Ed25519" }, false, [
-    "verify",
-  ]);
-  return subtle.verify({ name: "Ed25519" }, key, signature as Uint8Array<ArrayBuffer>, message as Uint8Array<ArrayBuffer>);
-}
-
-/** The algorithm identifier of Ed25519 keys (RFC 8410): OID 1.3.101.112. */
-const ED25519_ALGORITHM = Uint8Array.of(0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70);
-
-/**
- * The raw Ed25519 public key of an X.509 certificate (DER): walks Certificate →
- * tbsCertificate → subjectPublicKeyInfo (RFC 5280 section 4.1).
- */
-export function ed25519PublicKey(certificate: Uint8Array): Uint8Array {
-  const cert = derChildren(derElement(certificate, 0, 0x30).content);
-  const tbs = cert[0];
-  if (tbs === undefined || tbs.tag !== 0x30) throw new TypeError("not an X.509 certificate");
-  const fields = derChildren(tbs.content);
-  // [0] version (optional), serial, signature, issuer, validity, subject, subjectPublicKeyInfo.
-  const spkiAt = fields[0]?.tag === 0xa0 ? 6 : 5;
-  const spki = fields[spkiAt];
-  if (spki === undefined || spki.tag !== 0x30) throw new TypeError("the certificate has no public key");
-  const [algorithm, key] = derChildren(spki.content);
-  if (algorithm === undefined || key === undefined || key.tag !== 0x03) {
-    throw new TypeError("malformed subjectPublicKeyInfo");
-  }
-  if (toHex(algorithm.whole) !== toHex(ED25519_ALGORITHM)) throw new TypeError("the key is not Ed25519");
-  if (key.content.length !== 33 || key.content[0] !== 0) throw new TypeError("an Ed25519 key is 32 bytes");
-  return key.content.subarray(1);
-}
-
-interface DerElement {
-  readonly tag: number;
-  readonly content: Uint8Array;
-  readonly whole: Uint8Array;
-}
-
-/** The DER element at `offset` of `bytes`; `tag`, when not 0, is the tag it must have. */
-function derElement(bytes: Uint8Array, offset: number, tag: number): DerElement {
-  const at = (i: number): number => {
-    const byte = bytes[i];
-    if (byte === undefined) throw new TypeError("truncated DER");
-    return byte;
-  };
-  const found = at(offset);
-  if (tag !== 0 && found !== tag) throw new TypeError(`DER tag 0x${found.toString(16)} where 0x${tag.toString(16)} belongs`);
-  let length = at(offset + 1);
-  let start = offset + 2;
-  if (length & 0x80) {
-    const octets = length & 0x7f;
-    if (octets === 0 || octets > 4) throw new TypeError("unsupported DER length");
-    length = 0;
-    for (let i = 0; i < octets; i++) length = length * 256 + at(start + i);
-    start += octets;
-  }
-  const end = start + length;
-  if (end > bytes.length) throw new TypeError("truncated DER");
-  return { tag: found, content: bytes.subarray(start, end), whole: bytes.subarray(offset, end) };
-}
-
-function derChildren(content: Uint8Array): DerElement[] {
-  const children: DerElement[] = [];
-  for (let offset = 0; offset < content.length; ) {
-    const child = derElement(content, offset, 0);
-    children.push(child);
-    offset += child.whole.length;
-  }
-  return children;
 }

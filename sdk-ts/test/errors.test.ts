@@ -190,7 +190,6 @@ describe("deadlines and cancellation", () => {
   test.each<[Protocol, boolean]>([
     ["grpc", true],
     ["grpc", false],
-    ["grpc-web", true],
     ["grpc-web", false],
   ])("a status wait past its deadline is a CommitStatusError DEADLINE_EXCEEDED (%s, direct unary: %s)", async (protocol, directUnary) => {
     using gateway = await gatewayAs("client", { protocol, directUnary });

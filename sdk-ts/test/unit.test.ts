@@ -1,9 +1,26 @@
 /** The byte formats and parsers, checked without a node against node:crypto. */
 
 import { createHash, createPublicKey, generateKeyPairSync, verify } from "node:crypto";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ed25519Pkcs8, identityFromPem, newPrivateKeySigner, parseCheckpoint, serializeCheckpoint } from "../src/index.js";
+import {
+  CERTIFICATE_BYTES_MAX,
+  ed25519Pkcs8,
+  identityCertificate,
+  identityFromDer,
+  identityFromPem,
+  identities,
+  loadNetworkIdentity,
+  newPrivateKeySigner,
+  parseCertificate,
+  parseCheckpoint,
+  serializeCheckpoint,
+} from "../src/index.js";
 import { proposalMessage, transactionId, transactionMessage } from "../src/tx.js";
+// The SDK loads @peculiar/x509 with the Reflect metadata it needs; the tests make certificates with it.
+const x509 = await import("../src/x509-library.js").then(() => import("@peculiar/x509"));
 
 const sha256 = (data: Uint8Array | string) => createHash("sha256").update(data).digest();
 
@@ -63,6 +80,117 @@ describe("keys and signatures", () => {
     );
     expect(() => identityFromPem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")).toThrow(
       /CERTIFICATE/,
+    );
+  });
+});
+
+/** A certificate signed by `issuer` (self-signed without one), as `runnel init` issues them. */
+async function certificate(
+  subject: string,
+  keys: CryptoKeyPair,
+  issuer?: { subject: string; keys: CryptoKeyPair },
+): Promise<Uint8Array> {
+  const signingAlgorithm = keys.privateKey.algorithm.name === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", hash: "SHA-256" };
+  const made = await x509.X509CertificateGenerator.create({
+    serialNumber: "0a1b",
+    subject,
+    issuer: issuer?.subject ?? subject,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 86_400_000),
+    publicKey: keys.publicKey,
+    signingKey: (issuer?.keys ?? keys).privateKey,
+    signingAlgorithm: issuer === undefined ? signingAlgorithm : { name: "Ed25519" },
+  });
+  return new Uint8Array(made.rawData);
+}
+
+const ed25519Keys = async () =>
+  (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+
+describe("certificates (X.509)", () => {
+  test("parse: names, serial, validity, the Ed25519 key that verifies the subject's signatures", async () => {
+    const keys = await ed25519Keys();
+    const ca = { subject: "CN=ca.org1, O=Org1", keys: await ed25519Keys() };
+    const parsed = await parseCertificate(await certificate("CN=client, O=Org1", keys, ca));
+    expect(parsed.subject).toBe("CN=client, O=Org1");
+    expect(parsed.issuer).toBe("CN=ca.org1, O=Org1");
+    expect(parsed.serialNumber).toBe("0a1b");
+    expect(parsed.keyAlgorithm).toBe("Ed25519");
+    expect(parsed.notBefore.getTime()).toBeLessThan(Date.now());
+    expect(parsed.notAfter.getTime()).toBeGreaterThan(Date.now());
+    const message = new TextEncoder().encode("runnel.seal.v1 and a hash");
+    const signature = await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, message);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, await parsed.ed25519Key(), signature, message)).toBe(true);
+  });
+
+  test("isIssuedBy: the issuer's name and signature, and nothing else", async () => {
+    const ca = { subject: "CN=ca.org1, O=Org1", keys: await ed25519Keys() };
+    const other = { subject: "CN=ca.org1, O=Org1", keys: await ed25519Keys() };
+    const caCertificate = await parseCertificate(await certificate(ca.subject, ca.keys));
+    const otherCertificate = await parseCertificate(await certificate(other.subject, other.keys));
+    const leafDer = await certificate("CN=orderer, O=Org1", await ed25519Keys(), ca);
+    const leaf = await parseCertificate(leafDer);
+    expect(await leaf.isIssuedBy(caCertificate)).toBe(true);
+    expect(await caCertificate.isIssuedBy(caCertificate)).toBe(true);
+    // The same name with another key, the wrong way round, a forged signature.
+    expect(await leaf.isIssuedBy(otherCertificate)).toBe(false);
+    expect(await caCertificate.isIssuedBy(leaf)).toBe(false);
+    const forged = leafDer.slice();
+    forged[forged.length - 1]! ^= 1;
+    expect(await (await parseCertificate(forged)).isIssuedBy(caCertificate)).toBe(false);
+  });
+
+  test("malformed, oversized and non-Ed25519 certificates are refused with a clear error", async () => {
+    for (const bad of [new Uint8Array(0), new Uint8Array([1, 2, 3]), new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x00])]) {
+      await expect(parseCertificate(bad)).rejects.toThrow(TypeError);
+      await expect(parseCertificate(bad)).rejects.toThrow(/not an X.509 certificate/);
+    }
+    const good = await certificate("CN=client, O=Org1", await ed25519Keys());
+    await expect(parseCertificate(good.subarray(0, good.length - 10))).rejects.toThrow(/not an X.509 certificate/);
+    const oversized = new Uint8Array(CERTIFICATE_BYTES_MAX + 1);
+    oversized.set(good);
+    await expect(parseCertificate(oversized)).rejects.toThrow(/more than/);
+    const ecKeys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+      "sign",
+      "verify",
+    ])) as CryptoKeyPair;
+    const ec = await certificate("CN=ec, O=Org1", ecKeys);
+    await expect(identityCertificate(identityFromDer(ec))).rejects.toThrow(/must be Ed25519, not ECDSA/);
+    await expect((await parseCertificate(ec)).ed25519Key()).rejects.toThrow(/not Ed25519/);
+    await expect(identityCertificate(identityFromDer(new Uint8Array([0x30, 0x00])))).rejects.toThrow(
+      /not an X.509 certificate/,
+    );
+    const identity = identityFromDer(good, "Org1");
+    expect(identity).toEqual({ org: "Org1", credentials: good });
+    expect((await identityCertificate(identity)).subject).toBe("CN=client, O=Org1");
+  });
+
+  test("the file helpers check the certificate: a wrong file is a TypeError naming it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "runnel-identity-"));
+    mkdirSync(join(dir, "identities", "Org1"), { recursive: true });
+    const pem = (der: Uint8Array) =>
+      `-----BEGIN CERTIFICATE-----\n${Buffer.from(der).toString("base64")}\n-----END CERTIFICATE-----\n`;
+    const key = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const good = await certificate("CN=client, O=Org1", await ed25519Keys());
+    const ecKeys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+      "sign",
+      "verify",
+    ])) as CryptoKeyPair;
+    for (const [role, der] of [
+      ["client", good],
+      ["ec", await certificate("CN=ec, O=Org1", ecKeys)],
+      ["garbage", new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x00])],
+    ] as const) {
+      writeFileSync(join(dir, "identities", "Org1", `${role}.pem`), pem(der));
+      writeFileSync(join(dir, "identities", "Org1", `${role}.key`), key);
+    }
+    const loaded = await loadNetworkIdentity(dir, "Org1", "client");
+    expect(Buffer.from(loaded.identity.credentials)).toEqual(Buffer.from(good));
+    const ecPath = join(dir, "identities", "Org1", "ec.pem");
+    await expect(loadNetworkIdentity(dir, "Org1", "ec")).rejects.toThrow(TypeError);
+    await expect(loadNetworkIdentity(dir, "Org1", "ec")).rejects.toThrow(`${ecPath}: an identity's key must be Ed25519`);
+    await expect(identities.fromPemFile(join(dir, "identities", "Org1", "garbage.pem"))).rejects.toThrow(
+      /garbage\.pem: not an X\.509 certificate/,
     );
   });
 });

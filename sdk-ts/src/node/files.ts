@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { inMemoryCheckpointer } from "../checkpoint.js";
-import { identityFromDer, identityFromPem, type Identity } from "../identity.js";
+import { identityCertificate, identityFromDer, identityFromPem, type Identity } from "../identity.js";
 import { newPrivateKeySigner, type Signer } from "../signing.js";
 import { fileCheckpointer } from "./checkpoint.js";
 import { newNodeCryptoSigner } from "./signer.js";
@@ -16,15 +16,26 @@ async function readText(path: string, what: string): Promise<string> {
   }
 }
 
+/** The identity in the PEM certificate `pem` read from `path`, its certificate checked. */
+async function checkedIdentity(pem: string, path: string, org: string | undefined): Promise<Identity> {
+  try {
+    const identity = identityFromPem(pem, org);
+    await identityCertificate(identity);
+    return identity;
+  } catch (error) {
+    throw new TypeError(`${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
 /** Identities from certificates. */
 export const identities = {
   /** An identity from a PEM certificate's text. */
   fromPem: identityFromPem,
   /** An identity from a DER certificate. */
   fromDer: identityFromDer,
-  /** An identity from a PEM certificate file, e.g. `identities/Org1/client.pem`. */
+  /** An identity from a PEM certificate file, e.g. `identities/Org1/client.pem`; its certificate is checked. */
   async fromPemFile(path: string, org?: string): Promise<Identity> {
-    return identityFromPem(await readText(path, "the certificate"), org);
+    return checkedIdentity(await readText(path, "the certificate"), path, org);
   },
 };
 
@@ -58,7 +69,8 @@ export interface NetworkIdentity {
 
 /**
  * The identity `role` of organisation `org` in a network directory made by
- * `runnel init` or `runnel dev`: `<dir>/identities/<org>/<role>.pem` and `.key`.
+ * `runnel init` or `runnel dev`: `<dir>/identities/<org>/<role>.pem` and `.key`. The
+ * certificate is checked (X.509, an Ed25519 key) and the key read before it returns.
  *
  * @param role - `"client"` (default) or `"admin"`, ...
  */
@@ -68,6 +80,6 @@ export async function loadNetworkIdentity(dir: string, org: string, role = "clie
     readText(`${base}.pem`, "the certificate"),
     readText(`${base}.key`, "the private key"),
   ]);
-  return { identity: identityFromPem(cert, org), signer: newNodeCryptoSigner(key) };
+  return { identity: await checkedIdentity(cert, `${base}.pem`, org), signer: newNodeCryptoSigner(key) };
 }
 

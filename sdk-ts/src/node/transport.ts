@@ -1,15 +1,20 @@
 /**
- * Node.js transports: gRPC over one HTTP/2 connection (default), or gRPC-web over
- * HTTP/1.1 keep-alive connections. docs/benchmarks.md has the measurements behind the
- * default.
+ * Node.js transports: gRPC over one HTTP/2 connection per gateway (default), or gRPC-web
+ * over HTTP/1.1 keep-alive connections through connect-node. docs/benchmarks.md has the
+ * measurements behind the default.
  */
 
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as http from "node:http";
 import * as https from "node:https";
-import { createFastUnaryTransport } from "./fast-unary.js";
-import { createFastUnaryWebTransport } from "./fast-unary-web.js";
+import { createGrpcUnaryTransport } from "./grpc-unary.js";
+
+/** Most HTTP/1.1 connections one gateway opens to the node at once (gRPC-web); calls beyond wait for one. */
+export const CONNECTIONS_MAX = 64;
+
+/** Keep-alive of the HTTP/2 connection: pings find a dead connection before a call waits on it. */
+const HTTP2_KEEPALIVE = { pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 60_000 };
 
 /** The wire protocol: gRPC over HTTP/2, or gRPC-web over HTTP/1.1. */
 export type Protocol = "grpc" | "grpc-web";
@@ -34,13 +39,15 @@ export interface NodeTransportOptions {
   protocol?: Protocol;
   /** TLS settings, for an `https://` URL. */
   tls?: TlsOptions;
+  /** Connect interceptors, run around every call, unary and streaming. */
+  interceptors?: Interceptor[];
   /**
-   * Make unary calls straight over node:http2 (gRPC) or node:http (gRPC-web) rather than
-   * through connect-node's transport (streams always use connect-node); default true. It
-   * saves ~0.5 ms of client CPU per call (docs/benchmarks.md).
+   * gRPC only: make unary calls straight over the gateway's HTTP/2 connection rather than
+   * through connect-node's transport (streams always use connect-node, on the same
+   * connection); default true. It saves ~0.5 ms of client CPU per call (docs/benchmarks.md).
    */
   directUnary?: boolean;
-  /** A transport of your own instead (then `protocol` and `tls` are ignored). */
+  /** A transport of your own instead (then `protocol`, `tls` and `interceptors` are ignored). */
   transport?: Transport;
 }
 
@@ -65,36 +72,19 @@ function tlsOptions(tls: TlsOptions | undefined) {
 export function nodeTransport(options: NodeTransportOptions): { transport: Transport; close: () => void } {
   if (options.transport !== undefined) return { transport: options.transport, close: () => undefined };
   const baseUrl = options.url;
-  const secure = baseUrl.startsWith("https://");
+  const interceptors = options.interceptors ?? [];
   if ((options.protocol ?? "grpc") === "grpc") {
-    const sessionManager = new Http2SessionManager(
-      baseUrl,
-      // Pings find a dead connection before a call waits on it.
-      { pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 60_000 },
-      tlsOptions(options.tls),
-    );
-    const streams = createGrpcTransport({ baseUrl, sessionManager });
-    if (options.directUnary === false) return { transport: streams, close: () => sessionManager.abort() };
-    const direct = createFastUnaryTransport({ baseUrl, nodeOptions: tlsOptions(options.tls), streams });
-    return {
-      transport: direct.transport,
-      close: () => {
-        direct.close();
-        sessionManager.abort();
-      },
-    };
+    // Node.js's HTTP/2 client turns Nagle off on the connection itself (TCP_NODELAY,
+    // plain and TLS alike): each request leaves at once.
+    const sessionManager = new Http2SessionManager(baseUrl, HTTP2_KEEPALIVE, tlsOptions(options.tls));
+    const close = () => sessionManager.abort();
+    const streams = createGrpcTransport({ baseUrl, sessionManager, interceptors });
+    if (options.directUnary === false) return { transport: streams, close };
+    return { transport: createGrpcUnaryTransport({ baseUrl, sessionManager, interceptors, streams }), close };
   }
   // Keep-alive, and Nagle off: each small request must leave at once.
-  const agentOptions = { keepAlive: true, noDelay: true, ...tlsOptions(options.tls) };
-  const agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-  const streams = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", nodeOptions: { agent } });
-  if (options.directUnary === false) return { transport: streams, close: () => agent.destroy() };
-  const direct = createFastUnaryWebTransport({ baseUrl, tls: tlsOptions(options.tls), streams });
-  return {
-    transport: direct.transport,
-    close: () => {
-      direct.close();
-      agent.destroy();
-    },
-  };
+  const agentOptions = { keepAlive: true, noDelay: true, maxSockets: CONNECTIONS_MAX, ...tlsOptions(options.tls) };
+  const agent = baseUrl.startsWith("https://") ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+  const transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", nodeOptions: { agent }, interceptors });
+  return { transport, close: () => agent.destroy() };
 }
