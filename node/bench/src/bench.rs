@@ -41,6 +41,7 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 
 use super::unary::{Dialer, Gateway};
+use crate::floor::CryptoFloor;
 use runnel_client::{Connection, channel_name, connect, signer, status};
 
 /// Closed-loop clients that share a connection unless --connections says otherwise.
@@ -328,6 +329,8 @@ async fn run(args: &BenchArgs) -> Result<()> {
         preload(&Gateway(dialer.connect().await?), &plan).await?;
     }
 
+    // Measured while the node is idle, before the load starts.
+    let floor = CryptoFloor::measure(&plan.signer);
     let cpu_before = args.node_pid.map(node_cpu_seconds).transpose()?;
     let start_us = tx::now_us();
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.duration);
@@ -422,8 +425,11 @@ async fn run(args: &BenchArgs) -> Result<()> {
             from_us: measured_from,
             to_us: end_us,
         },
-        cpu,
-        rss,
+        &NodeFigures {
+            cpu_seconds: cpu,
+            rss_bytes: rss,
+            floor,
+        },
     );
     let text = summary_text(&summary);
     std::fs::write(
@@ -811,16 +817,40 @@ struct Window {
     to_us: u64,
 }
 
+/// What the run measured of the node and the machine.
+struct NodeFigures {
+    /// The node's CPU time during the measured window.
+    cpu_seconds: Option<f64>,
+    /// The node's resident memory at the end.
+    rss_bytes: Option<u64>,
+    /// The machine's crypto floor.
+    floor: CryptoFloor,
+}
+
 fn summarise(
     args: &BenchArgs,
     plan: &Plan,
     results: &Results,
     stamps: &HashMap<String, BTreeMap<i32, u64>>,
     window: Window,
-    cpu_seconds: Option<f64>,
-    rss_bytes: Option<u64>,
+    node: &NodeFigures,
 ) -> Value {
+    let NodeFigures {
+        cpu_seconds,
+        rss_bytes,
+        floor,
+    } = node;
     let seconds = (window.to_us.saturating_sub(window.from_us)) as f64 / 1e6;
+    // The node's CPU is read from before the warm-up to the end, so it is divided by
+    // the transactions committed over that same time, warm-up included.
+    let committed_count = results
+        .samples
+        .iter()
+        .filter(|s| s.committed_us > 0)
+        .count();
+    let cpu_per_tx = cpu_seconds
+        .filter(|_| committed_count > 0)
+        .map(|c| c * 1e6 / committed_count as f64);
     let measured: Vec<&Sample> = results
         .samples
         .iter()
@@ -900,11 +930,11 @@ fn summarise(
         },
         "node": {
             "cpu_seconds": cpu_seconds,
-            "cpu_us_per_committed_tx": cpu_seconds
-                .filter(|_| !committed.is_empty())
-                .map(|c| c * 1e6 / committed.len() as f64),
+            "cpu_us_per_committed_tx": cpu_per_tx,
+            "cpu_per_tx_over_crypto_floor": cpu_per_tx.map(|cpu| cpu / floor.per_tx_us()),
             "rss_bytes": rss_bytes,
         },
+        "crypto_floor": floor.json(),
     })
 }
 
@@ -985,9 +1015,19 @@ fn summary_text(summary: &Value) -> String {
         ms(&reads["latency_us"]["p99"]),
     ));
     let node = &summary["node"];
+    let floor = &summary["crypto_floor"];
+    out.push_str(&format!(
+        "crypto floor: Ed25519 sign {:.1} µs, verify {:.1} µs, batch verify {:.1} µs per \
+         signature; {:.1} µs per transaction (one signature, two batch verifications)\n",
+        floor["ed25519_sign_us"].as_f64().unwrap_or(0.0),
+        floor["ed25519_verify_us"].as_f64().unwrap_or(0.0),
+        floor["ed25519_batch_verify_us"].as_f64().unwrap_or(0.0),
+        floor["per_tx_us"].as_f64().unwrap_or(0.0),
+    ));
     if let Some(cpu) = node["cpu_us_per_committed_tx"].as_f64() {
         out.push_str(&format!(
-            "node: {cpu:.0} µs CPU per committed tx, RSS {:.0} MiB\n",
+            "node: {cpu:.0} µs CPU per committed tx ({:.1}x the crypto floor), RSS {:.0} MiB\n",
+            node["cpu_per_tx_over_crypto_floor"].as_f64().unwrap_or(0.0),
             node["rss_bytes"].as_f64().unwrap_or(0.0) / (1 << 20) as f64
         ));
     }

@@ -3,6 +3,7 @@
 //! summaries (text and JSON) and SVG plots.
 
 mod bench;
+mod floor;
 mod plots;
 mod unary;
 

@@ -1,5 +1,9 @@
-//! End-to-end figures of the embedded ledger: every signature real, sled durable, the load
-//! generator in the same process.
+//! End-to-end figures of the embedded ledger, the load generator in the same process.
+//! Every signature is real. By default a signature this process made (the client's, its
+//! endorser's) counts as verified, as an embedded ledger runs; `RUNNEL_BENCH_VERIFY=all`
+//! verifies every signature once where a stage checks it, as separate processes do.
+//! Commits are as durable as `RUNNEL_BENCH_SYNC` says: `full` (`fdatasync`, the
+//! default) or `data` (`sync_file_range`).
 //!
 //! - latency at 1 client (closed loop), submit to durable commit: streaming, then Fabric
 //!   block mode (10 transactions or 2 s) in the same run;
@@ -20,15 +24,34 @@ use std::time::{Duration, Instant};
 use runnel_ledger::ids::TxId;
 use runnel_ledger::ledger::{Ledger, LedgerConfig};
 use runnel_ledger::orderer::OrdererConfig;
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::trace::{Stage, Trace};
 
 /// Value written by every transaction: 1 KB.
 const VALUE_BYTES: usize = 1024;
 
+/// The settings the environment asks for (see the module doc).
+fn settings() -> (SyncMode, bool) {
+    let sync = match std::env::var("RUNNEL_BENCH_SYNC").as_deref() {
+        Ok("data") => SyncMode::Data,
+        Ok("full") | Err(_) => SyncMode::Full,
+        Ok(other) => panic!("RUNNEL_BENCH_SYNC={other}: full or data"),
+    };
+    let trust_own = match std::env::var("RUNNEL_BENCH_VERIFY").as_deref() {
+        Ok("all") => false,
+        Ok("own-trusted") | Err(_) => true,
+        Ok(other) => panic!("RUNNEL_BENCH_VERIFY={other}: all or own-trusted"),
+    };
+    (sync, trust_own)
+}
+
 fn open(orderer: OrdererConfig) -> (tempfile::TempDir, Ledger) {
     let dir = tempfile::tempdir().expect("tempdir");
+    let (sync, trust_own_signatures) = settings();
     let mut config = LedgerConfig {
         orderer,
+        sync,
+        trust_own_signatures,
         ..LedgerConfig::default()
     };
     config.runtime.instances_max = 256;
@@ -143,6 +166,11 @@ fn main() {
     let latency_secs = args.first().copied().unwrap_or(10);
     let throughput_secs = args.get(1).copied().unwrap_or(60);
     let clients = args.get(2).copied().unwrap_or(64) as usize;
+    let (sync, trust_own) = settings();
+    println!(
+        "sync {sync:?}, signatures made in this process {}",
+        if trust_own { "trusted" } else { "verified" }
+    );
 
     if latency_secs > 0 {
         println!("== latency, 1 client, submit -> durable commit (kv insert, 1 KB value)");

@@ -323,7 +323,7 @@ impl Endorser {
         let message = tx::endorsement_message(&checked.hash, &tx::sha256(&payload));
         let signature = self.signer.sign(&message).to_vec();
         // Our own signature is valid: a validator in this process need not check it.
-        self.msp.signatures().remember(&SigCheck {
+        self.msp.signatures().remember_own(&SigCheck {
             key: self.signer.public_key(),
             message,
             signature: signature.clone(),

@@ -46,10 +46,10 @@ use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::metrics::Histogram;
-use crate::records::SyncMode;
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
+use crate::records::SyncMode;
 use crate::sig::SigCheck;
 use crate::store::{HistoryEntry, SealRecord, Snapshot, StoreError, TxRecord, WorldState};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
@@ -81,6 +81,10 @@ pub struct LedgerConfig {
     /// [`SyncMode::Data`] writes through to the device and waits (`sync_file_range`: a
     /// commit survives a crash of the process or the kernel).
     pub sync: SyncMode,
+    /// Whether a signature this process makes (the embedded client's, its endorsers')
+    /// counts as verified, so no stage verifies it again (the default); `false`
+    /// verifies every signature once where a stage checks it, as separate processes do.
+    pub trust_own_signatures: bool,
     /// The organisation this node acts for: it endorses as that organisation's peer
     /// only. `None`: every organisation whose keys are in the directory (one process
     /// standing for the whole network).
@@ -98,6 +102,7 @@ impl Default for LedgerConfig {
             runtime: RuntimeConfig::default(),
             traces_kept: crate::trace::TRACES_KEPT,
             sync: SyncMode::Full,
+            trust_own_signatures: true,
             org: None,
         }
     }
@@ -352,6 +357,7 @@ impl Ledger {
         }
         let keys = NetworkKeys::load(&identities).map_err(identity_error)?;
         let msp = Arc::new(keys.msp().map_err(identity_error)?);
+        msp.signatures().trust_own(config.trust_own_signatures);
         let signer = |org: &str, role: Role| -> Result<Signer, LedgerError> {
             keys.signer(org, role)
                 .cloned()
@@ -567,7 +573,7 @@ impl Ledger {
 
     /// Remembers a signature `creator` just made over `message` as valid.
     fn remember_own(&self, creator: &Signer, message: Vec<u8>, signature: &[u8]) {
-        self.msp.signatures().remember(&SigCheck {
+        self.msp.signatures().remember_own(&SigCheck {
             key: creator.public_key(),
             message,
             signature: signature.to_vec(),

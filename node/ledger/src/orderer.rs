@@ -36,8 +36,8 @@ use crate::block::SignedSealed;
 use crate::identity::{IdentityError, Msp, Role};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
-use crate::records::SyncMode;
 use crate::proto;
+use crate::records::SyncMode;
 use crate::sig;
 use crate::tx::{self, Hash};
 

@@ -10,6 +10,7 @@
 //! batching is then a pure speed-up, never a change of outcome.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 use ed25519_zebra::batch;
@@ -86,6 +87,10 @@ pub const SIGNATURE_CACHE_MAX: usize = 1 << 16;
 pub struct SignatureCache {
     valid: Mutex<HashSet<[u8; 32]>>,
     group: GroupVerifier,
+    /// Set: signatures this process makes are not taken as verified
+    /// ([`SignatureCache::remember_own`] does nothing), so every signature is verified
+    /// once by the stage that checks it.
+    distrust_own: AtomicBool,
 }
 
 impl SignatureCache {
@@ -98,10 +103,29 @@ impl SignatureCache {
         hasher.finalize().into()
     }
 
-    /// Remembers `check` as valid. Call only after [`verify`] accepted it, or for a
-    /// signature just made with the key (every correct Ed25519 signature is valid).
-    pub fn remember(&self, check: &SigCheck) {
-        self.insert(Self::digest(check));
+    /// Remembers `check`, a signature just made with the key in this process, as valid
+    /// (every correct Ed25519 signature is), unless [`SignatureCache::trust_own`] said
+    /// not to.
+    pub fn remember_own(&self, check: &SigCheck) {
+        if !self.distrust_own.load(Ordering::Relaxed) {
+            self.insert(Self::digest(check));
+        }
+    }
+
+    /// Whether signatures made in this process count as verified (the default), or are
+    /// verified like any other where a stage checks them: the way to measure what
+    /// verifying every signature costs.
+    pub fn trust_own(&self, trust: bool) {
+        self.distrust_own.store(!trust, Ordering::Relaxed);
+    }
+
+    /// Forgets every signature remembered, so the next check of each verifies it again
+    /// (how a benchmark that reuses signed messages measures verification).
+    pub fn forget_all(&self) {
+        self.valid
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// True when `check` was remembered as valid.

@@ -2,8 +2,8 @@
 //! transactions' bytes in an append-only file beside it.
 
 use std::collections::HashSet;
-use std::fs::{File, TryLockError};
 use std::ffi::OsString;
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1145,7 +1145,10 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert!(store.full_sync.is_none());
-        assert_eq!(store.get("ns", b"k").unwrap().unwrap().value, b"v1".to_vec());
+        assert_eq!(
+            store.get("ns", b"k").unwrap().unwrap().value,
+            b"v1".to_vec()
+        );
     }
 
     #[test]
