@@ -20,7 +20,7 @@ cargo fmt --all -- --check
 step "lint (host crates, then contracts for wasm32)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown \
-  -p runnel-contract -p kv -p token -p asset-transfer -p faulty -- -D warnings
+  -p runnel-abi -p runnel-contract -p kv -p token -p asset-transfer -p faulty -- -D warnings
 
 step "contracts -> wasm32 (profile contract)"
 ./scripts/build-contracts.sh

@@ -4,18 +4,11 @@ use wasmtime::{ExternType, FuncType, Module, ValType};
 
 use crate::LoadError;
 
-/// The ABI version this runtime speaks.
-pub const ABI_VERSION: u32 = 1;
-/// The only module contracts may import from.
-pub const IMPORT_MODULE: &str = "runnel";
-/// Prefix of the ABI marker export (`runnel_abi_v1`).
-pub const ABI_MARKER_PREFIX: &str = "runnel_abi_v";
-/// Prefix of contract function exports (`runnel_fn_<name>`).
-pub const FUNCTION_PREFIX: &str = "runnel_fn_";
-/// The guest allocator export.
-pub const EXPORT_ALLOC: &str = "runnel_alloc";
-/// The linear memory export.
-pub const EXPORT_MEMORY: &str = "memory";
+// The names and the byte-list encoding both sides of the sandbox share.
+pub use runnel_abi::{
+    ABI_MARKER_PREFIX, ABI_VERSION, EXPORT_ALLOC, EXPORT_MEMORY, FUNCTION_PREFIX, IMPORT_MODULE,
+    abi_marker_version, decode_byte_list, encode_byte_list,
+};
 
 use ValType::{I32, I64};
 
@@ -45,23 +38,6 @@ pub fn host_function(name: &str) -> Option<Signature> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, sig)| *sig)
-}
-
-/// The version `N` of an export named `runnel_abi_vN`.
-pub fn abi_marker_version(export: &str) -> Option<u32> {
-    export.strip_prefix(ABI_MARKER_PREFIX)?.parse().ok()
-}
-
-/// Encodes a byte list: `u32 count`, then `u32 len, bytes` per item (little-endian).
-pub fn encode_byte_list<T: AsRef<[u8]>>(items: &[T]) -> Vec<u8> {
-    let len = 4 + items.iter().map(|i| 4 + i.as_ref().len()).sum::<usize>();
-    let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
-    for item in items {
-        out.extend_from_slice(&(item.as_ref().len() as u32).to_le_bytes());
-        out.extend_from_slice(item.as_ref());
-    }
-    out
 }
 
 fn matches(ty: &FuncType, (params, results): Signature) -> bool {

@@ -12,57 +12,12 @@ use serde::{Serialize, forward_to_deserialize_any};
 
 use crate::{Error, Result};
 
-/// Encodes a byte list: `u32 count`, then `u32 len, len bytes` per item (little-endian).
-pub fn encode_byte_list<T: AsRef<[u8]>>(items: &[T]) -> Vec<u8> {
-    let len = 4 + items.iter().map(|i| 4 + i.as_ref().len()).sum::<usize>();
-    let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
-    for item in items {
-        out.extend_from_slice(&(item.as_ref().len() as u32).to_le_bytes());
-        out.extend_from_slice(item.as_ref());
-    }
-    out
-}
+pub use runnel_abi::encode_byte_list;
 
 /// Decodes a byte list (see [`encode_byte_list`]). Truncated input, lengths that run past
 /// the end and trailing bytes are errors.
 pub fn decode_byte_list(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let mut rest = bytes;
-    let count = take_u32(&mut rest)? as usize;
-    // Each item needs at least its 4-byte length: bounds the allocation by the input.
-    if count > rest.len() / 4 {
-        return Err(Error::new(format!(
-            "byte list: {count} items announced, but only {} bytes follow",
-            rest.len()
-        )));
-    }
-    let mut items = Vec::with_capacity(count);
-    for index in 0..count {
-        let len = take_u32(&mut rest)? as usize;
-        let Some((item, tail)) = rest.split_at_checked(len) else {
-            return Err(Error::new(format!(
-                "byte list: item {index} is {len} bytes, but only {} bytes follow",
-                rest.len()
-            )));
-        };
-        items.push(item.to_vec());
-        rest = tail;
-    }
-    if !rest.is_empty() {
-        return Err(Error::new(format!(
-            "byte list: {} bytes after the last item",
-            rest.len()
-        )));
-    }
-    Ok(items)
-}
-
-fn take_u32(rest: &mut &[u8]) -> Result<u32> {
-    let Some((head, tail)) = rest.split_first_chunk::<4>() else {
-        return Err(Error::new("byte list: truncated length"));
-    };
-    *rest = tail;
-    Ok(u32::from_le_bytes(*head))
+    runnel_abi::decode_byte_list(bytes).map_err(|e| Error::new(e.to_string()))
 }
 
 /// Decodes one argument by the convention of this module. The error is the reason only;
@@ -195,48 +150,12 @@ mod tests {
     use serde::Deserialize;
 
     #[test]
-    fn byte_list_round_trips() {
-        let items: [&[u8]; 4] = [b"Org1", b"", b"alice", &[0, 255, 7]];
-        let encoded = encode_byte_list(&items);
-        assert_eq!(&encoded[..8], &[4, 0, 0, 0, 4, 0, 0, 0]);
-        assert_eq!(
-            decode_byte_list(&encoded).unwrap(),
-            items.map(<[u8]>::to_vec)
-        );
-        assert_eq!(
-            decode_byte_list(&encode_byte_list::<&[u8]>(&[]))
-                .unwrap()
-                .len(),
-            0
-        );
-    }
-
-    #[test]
-    fn malformed_byte_lists_are_errors() {
-        let good = encode_byte_list(&["ab", "c"]);
-        for cut in 0..good.len() {
-            assert!(decode_byte_list(&good[..cut]).is_err(), "cut at {cut}");
-        }
-        let mut trailing = good.clone();
+    fn a_malformed_byte_list_is_a_contract_error_with_the_reason() {
+        let mut trailing = encode_byte_list(&["ab", "c"]);
         trailing.push(0);
         assert_eq!(
             decode_byte_list(&trailing).unwrap_err().message(),
             "byte list: 1 bytes after the last item"
-        );
-        // A huge count must not allocate.
-        let huge = [0xff, 0xff, 0xff, 0xff];
-        assert!(
-            decode_byte_list(&huge)
-                .unwrap_err()
-                .message()
-                .contains("4294967295 items")
-        );
-        let long_item = [1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 1];
-        assert!(
-            decode_byte_list(&long_item)
-                .unwrap_err()
-                .message()
-                .contains("item 0")
         );
     }
 
