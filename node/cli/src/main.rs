@@ -12,7 +12,7 @@ mod local;
 mod node;
 
 /// mimalloc: the API's many small allocations cost less than with glibc's malloc
-/// (docs/benchmarks.md).
+/// (docs/perf-log.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -87,7 +87,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// How long mimalloc keeps memory no longer used before it returns it to the OS. Its
 /// default, one second, is shorter than the swings of a busy node's memory (batches,
 /// the sled cache), so the node kept returning pages and faulting them back in: about 3%
-/// of its CPU under load (docs/benchmarks.md). `MIMALLOC_PURGE_DELAY` overrides it.
+/// of its CPU under load (docs/perf-log.md). `MIMALLOC_PURGE_DELAY` overrides it.
 const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 
 fn main() -> ExitCode {

@@ -5,7 +5,7 @@
 //! to four times before they sleep. The node runs more busy threads than this machine
 //! has cores, so each yield hands the core to another thread and takes it back again:
 //! under load, about two yields per transaction, each a system call and a context switch
-//! (docs/benchmarks.md). crossbeam's [`Select`] registers and sleeps without yielding,
+//! (docs/perf-log.md). crossbeam's [`Select`] registers and sleeps without yielding,
 //! so the waits go through it once a first look finds nothing. (Not through `select!`:
 //! with a single operation the macro calls `recv` itself.)
 

@@ -31,7 +31,7 @@
 //! holds, at most [`AHEAD_BYTES`]), a step at a time, so an append does not wait for
 //! zeros to be written unless it outruns that thread. (Growing by doubling chunks on the
 //! appending thread stalled it, and the whole pipeline behind it, for 100-200 ms per
-//! 64 MiB chunk; docs/benchmarks.md.)
+//! 64 MiB chunk; docs/perf-log.md.)
 //!
 //! # Crashes
 //!

@@ -78,7 +78,7 @@ pub struct ValidatorConfig {
 /// this process or not. With the orderer here, stage 1 finds the orderer's and the
 /// endorsers' signature verdicts in the process's signature cache and checks almost
 /// nothing itself: one thread does it with fewer hand-offs, and in interleaved runs a
-/// one-process node committed more with one than with one per core (docs/benchmarks.md).
+/// one-process node committed more with one than with one per core (docs/perf-log.md).
 /// A peer that orders through another process checks every signature in stage 1: one
 /// thread per core.
 pub fn stage_one_workers(configured: usize, orderer_in_process: bool) -> usize {
