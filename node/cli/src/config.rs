@@ -167,7 +167,7 @@ pub struct StoreSection {
 }
 
 /// `store.sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sync {
     /// [`SyncMode::Data`]: `sync_file_range`.

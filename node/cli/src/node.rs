@@ -101,6 +101,10 @@ pub struct ServeArgs {
     /// (SCHED_BATCH, no wake-up preemption: throughput under load) or normal.
     #[arg(long, env = "RUNNEL_SCHEDULING", value_enum)]
     pub scheduling: Option<Scheduling>,
+    /// How each flush reaches the disk (overrides `store.sync`): full (fdatasync, a
+    /// commit survives a power loss) or data (sync_file_range).
+    #[arg(long, env = "RUNNEL_SYNC", value_enum)]
+    pub sync: Option<config::Sync>,
 }
 
 /// `runnel dev`'s own flags.
@@ -296,6 +300,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     }
     if let Some(orderer) = &args.orderer {
         config.ordering.endpoint = Some(orderer.clone());
+    }
+    if let Some(sync) = args.sync {
+        config.store.sync = sync;
     }
     if let Some(scheduling) = args.scheduling {
         config.node.scheduling = scheduling;
