@@ -4,6 +4,11 @@
 //! The command line overrides the file, and `RUNNEL_*` environment variables stand for
 //! the command line's flags (see `runnel start --help`). [`TEMPLATE`] is what
 //! `runnel init` writes: every setting, commented.
+//!
+//! The sections mirror `LedgerConfig` and `ApiConfig` by hand on purpose: the file is
+//! the operators' interface, with its own names, units and defaults checked by a test
+//! against the libraries' ([`NodeConfig::default`] is built from theirs), so a change
+//! inside a library never silently changes what a file means.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
