@@ -15,10 +15,14 @@ import {
   loadNetworkIdentity,
   newPrivateKeySigner,
   parseCertificate,
+  SEAL_DOMAIN,
+  verifySeal,
   parseCheckpoint,
   serializeCheckpoint,
 } from "../src/index.js";
 import { proposalMessage, transactionId, transactionMessage } from "../src/tx.js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { BlockSealSchema, SignedSealSchema } from "../src/gen/runnel/v1/block_pb.js";
 // The SDK loads @peculiar/x509 with the Reflect metadata it needs; the tests make certificates with it.
 const x509 = await import("../src/x509-library.js").then(() => import("@peculiar/x509"));
 
@@ -192,6 +196,60 @@ describe("certificates (X.509)", () => {
     await expect(identities.fromPemFile(join(dir, "identities", "Org1", "garbage.pem"))).rejects.toThrow(
       /garbage\.pem: not an X\.509 certificate/,
     );
+  });
+});
+
+describe("seals", () => {
+  /** A block sealed by `keys`, carrying `orderer` as the orderer's certificate. */
+  async function sealedBlock(keys: CryptoKeyPair, orderer: Uint8Array) {
+    const seal = toBinary(
+      BlockSealSchema,
+      create(BlockSealSchema, {
+        number: 7n,
+        firstSeq: 40n,
+        lastSeq: 41n,
+        previousHash: new Uint8Array(32),
+        txRoot: new Uint8Array(32).fill(1),
+        timestampMs: 1n,
+      }),
+    );
+    const hash = sha256(seal);
+    const message = Buffer.concat([Buffer.from(SEAL_DOMAIN), hash]);
+    const signature = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, message));
+    return {
+      number: 7n,
+      firstSeq: 40n,
+      lastSeq: 41n,
+      previousHash: "00".repeat(32),
+      hash: hash.toString("hex"),
+      txRoot: "01".repeat(32),
+      timestampMs: 1n,
+      signedSeal: toBinary(SignedSealSchema, create(SignedSealSchema, { seal, orderer, signature })),
+      transactions: [],
+    };
+  }
+
+  test("verifySeal reads the orderer's key from its certificate; a wrong one is invalid, never thrown", async () => {
+    const keys = await ed25519Keys();
+    const orderer = await certificate("CN=orderer, O=OrdererOrg", keys);
+    expect(await verifySeal(await sealedBlock(keys, orderer))).toEqual({ valid: true, orderer });
+    const someoneElse = await certificate("CN=orderer, O=OrdererOrg", await ed25519Keys());
+    expect(await verifySeal(await sealedBlock(keys, someoneElse))).toMatchObject({
+      valid: false,
+      reason: "the orderer's signature over the seal does not verify",
+    });
+    expect(await verifySeal(await sealedBlock(keys, new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x00])))).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/^the seal's certificate: not an X.509 certificate/),
+    });
+    const ecKeys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+      "sign",
+      "verify",
+    ])) as CryptoKeyPair;
+    expect(await verifySeal(await sealedBlock(keys, await certificate("CN=ec", ecKeys)))).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/not Ed25519/),
+    });
   });
 });
 
