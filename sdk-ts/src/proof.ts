@@ -2,7 +2,7 @@
  * Checks of what the orderer signed, made by the client without trusting the node: a
  * block's seal signature, and a transaction's inclusion proof (RFC 6962 audit path from
  * the transaction's hash to the seal's Merkle root). The same rules as the node's
- * node/src/block.rs. The orderer's certificate is read with @peculiar/x509 (x509.ts);
+ * node/ledger/src/block.rs. The orderer's certificate is read with @peculiar/x509 (x509.ts);
  * SHA-256 comes from the platform, and the Ed25519 signature is checked with WebCrypto
  * in Node.js and browsers alike. A browser whose WebCrypto lacks Ed25519 gets
  * `valid: false` with that reason, never an exception.

@@ -28,7 +28,7 @@ const x509 = await import("../src/x509-library.js").then(() => import("@peculiar
 
 const sha256 = (data: Uint8Array | string) => createHash("sha256").update(data).digest();
 
-describe("transaction formats (node/src/tx.rs)", () => {
+describe("transaction formats (node/ledger/src/tx.rs)", () => {
   test("tx id is sha256(nonce || creator) in lowercase hex", async () => {
     const nonce = new Uint8Array(24).fill(7);
     const creator = new TextEncoder().encode("certificate");

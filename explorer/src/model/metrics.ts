@@ -1,6 +1,6 @@
 /**
  * The few figures the dashboard takes from the node's Prometheus text (/metrics;
- * node/src/metrics.rs lists them): transactions by validation code since the node
+ * node/server/src/metrics.rs lists them): transactions by validation code since the node
  * started, the validator's queue depths, and the mean commit latency.
  *
  * Parsed here, not by a library: npm's one browser-ready parser of the text format,
