@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Measures the headline figures of docs/benchmarks.md through the API: `runnel bench`
+# (kv-insert, 1 KB values) against a fresh release dev node on 127.0.0.1, the load
+# generator in its own process. Settings are interleaved (one run of each in turn, then
+# the next round), so ratios between them are taken side by side:
+#
+#   full-c64, full-c1      [store] sync = "full" (fdatasync), 64 clients / 1 client
+#   data-c64, data-c1      [store] sync = "data" (sync_file_range)
+#   blocks500-c64          Fabric-style blocks of 500 or 250 ms, 64 clients
+#   blocks10-c64           Fabric's sample blocks, 10 or 2 s, 64 clients
+#
+# Prints, per setting, the median (min-max) of committed tx/s, p50 and p99 submit ->
+# durable, node CPU per committed transaction and its multiple of the crypto floor;
+# writes the same to summary.md in the output directory.
+#
+#   ./scripts/bench-headline.sh [rounds] [seconds-per-run] [out-dir]   (default 5, 15, bench-headline)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+seconds=${2:-15}
+out=$(realpath -m "${3:-bench-headline}")
+./scripts/build-contracts.sh >/dev/null
+cargo build --locked --release -p runnel --bin runnel
+runnel=target/release/runnel
+port=7392
+mkdir -p "$out/nodes"
+
+node_pid=
+stop_node() {
+  if [[ -n $node_pid ]]; then
+    kill "$node_pid" 2>/dev/null || true
+    wait "$node_pid" 2>/dev/null || true
+    node_pid=
+  fi
+}
+trap stop_node EXIT
+
+wait_ready() {
+  for _ in $(seq 1 300); do
+    if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "the node did not start; see its log" >&2
+  exit 1
+}
+
+# run NAME CLIENTS SYNC [ORDERING-SED]: one run against a fresh node.
+run() {
+  local name=$1 clients=$2 sync=$3 ordering=${4:-} dir="$out/nodes/$1"
+  rm -rf "$dir" "$dir.log"
+  start() {
+    "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" --sync "$sync" \
+      --contracts target/wasm32-unknown-unknown/contract >>"$dir.log" 2>&1 &
+    node_pid=$!
+    wait_ready
+  }
+  start
+  if [[ -n $ordering ]]; then
+    # The first start wrote runnel.toml; the ordering settings take effect on a restart.
+    stop_node
+    sed -i "$ordering" "$dir/runnel.toml"
+    start
+  fi
+  local runs="$out/$name"
+  mkdir -p "$runs"
+  local n
+  n=$(find "$runs" -mindepth 1 -maxdepth 1 -type d | wc -l)
+  echo "==> $name, run $((n + 1))"
+  "$runnel" bench --url "http://127.0.0.1:$port" --dir "$dir" --workload kv-insert \
+    --clients "$clients" --duration "$seconds" --warmup 3 --node-pid "$node_pid" \
+    --out "$runs/$((n + 1))" | sed -n '1,3p'
+  stop_node
+}
+
+blocks() {
+  echo "s/^mode = \"streaming\"/mode = \"blocks\"/; s/^seal_max_txs = .*/seal_max_txs = $1/;
+    s/^seal_max_delay_ms = .*/seal_max_delay_ms = $2/"
+}
+
+for round in $(seq 1 "$rounds"); do
+  echo "== round $round of $rounds"
+  run full-c64 64 full
+  run data-c64 64 data
+  run full-c1 1 full
+  run data-c1 1 data
+  run blocks500-c64 64 full "$(blocks 500 250)"
+  run blocks10-c64 64 full "$(blocks 10 2000)"
+done
+
+python3 - "$out" <<'EOF' | tee "$out/summary.md"
+import json, pathlib, statistics, sys
+out = pathlib.Path(sys.argv[1])
+def spread(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}-{fmt(max(values))})"
+print("| setting | runs | committed tx/s | p50 ms | p99 ms | node µs CPU/tx | CPU/tx over crypto floor | floor µs/tx |")
+print("|---|---|---|---|---|---|---|---|")
+for setting in sorted(p for p in out.iterdir() if p.is_dir() and p.name != "nodes"):
+    runs = [json.loads(s.read_text()) for s in sorted(setting.glob("*/summary.json"))]
+    tps = [r["transactions"]["committed_per_second"] for r in runs]
+    p50 = [r["latency_us"]["submit_to_durable"]["p50"] for r in runs]
+    p99 = [r["latency_us"]["submit_to_durable"]["p99"] for r in runs]
+    cpu = [r["node"]["cpu_us_per_committed_tx"] for r in runs]
+    over = [r["node"].get("cpu_per_tx_over_crypto_floor") for r in runs]
+    floor = [r.get("crypto_floor", {}).get("per_tx_us") for r in runs]
+    ms = lambda v: f"{v / 1000:.2f}"
+    print(f"| {setting.name} | {len(runs)} | {spread(tps, lambda v: f'{v:,.0f}')} | "
+          f"{spread(p50, ms)} | {spread(p99, ms)} | {spread(cpu, lambda v: f'{v:.0f}')} | "
+          f"{spread(over, lambda v: f'{v:.1f}')} | {spread(floor, lambda v: f'{v:.0f}')} |")
+EOF
