@@ -1,19 +1,34 @@
 //! Runnel embedded in a Rust program: open a ledger in a directory, deploy the kv
 //! contract, write a key, read it back, and print the transaction's trace.
 //!
-//! Run: `cargo run -p runnel-ledger --example embedded [DIR]` (default: a fresh temp dir).
+//! Run: `./scripts/build-contracts.sh`, then
+//! `cargo run -p runnel-ledger --example embedded [DIR] [KV_WASM]` (defaults: a fresh temp
+//! dir; `target/wasm32-unknown-unknown/contract/kv.wasm`). It needs nothing but the
+//! `runnel-ledger` crate.
 
-use runnel_ledger::ledger::{Ledger, LedgerConfig};
+use std::path::PathBuf;
+
+use runnel_ledger::{Ledger, LedgerConfig};
+
+/// Where `./scripts/build-contracts.sh` puts the kv contract, from the repository's root.
+const KV_WASM: &str = "target/wasm32-unknown-unknown/contract/kv.wasm";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let temp = tempfile::tempdir()?;
-    let dir = std::env::args_os()
-        .nth(1)
-        .map_or_else(|| temp.path().to_path_buf(), Into::into);
+    let temp = std::env::temp_dir().join(format!("runnel-embedded-{}", std::process::id()));
+    let mut args = std::env::args_os().skip(1);
+    let given = args.next().map(PathBuf::from);
+    let dir = given.clone().unwrap_or_else(|| temp.clone());
+    let wasm = args.next().map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(KV_WASM),
+        PathBuf::from,
+    );
+    let kv = std::fs::read(&wasm).map_err(|e| {
+        format!(
+            "reading the kv contract at {}: {e} (build it with ./scripts/build-contracts.sh)",
+            wasm.display()
+        )
+    })?;
     let ledger = Ledger::open(&dir, LedgerConfig::default())?;
-
-    // kv's module, built from contracts/examples/kv.
-    let kv = runnel_wasm_build::wasm("kv")?;
     if ledger.evaluate("kv", "get", &[b"colour"]).is_err() {
         let definition = ledger.deploy("kv", "1.0", &kv, "")?;
         println!(
@@ -37,5 +52,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     ledger.close();
+    drop(ledger);
+    if given.is_none() {
+        std::fs::remove_dir_all(&temp)?;
+    }
     Ok(())
 }
