@@ -19,7 +19,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let given = args.next().map(PathBuf::from);
     let dir = given.clone().unwrap_or_else(|| temp.clone());
     let wasm = args.next().map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(KV_WASM),
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .join(KV_WASM)
+        },
         PathBuf::from,
     );
     let kv = std::fs::read(&wasm).map_err(|e| {
