@@ -23,30 +23,10 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 seconds=${2:-15}
 out=$(realpath -m "${3:-bench-headline}")
-./scripts/build-contracts.sh >/dev/null
-cargo build --locked --release -p runnel --bin runnel
-runnel=target/release/runnel
 port=7392
 mkdir -p "$out/nodes"
-
-node_pid=
-stop_node() {
-  if [[ -n $node_pid ]]; then
-    kill "$node_pid" 2>/dev/null || true
-    wait "$node_pid" 2>/dev/null || true
-    node_pid=
-  fi
-}
-trap stop_node EXIT
-
-wait_ready() {
-  for _ in $(seq 1 300); do
-    if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "the node did not start; see its log" >&2
-  exit 1
-}
+# shellcheck source=scripts/bench-node.sh
+source scripts/bench-node.sh
 
 settings=${SETTINGS:-full-c64 data-c64 full-c1 data-c1 blocks500-c64 blocks10-c64 blocks10-c1 rmw-c16 rmw-blocks10-c16}
 
@@ -57,20 +37,7 @@ run() {
   local extra=("$@")
   [[ ${#extra[@]} -gt 0 ]] || extra=(--workload kv-insert)
   [[ " $settings " == *" $name "* ]] || return 0
-  rm -rf "$dir" "$dir.log"
-  start() {
-    "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" --sync "$sync" \
-      --contracts target/wasm32-unknown-unknown/contract >>"$dir.log" 2>&1 &
-    node_pid=$!
-    wait_ready
-  }
-  start
-  if [[ -n $ordering ]]; then
-    # The first start wrote runnel.toml; the ordering settings take effect on a restart.
-    stop_node
-    sed -i "$ordering" "$dir/runnel.toml"
-    start
-  fi
+  start_node "$dir" "$ordering" --sync "$sync"
   local runs="$out/$name"
   mkdir -p "$runs"
   local n

@@ -11,48 +11,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-15}
 out=$(realpath -m "${2:-bench-sweep}")
-./scripts/build-contracts.sh >/dev/null
-cargo build --locked --release -p runnel --bin runnel
-runnel=target/release/runnel
 port=7391
 mkdir -p "$out"
+# shellcheck source=scripts/bench-node.sh
+source scripts/bench-node.sh
 
-node_pid=
-stop_node() {
-  if [[ -n $node_pid ]]; then
-    kill "$node_pid" 2>/dev/null || true
-    wait "$node_pid" 2>/dev/null || true
-    node_pid=
-  fi
-}
-trap stop_node EXIT
-
-# start_node NAME [SED]: a fresh dev node on 127.0.0.1:$port with its data in
-# $out/node-NAME, its runnel.toml edited by the sed script SED (a mode's settings).
-start_node() {
+# sweep_node NAME [SED]: a fresh node with its data in $out/node-NAME (SED: a mode's settings).
+sweep_node() {
   node_name=$1
-  local dir="$out/node-$1"
-  rm -rf "$dir"
-  # The first start writes the network and runnel.toml; it is edited, then restarted.
-  "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" \
-    --contracts target/wasm32-unknown-unknown/contract >"$dir.log" 2>&1 &
-  node_pid=$!
-  wait_ready
-  stop_node
-  if [[ -n ${2:-} ]]; then sed -i "$2" "$dir/runnel.toml"; fi
-  "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" \
-    --contracts target/wasm32-unknown-unknown/contract >>"$dir.log" 2>&1 &
-  node_pid=$!
-  wait_ready
-}
-
-wait_ready() {
-  for _ in $(seq 1 300); do
-    if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "the node did not start; see its log" >&2
-  exit 1
+  start_node "$out/node-$1" "${2:-}"
 }
 
 # point NAME ARGS...: one bench run against the running node.
@@ -71,9 +38,9 @@ blocks() {
 }
 for mode in streaming blocks10 blocks100; do
   case $mode in
-  streaming) start_node "$mode" ;;
-  blocks10) start_node "$mode" "$(blocks 10)" ;;
-  blocks100) start_node "$mode" "$(blocks 100)" ;;
+  streaming) sweep_node "$mode" ;;
+  blocks10) sweep_node "$mode" "$(blocks 10)" ;;
+  blocks100) sweep_node "$mode" "$(blocks 100)" ;;
   esac
   for clients in 1 4 16 64; do
     point "$mode-kv-insert-c$clients" --workload kv-insert --clients "$clients"
@@ -92,11 +59,11 @@ done
 
 # Group commit off (a flush per transaction), and two signature-checking workers (a
 # one-process node runs one by default; a peer ordering elsewhere, one per core).
-start_node no-group-commit 's/^commit_txs_max = .*/commit_txs_max = 1/'
+sweep_node no-group-commit 's/^commit_txs_max = .*/commit_txs_max = 1/'
 point "no-group-commit-kv-insert-c1" --workload kv-insert --clients 1
 point "no-group-commit-kv-insert-c64" --workload kv-insert --clients 64
 stop_node
-start_node two-workers 's/^workers = .*/workers = 2/'
+sweep_node two-workers 's/^workers = .*/workers = 2/'
 point "two-workers-kv-insert-c64" --workload kv-insert --clients 64
 stop_node
 

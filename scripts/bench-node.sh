@@ -1,0 +1,49 @@
+# Sourced by the bench scripts: builds the contracts and a release `runnel`, and runs one
+# dev node at a time on 127.0.0.1:$port (set before sourcing), stopped on exit.
+
+./scripts/build-contracts.sh >/dev/null
+cargo build --locked --release -p runnel --bin runnel
+runnel=target/release/runnel
+
+node_pid=
+stop_node() {
+  if [[ -n $node_pid ]]; then
+    kill "$node_pid" 2>/dev/null || true
+    wait "$node_pid" 2>/dev/null || true
+    node_pid=
+  fi
+}
+trap stop_node EXIT
+
+wait_ready() {
+  for _ in $(seq 1 300); do
+    if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "the node did not start; see its log" >&2
+  exit 1
+}
+
+# start_in DIR [DEV-ARGS...]: `runnel dev` on DIR, its output appended to DIR.log.
+start_in() {
+  local dir=$1
+  shift
+  "$runnel" dev --dir "$dir" --listen "127.0.0.1:$port" \
+    --contracts target/wasm32-unknown-unknown/contract "$@" >>"$dir.log" 2>&1 &
+  node_pid=$!
+  wait_ready
+}
+
+# start_node DIR [SED [DEV-ARGS...]]: a fresh dev node with its data in DIR; with SED, its
+# runnel.toml (written by the first start) edited by that sed script, then restarted.
+start_node() {
+  local dir=$1 edit=${2:-}
+  shift 2 2>/dev/null || shift $#
+  rm -rf "$dir" "$dir.log"
+  start_in "$dir" "$@"
+  if [[ -n $edit ]]; then
+    stop_node
+    sed -i "$edit" "$dir/runnel.toml"
+    start_in "$dir" "$@"
+  fi
+}
