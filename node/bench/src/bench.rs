@@ -946,15 +946,16 @@ fn step_json(step: &str, durations: Vec<u64>) -> Value {
 }
 
 /// p50, p95, p99, p99.7 and max of `values` (µs), and how many.
+/// The `q` quantile of `sorted` by nearest rank (the value at rank ⌈n·q⌉), as every
+/// figure `runnel bench` reports it; `None` when there are no values.
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let rank = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len().max(1));
+    sorted.get(rank - 1).copied()
+}
+
 fn percentiles(mut values: Vec<u64>) -> Value {
     values.sort_unstable();
-    let at = |q: f64| -> Option<u64> {
-        if values.is_empty() {
-            return None;
-        }
-        let index = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len()) - 1;
-        Some(values[index])
-    };
+    let at = |q: f64| nearest_rank(&values, q);
     json!({
         "n": values.len(),
         "p50": at(0.5),

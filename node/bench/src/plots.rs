@@ -14,7 +14,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::bench::Sample;
+use crate::bench::{Sample, nearest_rank};
 
 /// A run's plots, pixels (width, height).
 const RUN_PLOT_PX: (u32, u32) = (720, 360);
@@ -66,7 +66,7 @@ pub fn latency_cdf(path: &Path, samples: &[Sample], measured_from: u64) -> Resul
         .map(|s| (s.committed_us.saturating_sub(s.sent_us) as f64 / 1e3).max(LATENCY_MS_MIN))
         .collect();
     ms.sort_by(f64::total_cmp);
-    let label = match (percentile(&ms, 0.5), percentile(&ms, 0.99)) {
+    let label = match (nearest_rank(&ms, 0.5), nearest_rank(&ms, 0.99)) {
         (Some(p50), Some(p99)) => format!(
             "{} committed: p50 {} ms, p99 {} ms",
             ms.len(),
@@ -448,12 +448,6 @@ fn decades(lo: f64, hi: f64) -> (f64, f64) {
         10f64.powf(bottom) * (1.0 - 1e-9),
         10f64.powf(top) * (1.0 + 1e-9),
     )
-}
-
-/// The `q` percentile of sorted `values`, as the summary computes it.
-fn percentile(values: &[f64], q: f64) -> Option<f64> {
-    let index = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len().max(1)) - 1;
-    values.get(index).copied()
 }
 
 /// A number in few characters: 12345 -> "12k", 1234 -> "1.2k", 0.25 -> "0.25".

@@ -181,6 +181,24 @@ pub enum Sync {
     Full,
 }
 
+impl From<Sync> for SyncMode {
+    fn from(sync: Sync) -> SyncMode {
+        match sync {
+            Sync::Data => SyncMode::Data,
+            Sync::Full => SyncMode::Full,
+        }
+    }
+}
+
+impl From<SyncMode> for Sync {
+    fn from(mode: SyncMode) -> Sync {
+        match mode {
+            SyncMode::Data => Sync::Data,
+            SyncMode::Full => Sync::Full,
+        }
+    }
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -231,10 +249,7 @@ impl Default for NodeConfig {
                 commit_txs_max: ledger.validator.commit_txs_max,
             },
             store: StoreSection {
-                sync: match ledger.sync {
-                    SyncMode::Data => Sync::Data,
-                    SyncMode::Full => Sync::Full,
-                },
+                sync: ledger.sync.into(),
             },
             log: LogSection {
                 level: "info".to_string(),
@@ -333,10 +348,7 @@ impl NodeConfig {
         ledger.validator.workers = self.validator.workers;
         ledger.validator.queue = self.validator.queue.max(1);
         ledger.validator.commit_txs_max = self.validator.commit_txs_max;
-        ledger.sync = match self.store.sync {
-            Sync::Data => SyncMode::Data,
-            Sync::Full => SyncMode::Full,
-        };
+        ledger.sync = self.store.sync.into();
         ledger.orderer.sync = ledger.sync;
         ledger
     }
