@@ -34,8 +34,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::metrics::Histogram;
-
 use super::{
     Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
     admit, admit_batch,
@@ -43,6 +41,7 @@ use super::{
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq, TxId};
+use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
 use crate::tx::{self, Hash};

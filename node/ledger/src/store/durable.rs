@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::metrics::Histogram;
 use runnel_runtime::{Version, VersionedValue};
 
 use super::filter::{KeyFilter, Loader};
@@ -19,6 +18,7 @@ use super::keys::{
 };
 use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
 use crate::ids::{BlockNumber, Seq, TxId};
+use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordFile, RecordReader, SyncMode};
 
 /// The transactions' file in the store's directory.
