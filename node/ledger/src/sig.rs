@@ -196,15 +196,18 @@ impl SignatureCache {
 }
 
 /// Verifies signatures submitted by many threads at once as batches, the way group
-/// commit batches syncs: a caller queues its signature; if no batch is being verified
-/// it becomes the leader and verifies everything queued as one [`verify_all`], else it
-/// waits for the leader that takes its signature. A lone caller pays one plain check;
-/// under load each signature costs about what a batch member does (less than half a
-/// single verification). The verdicts are [`verify`]'s, whoever computes them.
-#[derive(Debug, Default)]
+/// commit batches syncs: a caller queues its signature and, while fewer batches are being
+/// verified than the machine has cores, becomes a leader and verifies everything queued as
+/// one [`verify_all`]; otherwise it waits for a leader to take its signature. So a lone
+/// caller pays one plain check, callers up to the core count verify side by side, and
+/// beyond that the queue grows into batches where each signature costs less than half a
+/// single verification. The verdicts are [`verify`]'s, whoever computes them.
+#[derive(Debug)]
 pub struct GroupVerifier {
     state: Mutex<Group>,
     done: Condvar,
+    /// Batches verified at once at most: the cores available.
+    max_leaders: usize,
 }
 
 #[derive(Debug, Default)]
@@ -212,10 +215,25 @@ struct Group {
     next_ticket: u64,
     queue: Vec<(u64, SigCheck)>,
     verdicts: HashMap<u64, bool>,
-    leading: bool,
+    leaders: usize,
+}
+
+impl Default for GroupVerifier {
+    fn default() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
 }
 
 impl GroupVerifier {
+    /// A verifier that verifies at most `max_leaders` batches at once (at least one).
+    pub fn new(max_leaders: usize) -> Self {
+        Self {
+            state: Mutex::default(),
+            done: Condvar::new(),
+            max_leaders: max_leaders.max(1),
+        }
+    }
+
     /// Checks one signature, batched with concurrent callers'.
     pub fn verify(&self, check: SigCheck) -> bool {
         let lock = || self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -227,8 +245,8 @@ impl GroupVerifier {
             if let Some(verdict) = group.verdicts.remove(&ticket) {
                 return verdict;
             }
-            if !group.leading {
-                group.leading = true;
+            if group.leaders < self.max_leaders && !group.queue.is_empty() {
+                group.leaders += 1;
                 let batch = std::mem::take(&mut group.queue);
                 drop(group);
                 let checks: Vec<SigCheck> = batch.iter().map(|(_, c)| c.clone()).collect();
@@ -237,7 +255,7 @@ impl GroupVerifier {
                 for ((ticket, _), verdict) in batch.iter().zip(verdicts) {
                     group.verdicts.insert(*ticket, verdict);
                 }
-                group.leading = false;
+                group.leaders -= 1;
                 self.done.notify_all();
                 continue;
             }
@@ -333,27 +351,29 @@ mod tests {
 
     #[test]
     fn concurrent_callers_get_their_own_verdicts() {
-        let group = std::sync::Arc::new(GroupVerifier::default());
-        let threads: Vec<_> = (0..8u8)
-            .map(|t| {
-                let group = group.clone();
-                std::thread::spawn(move || {
-                    let verdicts: Vec<bool> = (0..50u8)
-                        .map(|i| {
-                            let mut check = signed(t, &[i; 8]);
-                            let forged = (i + t) % 7 == 0;
-                            if forged {
-                                check.signature[1] ^= 4;
-                            }
-                            group.verify(check) != forged
-                        })
-                        .collect();
-                    verdicts.into_iter().all(|right| right)
+        for leaders in [1, 2, 3] {
+            let group = std::sync::Arc::new(GroupVerifier::new(leaders));
+            let threads: Vec<_> = (0..8u8)
+                .map(|t| {
+                    let group = group.clone();
+                    std::thread::spawn(move || {
+                        let verdicts: Vec<bool> = (0..50u8)
+                            .map(|i| {
+                                let mut check = signed(t, &[i; 8]);
+                                let forged = (i + t) % 7 == 0;
+                                if forged {
+                                    check.signature[1] ^= 4;
+                                }
+                                group.verify(check) != forged
+                            })
+                            .collect();
+                        verdicts.into_iter().all(|right| right)
+                    })
                 })
-            })
-            .collect();
-        for thread in threads {
-            assert!(thread.join().unwrap());
+                .collect();
+            for thread in threads {
+                assert!(thread.join().unwrap(), "{leaders} leaders");
+            }
         }
     }
 }
