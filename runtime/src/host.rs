@@ -286,9 +286,10 @@ impl Simulator {
         };
         self.range_reads.push(RangeRead {
             start: start.clone(),
-            end: end.clone().unwrap_or_default(),
+            end: end.clone(),
             exhausted: false,
             reads: Vec::new(),
+            last: None,
         });
         self.iters.push(RangeIter {
             end,
@@ -372,6 +373,9 @@ impl Simulator {
                 entry = value.map(|v| (key, v));
             }
             if let Some((key, value)) = entry {
+                // How far the call saw: a re-check covers up to here, own writes
+                // included, so a key inserted before this one is a phantom.
+                self.range_reads[iter.record].last = Some(key.clone());
                 let mut out = Vec::with_capacity(4 + key.len() + value.len());
                 out.extend_from_slice(&(key.len() as u32).to_le_bytes());
                 out.extend_from_slice(&key);

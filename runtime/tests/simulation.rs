@@ -16,6 +16,7 @@ const DATA: &str = r#"(data (i32.const 0) "azbownck1v1k2Ping")"#;
 
 /// `scan`: iterate [a, z) to the end, writing `u32 len, entry` per entry at 4096.
 /// `mixed`: put b=own, delete c, then scan. `first`: read one entry only.
+/// `own_first`: put b=own, then read one entry of [b, z).
 /// `rw`: put k1=v1, get k1 (own write), get k2, get a; return a's value.
 const PROBE: &str = r#"
   (func $scan (result i32)
@@ -41,6 +42,10 @@ const PROBE: &str = r#"
   (func (export "runnel_fn_first") (param i32 i32)
     (drop (call $range_next
       (call $range_open (i32.const 0) (i32.const 1) (i32.const 1) (i32.const 1)))))
+  (func (export "runnel_fn_own_first") (param i32 i32)
+    (call $state_put (i32.const 2) (i32.const 1) (i32.const 3) (i32.const 3))
+    (drop (call $range_next
+      (call $range_open (i32.const 2) (i32.const 1) (i32.const 1) (i32.const 1)))))
   (func (export "runnel_fn_rw") (param i32 i32)
     (local $len i64)
     (call $state_put (i32.const 7) (i32.const 2) (i32.const 9) (i32.const 2))
@@ -156,8 +161,9 @@ fn range_reads_record_what_was_seen() {
         sim.rwset.range_reads,
         vec![RangeRead {
             start: b"a".to_vec(),
-            end: b"z".to_vec(),
+            end: Some(b"z".to_vec()),
             exhausted: true,
+            last: Some(b"d".to_vec()),
             reads: vec![
                 KvRead {
                     key: b"a".to_vec(),
@@ -185,6 +191,21 @@ fn range_reads_record_what_was_seen() {
             version: v(1)
         }]
     );
+    assert_eq!(read.last.as_deref(), Some(&b"a"[..]));
+}
+
+#[test]
+fn a_range_stopped_after_an_own_write_records_how_far_it_saw() {
+    let rt = runtime(|_| {});
+    let contract = rt.install(&probe()).expect("loads");
+    // Writes b, then reads [b, z) once: the first entry is its own write, so no committed
+    // key was read, but the call saw the range up to b and a re-check must cover it.
+    let sim = call(&rt, &contract, "own_first", &[], state()).expect("runs");
+    let read = &sim.rwset.range_reads[0];
+    assert!(!read.exhausted);
+    assert!(read.reads.is_empty());
+    assert_eq!(read.start, b"b");
+    assert_eq!(read.last.as_deref(), Some(&b"b"[..]));
 }
 
 #[test]

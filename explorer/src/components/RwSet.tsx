@@ -37,10 +37,15 @@ export function RwSet(props: { rwsets: readonly NsRwSet[] }): JSX.Element {
                 <tr key={`q${i}`} class="range">
                   <td>range</td>
                   <td>
-                    <code>[{bytesText(range.start)}, {range.end.length === 0 ? "∞" : bytesText(range.end)})</code>
+                    <code>[{bytesText(range.start)}, {range.end === undefined ? "∞" : bytesText(range.end)})</code>
                   </td>
                   <td>
-                    {range.reads.length} keys{range.exhausted ? "" : ", stopped early"}
+                    {range.reads.length} keys
+                    {range.exhausted
+                      ? ""
+                      : range.last === undefined
+                        ? ", none yielded"
+                        : `, stopped after ${bytesText(range.last)}`}
                   </td>
                 </tr>
               ))}

@@ -19,6 +19,7 @@ const CODES = [
   "BAD_PAYLOAD",
   "ENDORSEMENT_MISMATCH",
   "ILLEGAL_WRITESET",
+  "BAD_RWSET",
 ];
 
 /** The live transaction stream, filtered by contract and status (kept in the URL). */

@@ -191,7 +191,8 @@ pub fn report(sim: &Simulation) -> Value {
         "rwset": {
             "reads": rw.reads.iter().map(|r| json!({"key": text(&r.key), "version": version(&r.version)})).collect::<Vec<_>>(),
             "range_reads": rw.range_reads.iter().map(|r| json!({
-                "start": text(&r.start), "end": text(&r.end), "exhausted": r.exhausted,
+                "start": text(&r.start), "end": r.end.as_deref().map(text), "exhausted": r.exhausted,
+                "last": r.last.as_deref().map(text),
                 "reads": r.reads.iter().map(|k| json!({"key": text(&k.key), "version": version(&k.version)})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "writes": rw.writes.iter().map(|w| if w.is_delete {

@@ -118,11 +118,15 @@ pub enum ValidationCode {
     EndorsementMismatch = 10,
     /// It writes a namespace it may not write.
     IllegalWriteset = 11,
+    /// Its read/write set breaks a rule of the store or a count limit: a key too long, a
+    /// bad or repeated namespace, too many reads, writes, ranges or events, or a
+    /// malformed range read (`validator::rules`; Fabric: BAD_RWSET).
+    BadRwset = 12,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 12] = [
+    pub const ALL: [ValidationCode; 13] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -135,6 +139,7 @@ impl ValidationCode {
         ValidationCode::BadPayload,
         ValidationCode::EndorsementMismatch,
         ValidationCode::IllegalWriteset,
+        ValidationCode::BadRwset,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -152,6 +157,7 @@ impl ValidationCode {
             ValidationCode::BadPayload => "BAD_PAYLOAD",
             ValidationCode::EndorsementMismatch => "ENDORSEMENT_MISMATCH",
             ValidationCode::IllegalWriteset => "ILLEGAL_WRITESET",
+            ValidationCode::BadRwset => "BAD_RWSET",
         }
     }
 

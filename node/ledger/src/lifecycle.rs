@@ -29,7 +29,8 @@ use runnel_runtime::{
     Simulation, StateError, StateView, Version,
 };
 
-use crate::policy::{Policy, PolicyError};
+use crate::identity::Role;
+use crate::policy::{ENDORSERS_MAX, Endorser, Policy, PolicyError};
 use crate::proto::{ContractDefinition, DeployRequest};
 
 /// The system namespace that holds contract definitions and code.
@@ -71,6 +72,12 @@ pub enum LifecycleError {
     /// The endorsement policy does not parse.
     #[error("bad endorsement policy: {0}")]
     BadPolicy(#[from] PolicyError),
+    /// The endorsement policy parses, but the network's peers, the only identities
+    /// whose endorsements count for a contract, could never satisfy it.
+    #[error(
+        "endorsement policy `{0}` can never be met: only peers' endorsements count for a contract's transactions, and no set of this network's peers satisfies it"
+    )]
+    UnsatisfiablePolicy(String),
     /// `deploy` of a name that is already deployed.
     #[error("contract `{name}` is already deployed (sequence {sequence}); use upgrade")]
     AlreadyDeployed {
@@ -126,6 +133,7 @@ impl LifecycleError {
             LifecycleError::BadName(_) => "BAD_CONTRACT_NAME",
             LifecycleError::BadVersion(_) => "BAD_CONTRACT_VERSION",
             LifecycleError::BadPolicy(_) => "BAD_POLICY",
+            LifecycleError::UnsatisfiablePolicy(_) => "UNSATISFIABLE_POLICY",
             LifecycleError::AlreadyDeployed { .. } => "ALREADY_DEPLOYED",
             LifecycleError::NotDeployed(_) => "CONTRACT_NOT_FOUND",
             LifecycleError::CodeHashMismatch { .. } => "CODE_HASH_MISMATCH",
@@ -242,6 +250,29 @@ pub fn load_contract(
     }
 }
 
+/// Whether some set of peers of `orgs` satisfies `policy`: every org offering as many
+/// peers as the policy has principals, the most it could ask of one org.
+fn satisfiable_by_peers(policy: &Policy, orgs: &[String]) -> bool {
+    let per_org = policy.principals().len().clamp(1, ENDORSERS_MAX);
+    let peers: Vec<Endorser> = orgs
+        .iter()
+        .flat_map(|org| std::iter::repeat_n(Endorser::new(org.clone(), Role::Peer), per_org))
+        .collect();
+    policy.is_satisfied_by(&peers)
+}
+
+/// The roles whose endorsements count for a transaction invoking `contract`: peers, which
+/// run contracts; for `_lifecycle`, also admins, whose endorsements are their
+/// organisations' approvals of a deploy or upgrade. A client endorsing its own writes
+/// counts for nothing, whatever the policy names.
+pub fn endorser_roles(contract: &str) -> &'static [Role] {
+    if contract == LIFECYCLE_NAMESPACE {
+        &[Role::Peer, Role::Admin]
+    } else {
+        &[Role::Peer]
+    }
+}
+
 /// The endorsement policy in force for transactions invoking `contract`, as of the state
 /// `lifecycle` shows: the lifecycle policy for `_lifecycle`, else the contract's
 /// definition's policy.
@@ -294,7 +325,11 @@ pub fn deploy(
     };
     // Stored in canonical form: shorthands are expanded against today's orgs, so the
     // policy's meaning is fixed at deploy time.
-    let policy = Policy::parse(policy_text, orgs)?.to_string();
+    let policy = Policy::parse(policy_text, orgs)?;
+    if !satisfiable_by_peers(&policy, orgs) {
+        return Err(LifecycleError::UnsatisfiablePolicy(policy.to_string()));
+    }
+    let policy = policy.to_string();
 
     let mut rwset = RwSetBuilder::default();
     let key = definition_key(&request.name);

@@ -87,6 +87,7 @@ use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 pub use durable::Store;
 pub(crate) use durable::lock_dir;
 pub use error::StoreError;
+pub(crate) use keys::{check_key, check_namespace};
 pub use world::{Snapshot, WorldState};
 
 /// Longest namespace, in bytes (it must also be non-empty and hold no `0x00` byte).

@@ -31,6 +31,7 @@
 mod check;
 mod commit;
 mod notify;
+pub mod rules;
 mod verify;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,6 +145,7 @@ impl Shared {
 
     /// Records a fatal error and stops the pipeline; whoever waits for a status is told.
     pub fn fail(&self, error: ValidatorError) {
+        tracing::error!(%error, "the validator stopped: no transaction is validated or committed until the cause is fixed and the node restarted");
         self.failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

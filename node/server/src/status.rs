@@ -149,6 +149,7 @@ fn lifecycle_code(error: &LifecycleError) -> Code {
         | LifecycleError::BadName(_)
         | LifecycleError::BadVersion(_)
         | LifecycleError::BadPolicy(_)
+        | LifecycleError::UnsatisfiablePolicy(_)
         | LifecycleError::CodeHashMismatch { .. }
         | LifecycleError::InvalidCode(_) => Code::InvalidArgument,
         LifecycleError::UnknownFunction(_) | LifecycleError::NotDeployed(_) => Code::NotFound,

@@ -57,14 +57,16 @@ fn range_returns_pairs_and_records_a_range_read() {
     assert_eq!(text, r#"[{"key":"b","value":"2"},{"key":"c","value":"3"}]"#);
     let read = &sim.rwset.range_reads[0];
     assert_eq!(
-        (read.start.as_slice(), read.end.as_slice()),
-        (&b"b"[..], &b"d"[..])
+        (read.start.as_slice(), read.end.as_deref()),
+        (&b"b"[..], Some(&b"d"[..]))
     );
+    assert_eq!(read.last.as_deref(), Some(&b"c"[..]));
     assert_eq!(read.reads.len(), 2);
     assert!(read.exhausted);
 
     let all = chain.call(ME, "range", &["", ""]).expect("unbounded range");
     assert_eq!(all.rwset.range_reads[0].reads.len(), 4);
+    assert_eq!(all.rwset.range_reads[0].end, None, "unbounded");
 }
 
 #[test]

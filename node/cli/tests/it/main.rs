@@ -1,6 +1,7 @@
 //! The `runnel` command's tests, in one binary: each runs the real binary as its own
 //! process (nodes on loopback, a network's orderer and peers apart), the way users do.
 
+mod attack;
 mod cli;
 mod cluster;
 mod exec;

@@ -64,7 +64,7 @@ pub(super) const STATE_POINTER_MIN: usize = 4096;
 const STATE_AT: u64 = 1 << 63;
 
 /// Refuses a namespace that is empty, too long, or holds the separator byte.
-pub(super) fn check_namespace(ns: &str) -> Result<(), StoreError> {
+pub(crate) fn check_namespace(ns: &str) -> Result<(), StoreError> {
     let ok = !ns.is_empty() && ns.len() <= NAMESPACE_BYTES_MAX && !ns.as_bytes().contains(&NS_END);
     if ok {
         Ok(())
@@ -74,7 +74,7 @@ pub(super) fn check_namespace(ns: &str) -> Result<(), StoreError> {
 }
 
 /// Refuses a key longer than [`KEY_BYTES_MAX`].
-pub(super) fn check_key(key: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
     if key.len() <= KEY_BYTES_MAX {
         Ok(())
     } else {

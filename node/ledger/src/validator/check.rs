@@ -119,6 +119,9 @@ fn verdict(
     if shared.world.tx(tx_id)?.is_some() {
         return Ok(ValidationCode::DuplicateTxid);
     }
+    if let Err(code) = super::rules::check(&decoded.payload.rwsets, &decoded.payload.events) {
+        return Ok(code);
+    }
     if let Err(code) = namespace_rules(&decoded.contract, &decoded.payload.rwsets) {
         return Ok(code);
     }
@@ -177,22 +180,23 @@ fn namespace_rules(contract: &str, rwsets: &[NsRwSet]) -> Result<(), ValidationC
     Ok(())
 }
 
-/// A range read still sees exactly the keys and versions it saw. An exhausted read is
-/// re-run over its whole range; one the contract stopped early only up to the last key
-/// it read.
+/// A range read still sees exactly the keys and versions it saw: over the whole range
+/// when the call read it to the end, else from its start through the last key the
+/// iterator yielded (a key committed since, before that point, is a phantom); a range
+/// that yielded nothing saw nothing. `rules::check` has made sure the reads lie inside.
 fn range_unchanged(snapshot: &Snapshot, ns: &str, range: &RangeRead) -> Result<bool, StoreError> {
-    let last_read;
+    let through_last;
     let end = if range.exhausted {
-        (!range.end.is_empty()).then_some(range.end.as_slice())
+        range.end.as_deref()
     } else {
-        let Some(last) = range.reads.last() else {
+        let Some(last) = &range.last else {
             return Ok(true);
         };
-        // Just past the last key read: the key followed by a zero byte.
-        let mut bound = last.key.clone();
+        // Just past the last key yielded: the key followed by a zero byte.
+        let mut bound = last.clone();
         bound.push(0);
-        last_read = bound;
-        Some(last_read.as_slice())
+        through_last = bound;
+        Some(through_last.as_slice())
     };
     let now = snapshot.scan(ns, &range.start, end, range.reads.len() + 1)?;
     Ok(now.len() == range.reads.len()

@@ -193,16 +193,17 @@ fn check(
 
     let endorsement_message =
         tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+    let may_endorse = crate::lifecycle::endorser_roles(&proposal.contract);
     let mut seen = HashSet::new();
     let mut endorsers = Vec::new();
     let mut endorsements = Vec::new();
     for endorsement in &transaction.endorsements {
-        // An endorsement whose certificate is not valid here does not count; the policy
-        // decides whether the others suffice.
+        // An endorsement whose certificate is not valid here, or whose identity may not
+        // endorse, does not count; the policy decides whether the others suffice.
         let Ok(identity) = shared.msp.verify(&endorsement.endorser, now) else {
             continue;
         };
-        if !seen.insert(identity.fingerprint) {
+        if !may_endorse.contains(&identity.role) || !seen.insert(identity.fingerprint) {
             continue;
         }
         endorsements.push(SigCheck {

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/rwset.proto.
  */
 export const file_runnel_v1_rwset: GenFile = /*@__PURE__*/
-  fileDesc("ChVydW5uZWwvdjEvcndzZXQucHJvdG8SCXJ1bm5lbC52MSIWCgdWZXJzaW9uEgsKA3NlcRgBIAEoBCI6CgZLdlJlYWQSCwoDa2V5GAEgASgMEiMKB3ZlcnNpb24YAiABKAsyEi5ydW5uZWwudjEuVmVyc2lvbiJcCglSYW5nZVJlYWQSDQoFc3RhcnQYASABKAwSCwoDZW5kGAIgASgMEhEKCWV4aGF1c3RlZBgDIAEoCBIgCgVyZWFkcxgEIAMoCzIRLnJ1bm5lbC52MS5LdlJlYWQiOAoHS3ZXcml0ZRILCgNrZXkYASABKAwSEQoJaXNfZGVsZXRlGAIgASgIEg0KBXZhbHVlGAMgASgMIo0BCgdOc1J3U2V0EhEKCW5hbWVzcGFjZRgBIAEoCRIgCgVyZWFkcxgCIAMoCzIRLnJ1bm5lbC52MS5LdlJlYWQSKQoLcmFuZ2VfcmVhZHMYAyADKAsyFC5ydW5uZWwudjEuUmFuZ2VSZWFkEiIKBndyaXRlcxgEIAMoCzISLnJ1bm5lbC52MS5LdldyaXRlIkAKDUNvbnRyYWN0RXZlbnQSEAoIY29udHJhY3QYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdwYXlsb2FkGAMgASgMInAKEVNpbXVsYXRpb25QYXlsb2FkEg4KBnJlc3VsdBgBIAEoDBIhCgVyd3NldBgCIAEoCzISLnJ1bm5lbC52MS5Oc1J3U2V0EigKBmV2ZW50cxgDIAMoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50YgZwcm90bzM");
+  fileDesc("ChVydW5uZWwvdjEvcndzZXQucHJvdG8SCXJ1bm5lbC52MSIWCgdWZXJzaW9uEgsKA3NlcRgBIAEoBCI6CgZLdlJlYWQSCwoDa2V5GAEgASgMEiMKB3ZlcnNpb24YAiABKAsyEi5ydW5uZWwudjEuVmVyc2lvbiKFAQoJUmFuZ2VSZWFkEg0KBXN0YXJ0GAEgASgMEhAKA2VuZBgCIAEoDEgAiAEBEhEKCWV4aGF1c3RlZBgDIAEoCBIgCgVyZWFkcxgEIAMoCzIRLnJ1bm5lbC52MS5LdlJlYWQSEQoEbGFzdBgFIAEoDEgBiAEBQgYKBF9lbmRCBwoFX2xhc3QiOAoHS3ZXcml0ZRILCgNrZXkYASABKAwSEQoJaXNfZGVsZXRlGAIgASgIEg0KBXZhbHVlGAMgASgMIo0BCgdOc1J3U2V0EhEKCW5hbWVzcGFjZRgBIAEoCRIgCgVyZWFkcxgCIAMoCzIRLnJ1bm5lbC52MS5LdlJlYWQSKQoLcmFuZ2VfcmVhZHMYAyADKAsyFC5ydW5uZWwudjEuUmFuZ2VSZWFkEiIKBndyaXRlcxgEIAMoCzISLnJ1bm5lbC52MS5LdldyaXRlIkAKDUNvbnRyYWN0RXZlbnQSEAoIY29udHJhY3QYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdwYXlsb2FkGAMgASgMInAKEVNpbXVsYXRpb25QYXlsb2FkEg4KBnJlc3VsdBgBIAEoDBIhCgVyd3NldBgCIAEoCzISLnJ1bm5lbC52MS5Oc1J3U2V0EigKBmV2ZW50cxgDIAMoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50YgZwcm90bzM");
 
 /**
  * The version of a committed key: the sequence number of the transaction that last wrote
@@ -63,8 +63,10 @@ export const KvReadSchema: GenMessage<KvRead> = /*@__PURE__*/
 
 /**
  * A range read, for phantom detection: the committed keys (and versions) the call saw in
- * [start, end). An empty end means unbounded. When not exhausted the call stopped early
- * and only [start, last key read] is re-checked.
+ * [start, end); no end means unbounded. `exhausted`: the call read to the range's end,
+ * so the whole range is re-checked. Otherwise `last` is the last key the iterator
+ * yielded (a committed key or one of the call's own writes) and [start, last] is
+ * re-checked; with neither, the call yielded nothing and saw nothing.
  *
  * @generated from message runnel.v1.RangeRead
  */
@@ -75,9 +77,9 @@ export type RangeRead = Message<"runnel.v1.RangeRead"> & {
   start: Uint8Array;
 
   /**
-   * @generated from field: bytes end = 2;
+   * @generated from field: optional bytes end = 2;
    */
-  end: Uint8Array;
+  end?: Uint8Array;
 
   /**
    * @generated from field: bool exhausted = 3;
@@ -85,9 +87,16 @@ export type RangeRead = Message<"runnel.v1.RangeRead"> & {
   exhausted: boolean;
 
   /**
+   * strictly ascending, each within the re-checked span
+   *
    * @generated from field: repeated runnel.v1.KvRead reads = 4;
    */
   reads: KvRead[];
+
+  /**
+   * @generated from field: optional bytes last = 5;
+   */
+  last?: Uint8Array;
 };
 
 /**
