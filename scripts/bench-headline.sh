@@ -12,6 +12,10 @@
 #   rmw-c16, rmw-blocks10-c16   goodput: kv-rmw, 50/50 reads and updates of 100 keys,
 #                          16 clients, streaming and in blocks of 10 or 2 s
 #
+# Only when SETTINGS names them, the settings of the comparison with Fabric (docs/benchmarks.md),
+# all with sync = "full": stream-c32, blocks10-c32 (10 or 2 s), blocks1-c32, blocks1-c1
+# (blocks of one transaction, 2 s timeout).
+#
 # SETTINGS="name ..." runs only those (their runs add to what the output directory holds).
 # Prints, per setting, the median (min-max) of committed tx/s, p50 and p99 submit ->
 # durable, node CPU per committed transaction and its multiple of the crypto floor;
@@ -65,6 +69,10 @@ for round in $(seq 1 "$rounds"); do
   run blocks10-c1 1 full "$(blocks 10 2000)"
   run rmw-c16 16 full "" --workload kv-rmw --keys 100
   run rmw-blocks10-c16 16 full "$(blocks 10 2000)" --workload kv-rmw --keys 100
+  run stream-c32 32 full
+  run blocks10-c32 32 full "$(blocks 10 2000)"
+  run blocks1-c32 32 full "$(blocks 1 2000)"
+  run blocks1-c1 1 full "$(blocks 1 2000)"
 done
 
 python3 - "$out" <<'EOF' | tee "$out/summary.md"
