@@ -327,7 +327,7 @@ fn artifacts_are_reused_across_restarts_and_bad_ones_recompiled() {
     {
         let rt = runtime(|c| c.cache_dir = Some(dir.path().to_path_buf()));
         let contract = rt.load(&hash).expect("loaded from the cache");
-        assert_eq!(contract.functions().len(), 8);
+        assert_eq!(contract.functions().len(), 9);
         call(&rt, &contract, "rw", &[], state()).expect("runs");
     }
 

@@ -20,6 +20,7 @@ const CODES = [
   "ENDORSEMENT_MISMATCH",
   "ILLEGAL_WRITESET",
   "BAD_RWSET",
+  "TIMESTAMP_OUT_OF_WINDOW",
 ];
 
 /** The live transaction stream, filtered by contract and status (kept in the URL). */

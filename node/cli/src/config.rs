@@ -84,6 +84,8 @@ pub struct NetworkSection {
     pub channel: String,
     /// Organisations created by `runnel init` (ignored once identities exist).
     pub orgs: Vec<String>,
+    /// How far a proposal's timestamp may lie from the orderer's clock, in seconds.
+    pub proposal_window_s: u64,
 }
 
 /// `[api]`.
@@ -135,6 +137,8 @@ pub struct OrderingSection {
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long, in milliseconds.
     pub seal_max_delay_ms: u64,
+    /// Most transaction ids the orderer remembers to refuse replays.
+    pub replay_ids_max: usize,
     /// The orderer a peer orders through, `http://host:port` (role `peer` only).
     pub endpoint: Option<String>,
 }
@@ -227,6 +231,7 @@ impl Default for NodeConfig {
             network: NetworkSection {
                 channel: ledger.orderer.channel.clone(),
                 orgs: ledger.orgs.clone(),
+                proposal_window_s: ledger.validator.proposal_window.as_secs(),
             },
             api: ApiSection {
                 listen: api.listen,
@@ -241,6 +246,7 @@ impl Default for NodeConfig {
                 mode: Mode::Streaming,
                 seal_max_txs: ledger.orderer.seal_max_txs,
                 seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
+                replay_ids_max: ledger.orderer.replay_ids_max,
                 endpoint: None,
             },
             validator: ValidatorSection {
@@ -339,12 +345,17 @@ impl NodeConfig {
         ledger.orderer.channel = self.network.channel.clone();
         ledger.validator.channel = self.network.channel.clone();
         ledger.endorser.channel = self.network.channel.clone();
+        let window = Duration::from_secs(self.network.proposal_window_s);
+        ledger.orderer.proposal_window = window;
+        ledger.validator.proposal_window = window;
+        ledger.endorser.proposal_window = window;
         ledger.orderer.mode = match self.ordering.mode {
             Mode::Streaming => OrderingMode::Streaming,
             Mode::Blocks => OrderingMode::Blocks,
         };
         ledger.orderer.seal_max_txs = self.ordering.seal_max_txs;
         ledger.orderer.seal_max_delay = Duration::from_millis(self.ordering.seal_max_delay_ms);
+        ledger.orderer.replay_ids_max = self.ordering.replay_ids_max.max(1);
         ledger.validator.workers = self.validator.workers;
         ledger.validator.queue = self.validator.queue.max(1);
         ledger.validator.commit_txs_max = self.validator.commit_txs_max;
@@ -432,6 +443,10 @@ scheduling = "batch"
 channel = "main"
 # Organisations created by `runnel init` (ignored once identities/ exists).
 orgs = ["Org1"]
+# How far a proposal's timestamp (the time its contract sees) may lie from the orderer's
+# clock, in seconds, either way. Peers check it against the orderer's timestamp, so it
+# must be the same in every node of the network.
+proposal_window_s = 900
 
 [api]
 # gRPC, gRPC-web, /metrics, /healthz and the explorer, on one address.
@@ -471,6 +486,10 @@ mode = "streaming"
 seal_max_txs = 500
 # ... or when its first transaction has waited this long (milliseconds).
 seal_max_delay_ms = 250
+# Transaction ids the orderer remembers to refuse a replay (about 50 bytes each); an id
+# is kept two proposal windows. Past this count the oldest go early, and a replay of one
+# is ordered again (peers record it as DUPLICATE_TXID).
+replay_ids_max = 4194304
 # The orderer a peer orders through (role "peer" only).
 # endpoint = "http://127.0.0.1:7050"
 

@@ -21,6 +21,7 @@
 //! signatures of many proposals in one Ed25519 batch.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use prost::Message;
 use runnel_runtime::{CallContext, Creator, InvokeError, KvRead, NsRwSet, Runtime};
@@ -61,6 +62,9 @@ pub struct EndorserConfig {
     pub lifecycle_policy: String,
     /// Largest signed proposal accepted, in bytes.
     pub proposal_bytes_max: usize,
+    /// How far a proposal's timestamp may lie from this node's clock
+    /// ([`tx::PROPOSAL_WINDOW`]; the network's `proposal_window_s`).
+    pub proposal_window: Duration,
 }
 
 impl Default for EndorserConfig {
@@ -71,6 +75,7 @@ impl Default for EndorserConfig {
             lifecycle_roles: vec![Role::Admin],
             lifecycle_policy: DEFAULT_LIFECYCLE_POLICY.to_string(),
             proposal_bytes_max: PROPOSAL_BYTES_MAX,
+            proposal_window: tx::PROPOSAL_WINDOW,
         }
     }
 }
@@ -100,6 +105,9 @@ pub enum EndorseError {
     /// The creator's certificate, role or signature was refused.
     #[error("creator refused: {0}")]
     Creator(IdentityError),
+    /// The proposal's timestamp is too far from this node's clock.
+    #[error(transparent)]
+    OutsideWindow(tx::OutsideWindow),
     /// A transaction with this id is already staged or committed (a replay).
     #[error("transaction {0} is already in the ledger (replayed proposal)")]
     DuplicateTxId(TxId),
@@ -130,6 +138,7 @@ impl EndorseError {
             EndorseError::Malformed(_) => "BAD_PAYLOAD",
             EndorseError::WrongChannel { .. } => "WRONG_CHANNEL",
             EndorseError::Creator(error) => error.creator_code(),
+            EndorseError::OutsideWindow(_) => "TIMESTAMP_OUT_OF_WINDOW",
             EndorseError::DuplicateTxId(_) => "DUPLICATE_TXID",
             EndorseError::ContractNotFound(_) => "CONTRACT_NOT_FOUND",
             EndorseError::Contract { error, .. } => error.code(),
@@ -370,6 +379,12 @@ impl Endorser {
                 "contract and function must be named".into(),
             ));
         }
+        tx::check_window(
+            proposal.timestamp_ms,
+            tx::now_ms(),
+            self.config.proposal_window,
+        )
+        .map_err(EndorseError::OutsideWindow)?;
         let creator = self
             .msp
             .verify(&proposal.creator, tx::now_seconds())

@@ -122,11 +122,14 @@ pub enum ValidationCode {
     /// bad or repeated namespace, too many reads, writes, ranges or events, or a
     /// malformed range read (`validator::rules`; Fabric: BAD_RWSET).
     BadRwset = 12,
+    /// Its proposal's timestamp (the time its contract saw) lies further from the
+    /// orderer's timestamp of it than the network's `proposal_window_s`.
+    TimestampOutOfWindow = 13,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 13] = [
+    pub const ALL: [ValidationCode; 14] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -140,6 +143,7 @@ impl ValidationCode {
         ValidationCode::EndorsementMismatch,
         ValidationCode::IllegalWriteset,
         ValidationCode::BadRwset,
+        ValidationCode::TimestampOutOfWindow,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -158,6 +162,7 @@ impl ValidationCode {
             ValidationCode::EndorsementMismatch => "ENDORSEMENT_MISMATCH",
             ValidationCode::IllegalWriteset => "ILLEGAL_WRITESET",
             ValidationCode::BadRwset => "BAD_RWSET",
+            ValidationCode::TimestampOutOfWindow => "TIMESTAMP_OUT_OF_WINDOW",
         }
     }
 

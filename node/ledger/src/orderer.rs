@@ -24,6 +24,7 @@
 //! orderer in another process is reached through the same trait (runnel-server's
 //! `RemoteOrderer`); a Raft cluster will implement it too.
 
+mod replay;
 mod solo;
 
 use std::time::Duration;
@@ -46,6 +47,10 @@ pub use solo::SoloOrderer;
 /// Largest signed transaction accepted, in bytes: a proposal's 8 MiB plus the payload
 /// and endorsements it earns.
 pub const TRANSACTION_BYTES_MAX: usize = 32 << 20;
+
+/// Transaction ids an orderer remembers to refuse replays, by default: two windows of
+/// 15 minutes at over 2,000 transactions a second, in about 210 MB at most.
+pub const REPLAY_IDS_MAX: usize = 1 << 22;
 
 /// When the orderer delivers transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +79,15 @@ pub struct OrdererConfig {
     /// How each flush makes the log durable (`fdatasync` by default; the ledger sets it
     /// from `LedgerConfig::sync`).
     pub sync: SyncMode,
+    /// How far a proposal's timestamp may lie from the orderer's clock
+    /// ([`tx::PROPOSAL_WINDOW`]; the network's `proposal_window_s`). A transaction outside
+    /// is refused, so the orderer need only remember the ids of the last two windows to
+    /// refuse every replay.
+    pub proposal_window: Duration,
+    /// Most transaction ids the orderer remembers to refuse replays (about 50 bytes
+    /// each). Past it, the oldest are forgotten before their window ends: a replay of
+    /// one is ordered again, and peers record it as `DUPLICATE_TXID`.
+    pub replay_ids_max: usize,
 }
 
 impl Default for OrdererConfig {
@@ -86,6 +100,8 @@ impl Default for OrdererConfig {
             seal_max_txs: 500,
             seal_max_delay: Duration::from_millis(250),
             sync: SyncMode::Full,
+            proposal_window: tx::PROPOSAL_WINDOW,
+            replay_ids_max: REPLAY_IDS_MAX,
         }
     }
 }
@@ -262,6 +278,27 @@ pub enum OrderError {
     /// The submitter's signature over the transaction does not verify.
     #[error("the submitter's signature over the transaction does not verify")]
     BadSignature,
+    /// The proposal's timestamp is too far from the orderer's clock.
+    #[error(transparent)]
+    OutsideWindow(tx::OutsideWindow),
+    /// A reader (a peer) holds more of the stream than this orderer's log: the log was
+    /// rolled back or replaced, and must not hand out those seqs again.
+    #[error(
+        "a reader has the stream up to seq {reader_seq} (block {reader_block}), but this orderer's log ends at seq {height} (block {block}): the log was restored from an older copy or replaced, and it must never order different transactions at seqs a peer already holds; restore the orderer's newest log"
+    )]
+    Behind {
+        /// The last seq the reader holds.
+        reader_seq: Seq,
+        /// The last block the reader holds.
+        reader_block: BlockNumber,
+        /// This log's height.
+        height: Seq,
+        /// This log's last seal.
+        block: BlockNumber,
+    },
+    /// A transaction with this id was already ordered (a replay, or a racing submit).
+    #[error("transaction {0} was already ordered; nothing was ordered again")]
+    Duplicate(TxId),
     /// Another open orderer holds the log directory.
     #[error("orderer log at {0} is locked by another open orderer")]
     Locked(String),
@@ -298,6 +335,9 @@ impl OrderError {
             OrderError::WrongChannel { .. } => "WRONG_CHANNEL",
             OrderError::Submitter(error) => error.creator_code(),
             OrderError::BadSignature => "BAD_CREATOR_SIGNATURE",
+            OrderError::OutsideWindow(_) => "TIMESTAMP_OUT_OF_WINDOW",
+            OrderError::Duplicate(_) => "DUPLICATE_TXID",
+            OrderError::Behind { .. } => "ORDERER_BEHIND",
             OrderError::Locked(_) => "LOCKED",
             OrderError::Closed => "CLOSED",
             OrderError::Log(_) => "LOG_FAILURE",
@@ -308,18 +348,27 @@ impl OrderError {
     }
 }
 
-/// The orderer's admission checks (everything but sequencing); the transaction's id.
+/// A transaction the orderer's admission checks passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Admitted {
+    /// Its id.
+    pub tx_id: TxId,
+    /// Its proposal's timestamp, Unix milliseconds.
+    pub proposal_ms: u64,
+}
+
+/// The orderer's admission checks (everything but sequencing and replays).
 pub(crate) fn admit(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<TxId, OrderError> {
-    let (tx_id, check) = admission(config, msp, signed_transaction)?;
+) -> Result<Admitted, OrderError> {
+    let (admitted, check) = admission(config, msp, signed_transaction)?;
     // Remembered when valid: a validator in this process need not verify it again.
     if !msp.signatures().verify_one(&check) {
         return Err(OrderError::BadSignature);
     }
-    Ok(tx_id)
+    Ok(admitted)
 }
 
 /// [`admit`] for several transactions, their submitter signatures verified as one batch.
@@ -327,11 +376,14 @@ pub(crate) fn admit_batch(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transactions: &[Vec<u8>],
-) -> Vec<Result<TxId, OrderError>> {
-    let mut admitted: Vec<Result<(TxId, Option<sig::SigCheck>), OrderError>> = signed_transactions
-        .iter()
-        .map(|bytes| admission(config, msp, bytes).map(|(tx_id, check)| (tx_id, Some(check))))
-        .collect();
+) -> Vec<Result<Admitted, OrderError>> {
+    let mut admitted: Vec<Result<(Admitted, Option<sig::SigCheck>), OrderError>> =
+        signed_transactions
+            .iter()
+            .map(|bytes| {
+                admission(config, msp, bytes).map(|(admitted, check)| (admitted, Some(check)))
+            })
+            .collect();
     let checks: Vec<sig::SigCheck> = admitted
         .iter_mut()
         .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
@@ -341,9 +393,9 @@ pub(crate) fn admit_batch(
     admitted
         .into_iter()
         .map(|admitted| {
-            let (tx_id, _) = admitted?;
+            let (admitted, _) = admitted?;
             match verdicts.next() {
-                Some(true) => Ok(tx_id),
+                Some(true) => Ok(admitted),
                 _ => Err(OrderError::BadSignature),
             }
         })
@@ -355,7 +407,7 @@ fn admission(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<(TxId, sig::SigCheck), OrderError> {
+) -> Result<(Admitted, sig::SigCheck), OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -377,6 +429,8 @@ fn admission(
             got: proposal.channel,
         });
     }
+    tx::check_window(proposal.timestamp_ms, tx::now_ms(), config.proposal_window)
+        .map_err(OrderError::OutsideWindow)?;
     let submitter = msp
         .verify(&proposal.creator, tx::now_seconds())
         .map_err(OrderError::Submitter)?;
@@ -388,5 +442,9 @@ fn admission(
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    Ok((tx::tx_id(&proposal), check))
+    let admitted = Admitted {
+        tx_id: tx::tx_id(&proposal),
+        proposal_ms: proposal.timestamp_ms,
+    };
+    Ok((admitted, check))
 }

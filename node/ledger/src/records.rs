@@ -8,7 +8,8 @@
 //!
 //! # Format
 //!
-//! The file starts with [`MAGIC`]; then records, each
+//! The file starts with [`MAGIC`] and the durable mark (u64 little-endian: the file was
+//! durable at least up to this byte; see "Crashes"); then records, each
 //!
 //! | bytes | field |
 //! |---|---|
@@ -36,10 +37,18 @@
 //! # Crashes
 //!
 //! Records are only appended, and a sync covers everything appended before it. A crash
-//! can therefore leave at most a torn tail: a last record cut short or with bytes the
-//! disk never wrote. [`RecordFile::open`] checks every record, stops at the first that
-//! is incomplete or fails its checksum (zeros, where nothing was written yet, never
-//! pass), and zeroes what follows, reporting whether a torn record was there.
+//! can therefore leave at most a torn tail: records written since the last sync, cut
+//! short or with pages the disk never wrote. [`RecordFile::open`] checks every record,
+//! stops at the first that is incomplete or fails its checksum (zeros, where nothing was
+//! written yet, never pass), and zeroes what follows, reporting whether a torn record
+//! was there.
+//!
+//! A damaged record inside what a sync had already made durable is no torn tail but
+//! corruption, and cutting there would silently drop acknowledged records. Each sync
+//! therefore first writes the durable mark: the end the previous completed sync covered
+//! (a lower bound of what is durable, carried to the disk by the sync itself). Open
+//! refuses a file damaged before its mark ([`RecordError::Corrupt`]) and changes
+//! nothing in it. Files of format 1 (`RUNNEL1`, no mark) are still read, as before.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -51,8 +60,18 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The first bytes of every record file (format version 1).
-pub const MAGIC: &[u8; 8] = b"RUNNEL1\n";
+/// The first bytes of every record file written now (format version 2, with a durable
+/// mark after it).
+pub const MAGIC: &[u8; 8] = b"RUNNEL2\n";
+
+/// The first bytes of a record file of format version 1 (no durable mark), still read.
+pub const MAGIC_V1: &[u8; 8] = b"RUNNEL1\n";
+
+/// Where the durable mark lies in a format-2 file.
+const MARK_AT: u64 = 8;
+
+/// Where a format-2 file's first record starts.
+pub const FIRST_RECORD: u64 = 16;
 
 /// Bytes before each payload: length, checksum, kind.
 pub const HEADER: u64 = 9;
@@ -120,6 +139,19 @@ pub enum RecordError {
         /// The file.
         path: String,
     },
+    /// A record the file had already made durable is damaged or missing: corruption of
+    /// the disk or of the file, not a crash. The file was left as it was.
+    #[error(
+        "{path}: the record at byte {offset} is damaged or missing, but the file was durable up to byte {durable}: this is corruption, not a torn write, and the file was left as it is; restore this node's data from a backup or a replica"
+    )]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// Where the damaged record starts.
+        offset: u64,
+        /// The durable mark.
+        durable: u64,
+    },
     /// A record read back does not match its checksum or bounds.
     #[error("{path}: record at byte {offset} is damaged")]
     Damaged {
@@ -164,6 +196,11 @@ struct Ahead {
     allocated: AtomicU64,
     /// The appends' end, as the appender last published it.
     len: AtomicU64,
+    /// The appends' end the last completed sync covered: the next sync writes it as the
+    /// durable mark (0: none yet, or a format-1 file, which has no mark).
+    synced: AtomicU64,
+    /// Whether the file has a durable mark (format 2).
+    marked: bool,
     /// Held by whoever extends the file.
     extending: Mutex<()>,
     /// Set by the appender when the lead is below half; cleared by the thread once it
@@ -290,11 +327,14 @@ impl RecordFile {
             .open(path)
             .map_err(io)?;
         let size = file.metadata().map_err(io)?.len();
-        if size < MAGIC.len() as u64 {
-            // New, or cut short while its marker was being written.
+        if size < FIRST_RECORD {
+            // New, or cut short while its marker was being written (a file with records
+            // is longer: its first sync grew it by a chunk).
             file.set_len(0).map_err(io)?;
-            file.write_all_at(MAGIC, 0).map_err(io)?;
-            let file = RecordFile::at(path, file, MAGIC.len() as u64, MAGIC.len() as u64)?;
+            let mut header = MAGIC.to_vec();
+            header.extend_from_slice(&0u64.to_le_bytes());
+            file.write_all_at(&header, 0).map_err(io)?;
+            let file = RecordFile::at(path, file, FIRST_RECORD, FIRST_RECORD, Some(0))?;
             sync_parent(path).map_err(io)?;
             return Ok(Opened {
                 file,
@@ -305,13 +345,23 @@ impl RecordFile {
         let mut reader = BufReader::with_capacity(1 << 20, &file);
         let mut magic = [0u8; 8];
         reader.read_exact(&mut magic).map_err(io)?;
-        if &magic != MAGIC {
+        let durable = if &magic == MAGIC {
+            let mut mark = [0u8; 8];
+            reader.read_exact(&mut mark).map_err(io)?;
+            Some(u64::from_le_bytes(mark))
+        } else if &magic == MAGIC_V1 {
+            None
+        } else {
             return Err(RecordError::NotRecordFile {
                 path: path.display().to_string(),
             });
-        }
+        };
         let mut records = Vec::new();
-        let mut good = MAGIC.len() as u64;
+        let mut good = if durable.is_some() {
+            FIRST_RECORD
+        } else {
+            MAGIC_V1.len() as u64
+        };
         let mut payload = Vec::new();
         let torn = loop {
             let mut header = [0u8; HEADER as usize];
@@ -339,6 +389,15 @@ impl RecordFile {
             good += HEADER + u64::from(len);
         };
         drop(reader);
+        if let Some(durable) = durable
+            && good < durable
+        {
+            return Err(RecordError::Corrupt {
+                path: path.display().to_string(),
+                offset: good,
+                durable,
+            });
+        }
         if torn {
             // Nothing after the torn record was ever acknowledged: zero it all, so no
             // stale bytes can pass for a record once appends overwrite part of it.
@@ -346,19 +405,28 @@ impl RecordFile {
             file.sync_all().map_err(io)?;
         }
         Ok(Opened {
-            file: RecordFile::at(path, file, good, size)?,
+            file: RecordFile::at(path, file, good, size, durable)?,
             records,
             torn_at: torn.then_some(good),
         })
     }
 
-    /// The file, appending at `len`, `allocated` long, with its zeroing thread started
-    /// and at least a chunk of zeros ahead.
-    fn at(path: &Path, file: File, len: u64, allocated: u64) -> Result<RecordFile, RecordError> {
+    /// The file, appending at `len`, `allocated` long, durable up to `durable` (`None`: a
+    /// format-1 file, without a mark), with its zeroing thread started and at least a
+    /// chunk of zeros ahead.
+    fn at(
+        path: &Path,
+        file: File,
+        len: u64,
+        allocated: u64,
+        durable: Option<u64>,
+    ) -> Result<RecordFile, RecordError> {
         let file = Arc::new(file);
         let ahead = Arc::new(Ahead {
             allocated: AtomicU64::new(allocated),
             len: AtomicU64::new(len),
+            synced: AtomicU64::new(durable.unwrap_or(0)),
+            marked: durable.is_some(),
             extending: Mutex::new(()),
             wanted: AtomicBool::new(false),
             stop: Mutex::new(false),
@@ -460,11 +528,23 @@ impl RecordFile {
     /// Drops every record from byte `at` on (a record's start, found by
     /// [`RecordFile::open`]): zeroes them, durably, and appends there next.
     pub fn cut(&mut self, at: u64) -> Result<(), RecordError> {
-        if at < MAGIC.len() as u64 || at > self.len {
+        let first = if self.ahead.marked {
+            FIRST_RECORD
+        } else {
+            MAGIC_V1.len() as u64
+        };
+        if at < first || at > self.len {
             return Err(RecordError::Damaged {
                 path: self.path.display().to_string(),
                 offset: at,
             });
+        }
+        // The mark first, so that it never points past what is left.
+        if self.ahead.marked && self.ahead.synced.fetch_min(at, Ordering::AcqRel) > at {
+            self.file
+                .write_all_at(&at.to_le_bytes(), MARK_AT)
+                .map_err(|e| self.io(e))?;
+            self.file.sync_data().map_err(|e| self.io(e))?;
         }
         zero(&self.file, at, self.len).map_err(|e| self.io(e))?;
         self.file.sync_data().map_err(|e| self.io(e))?;
@@ -486,6 +566,14 @@ impl RecordFile {
 
 impl Drop for RecordFile {
     fn drop(&mut self) {
+        // A clean close leaves the mark at what the last sync covered (best effort: a
+        // mark that lags only means less is checked at the next open).
+        if self.ahead.marked {
+            let mark = self.ahead.synced.load(Ordering::Acquire);
+            if self.file.write_all_at(&mark.to_le_bytes(), MARK_AT).is_ok() {
+                let _ = self.file.sync_data();
+            }
+        }
         *lock(&self.ahead.stop) = true;
         self.ahead.wake.notify_one();
         if let Some(zeroer) = self.zeroer.take() {
@@ -537,6 +625,24 @@ impl RecordReader {
     /// Makes every record appended so far durable, as the handle's [`SyncMode`] says (the
     /// file's size is already durable, see the module doc).
     pub fn sync(&self) -> Result<(), RecordError> {
+        let covered = self.ahead.len.load(Ordering::Acquire);
+        if self.ahead.marked {
+            // What the previous sync covered, made durable by this one: never more than
+            // what is durable, whenever a crash comes.
+            let mark = self.ahead.synced.load(Ordering::Acquire);
+            self.file
+                .write_all_at(&mark.to_le_bytes(), MARK_AT)
+                .map_err(|source| RecordError::Io {
+                    path: self.path.display().to_string(),
+                    source,
+                })?;
+        }
+        self.sync_pages()?;
+        self.ahead.synced.fetch_max(covered, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn sync_pages(&self) -> Result<(), RecordError> {
         if self.mode == SyncMode::Full {
             return self.file.sync_data().map_err(|source| RecordError::Io {
                 path: self.path.display().to_string(),
@@ -660,6 +766,9 @@ mod tests {
         ] {
             let file = File::options().write(true).open(&path).unwrap();
             file.set_len(cut).unwrap();
+            // The last record came after the last completed sync (the mark is before it):
+            // a crash can tear it.
+            file.write_all_at(&start.to_le_bytes(), MARK_AT).unwrap();
             if let Some(hole) = hole {
                 file.write_all_at(&[0], hole).unwrap();
             }
@@ -681,23 +790,82 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_record_cuts_the_file_there_and_a_read_reports_it() {
+    fn a_damaged_record_after_the_last_sync_is_a_torn_tail_cut_there() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let at = write(&path);
-        let reader = RecordFile::open(&path).unwrap().file.handle().unwrap();
-        let file = File::options().write(true).open(&path).unwrap();
-        file.write_all_at(&[0xff], at[7].offset + 2).unwrap();
+        let mut at = write(&path);
+        let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
+        let reader = file.handle().unwrap();
+        // Appended, never synced: what a crash can tear.
+        at.extend((0..3u8).map(|i| file.append(1, &[i; 100]).unwrap()));
+        std::mem::forget(file); // a crash: no clean close
+        let raw = File::options().write(true).open(&path).unwrap();
+        raw.write_all_at(&[0xff], at[21].offset + 2).unwrap();
         assert!(matches!(
-            reader.read(at[7]),
+            reader.read(at[21]),
             Err(RecordError::Damaged { .. })
         ));
-        drop(file);
         let Opened {
             records, torn_at, ..
         } = RecordFile::open(&path).unwrap();
-        assert_eq!(records, at[..7]);
-        assert_eq!(torn_at, Some(at[7].offset - HEADER));
+        assert_eq!(records, at[..21]);
+        assert_eq!(torn_at, Some(at[21].offset - HEADER));
+    }
+
+    #[test]
+    fn a_damaged_record_the_file_had_made_durable_is_refused_and_nothing_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let at = write(&path);
+        let raw = File::options().write(true).open(&path).unwrap();
+        raw.write_all_at(&[0xff], at[7].offset + 2).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        match RecordFile::open(&path) {
+            Err(RecordError::Corrupt {
+                offset, durable, ..
+            }) => {
+                assert_eq!(offset, at[7].offset - HEADER);
+                assert!(durable > at[19].offset, "{durable}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing changed");
+        // Records that vanished (zeros where the mark says records were) as well.
+        raw.write_all_at(&before[..at[7].offset as usize - HEADER as usize], 0)
+            .unwrap();
+        let zeros = vec![0u8; (at[19].offset - at[7].offset) as usize];
+        raw.write_all_at(&zeros, at[7].offset - HEADER).unwrap();
+        assert!(matches!(
+            RecordFile::open(&path),
+            Err(RecordError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_format_1_file_is_read_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let mut bytes = MAGIC_V1.to_vec();
+        let payload = b"old";
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&checksum(4, payload).to_le_bytes());
+        bytes.push(4);
+        bytes.extend_from_slice(payload);
+        std::fs::write(&path, &bytes).unwrap();
+        let Opened {
+            mut file,
+            records,
+            torn_at,
+        } = RecordFile::open(&path).unwrap();
+        assert_eq!(torn_at, None);
+        assert_eq!(records.len(), 1);
+        let reader = file.handle().unwrap();
+        assert_eq!(reader.read(records[0]).unwrap(), payload);
+        let next = file.append(5, b"new").unwrap();
+        reader.sync().unwrap();
+        drop(file);
+        let Opened { records, .. } = RecordFile::open(&path).unwrap();
+        assert_eq!(records[1], next);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! | endorser | `"runnel.endorsement.v1" ‖ proposal hash ‖ sha256(payload)`    |
 //! | creator  | `"runnel.transaction.v1" ‖ sha256(Transaction bytes)`          |
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prost::Message;
 use rand_core::{OsRng, RngCore};
@@ -61,6 +61,46 @@ pub fn endorsement_message(proposal_hash: &Hash, payload_hash: &Hash) -> Vec<u8>
 /// What a creator signs for a transaction whose encoding hashes to `transaction_hash`.
 pub fn transaction_message(transaction_hash: &Hash) -> Vec<u8> {
     tagged(TRANSACTION_DOMAIN, &[transaction_hash])
+}
+
+/// How far a proposal's timestamp may lie from the clock of the node that checks it, by
+/// default: Fabric's 15 minutes. A network setting (`[network] proposal_window_s`): the
+/// validator checks it against the orderer's timestamp, so every peer must use the same.
+pub const PROPOSAL_WINDOW: Duration = Duration::from_secs(15 * 60);
+
+/// A proposal timestamp too far from a clock: the creator's clock is wrong, or the
+/// proposal is old (a replay) or post-dated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the proposal's timestamp ({proposal_ms} ms) is {} s from the clock that checks it ({clock_ms} ms); the network allows {} s (proposal_window_s)",
+    proposal_ms.abs_diff(*clock_ms) / 1000,
+    window_ms / 1000
+)]
+pub struct OutsideWindow {
+    /// The proposal's timestamp, Unix milliseconds.
+    pub proposal_ms: u64,
+    /// The clock it was checked against, Unix milliseconds.
+    pub clock_ms: u64,
+    /// The window allowed on either side, in milliseconds.
+    pub window_ms: u64,
+}
+
+/// `Ok` when `proposal_ms` lies within `window` of `clock_ms`, on either side.
+pub fn check_window(
+    proposal_ms: u64,
+    clock_ms: u64,
+    window: Duration,
+) -> Result<(), OutsideWindow> {
+    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if proposal_ms.abs_diff(clock_ms) <= window_ms {
+        Ok(())
+    } else {
+        Err(OutsideWindow {
+            proposal_ms,
+            clock_ms,
+            window_ms,
+        })
+    }
 }
 
 /// Unix milliseconds now.

@@ -73,6 +73,10 @@ pub struct ValidatorConfig {
     pub lifecycle_roles: Vec<Role>,
     /// The lifecycle policy (who must endorse a deploy or upgrade).
     pub lifecycle_policy: String,
+    /// How far a proposal's timestamp may lie from the orderer's timestamp of its
+    /// transaction; further is `TIMESTAMP_OUT_OF_WINDOW` ([`tx::PROPOSAL_WINDOW`]; the
+    /// network's `proposal_window_s`, the same on every peer).
+    pub proposal_window: Duration,
 }
 
 /// Stage 1's threads for `configured` workers (0: choose), when the orderer runs in
@@ -101,6 +105,7 @@ impl Default for ValidatorConfig {
             invoke_roles: vec![Role::Client, Role::Admin],
             lifecycle_roles: vec![Role::Admin],
             lifecycle_policy: DEFAULT_LIFECYCLE_POLICY.to_string(),
+            proposal_window: tx::PROPOSAL_WINDOW,
         }
     }
 }

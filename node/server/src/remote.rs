@@ -30,8 +30,11 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// The error names an orderer sends back (see [`OrderError::code`] and the identity
 /// codes), kept as they are when they cross the network.
-const ORDER_CODES: [&str; 12] = [
+const ORDER_CODES: [&str; 15] = [
     "TOO_LARGE",
+    "ORDERER_BEHIND",
+    "TIMESTAMP_OUT_OF_WINDOW",
+    "DUPLICATE_TXID",
     "BAD_PAYLOAD",
     "WRONG_CHANNEL",
     "BAD_CREATOR_SIGNATURE",

@@ -259,3 +259,183 @@ fn an_insert_into_a_range_read_is_a_phantom() {
         );
     });
 }
+
+/// Sixteen minutes: past the network's default proposal window of fifteen.
+const STALE_MS: u64 = 16 * 60 * 1000;
+
+/// A proposal dated outside the network's window: the only clock a contract sees is the
+/// proposal's timestamp, so a client could otherwise make a contract act at any time it
+/// likes, and replay old transactions forever. Before: accepted at any date.
+/// Now: the endorser refuses it, and so does the orderer when a rogue peer endorsed it;
+/// either way with TIMESTAMP_OUT_OF_WINDOW, and nothing is ordered.
+#[test]
+fn a_proposal_dated_outside_the_window_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, keys) = dev_node(&dir.path().join("dev"));
+    let client = signer(&keys, "Org1", Role::Client);
+    let peer = signer(&keys, "Org1", Role::Peer);
+    let height = |node: &Node| {
+        node.json(&["status"])["heights"]["ordered"]
+            .as_u64()
+            .unwrap()
+    };
+    runtime().block_on(async {
+        let mut gateway = gateway(&node).await;
+        for skew in [STALE_MS, 0u64.wrapping_sub(STALE_MS)] {
+            let mut stale = tx::new_proposal("main", "kv", "put", vec![b"t".to_vec()], &client);
+            stale.timestamp_ms = stale.timestamp_ms.wrapping_sub(skew);
+            let refused = gateway
+                .endorse(EndorseRequest {
+                    proposal: Some(tx::sign_proposal(&client, &stale)),
+                })
+                .await
+                .expect_err("a stale proposal is not endorsed");
+            assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+            assert!(
+                refused.message().starts_with("TIMESTAMP_OUT_OF_WINDOW"),
+                "{refused:?}"
+            );
+        }
+        // A rogue peer endorses one anyway: the orderer refuses it.
+        let honest = endorsed(&mut gateway, proposal(&client, "kv", "put", &["t", "1"])).await;
+        let payload = ResponsePayload::decode(honest.payload.as_slice()).unwrap();
+        let mut stale = tx::new_proposal("main", "kv", "put", vec![b"t".to_vec()], &client);
+        stale.timestamp_ms -= STALE_MS;
+        let mut transaction = honest.clone();
+        transaction.proposal = Some(tx::sign_proposal(&client, &stale));
+        let mut payload = payload;
+        payload.proposal_hash =
+            tx::sha256(&transaction.proposal.as_ref().unwrap().proposal).to_vec();
+        let attack = forged(transaction, &payload, &[&peer]);
+        let before = height(&node);
+        let refused = gateway
+            .submit(SubmitRequest {
+                transaction: tx::sign_transaction(&client, &attack).encode_to_vec(),
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .expect_err("not ordered");
+        assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+        assert!(
+            refused.message().starts_with("TIMESTAMP_OUT_OF_WINDOW"),
+            "{refused:?}"
+        );
+        assert_eq!(height(&node), before, "nothing was ordered");
+    });
+}
+
+/// The same transaction bytes submitted many times at once. Before: every copy that
+/// passed the gateway's ledger check before the first was validated was ordered, and
+/// stored by the orderer and every peer. Now: the orderer orders one copy; every other
+/// gets ALREADY_EXISTS / DUPLICATE_TXID, and nothing more is stored.
+#[test]
+fn racing_copies_of_a_transaction_are_ordered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, keys) = dev_node(&dir.path().join("dev"));
+    let client = signer(&keys, "Org1", Role::Client);
+    let height = |node: &Node| {
+        node.json(&["status"])["heights"]["ordered"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = height(&node);
+    runtime().block_on(async {
+        let mut gateway = gateway(&node).await;
+        let honest = endorsed(&mut gateway, proposal(&client, "kv", "put", &["race", "1"])).await;
+        let bytes = tx::sign_transaction(&client, &honest).encode_to_vec();
+        let copies: Vec<_> = (0..16)
+            .map(|_| {
+                let mut gateway = gateway.clone();
+                let bytes = bytes.clone();
+                tokio::spawn(async move {
+                    gateway
+                        .submit(SubmitRequest {
+                            transaction: bytes,
+                            wait_for: TxPhase::Unspecified as i32,
+                        })
+                        .await
+                })
+            })
+            .collect();
+        let mut ordered = 0;
+        for copy in copies {
+            match copy.await.unwrap() {
+                Ok(_) => ordered += 1,
+                Err(status) => {
+                    assert_eq!(status.code(), tonic::Code::AlreadyExists, "{status:?}");
+                    assert!(status.message().starts_with("DUPLICATE_TXID"), "{status:?}");
+                }
+            }
+        }
+        assert_eq!(ordered, 1);
+    });
+    assert_eq!(node.text(&["query", "kv", "get", "race"]), "\"1\"");
+    assert_eq!(height(&node), before + 1, "one copy stored");
+}
+
+/// Copies directory `from` to `to` (files and subdirectories).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The orderer's log is put back to an older copy (a restored backup) behind a peer
+/// that committed more. Before: the orderer handed the peer's seqs out again, for other
+/// transactions, and the peer would have forked. Now: the node refuses to start,
+/// saying why, and changes nothing.
+#[test]
+fn an_orderer_log_older_than_the_peers_state_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    let (node, _) = dev_node(&dev);
+    assert_eq!(
+        node.json(&["invoke", "kv", "put", "a", "1"])["code"],
+        "VALID"
+    );
+    assert!(node.stop().success());
+    let orderer = dev.join("orderer");
+    assert!(
+        orderer.join("orderer.log").is_file(),
+        "the dev node's orderer log"
+    );
+    let backup = dir.path().join("orderer-backup");
+    copy_dir(&orderer, &backup);
+    let (node, _) = dev_node(&dev);
+    for key in ["b", "c"] {
+        assert_eq!(
+            node.json(&["invoke", "kv", "put", key, "1"])["code"],
+            "VALID"
+        );
+    }
+    assert!(node.stop().success());
+    std::fs::remove_dir_all(&orderer).unwrap();
+    copy_dir(&backup, &orderer);
+
+    let kv = runnel_wasm_build::build("kv").unwrap();
+    let output = std::process::Command::new(crate::process::RUNNEL)
+        .args([
+            "dev",
+            "--dir",
+            dev.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--contracts", kv.parent().unwrap().to_str().unwrap()])
+        .env("RUNNEL_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("ORDERER_BEHIND") || stderr.contains("log ends at seq"),
+        "{stderr}"
+    );
+}

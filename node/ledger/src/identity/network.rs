@@ -170,15 +170,19 @@ impl NetworkIdentities {
 /// The directory of an organisation's TLS files, inside its directory.
 const TLS_DIR: &str = "tls";
 
-/// Writes a private key readable by its owner only.
+/// Writes a private key into a new file readable by its owner only, from its first
+/// byte: the file is created with mode 0600 (`O_CREAT | O_EXCL`), never made private
+/// afterwards, and an existing file is not overwritten.
 fn write_key(path: &Path, key_pem: &str) -> std::io::Result<()> {
-    std::fs::write(path, key_pem)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(key_pem.as_bytes())?;
+    file.sync_all()
 }
 
 /// A network as a node reads it back from disk ([`NetworkIdentities::write`]).
@@ -257,5 +261,25 @@ impl NetworkKeys {
             .iter()
             .find(|(o, r, _)| o == org && *r == role)
             .map(|(_, _, signer)| signer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_key_file_is_private_from_its_creation_and_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peer.key");
+        write_key(&path, "secret").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "secret");
+        let again = write_key(&path, "other").unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "secret");
     }
 }

@@ -34,13 +34,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::replay::RecentIds;
 use super::{
-    Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
-    admit, admit_batch,
+    Admitted, Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig,
+    OrderingMode, admit, admit_batch,
 };
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
-use crate::ids::{BlockNumber, Seq, TxId};
+use crate::ids::{BlockNumber, Seq};
 use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
@@ -55,11 +56,37 @@ pub const LOG_FILE: &str = "orderer.log";
 
 fn log_error(error: RecordError) -> OrderError {
     match error {
-        RecordError::Damaged { .. } | RecordError::NotRecordFile { .. } => {
-            OrderError::Corrupt(error.to_string())
-        }
+        RecordError::Damaged { .. }
+        | RecordError::Corrupt { .. }
+        | RecordError::NotRecordFile { .. } => OrderError::Corrupt(error.to_string()),
         other => OrderError::Log(other.to_string()),
     }
+}
+
+/// The ids of the transactions in the log that could still be admitted again, read
+/// back from its end until they are too old ([`RecentIds`]).
+fn recent_ids(
+    reader: &RecordReader,
+    txs: &[RecordAt],
+    config: &OrdererConfig,
+) -> Result<RecentIds, OrderError> {
+    let mut recent = RecentIds::new(config.proposal_window, config.replay_ids_max);
+    let now_ms = tx::now_ms();
+    let mut found = Vec::new();
+    for at in txs.iter().rev().take(config.replay_ids_max) {
+        let ordered = OrderedTx::decode(&reader.read(*at).map_err(log_error)?)?;
+        if ordered.timestamp_ms.saturating_add(recent.keep_ms()) < now_ms {
+            break;
+        }
+        // Every transaction in the log passed admission, so it decodes.
+        if let Ok((_, _, proposal)) = tx::decode_transaction(&ordered.transaction) {
+            found.push((tx::tx_id(&proposal), ordered.timestamp_ms));
+        }
+    }
+    for (tx_id, arrived_ms) in found.into_iter().rev() {
+        recent.restore(&tx_id, arrived_ms, now_ms);
+    }
+    Ok(recent)
 }
 
 /// What the sequencer, flusher, sealer and deliveries share, under one lock.
@@ -95,6 +122,8 @@ struct State {
     closed: bool,
     /// A log failure: the orderer stops, every call reports it.
     failed: Option<String>,
+    /// The ids ordered recently, to refuse replays.
+    replays: RecentIds,
 }
 
 /// The most transaction bytes the orderer keeps in memory for deliveries
@@ -370,6 +399,7 @@ impl SoloOrderer {
                 "seals reach seq {sealed_through} but the log ends at {head}"
             )));
         }
+        let replays = recent_ids(&reader, &txs, &config)?;
         // The transactions after the last seal wait for the next one.
         let now = Instant::now();
         let unsealed = txs[sealed_through.0 as usize..]
@@ -400,6 +430,7 @@ impl SoloOrderer {
                 pending_seals: VecDeque::new(),
                 closed: false,
                 failed: None,
+                replays,
             }),
             for_deliveries: Condvar::new(),
             for_flusher: Condvar::new(),
@@ -456,16 +487,24 @@ impl SoloOrderer {
     /// one lock, then wakes the flusher, the deliveries and the sealer once for all.
     fn sequence(
         &self,
-        admitted: Vec<(Vec<u8>, Result<TxId, OrderError>)>,
+        admitted: Vec<(Vec<u8>, Result<Admitted, OrderError>)>,
         received_us: u64,
     ) -> Vec<Result<Ordered, OrderError>> {
         let mut answers = Vec::with_capacity(admitted.len());
         let mut state = self.inner.lock();
+        let now_ms = tx::now_ms();
         // Every admitted transaction of the batch is appended with one write.
         let mut batch = Vec::with_capacity(admitted.len());
         let mut seq = state.head;
         for (signed_transaction, admitted) in admitted {
-            let tx_id = match admitted.and_then(|tx_id| self.inner.check(&state).map(|()| tx_id)) {
+            let tx_id = match admitted.and_then(|admitted| {
+                self.inner.check(&state)?;
+                if state.replays.insert(&admitted.tx_id, now_ms) {
+                    Ok(admitted.tx_id)
+                } else {
+                    Err(OrderError::Duplicate(admitted.tx_id))
+                }
+            }) {
                 Ok(tx_id) => tx_id,
                 Err(error) => {
                     answers.push(Err(error));
@@ -476,7 +515,7 @@ impl SoloOrderer {
             seq = seq.next();
             let (ordered, bytes) = OrderedTx {
                 seq,
-                timestamp_ms: tx::now_ms(),
+                timestamp_ms: now_ms,
                 transaction: signed_transaction,
             }
             .encode();
@@ -539,8 +578,8 @@ impl SoloOrderer {
 impl Orderer for SoloOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         let received_us = tx::now_us();
-        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
-        let mut ordered = self.sequence(vec![(signed_transaction, Ok(tx_id))], received_us);
+        let admitted = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
+        let mut ordered = self.sequence(vec![(signed_transaction, Ok(admitted))], received_us);
         ordered.pop().unwrap_or(Err(OrderError::Closed))
     }
 
@@ -558,7 +597,21 @@ impl Orderer for SoloOrderer {
     }
 
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
-        self.inner.check(&self.inner.lock())?;
+        {
+            let state = self.inner.lock();
+            self.inner.check(&state)?;
+            // A reader holds only what this log made durable and delivered: one that is
+            // further on has seen a log this one is not (restored from an older copy, or
+            // replaced). Serving it would hand out its seqs again, for other transactions.
+            if from.0 > state.head.0 + 1 || next_block.0 > state.sealed.0 + 1 {
+                return Err(OrderError::Behind {
+                    reader_seq: Seq(from.0.saturating_sub(1)),
+                    reader_block: BlockNumber(next_block.0.saturating_sub(1)),
+                    height: state.head,
+                    block: state.sealed,
+                });
+            }
+        }
         Ok(Box::new(SoloDelivery {
             inner: self.inner.clone(),
             next_seq: Seq(from.0.max(1)),

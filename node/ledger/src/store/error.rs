@@ -134,12 +134,12 @@ impl From<sled::Error> for StoreError {
 impl From<RecordError> for StoreError {
     fn from(error: RecordError) -> Self {
         match error {
-            RecordError::Damaged { .. } | RecordError::NotRecordFile { .. } => {
-                StoreError::Corrupt {
-                    what: "transaction file",
-                    detail: error.to_string(),
-                }
-            }
+            RecordError::Damaged { .. }
+            | RecordError::Corrupt { .. }
+            | RecordError::NotRecordFile { .. } => StoreError::Corrupt {
+                what: "transaction file",
+                detail: error.to_string(),
+            },
             other => StoreError::Sled(other.to_string()),
         }
     }

@@ -164,6 +164,10 @@ fn check(
     if proposal.channel != config.channel || proposal.contract.is_empty() {
         return Err(ValidationCode::BadPayload);
     }
+    // The orderer's timestamp, the same on every peer, is the clock.
+    if tx::check_window(proposal.timestamp_ms, timestamp_ms, config.proposal_window).is_err() {
+        return Err(ValidationCode::TimestampOutOfWindow);
+    }
     let signed_proposal = transaction.proposal.unwrap_or_default();
     let proposal_hash = tx::sha256(&signed_proposal.proposal);
     let payload = ResponsePayload::decode(transaction.payload.as_slice())

@@ -36,6 +36,12 @@ struct Peer {
 
 impl Peer {
     fn open(dir: &Path) -> Peer {
+        Peer::open_with(dir, runnel_ledger::tx::PROPOSAL_WINDOW)
+    }
+
+    /// A peer whose endorsers and orderer admit proposals within `admit_window` of their
+    /// clocks, while its validator keeps the network's default window.
+    fn open_with(dir: &Path, admit_window: StdDuration) -> Peer {
         let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
         let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
         let orderer = Arc::new(
@@ -44,6 +50,10 @@ impl Peer {
                 OrdererConfig {
                     seal_max_txs: 3,
                     seal_max_delay: StdDuration::from_millis(20),
+                    proposal_window: admit_window,
+                    // The orderer refuses a replay it remembers; remembering one id lets
+                    // these tests order replays, to see what the validator makes of them.
+                    replay_ids_max: 1,
                     ..OrdererConfig::default()
                 },
                 msp.clone(),
@@ -75,7 +85,10 @@ impl Peer {
         );
         let endorser = |org: &str, role: Role| {
             Endorser::new(
-                EndorserConfig::default(),
+                EndorserConfig {
+                    proposal_window: admit_window,
+                    ..EndorserConfig::default()
+                },
                 msp.clone(),
                 signer(org, role),
                 runtime.clone(),
@@ -252,7 +265,7 @@ fn invalid_transactions_are_recorded_with_fabrics_codes_and_write_nothing() {
     assert_eq!(code, ValidationCode::EndorsementPolicyFailure);
     assert_eq!(peer.world.store().get("kv", b"a").unwrap(), None);
 
-    // Both: valid. The same bytes again: a duplicate, though the orderer took it.
+    // Both: valid. The same bytes again, after the orderer forgot the id: a duplicate.
     let p = proposal(&client, "kv", "put", put("a", "2"));
     let both: Vec<Endorsed> = peer.peers[..2]
         .iter()
@@ -261,6 +274,16 @@ fn invalid_transactions_are_recorded_with_fabrics_codes_and_write_nothing() {
     let tx_id = both[0].tx_id;
     let bytes = assemble(&client, &p, &both);
     assert_eq!(submit(&peer, tx_id, bytes.clone()).1, ValidationCode::Valid);
+    let other = proposal(&client, "kv", "put", put("b", "1"));
+    let endorsed: Vec<Endorsed> = peer.peers[..2]
+        .iter()
+        .map(|e| e.endorse(&other).unwrap())
+        .collect();
+    submit(
+        &peer,
+        endorsed[0].tx_id,
+        assemble(&client, &other, &endorsed),
+    );
     assert_eq!(submit(&peer, tx_id, bytes).1, ValidationCode::DuplicateTxid);
     assert_eq!(
         peer.world.store().get("kv", b"a").unwrap().unwrap().value,
@@ -392,5 +415,43 @@ fn a_restarted_peer_resumes_state_stream_and_seal_chain() {
     assert_eq!(seals.first().unwrap().first, Seq(1));
     assert!(seals.windows(2).all(|w| w[1].first == w[0].last.next()));
     assert_eq!(seals.last().unwrap().last, Seq(9));
+    peer.close();
+}
+
+#[test]
+fn a_proposal_dated_outside_the_window_of_the_orderers_timestamp_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    // Endorsers and orderer admit proposals an hour off; validation allows 15 minutes,
+    // measured against the orderer's timestamp, which every peer reads from the stream.
+    let peer = Peer::open_with(dir.path(), StdDuration::from_secs(3600));
+    assert_eq!(deploy(&peer, "", false), ValidationCode::Valid);
+    let client = signer("Org1", Role::Client);
+    for (minutes_off, expected) in [
+        (20, ValidationCode::TimestampOutOfWindow),
+        (-20, ValidationCode::TimestampOutOfWindow),
+        (14, ValidationCode::Valid),
+    ] {
+        let mut p = tx::new_proposal(
+            "main",
+            "kv",
+            "put",
+            put(&format!("k{minutes_off}"), "1"),
+            &client,
+        );
+        let off_ms = minutes_off * 60 * 1000_i64;
+        p.timestamp_ms = p.timestamp_ms.checked_add_signed(-off_ms).unwrap();
+        let signed = tx::sign_proposal(&client, &p);
+        let endorsed: Vec<Endorsed> = peer
+            .peers
+            .iter()
+            .map(|e| e.endorse(&signed).unwrap())
+            .collect();
+        let (_, code) = submit(
+            &peer,
+            endorsed[0].tx_id,
+            assemble(&client, &signed, &endorsed),
+        );
+        assert_eq!(code, expected, "{minutes_off} minutes off");
+    }
     peer.close();
 }
