@@ -12,7 +12,7 @@ import { DeployRequestSchema, SignedProposalSchema } from "./gen/runnel/v1/trans
 import type { ContractContext } from "./contract.js";
 import { checkStatus, Transaction, type CommitWait } from "./proposal.js";
 import type { ContractDefinition } from "./query.js";
-import { encodeProposal, newProposalMessage, proposalMessage, transactionId, transactionMessage } from "./tx.js";
+import { encodeProposal, newProposalMessage, proposalMessage, transactionId } from "./tx.js";
 import type { Status } from "./errors.js";
 
 /** The namespace of contract definitions and lifecycle calls. */
@@ -79,13 +79,12 @@ export async function deployContract(context: ContractContext, options: DeployOp
   } catch (cause) {
     throw new EndorseError(options.upgrade === true ? "upgrade" : "deploy", { url: clients.url, transactionId: id, cause });
   }
-  const transaction = new Transaction(
+  // The admin signs only the lifecycle transaction it proposed (as for any endorsement).
+  const transaction = await Transaction.endorsed(
     context,
-    response.transaction,
-    await transactionMessage(response.transaction),
-    response.txId,
-    new Uint8Array(),
-    undefined,
+    options.upgrade === true ? "upgrade" : "deploy",
+    { proposal: bytes, signature, transactionId: id },
+    { txId: response.txId, transaction: response.transaction },
   );
   const commit = await transaction.submit(options);
   const status = checkStatus(await commit.getStatus({ ...options, wait: options.commitWait ?? "durable" }));

@@ -11,7 +11,7 @@ export { inMemoryCheckpointer, parseCheckpoint, serializeCheckpoint, StateCheckp
 export type { EvaluateOptions, ProposalOptions, SubmitOptions, SubmittedTransaction } from "./contract.js";
 export { Contract } from "./contract.js";
 export type { Sha256 } from "./crypto.js";
-export type { GatewayErrorDetails, Status, ValidationCodeName } from "./errors.js";
+export type { GatewayErrorDetails, Status, TransactionMismatchDetails, ValidationCodeName } from "./errors.js";
 export {
   CommitError,
   CommitStatusError,
@@ -21,6 +21,7 @@ export {
   GatewayError,
   QueryError,
   SubmitError,
+  TransactionMismatchError,
   VALIDATION_CODE_HEADER,
   validationCodeName,
 } from "./errors.js";
@@ -40,7 +41,7 @@ export type { GatewayOptions, TransportGatewayOptions } from "./gateway.js";
 export { connectWithTransport, Gateway, Network } from "./gateway.js";
 export type { Identity } from "./identity.js";
 export { identityCertificate, identityFromDer, identityFromPem } from "./identity.js";
-export type { CommitStatusOptions, CommitWait } from "./proposal.js";
+export type { CommitStatusOptions, CommitWait, TransactionOptions } from "./proposal.js";
 export { Commit, Proposal, Transaction } from "./proposal.js";
 export type {
   ContractDefinition,

@@ -91,6 +91,49 @@ export class CommitStatusError extends GatewayError {}
 /** A query, stream or admin call failed. */
 export class QueryError extends GatewayError {}
 
+/** What {@link TransactionMismatchError} is made from. */
+export interface TransactionMismatchDetails {
+  /** The step that was given the transaction: "endorse", "deploy", "upgrade", "transaction". */
+  step: string;
+  /** The node's URL; empty for bytes handed to `Gateway.newTransaction`. */
+  url: string;
+  /** The id of the proposal the client sent (or, for bytes given offline, the one embedded). */
+  transactionId: string;
+  /** What differs, for the message. */
+  reason: string;
+}
+
+/**
+ * The transaction a node returned for signing is not the one the client asked for: it
+ * embeds another proposal or another signature of it, answers with another id, or carries
+ * a payload endorsed for another proposal. Nothing was signed or submitted. A node that
+ * answers so is broken or hostile; retrying against it is pointless.
+ */
+export class TransactionMismatchError extends Error {
+  /** Always `"TRANSACTION_MISMATCH"`. */
+  readonly code = "TRANSACTION_MISMATCH";
+  /** The step that was given the transaction: "endorse", "deploy", "upgrade", "transaction". */
+  readonly step: string;
+  /** The node's URL; empty for bytes handed to `Gateway.newTransaction`. */
+  readonly url: string;
+  /** The id of the proposal the client sent. */
+  readonly transactionId: string;
+  /** What differs. */
+  readonly reason: string;
+
+  constructor(details: TransactionMismatchDetails) {
+    const from = details.url === "" ? "" : ` from ${details.url}`;
+    super(
+      `${details.step} of transaction ${details.transactionId}: refused to sign the transaction${from}: ${details.reason}`,
+    );
+    this.name = "TransactionMismatchError";
+    this.step = details.step;
+    this.url = details.url;
+    this.transactionId = details.transactionId;
+    this.reason = details.reason;
+  }
+}
+
 /** The status of a committed transaction, as {@link Commit.getStatus} returns it. */
 export interface Status {
   /** The transaction's id, lowercase hex. */

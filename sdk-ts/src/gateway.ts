@@ -21,7 +21,7 @@ import {
   type TransactionEventsOptions,
 } from "./events.js";
 import type { Identity } from "./identity.js";
-import { Commit, Proposal, Transaction } from "./proposal.js";
+import { Commit, Proposal, Transaction, type TransactionOptions } from "./proposal.js";
 import { Query } from "./query.js";
 import type { Signer } from "./signing.js";
 import { getTrace, traceStream, type Trace } from "./trace.js";
@@ -151,9 +151,15 @@ export class Gateway implements Disposable {
     return Proposal.fromBytes(this.#context(""), bytes);
   }
 
-  /** An unsigned transaction from its bytes (`Transaction.getBytes`); see {@link Gateway.newProposal}. */
-  async newTransaction(bytes: Uint8Array): Promise<Transaction> {
-    return Transaction.fromBytes(this.#context(""), bytes);
+  /**
+   * An unsigned transaction from its bytes (`Transaction.getBytes`); see
+   * {@link Gateway.newProposal}. Before it hands out a digest to sign, it checks that the
+   * payload was endorsed for the proposal embedded, that this proposal's creator is the
+   * gateway's identity and, given `options.proposal`, that it is exactly that proposal;
+   * otherwise it throws a `TransactionMismatchError`.
+   */
+  async newTransaction(bytes: Uint8Array, options?: TransactionOptions): Promise<Transaction> {
+    return Transaction.fromBytes(this.#context(""), bytes, undefined, options);
   }
 
   /** A proposal signed offline: its bytes (`Proposal.getBytes`) and the signature of its digest. */
@@ -161,9 +167,12 @@ export class Gateway implements Disposable {
     return Proposal.fromBytes(this.#context(""), bytes, signature);
   }
 
-  /** A transaction signed offline: its bytes (`Transaction.getBytes`) and the signature of its digest. */
-  async newSignedTransaction(bytes: Uint8Array, signature: Uint8Array): Promise<Transaction> {
-    return Transaction.fromBytes(this.#context(""), bytes, signature);
+  /**
+   * A transaction signed offline: its bytes (`Transaction.getBytes`) and the signature of
+   * its digest, checked as {@link Gateway.newTransaction} checks them.
+   */
+  async newSignedTransaction(bytes: Uint8Array, signature: Uint8Array, options?: TransactionOptions): Promise<Transaction> {
+    return Transaction.fromBytes(this.#context(""), bytes, signature, options);
   }
 
   /** A handle on the status of a transaction submitted earlier (by any client). */

@@ -8,23 +8,20 @@
 
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { callOptions, type CallOptions, type Clients } from "./client.js";
+import { mismatch, readTransaction, type Expected } from "./endorsed.js";
 import {
   CommitError,
   CommitStatusError,
   EndorseError,
   EvaluateError,
   SubmitError,
+  TransactionMismatchError,
   validationCodeName,
   type Status,
 } from "./errors.js";
 import { TxPhase, ValidationCode, type CommitStatusResponse } from "./gen/runnel/v1/api_pb.js";
-import {
-  ProposalSchema,
-  ResponsePayloadSchema,
-  SignedProposalSchema,
-  SignedTransactionSchema,
-  TransactionSchema,
-} from "./gen/runnel/v1/transaction_pb.js";
+import { ProposalSchema, SignedProposalSchema, SignedTransactionSchema } from "./gen/runnel/v1/transaction_pb.js";
+import type { Identity } from "./identity.js";
 import type { Signer } from "./signing.js";
 import { proposalMessage, transactionId, transactionMessage } from "./tx.js";
 
@@ -39,6 +36,27 @@ export type CommitWait = "validated" | "durable";
 export interface StepContext {
   readonly clients: Clients;
   readonly signer: Signer | undefined;
+  /** The gateway's identity: the creator of the proposals it may sign transactions for. */
+  readonly identity?: Identity;
+}
+
+/** Options of `Gateway.newTransaction` and `Gateway.newSignedTransaction`. */
+export interface TransactionOptions {
+  /**
+   * The proposal the transaction must embed, byte for byte (and its signature, when it
+   * was signed): the one that was endorsed. Without it, only what the bytes say of
+   * themselves is checked (the payload is endorsed for the embedded proposal, whose
+   * creator is the gateway's identity).
+   */
+  proposal?: Proposal;
+}
+
+/** The answer of an endorsement: the transaction to sign, its id and result as the node says. */
+export interface EndorsedAnswer {
+  readonly txId: string;
+  readonly transaction: Uint8Array;
+  /** The result beside the transaction; undefined where the call has none (deploy). */
+  readonly result?: Uint8Array;
 }
 
 async function sign(context: StepContext, message: Uint8Array, what: string): Promise<Uint8Array> {
@@ -111,6 +129,12 @@ export class Proposal {
     return this.#digest;
   }
 
+  /** @internal What an endorsed transaction must embed: these bytes, and the signature once signed. */
+  expected(): Expected {
+    const expected = { proposal: this.#bytes, transactionId: this.#transactionId };
+    return this.#signature === undefined ? expected : { ...expected, signature: this.#signature };
+  }
+
   async #signed(): Promise<{ proposal: Uint8Array; signature: Uint8Array }> {
     this.#signature ??= await sign(this.#context, this.#digest, "proposal");
     return create(SignedProposalSchema, { proposal: this.#bytes, signature: this.#signature });
@@ -131,7 +155,11 @@ export class Proposal {
     }
   }
 
-  /** Gathers the endorsements the contract's policy needs; returns the transaction to submit. */
+  /**
+   * Gathers the endorsements the contract's policy needs; returns the transaction to
+   * submit. Throws a `TransactionMismatchError` if the node's transaction is not this
+   * proposal's (see {@link Transaction.endorsed}).
+   */
   async endorse(options?: CallOptions): Promise<Transaction> {
     const clients = this.#context.clients;
     const proposal = await this.#signed();
@@ -141,8 +169,7 @@ export class Proposal {
     } catch (cause) {
       throw new EndorseError("endorse", { url: clients.url, transactionId: this.#transactionId, cause });
     }
-    const digest = await transactionMessage(response.transaction);
-    return new Transaction(this.#context, response.transaction, digest, response.txId, response.result, undefined);
+    return Transaction.endorsed(this.#context, "endorse", this.expected(), response);
   }
 }
 
@@ -172,22 +199,68 @@ export class Transaction {
     this.#signature = signature;
   }
 
-  /** @internal A transaction from its encoding (and signature, if signed offline). */
+  /**
+   * @internal The transaction a node answered an endorsement with, once checked: it
+   * embeds exactly the signed proposal sent, under that proposal's id, with a payload
+   * endorsed for it (its `proposal_hash`) and the result the node answered with. Nothing
+   * is signed before this holds: a node could otherwise have the client sign another
+   * function, other arguments, or someone else's proposal.
+   *
+   * @throws TransactionMismatchError if it does not hold.
+   */
+  static async endorsed(
+    context: StepContext,
+    step: string,
+    sent: Expected,
+    answer: EndorsedAnswer,
+  ): Promise<Transaction> {
+    const url = context.clients.url;
+    const id = sent.transactionId ?? answer.txId;
+    let transaction;
+    try {
+      transaction = await readTransaction(answer.transaction);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new TransactionMismatchError({ step, url, transactionId: id, reason });
+    }
+    const expected = { ...sent, answeredId: answer.txId };
+    const reason = await mismatch(
+      transaction,
+      answer.result === undefined ? expected : { ...expected, answeredResult: answer.result },
+    );
+    if (reason !== undefined) throw new TransactionMismatchError({ step, url, transactionId: id, reason });
+    const digest = await transactionMessage(answer.transaction);
+    return new Transaction(context, answer.transaction, digest, transaction.transactionId, transaction.result, undefined);
+  }
+
+  /**
+   * @internal A transaction from its encoding (and signature, if signed offline), checked
+   * before its digest is handed out: its payload is endorsed for the proposal it embeds,
+   * that proposal's creator is the gateway's identity, and, given `options.proposal`, it
+   * is exactly that proposal.
+   *
+   * @throws TypeError if the bytes are not an encoded `Transaction`.
+   * @throws TransactionMismatchError if the check fails.
+   */
   static async fromBytes(
     context: StepContext,
     bytes: Uint8Array,
     signature?: Uint8Array,
+    options: TransactionOptions = {},
   ): Promise<Transaction> {
-    const transaction = decode("Transaction", () => fromBinary(TransactionSchema, bytes));
-    const proposal = decode("Transaction's proposal", () =>
-      fromBinary(ProposalSchema, transaction.proposal?.proposal ?? new Uint8Array()),
-    );
-    const payload = decode("Transaction's payload", () => fromBinary(ResponsePayloadSchema, transaction.payload));
-    const [digest, id] = await Promise.all([
-      transactionMessage(bytes),
-      transactionId(proposal.nonce, proposal.creator),
-    ]);
-    return new Transaction(context, bytes, digest, id, payload.result, signature);
+    const transaction = await readTransaction(bytes);
+    const creator = context.identity?.credentials;
+    const expected: Expected = {
+      ...(options.proposal?.expected() ?? {}),
+      ...(creator === undefined || creator.length === 0 ? {} : { creator }),
+    };
+    const reason = await mismatch(transaction, expected);
+    if (reason !== undefined) {
+      const id = expected.transactionId ?? transaction.transactionId;
+      throw new TransactionMismatchError({ step: "transaction", url: "", transactionId: id, reason });
+    }
+    const digest = await transactionMessage(bytes);
+    return new Transaction(context, bytes, digest, transaction.transactionId, transaction.result, signature);
   }
 
   /** The transaction's id. */
