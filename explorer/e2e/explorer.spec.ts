@@ -7,7 +7,7 @@
  */
 
 import type { Page } from "@playwright/test";
-import { CHANNEL, expect, test, uniqueKey } from "./fixtures.js";
+import { CHANNEL, expect, giveNetworkCa, initNetwork, networkCaPem, test, uniqueKey } from "./fixtures.js";
 
 /** Transactions in the burst test (EXPLORER_BURST_TRANSACTIONS for a longer run), and how many are in flight at once. */
 const BURST_TRANSACTIONS = Number(process.env.EXPLORER_BURST_TRANSACTIONS ?? 1_500);
@@ -203,8 +203,10 @@ test("contracts: deployed contracts with version, policy and code hash", async (
   await snap("contract");
 });
 
-test("blocks: live list, a block's seal with its signature checked, and an inclusion proof verified in the browser", async ({ page, client, snap }) => {
+test("blocks: live list, a block's seal with its signature checked, and an inclusion proof verified in the browser", async ({ page, node, client, snap }) => {
   const kv = client.getNetwork(CHANNEL).getContract("kv");
+  // The network's CA, read from the node's own directory, given as a user would.
+  await giveNetworkCa(page, node.caPem);
   await page.goto("/blocks");
   await expect(page.locator("[data-connection=live]")).toBeAttached();
   // A few at once, so that the block likely holds several and the proof has a path.
@@ -226,20 +228,96 @@ test("blocks: live list, a block's seal with its signature checked, and an inclu
   await expect(page).toHaveURL(`/blocks/${block}`);
   const seal = page.getByTestId("seal");
   await expect(seal).toContainText(/[0-9a-f]{64}/);
-  await expect(page.getByTestId("seal-check")).toHaveAttribute("data-valid", "true");
-  await expect(page.getByTestId("seal-check")).toContainText("Signature verified");
+  await expect(page.getByTestId("seal-check")).toHaveAttribute("data-state", "verified");
+  await expect(page.getByTestId("seal-check")).toContainText("✓ Seal verified");
+  await expect(page.getByTestId("seal-check")).toContainText("Org1's CA");
   const txs = page.getByRole("table", { name: "Transactions" });
   const row = txs.getByRole("row").filter({ has: page.locator(`a[href="/transactions/${submitted.getTransactionId()}"]`) });
   await row.getByRole("button", { name: /Verify the inclusion/ }).click();
   const proof = page.getByTestId("inclusion-check");
-  await expect(proof).toHaveAttribute("data-valid", "true");
+  await expect(proof).toHaveAttribute("data-state", "verified");
   await expect(proof).toContainText(`seq ${(await submitted.getStatus()).seq} is in block #${block}`);
   await snap("block");
 
   // The same check from the transaction's own page.
   await page.goto(`/transactions/${submitted.getTransactionId()}`);
   await page.getByRole("button", { name: "Verify inclusion in this browser" }).click();
-  await expect(page.getByTestId("inclusion-check")).toHaveAttribute("data-valid", "true");
+  await expect(page.getByTestId("inclusion-check")).toHaveAttribute("data-state", "verified");
+});
+
+test("seal and proof checks: ✓ only with the network's CA; none given is not verified; another network's CA fails", async ({ page, node, client, snap }) => {
+  const kv = client.getNetwork(CHANNEL).getContract("kv");
+  const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("trust"), "checked"] });
+  await submitted.getStatus();
+  let block = 0n;
+  await expect
+    .poll(async () => {
+      block = (await client.getQuery().getTransaction(submitted.getTransactionId())).block;
+      return block;
+    })
+    .toBeGreaterThan(0n);
+  const seal = page.getByTestId("seal-check");
+  const proof = page.getByTestId("inclusion-check");
+  const verifyInclusion = async () => {
+    const row = page.getByRole("table", { name: "Transactions" }).getByRole("row").filter({ has: page.locator(`a[href="/transactions/${submitted.getTransactionId()}"]`) });
+    await row.getByRole("button", { name: /Verify the inclusion/ }).click();
+  };
+
+  // No CA given: neither ✓ nor ✕, and a way to give one.
+  await page.goto(`/blocks/${block}`);
+  await expect(seal).toHaveAttribute("data-state", "unverified");
+  await expect(seal).toContainText("Not verified: no network CA given.");
+  await expect(seal).not.toContainText("✓");
+  await verifyInclusion();
+  await expect(proof).toHaveAttribute("data-state", "unverified");
+  await expect(proof).not.toContainText("✓");
+  await snap("block-unverified", ["light"]);
+  await page.goto(`/transactions/${submitted.getTransactionId()}`);
+  await page.getByRole("button", { name: "Verify inclusion in this browser" }).click();
+  await expect(proof).toHaveAttribute("data-state", "unverified");
+  await proof.getByRole("link", { name: "Give the network's CA certificates" }).click();
+  await expect(page).toHaveURL("/settings");
+  await expect(page.getByTestId("trusted-cas")).toHaveAttribute("data-count", "0");
+
+  // Something that is no CA certificate is refused, and nothing is kept.
+  await page.getByLabel("CA certificates (PEM)").fill("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----");
+  await page.getByRole("button", { name: "Save" }).click();
+  await expect(page.getByRole("alert")).toContainText("Not saved: CA certificate 1: not an X.509 certificate");
+  await expect(page.getByTestId("trusted-cas")).toHaveAttribute("data-count", "0");
+
+  // The node's CA, loaded from its file (identities/Org1/ca.pem in the node's directory).
+  await page.getByLabel("Or load the files").setInputFiles({ name: "ca.pem", mimeType: "application/x-pem-file", buffer: Buffer.from(node.caPem) });
+  await expect(page.getByLabel("CA certificates (PEM)")).toHaveValue(node.caPem.trim());
+  await page.getByRole("button", { name: "Save" }).click();
+  await expect(page.getByTestId("network-ca-message")).toHaveText("Saved: 1 CA certificate (Org1).");
+  await expect(page.getByTestId("trusted-cas")).toHaveAttribute("data-count", "1");
+  await expect(page.getByTestId("trusted-cas")).toContainText("O=Org1, CN=ca.Org1");
+  await snap("settings");
+  await page.goto(`/blocks/${block}`);
+  await expect(seal).toHaveAttribute("data-state", "verified");
+  await expect(seal).toContainText("✓ Seal verified");
+  await verifyInclusion();
+  await expect(proof).toHaveAttribute("data-state", "verified");
+  await expect(proof).toContainText("✓ Inclusion verified");
+
+  // Another network's CA: the same name, its own key. The node's seals do not chain to it.
+  await giveNetworkCa(page, networkCaPem(initNetwork(["Org1"])));
+  await page.goto(`/blocks/${block}`);
+  await expect(seal).toHaveAttribute("data-state", "failed");
+  await expect(seal).toContainText("✕ Seal check failed");
+  await expect(seal.getByTestId("check-reason")).toHaveText("the seal's certificate: it is not signed by the trusted CA O=Org1, CN=ca.Org1");
+  await expect(seal).not.toContainText("✓");
+  await verifyInclusion();
+  await expect(proof).toHaveAttribute("data-state", "failed");
+  await expect(proof.getByTestId("check-reason")).toContainText("it is not signed by the trusted CA O=Org1, CN=ca.Org1");
+  await snap("block-wrong-ca", ["light"]);
+
+  // Removed: back to not verified.
+  await page.goto("/settings");
+  await page.getByRole("button", { name: "Remove" }).click();
+  await expect(page.getByTestId("trusted-cas")).toHaveAttribute("data-count", "0");
+  await page.goto(`/blocks/${block}`);
+  await expect(seal).toHaveAttribute("data-state", "unverified");
 });
 
 test("a burst of transactions: the page keeps up, renders only the visible rows, and charts it", async ({ page, client, snap }) => {

@@ -1,8 +1,9 @@
 /**
  * What the end-to-end tests share: a real node per worker serving the explorer's build
  * (explorer/dist, as `runnel dev --explorer` serves it; the node harness is the SDK's tests'
- * own, sdk-ts/test/node.ts), a client of it through @runnel/sdk over gRPC (Node.js), and
- * `snap`, which saves each page in light and dark.
+ * own, sdk-ts/test/node.ts), a client of it through @runnel/sdk over gRPC (Node.js),
+ * `snap`, which saves each page in light and dark, and `giveNetworkCa`, which gives the
+ * explorer a network CA through its Settings page, as a user does.
  */
 
 import { test as base, expect, type Page } from "@playwright/test";
@@ -12,7 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RunnelNode } from "../../sdk-ts/test/node.js";
 
-export { CHANNEL, uniqueKey } from "../../sdk-ts/test/node.js";
+export { CHANNEL, initNetwork, networkCaPem, uniqueKey } from "../../sdk-ts/test/node.js";
 export { expect };
 
 type Theme = "light" | "dark";
@@ -68,3 +69,11 @@ async function screenshot(page: Page, name: string, themes: readonly Theme[] = [
   if (themes.includes("dark")) await page.getByRole("button", { name: "Switch to light theme" }).click();
 }
 
+
+/** Pastes `pem` as the network's CA certificates on the Settings page and saves it; stays there. */
+export async function giveNetworkCa(page: Page, pem: string): Promise<void> {
+  await page.goto("/settings");
+  await page.getByLabel("CA certificates (PEM)").fill(pem);
+  await page.getByRole("button", { name: "Save" }).click();
+  await expect(page.getByTestId("network-ca-message")).toContainText("Saved:");
+}

@@ -11,6 +11,7 @@ import { DashboardPage } from "./pages/DashboardPage";
 import { KeyPage } from "./pages/KeyPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { SearchPage } from "./pages/SearchPage";
+import { SettingsPage } from "./pages/SettingsPage";
 import { TransactionPage } from "./pages/TransactionPage";
 import { TransactionsPage } from "./pages/TransactionsPage";
 import { Link, paths, useRoute, type PageName, type Route } from "./router";
@@ -32,6 +33,7 @@ const TITLES: Record<PageName, string> = {
   contract: "Contract",
   key: "Key",
   search: "Search",
+  settings: "Settings",
   "not-found": "Not found",
 };
 
@@ -65,6 +67,11 @@ export function App(): JSX.Element {
           <ul>
             <li>
               <SearchBox />
+            </li>
+            <li>
+              <Link href={paths.settings()} aria-current={route.page === "settings" ? "page" : undefined}>
+                Settings
+              </Link>
             </li>
             <li>
               <ThemeToggle />
@@ -102,6 +109,8 @@ function Page(props: { route: Route }): JSX.Element {
       return <KeyPage namespace={param("namespace")} keyName={param("key")} />;
     case "search":
       return <SearchPage q={route.query.get("q") ?? ""} />;
+    case "settings":
+      return <SettingsPage />;
     case "not-found":
       return <NotFoundPage />;
   }

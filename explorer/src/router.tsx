@@ -2,7 +2,7 @@
  * Real URLs for every page (the history API): the node serves index.html for any path
  * it does not know, and the explorer picks the page here.
  *
- * Matched here, not by a router library: nine fixed patterns compare segment by segment,
+ * Matched here, not by a router library: ten fixed patterns compare segment by segment,
  * and the pages read the match as a plain value (`Route`), where preact-iso or wouter
  * would bring their own components and history handling; `URLPattern` is not yet in every
  * browser.
@@ -28,6 +28,7 @@ export type PageName =
   | "contract"
   | "key"
   | "search"
+  | "settings"
   | "not-found";
 
 const ROUTES: readonly (readonly [string, PageName])[] = [
@@ -40,6 +41,7 @@ const ROUTES: readonly (readonly [string, PageName])[] = [
   ["/contracts/:name", "contract"],
   ["/keys/:namespace/:key", "key"],
   ["/search", "search"],
+  ["/settings", "settings"],
 ];
 
 /** The route of a location's path and query. */
@@ -84,6 +86,7 @@ export const paths = {
   contract: (name: string) => `/contracts/${encodeURIComponent(name)}`,
   key: (namespace: string, key: string) => `/keys/${encodeURIComponent(namespace)}/${encodeURIComponent(key)}`,
   search: (q: string) => `/search?q=${encodeURIComponent(q)}`,
+  settings: () => "/settings",
 };
 
 const NAVIGATE = "runnel:navigate";

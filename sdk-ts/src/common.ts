@@ -53,8 +53,10 @@ export type {
   TransactionDetail,
 } from "./query.js";
 export { Query } from "./query.js";
-export type { InclusionCheck, InclusionProof, SealCheck } from "./proof.js";
-export { SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
+export type { InclusionCheck, InclusionProof, SealCheck, VerifyOptions } from "./proof.js";
+export { NO_TRUSTED_CA, SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
+export type { CaCertificates, IdentityCheck, Role, TrustedCa, VerifiedIdentity } from "./msp.js";
+export { parseTrustedCas, ROLES, TRUSTED_CAS_MAX, verifyIdentity } from "./msp.js";
 export type { Certificate } from "./x509.js";
 export { CERTIFICATE_BYTES_MAX, parseCertificate } from "./x509.js";
 export type { Signer } from "./signing.js";

@@ -1,11 +1,13 @@
 /**
  * Checks of what the orderer signed, made by the client without trusting the node: a
- * block's seal signature, and a transaction's inclusion proof (RFC 6962 audit path from
- * the transaction's hash to the seal's Merkle root). The same rules as the node's
- * node/ledger/src/block.rs. The orderer's certificate is read with @peculiar/x509 (x509.ts);
- * SHA-256 comes from the platform, and the Ed25519 signature is checked with WebCrypto
- * in Node.js and browsers alike. A browser whose WebCrypto lacks Ed25519 gets
- * `valid: false` with that reason, never an exception.
+ * block's seal, and a transaction's inclusion proof (RFC 6962 audit path from the
+ * transaction's hash to the seal's Merkle root). The same rules as the node's
+ * node/ledger/src/block.rs: the orderer's certificate must chain to one of the network's
+ * organisation CAs, which the caller gives (msp.ts), never to one the answer carries, with
+ * the role orderer, valid at the seal's own time. SHA-256 comes from the platform, and the
+ * Ed25519 signature is checked with WebCrypto in Node.js and browsers alike. A check
+ * answers with a value, `valid` and the reason when not; it never throws on bad input, and
+ * without trusted CAs it is never valid.
  */
 
 import { fromBinary } from "@bufbuild/protobuf";
@@ -13,10 +15,16 @@ import { concat, toHex, utf8Bytes } from "./bytes.js";
 import { sha256 } from "./crypto.js";
 import type { Block } from "./events.js";
 import { BlockSealSchema, SignedSealSchema } from "./gen/runnel/v1/block_pb.js";
-import { ED25519, parseCertificate } from "./x509.js";
+import { ProposalSchema, SignedTransactionSchema, TransactionSchema } from "./gen/runnel/v1/transaction_pb.js";
+import { parseTrustedCas, verifyIdentity, type CaCertificates, type TrustedCa } from "./msp.js";
+import { transactionId as idOf } from "./tx.js";
+import { ED25519 } from "./x509.js";
 
 /** What the orderer signs for a seal: this domain, then sha256 of the `BlockSeal` bytes. */
 export const SEAL_DOMAIN = "runnel.seal.v1";
+
+/** The reason of a check made without trusted CAs. */
+export const NO_TRUSTED_CA = "no trusted orderer CA given";
 
 /** A transaction's proof of inclusion, as `Query.getInclusionProof` returns it. */
 export interface InclusionProof {
@@ -30,14 +38,33 @@ export interface InclusionProof {
   readonly path: readonly Uint8Array[];
 }
 
+/** What a check trusts. */
+export interface VerifyOptions {
+  /**
+   * The network's organisation CA certificates (`identities/<org>/ca.pem`, which `runnel
+   * init` and `runnel dev` write): PEM text, DER, or as `parseTrustedCas` read them. Taken
+   * from the network's configuration, never from the node being checked. None: the check
+   * is not valid.
+   */
+  readonly trustedCas: CaCertificates;
+}
+
 /** The outcome of {@link verifySeal}. */
 export interface SealCheck {
-  /** The seal decodes, its hash is the block's, and the orderer's signature verifies. */
+  /**
+   * The seal decodes, hashes to the block's hash and agrees with its fields; its orderer's
+   * certificate chains to a trusted CA with the role orderer, valid at the seal's time; and
+   * the orderer's signature over the seal verifies.
+   */
   readonly valid: boolean;
   /** Why not, when not valid. */
   readonly reason?: string;
-  /** The orderer's X.509 certificate (DER) the seal carries. */
+  /** The orderer's X.509 certificate (DER) the seal carries; empty if the seal does not decode. */
   readonly orderer: Uint8Array;
+  /** The organisation whose trusted CA issued the orderer's certificate, when it chains to one. */
+  readonly ordererOrg?: string;
+  /** The orderer's common name, when its certificate chains to a trusted CA. */
+  readonly ordererName?: string;
 }
 
 /** The outcome of {@link verifyInclusionProof}. */
@@ -46,14 +73,17 @@ export interface InclusionCheck extends SealCheck {
   readonly leaf: string;
   /** Hex root the path leads to from the leaf; equal to the seal's `txRoot` when included. */
   readonly computedRoot: string;
+  /** The id of the transaction the proof carries; empty when its bytes do not decode. */
+  readonly transactionId: string;
 }
 
 /**
- * Checks a block's signed seal: it decodes, hashes to the block's `hash`, agrees with the
- * block's fields, and carries a valid Ed25519 signature of the certificate in it. Whether
- * that certificate is the network's orderer is for the caller to judge (`orderer`).
+ * Checks a block's signed seal: it decodes, hashes to the block's `hash` and agrees with
+ * the block's fields; the orderer's certificate in it chains to one of
+ * `options.trustedCas` with the role orderer and is valid at the seal's timestamp; and
+ * its Ed25519 signature over the seal verifies. Without trusted CAs it is not valid.
  */
-export async function verifySeal(block: Block): Promise<SealCheck> {
+export async function verifySeal(block: Block, options: VerifyOptions): Promise<SealCheck> {
   let signed;
   let seal;
   try {
@@ -70,53 +100,87 @@ export async function verifySeal(block: Block): Promise<SealCheck> {
     seal.number !== block.number ||
     seal.firstSeq !== block.firstSeq ||
     seal.lastSeq !== block.lastSeq ||
+    seal.timestampMs !== block.timestampMs ||
     toHex(seal.txRoot) !== block.txRoot ||
     toHex(seal.previousHash) !== block.previousHash
   ) {
     return fail("the block's fields differ from its signed seal");
   }
-  let key: CryptoKey;
+  let cas: TrustedCa[];
   try {
-    key = await (await parseCertificate(orderer)).ed25519Key();
+    cas = await parseTrustedCas(options?.trustedCas ?? []);
   } catch (error) {
-    return fail(`the seal's certificate: ${error instanceof Error ? error.message : String(error)}`);
+    return fail(`the trusted CAs: ${error instanceof Error ? error.message : String(error)}`);
   }
+  if (cas.length === 0) return fail(NO_TRUSTED_CA);
+  // As a peer accepts a seal (SealChain::accept): the certificate at the seal's own time.
+  const identity = await verifyIdentity(orderer, cas, seal.timestampMs, "orderer");
+  if (!identity.valid) return fail(`the seal's certificate: ${identity.reason}`);
   const message = concat(utf8Bytes(SEAL_DOMAIN), hash);
   let verified: boolean;
   try {
     verified = await globalThis.crypto.subtle.verify(
       { name: ED25519 },
-      key,
+      await identity.identity.certificate.ed25519Key(),
       signed.signature as Uint8Array<ArrayBuffer>,
       message as Uint8Array<ArrayBuffer>,
     );
   } catch (error) {
-    return fail(`the orderer's signature cannot be checked: ${String(error)}`);
+    return fail(`the orderer's signature cannot be checked: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (!verified) return fail("the orderer's signature over the seal does not verify");
-  return { valid: true, orderer };
+  return { valid: true, orderer, ordererOrg: identity.identity.org, ordererName: identity.identity.name };
 }
 
 /**
- * Checks that `proof.transaction` is the transaction at `proof.seq` in `proof.block`: the
- * seal verifies ({@link verifySeal}) and the audit path leads from the transaction's hash
- * to the seal's Merkle root (RFC 9162 section 2.1.3.2).
+ * Checks that `proof` proves transaction `transactionId` is at `proof.seq` in
+ * `proof.block`: the proof's transaction is that one (the id of the proposal it embeds),
+ * the audit path leads from its hash to the seal's Merkle root (RFC 9162 section
+ * 2.1.3.2), and the seal verifies ({@link verifySeal}) against `options.trustedCas`.
  */
-export async function verifyInclusionProof(proof: InclusionProof): Promise<InclusionCheck> {
-  const sealCheck = await verifySeal(proof.block);
+export async function verifyInclusionProof(
+  proof: InclusionProof,
+  transactionId: string,
+  options: VerifyOptions,
+): Promise<InclusionCheck> {
   const leafBytes = await sha256(proof.transaction);
   const leaf = toHex(leafBytes);
+  const carried = await carriedTransactionId(proof.transaction);
   const { firstSeq, lastSeq } = proof.block;
-  if (proof.seq < firstSeq || proof.seq > lastSeq) {
-    return { ...sealCheck, valid: false, reason: `seq ${proof.seq} is outside the block`, leaf, computedRoot: "" };
-  }
-  const root = await auditRoot(leafBytes, proof.seq - firstSeq, lastSeq - firstSeq + 1n, proof.path);
+  const root =
+    proof.seq < firstSeq || proof.seq > lastSeq
+      ? undefined
+      : await auditRoot(leafBytes, proof.seq - firstSeq, lastSeq - firstSeq + 1n, proof.path);
   const computedRoot = root === undefined ? "" : toHex(root);
-  if (!sealCheck.valid) return { ...sealCheck, leaf, computedRoot };
-  if (computedRoot !== proof.block.txRoot) {
-    return { ...sealCheck, valid: false, reason: "the path does not lead to the seal's Merkle root", leaf, computedRoot };
+  const sealCheck = await verifySeal(proof.block, options);
+  const result = { ...sealCheck, leaf, computedRoot, transactionId: carried ?? "" };
+  const fail = (reason: string): InclusionCheck => ({ ...result, valid: false, reason });
+  if (carried === undefined) return fail("the proof's transaction does not decode");
+  if (carried !== transactionId.toLowerCase()) {
+    return fail(`the proof is for transaction ${carried}, not ${transactionId}`);
   }
-  return { ...sealCheck, leaf, computedRoot };
+  if (proof.seq < firstSeq || proof.seq > lastSeq) return fail(`seq ${proof.seq} is outside the block`);
+  if (!sealCheck.valid) return result;
+  if (computedRoot !== proof.block.txRoot) return fail("the path does not lead to the seal's Merkle root");
+  return result;
+}
+
+/**
+ * The id of the proposal an encoded `SignedTransaction` embeds; undefined if it does not
+ * decode that far. Its payload is not read: a transaction ordered with a payload that
+ * does not decode (`BAD_PAYLOAD`) still has its place and its id.
+ */
+async function carriedTransactionId(signedTransaction: Uint8Array): Promise<string | undefined> {
+  let proposal;
+  try {
+    const signed = fromBinary(SignedTransactionSchema, signedTransaction);
+    const transaction = fromBinary(TransactionSchema, signed.transaction);
+    if (transaction.proposal === undefined) return undefined;
+    proposal = fromBinary(ProposalSchema, transaction.proposal.proposal);
+  } catch {
+    return undefined;
+  }
+  return idOf(proposal.nonce, proposal.creator);
 }
 
 /** The root an audit path leads to from `leaf` at `index` of `count` leaves; undefined if malformed. */

@@ -114,7 +114,8 @@ export class Query {
 
   /**
    * The proof that a sealed transaction is in its block; check it with
-   * `verifyInclusionProof`, which trusts only what the orderer signed. Fails with
+   * `verifyInclusionProof(proof, transactionId, { trustedCas })`, which trusts only what
+   * an orderer of the network's CAs signed. Fails with
    * NOT_FOUND (`TX_NOT_SEALED`) until the transaction's block is sealed.
    */
   async getInclusionProof(transactionId: string, options?: CallOptions): Promise<InclusionProof> {

@@ -9,4 +9,4 @@
 // other copy of reflect-metadata an application loads.
 import "reflect-metadata/lite";
 
-export { X509Certificate } from "@peculiar/x509";
+export { X509Certificate, X509ChainBuilder } from "@peculiar/x509";

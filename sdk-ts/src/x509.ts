@@ -2,9 +2,9 @@
  * X.509 certificates, read with @peculiar/x509 (RFC 5280 on WebCrypto, so the same code
  * runs in Node.js and browsers). Runnel's identities, orderers and CAs are certificates
  * with Ed25519 keys (`runnel init` issues them). This module parses a certificate, gives
- * its Ed25519 key, and checks that one certificate's signature is its issuer's: the
- * pieces a chain to the network's CAs is built from. It never decides whether a
- * certificate is trusted; that is the caller's judgement.
+ * its names and Ed25519 key, and finds which of some given certificates issued it (the
+ * library's chain builder): the pieces a chain to the network's CAs is built from. It
+ * never decides whether a certificate is trusted; msp.ts does, as the node's MSP does.
  *
  * The library is loaded on first use: it is ~220 KB minified, more than the rest of the
  * browser bundle, and most pages never read a certificate.
@@ -38,6 +38,26 @@ export class Certificate {
   constructor(der: Uint8Array, x509: X509Certificate) {
     this.der = der;
     this.#x509 = x509;
+  }
+
+  /** The subject's first organisation (O), as the node's MSP reads it; undefined if none. */
+  get organization(): string | undefined {
+    return this.#x509.subjectName.getField("O")[0];
+  }
+
+  /** The subject's first organisational unit (OU): a Runnel identity's role; undefined if none. */
+  get organizationalUnit(): string | undefined {
+    return this.#x509.subjectName.getField("OU")[0];
+  }
+
+  /** The subject's first common name (CN); undefined if none. */
+  get commonName(): string | undefined {
+    return this.#x509.subjectName.getField("CN")[0];
+  }
+
+  /** The algorithm of the issuer's signature over the certificate, by its WebCrypto name (`"Ed25519"`). */
+  get signatureAlgorithm(): string {
+    return this.#x509.signatureAlgorithm.name;
   }
 
   /** The subject's distinguished name, as RFC 4514 text (`CN=client, O=Org1`). */
@@ -86,6 +106,40 @@ export class Certificate {
     }
   }
 
+  /** Whether the certificate names itself as its issuer and its own key verifies its signature. */
+  async isSelfSigned(): Promise<boolean> {
+    try {
+      return await this.#x509.isSelfSigned();
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The certificate among `issuers` that issued this one, found by @peculiar/x509's chain
+   * builder: its subject is this certificate's issuer and its key verifies this
+   * certificate's signature. The issuer's name must also be byte for byte this
+   * certificate's issuer name, as the node compares them. Undefined if none did, or if
+   * this certificate is self-signed. Validity dates, key usage and trust in the issuers
+   * are not checked here.
+   */
+  async issuerAmong(issuers: readonly Certificate[]): Promise<Certificate | undefined> {
+    const { X509ChainBuilder } = await x509Library();
+    const builder = new X509ChainBuilder({ certificates: issuers.map((issuer) => issuer.#x509) });
+    let chain;
+    try {
+      chain = await builder.build(this.#x509);
+    } catch {
+      return undefined;
+    }
+    const found = chain[1];
+    const issuer = issuers.find((candidate) => candidate.#x509 === found);
+    if (issuer === undefined) return undefined;
+    const issuerName = new Uint8Array(this.#x509.issuerName.toArrayBuffer());
+    const subjectName = new Uint8Array(issuer.#x509.subjectName.toArrayBuffer());
+    return equalBytes(issuerName, subjectName) ? issuer : undefined;
+  }
+
   /**
    * Whether `issuer` issued this certificate: its subject is this certificate's issuer
    * and its key verifies this certificate's signature. Validity dates, key usage and
@@ -124,3 +178,6 @@ export async function parseCertificate(der: Uint8Array): Promise<Certificate> {
   return new Certificate(der, x509);
 }
 
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}

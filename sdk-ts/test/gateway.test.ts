@@ -5,7 +5,9 @@ import { inject } from "vitest";
 import { fromBinary } from "@bufbuild/protobuf";
 import {
   connect,
+  loadNetworkCas,
   loadNetworkIdentity,
+  NO_TRUSTED_CA,
   SubmitError,
   toHex,
   verifyInclusionProof,
@@ -15,6 +17,7 @@ import {
 } from "../src/index.js";
 import * as blockProto from "../src/gen/runnel/v1/block_pb.js";
 import { CHANNEL, gatewayAs, json, uniqueKey } from "./helpers.js";
+import { initNetwork, networkCaPem } from "./node.js";
 
 describe.each<[string, { protocol: Protocol; directUnary?: boolean }]>([
   ["gRPC, direct unary calls (default)", { protocol: "grpc" }],
@@ -211,25 +214,40 @@ describe("queries", () => {
     expect(fetched.transactions.some((t) => t.transactionId === first.getTransactionId())).toBe(true);
     await expect(query.getBlock(1_000_000_000n)).rejects.toMatchObject({ errorName: "BLOCK_NOT_FOUND" });
 
-    // The inclusion proof checks against the seal alone; a changed byte or path fails.
-    const sealCheck = await verifySeal(fetched);
-    expect(sealCheck).toMatchObject({ valid: true });
+    // Checked against the network's CAs, read from the node's own directory (not from it).
+    const trustedCas = await loadNetworkCas(inject("runnelDir"));
+    const sealCheck = await verifySeal(fetched, { trustedCas });
+    expect(sealCheck).toMatchObject({ valid: true, ordererOrg: "Org1" });
     expect(toHex(sealCheck.orderer)).toBe(toHex(fromBinary(blockProto.SignedSealSchema, fetched.signedSeal).orderer));
+    expect(await verifySeal(fetched, { trustedCas: [networkCaPem(inject("runnelDir"))] })).toMatchObject({ valid: true });
     const proof = await query.getInclusionProof(first.getTransactionId());
     expect(proof.seq).toBe(firstStatus.seq);
     expect(proof.block.hash).toBe(holding!.hash);
-    const check = await verifyInclusionProof(proof);
-    expect(check).toMatchObject({ valid: true, computedRoot: holding!.txRoot });
+    const check = await verifyInclusionProof(proof, first.getTransactionId(), { trustedCas });
+    expect(check).toMatchObject({ valid: true, computedRoot: holding!.txRoot, transactionId: first.getTransactionId() });
     const forged = proof.transaction.slice();
     forged[forged.length - 1]! ^= 1;
-    expect(await verifyInclusionProof({ ...proof, transaction: forged })).toMatchObject({ valid: false });
+    expect(await verifyInclusionProof({ ...proof, transaction: forged }, first.getTransactionId(), { trustedCas })).toMatchObject({ valid: false });
     const otherSeq = proof.seq === proof.block.firstSeq ? proof.block.lastSeq : proof.block.firstSeq;
     if (otherSeq !== proof.seq) {
-      expect(await verifyInclusionProof({ ...proof, seq: otherSeq })).toMatchObject({ valid: false });
+      expect(await verifyInclusionProof({ ...proof, seq: otherSeq }, first.getTransactionId(), { trustedCas })).toMatchObject({ valid: false });
     }
+    // A genuine proof, but of another transaction than the one asked about.
+    expect(await verifyInclusionProof(proof, second.getTransactionId(), { trustedCas })).toMatchObject({
+      valid: false,
+      reason: `the proof is for transaction ${first.getTransactionId()}, not ${second.getTransactionId()}`,
+    });
+    // Another network's CAs (the same names, keys of their own), or none: never valid.
+    const otherNetwork = [networkCaPem(initNetwork(["Org1"]))];
+    expect(await verifySeal(fetched, { trustedCas: otherNetwork })).toMatchObject({
+      valid: false,
+      reason: "the seal's certificate: it is not signed by the trusted CA O=Org1, CN=ca.Org1",
+    });
+    expect(await verifyInclusionProof(proof, first.getTransactionId(), { trustedCas: otherNetwork })).toMatchObject({ valid: false });
+    expect(await verifySeal(fetched, { trustedCas: [] })).toMatchObject({ valid: false, reason: NO_TRUSTED_CA });
     const tamperedSeal = { ...proof.block, signedSeal: proof.block.signedSeal.slice() };
     tamperedSeal.signedSeal[tamperedSeal.signedSeal.length - 1]! ^= 1;
-    expect(await verifySeal(tamperedSeal)).toMatchObject({
+    expect(await verifySeal(tamperedSeal, { trustedCas })).toMatchObject({
       valid: false,
       reason: "the orderer's signature over the seal does not verify",
     });

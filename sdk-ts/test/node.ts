@@ -8,7 +8,7 @@
  */
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -64,6 +64,27 @@ function run(args: string[]): void {
   }
 }
 
+/** Every `identities/<org>/ca.pem` of the network in `dir`, PEM, one after another. */
+export function networkCaPem(dir: string): string {
+  const identities = join(dir, "identities");
+  return readdirSync(identities, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort()
+    .map((org) => readFileSync(join(identities, org, "ca.pem"), "utf8"))
+    .join("");
+}
+
+/**
+ * Another network's identities (`runnel init` in a new temp dir, never started): its CAs
+ * have the same names as any other network's, with keys of their own. Returns the dir.
+ */
+export function initNetwork(orgs: string[]): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "runnel-other-")), "net");
+  run(["init", "--dir", dir, "--orgs", orgs.join(",")]);
+  return dir;
+}
+
 /** How to start a dev node. */
 export interface DevNodeOptions {
   /** The data dir (the network is in its net/); a new temp dir by default. */
@@ -114,6 +135,15 @@ export class RunnelNode {
   /** The network directory (identities/). */
   get networkDir(): string {
     return join(this.dir, "net");
+  }
+
+  /**
+   * The network's organisation CA certificates, PEM, one after another: every
+   * `identities/<org>/ca.pem` (`runnel dev` and `runnel init` write them). What a seal or
+   * inclusion check trusts.
+   */
+  get caPem(): string {
+    return networkCaPem(this.networkDir);
   }
 
   /** The TLS CA of a network from `runnel init`, PEM. */

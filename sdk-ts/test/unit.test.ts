@@ -14,8 +14,12 @@ import {
   identities,
   loadNetworkIdentity,
   newPrivateKeySigner,
+  NO_TRUSTED_CA,
   parseCertificate,
+  parseTrustedCas,
   SEAL_DOMAIN,
+  txProto,
+  verifyInclusionProof,
   verifySeal,
   parseCheckpoint,
   serializeCheckpoint,
@@ -199,19 +203,71 @@ describe("certificates (X.509)", () => {
   });
 });
 
-describe("seals", () => {
-  /** A block sealed by `keys`, carrying `orderer` as the orderer's certificate. */
-  async function sealedBlock(keys: CryptoKeyPair, orderer: Uint8Array) {
+describe("seals and inclusion proofs, against the network's CAs", () => {
+  const DAY_MS = 86_400_000;
+
+  /** A certificate as `runnel init` issues them: Ed25519, `issuer` signing (self-signed without one). */
+  async function issue(options: {
+    subject: string;
+    keys: CryptoKeyPair;
+    issuer?: { subject: string; keys: CryptoKeyPair };
+    notBefore?: number;
+    notAfter?: number;
+  }): Promise<Uint8Array> {
+    const now = Date.now();
+    const made = await x509.X509CertificateGenerator.create({
+      serialNumber: "01",
+      subject: options.subject,
+      issuer: options.issuer?.subject ?? options.subject,
+      notBefore: new Date(options.notBefore ?? now - DAY_MS),
+      notAfter: new Date(options.notAfter ?? now + 365 * DAY_MS),
+      publicKey: options.keys.publicKey,
+      signingKey: (options.issuer?.keys ?? options.keys).privateKey,
+      signingAlgorithm: { name: "Ed25519" },
+    });
+    return new Uint8Array(made.rawData);
+  }
+
+  const pem = (der: Uint8Array) =>
+    `-----BEGIN CERTIFICATE-----\n${Buffer.from(der).toString("base64")}\n-----END CERTIFICATE-----\n`;
+
+  /** A network: Org1's CA and an orderer it issued. */
+  async function network(org = "Org1") {
+    const ca = { subject: `O=${org}, CN=ca.${org}`, keys: await ed25519Keys() };
+    const caDer = await issue(ca);
+    const ordererKeys = await ed25519Keys();
+    const orderer = await issue({ subject: `O=${org}, OU=orderer, CN=orderer0.${org}`, keys: ordererKeys, issuer: ca });
+    return { ca, caDer, caPem: pem(caDer), ordererKeys, orderer };
+  }
+
+  /** sha256 of a leaf and of an inner node (RFC 6962). */
+  const leafHash = (leaf: Uint8Array) => sha256(Buffer.concat([Buffer.from([0]), leaf]));
+  const nodeHash = (left: Uint8Array, right: Uint8Array) => sha256(Buffer.concat([Buffer.from([1]), left, right]));
+
+  /** A `SignedTransaction` whose proposal has `nonce`, with its id. */
+  async function signedTransaction(nonce: number) {
+    const creator = new TextEncoder().encode("creator certificate");
+    const proposal = toBinary(
+      txProto.ProposalSchema,
+      create(txProto.ProposalSchema, { channel: "main", contract: "kv", function: "put", creator, nonce: new Uint8Array(24).fill(nonce) }),
+    );
+    const transaction = toBinary(
+      txProto.TransactionSchema,
+      create(txProto.TransactionSchema, { proposal: { proposal, signature: new Uint8Array(64) }, payload: new Uint8Array() }),
+    );
+    const bytes = toBinary(txProto.SignedTransactionSchema, create(txProto.SignedTransactionSchema, { transaction, signature: new Uint8Array(64) }));
+    return { bytes, id: await transactionId(new Uint8Array(24).fill(nonce), creator) };
+  }
+
+  /** Block 7 over `leaves` (seqs 40, 41, ...), sealed at `timestampMs` by `keys`, carrying `orderer`. */
+  async function sealedBlock(keys: CryptoKeyPair, orderer: Uint8Array, options: { timestampMs?: bigint; leaves?: Uint8Array[] } = {}) {
+    const leaves = options.leaves ?? [new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)];
+    const txRoot = leaves.length === 2 ? nodeHash(leafHash(leaves[0]!), leafHash(leaves[1]!)) : leafHash(leaves[0]!);
+    const timestampMs = options.timestampMs ?? BigInt(Date.now());
+    const lastSeq = 40n + BigInt(leaves.length) - 1n;
     const seal = toBinary(
       BlockSealSchema,
-      create(BlockSealSchema, {
-        number: 7n,
-        firstSeq: 40n,
-        lastSeq: 41n,
-        previousHash: new Uint8Array(32),
-        txRoot: new Uint8Array(32).fill(1),
-        timestampMs: 1n,
-      }),
+      create(BlockSealSchema, { number: 7n, firstSeq: 40n, lastSeq, previousHash: new Uint8Array(32), txRoot, timestampMs }),
     );
     const hash = sha256(seal);
     const message = Buffer.concat([Buffer.from(SEAL_DOMAIN), hash]);
@@ -219,26 +275,127 @@ describe("seals", () => {
     return {
       number: 7n,
       firstSeq: 40n,
-      lastSeq: 41n,
+      lastSeq,
       previousHash: "00".repeat(32),
       hash: hash.toString("hex"),
-      txRoot: "01".repeat(32),
-      timestampMs: 1n,
+      txRoot: txRoot.toString("hex"),
+      timestampMs,
       signedSeal: toBinary(SignedSealSchema, create(SignedSealSchema, { seal, orderer, signature })),
       transactions: [],
     };
   }
 
-  test("verifySeal reads the orderer's key from its certificate; a wrong one is invalid, never thrown", async () => {
+  test("a seal by an orderer of a trusted CA is valid, the CA given as PEM, DER, a bundle or parsed", async () => {
+    const net = await network();
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    const valid = { valid: true, orderer: net.orderer, ordererOrg: "Org1", ordererName: "orderer0.Org1" };
+    expect(await verifySeal(block, { trustedCas: [net.caPem] })).toEqual(valid);
+    expect(await verifySeal(block, { trustedCas: [net.caDer] })).toEqual(valid);
+    const other = await network("Org2");
+    expect(await verifySeal(block, { trustedCas: [other.caPem + net.caPem] })).toEqual(valid);
+    expect(await verifySeal(block, { trustedCas: await parseTrustedCas([net.caPem]) })).toEqual(valid);
+  });
+
+  test("without trusted CAs a seal is never valid", async () => {
+    const net = await network();
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    expect(await verifySeal(block, { trustedCas: [] })).toEqual({ valid: false, reason: NO_TRUSTED_CA, orderer: net.orderer });
+    // From JavaScript, without the options at all: the same answer, not an exception.
+    const untyped = verifySeal as (block: unknown) => ReturnType<typeof verifySeal>;
+    expect(await untyped(block)).toMatchObject({ valid: false, reason: NO_TRUSTED_CA });
+  });
+
+  test("an orderer certificate from another CA is invalid: same name with another key, or another name", async () => {
+    const net = await network();
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    const impostor = await network();
+    expect(await verifySeal(block, { trustedCas: [impostor.caPem] })).toMatchObject({
+      valid: false,
+      reason: "the seal's certificate: it is not signed by the trusted CA O=Org1, CN=ca.Org1",
+    });
+    expect(await verifySeal(block, { trustedCas: [(await network("Org2")).caPem] })).toMatchObject({
+      valid: false,
+      reason: "the seal's certificate: its issuer, O=Org1, CN=ca.Org1, is none of the trusted CAs",
+    });
+    // A self-made orderer certificate, signing its own seal: the CA check refuses it.
+    const selfMade = await issue({ subject: "O=Org1, OU=orderer, CN=orderer0.Org1", keys: net.ordererKeys });
+    expect(await verifySeal(await sealedBlock(net.ordererKeys, selfMade), { trustedCas: [net.caPem] })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/none of the trusted CAs/),
+    });
+  });
+
+  test("a certificate of the right CA with another role, no role, or another organisation is invalid", async () => {
+    const net = await network();
+    const trustedCas = [net.caPem];
     const keys = await ed25519Keys();
-    const orderer = await certificate("CN=orderer, O=OrdererOrg", keys);
-    expect(await verifySeal(await sealedBlock(keys, orderer))).toEqual({ valid: true, orderer });
-    const someoneElse = await certificate("CN=orderer, O=OrdererOrg", await ed25519Keys());
-    expect(await verifySeal(await sealedBlock(keys, someoneElse))).toMatchObject({
+    const client = await issue({ subject: "O=Org1, OU=client, CN=client.Org1", keys, issuer: net.ca });
+    expect(await verifySeal(await sealedBlock(keys, client), { trustedCas })).toMatchObject({
+      valid: false,
+      reason: "the seal's certificate: its role is client, not orderer",
+    });
+    const noRole = await issue({ subject: "O=Org1, CN=orderer0.Org1", keys, issuer: net.ca });
+    expect(await verifySeal(await sealedBlock(keys, noRole), { trustedCas })).toMatchObject({
+      reason: "the seal's certificate: it has no role (no OU in its subject)",
+    });
+    const odd = await issue({ subject: "O=Org1, OU=janitor, CN=orderer0.Org1", keys, issuer: net.ca });
+    expect(await verifySeal(await sealedBlock(keys, odd), { trustedCas })).toMatchObject({
+      reason: expect.stringMatching(/role "janitor" is none of/),
+    });
+    const liar = await issue({ subject: "O=Org2, OU=orderer, CN=orderer0.Org2", keys, issuer: net.ca });
+    expect(await verifySeal(await sealedBlock(keys, liar), { trustedCas })).toMatchObject({
+      reason: `the seal's certificate: it claims organisation "Org2", but its CA is Org1's`,
+    });
+    // The role is read as the node reads it, whatever its case.
+    const shouting = await issue({ subject: "O=Org1, OU=ORDERER, CN=orderer0.Org1", keys, issuer: net.ca });
+    expect(await verifySeal(await sealedBlock(keys, shouting), { trustedCas })).toMatchObject({ valid: true });
+  });
+
+  test("validity is judged at the seal's time: expired or not yet valid then is invalid, expired since is valid", async () => {
+    const net = await network();
+    const trustedCas = [net.caPem];
+    const keys = await ed25519Keys();
+    const now = Date.now();
+    const lapsed = await issue({
+      subject: "O=Org1, OU=orderer, CN=orderer0.Org1",
+      keys,
+      issuer: net.ca,
+      notBefore: now - 10 * DAY_MS,
+      notAfter: now - DAY_MS,
+    });
+    expect(await verifySeal(await sealedBlock(keys, lapsed), { trustedCas })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/^the seal's certificate: it was expired at .* \(valid from .* to .*\)$/),
+    });
+    const sealedThen = await sealedBlock(keys, lapsed, { timestampMs: BigInt(now - 5 * DAY_MS) });
+    expect(await verifySeal(sealedThen, { trustedCas })).toMatchObject({ valid: true });
+    const early = await sealedBlock(net.ordererKeys, net.orderer, { timestampMs: BigInt(now - 2 * DAY_MS) });
+    expect(await verifySeal(early, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/it was not yet valid at/),
+    });
+  });
+
+  test("a seal signed by another key, or with fields that differ, is invalid, never thrown", async () => {
+    const net = await network();
+    const trustedCas = [net.caPem];
+    expect(await verifySeal(await sealedBlock(await ed25519Keys(), net.orderer), { trustedCas })).toMatchObject({
       valid: false,
       reason: "the orderer's signature over the seal does not verify",
     });
-    expect(await verifySeal(await sealedBlock(keys, new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x00])))).toMatchObject({
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    expect(await verifySeal({ ...block, timestampMs: block.timestampMs + 1n }, { trustedCas })).toMatchObject({
+      reason: "the block's fields differ from its signed seal",
+    });
+    expect(await verifySeal({ ...block, hash: "00".repeat(32) }, { trustedCas })).toMatchObject({
+      reason: "the seal does not hash to the block's hash",
+    });
+    expect(await verifySeal({ ...block, signedSeal: new Uint8Array([0xff, 0xff]) }, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/^the signed seal does not decode/),
+    });
+    const garbage = new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x00]);
+    expect(await verifySeal(await sealedBlock(net.ordererKeys, garbage), { trustedCas })).toMatchObject({
       valid: false,
       reason: expect.stringMatching(/^the seal's certificate: not an X.509 certificate/),
     });
@@ -246,9 +403,62 @@ describe("seals", () => {
       "sign",
       "verify",
     ])) as CryptoKeyPair;
-    expect(await verifySeal(await sealedBlock(keys, await certificate("CN=ec", ecKeys)))).toMatchObject({
+    expect(await verifySeal(await sealedBlock(net.ordererKeys, await certificate("CN=ec", ecKeys)), { trustedCas })).toMatchObject({
       valid: false,
       reason: expect.stringMatching(/not Ed25519/),
+    });
+  });
+
+  test("trusted CAs must be self-signed Ed25519 certificates naming their organisation; bad ones are refused", async () => {
+    const net = await network();
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    await expect(parseTrustedCas(["not a certificate"])).rejects.toThrow(/trusted CA 1: not PEM/);
+    await expect(parseTrustedCas([pem(net.orderer)])).rejects.toThrow(/not a self-signed Ed25519 certificate/);
+    const noOrg = await issue({ subject: "CN=ca", keys: await ed25519Keys() });
+    await expect(parseTrustedCas([noOrg])).rejects.toThrow(/no organisation \(O\)/);
+    await expect(parseTrustedCas([new Uint8Array([1, 2, 3])])).rejects.toThrow(/CA certificate 1: not an X.509 certificate/);
+    expect(await verifySeal(block, { trustedCas: [pem(net.orderer)] })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/^the trusted CAs: .*not a self-signed/),
+    });
+    expect((await parseTrustedCas([net.caPem])).map((ca) => ca.org)).toEqual(["Org1"]);
+  });
+
+  test("an inclusion proof is valid for the transaction asked about only", async () => {
+    const net = await network();
+    const trustedCas = [net.caPem];
+    const [first, second] = [await signedTransaction(1), await signedTransaction(2)];
+    const block = await sealedBlock(net.ordererKeys, net.orderer, { leaves: [sha256(first.bytes), sha256(second.bytes)] });
+    const proof = { block, transaction: first.bytes, seq: 40n, path: [leafHash(sha256(second.bytes))] };
+    expect(await verifyInclusionProof(proof, first.id, { trustedCas })).toMatchObject({
+      valid: true,
+      transactionId: first.id,
+      leaf: sha256(first.bytes).toString("hex"),
+      computedRoot: block.txRoot,
+    });
+    expect(await verifyInclusionProof(proof, first.id.toUpperCase(), { trustedCas })).toMatchObject({ valid: true });
+    // A valid proof of another transaction, answered for the one asked about.
+    expect(await verifyInclusionProof(proof, second.id, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: `the proof is for transaction ${first.id}, not ${second.id}`,
+    });
+    const secondProof = { block, transaction: second.bytes, seq: 41n, path: [leafHash(sha256(first.bytes))] };
+    expect(await verifyInclusionProof(secondProof, second.id, { trustedCas })).toMatchObject({ valid: true });
+    expect(await verifyInclusionProof({ ...secondProof, seq: 40n }, second.id, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: "the path does not lead to the seal's Merkle root",
+    });
+    expect(await verifyInclusionProof({ ...proof, seq: 42n }, first.id, { trustedCas })).toMatchObject({
+      reason: "seq 42 is outside the block",
+    });
+    expect(await verifyInclusionProof({ ...proof, transaction: new Uint8Array([0xff]) }, first.id, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: "the proof's transaction does not decode",
+    });
+    expect(await verifyInclusionProof(proof, first.id, { trustedCas: [] })).toMatchObject({ valid: false, reason: NO_TRUSTED_CA });
+    expect(await verifyInclusionProof(proof, first.id, { trustedCas: [(await network()).caPem] })).toMatchObject({
+      valid: false,
+      reason: expect.stringMatching(/not signed by the trusted CA/),
     });
   });
 });

@@ -1,36 +1,52 @@
 import { verifyInclusionProof, type InclusionCheck, type InclusionProof } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useFeed, useLoad } from "../live/hooks";
+import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { hex } from "../model/format";
+import { verdict } from "../model/verdict";
 import { Hash } from "./Hash";
+import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
- * Fetches a transaction's inclusion proof and checks it here, in the browser: the
- * transaction's hash is the Merkle leaf, the audit path leads from it to the seal's root,
- * and the orderer's signature over the seal verifies.
+ * Fetches a transaction's inclusion proof and checks it here, in the browser, against the
+ * network CAs the user gave: the proof's transaction is the one asked about, its hash is
+ * the Merkle leaf, the audit path leads from it to the seal's root, and the seal is
+ * signed by an orderer of those CAs. Without a network CA it says so, and shows no ✓.
  */
 export function InclusionProofCheck(props: { transactionId: string }): JSX.Element {
   const feed = useFeed();
+  const ca = useNetworkCa();
   const check = useLoad(async () => {
     const proof = await feed.gateway.getQuery().getInclusionProof(props.transactionId);
-    return { proof, result: await verifyInclusionProof(proof) };
-  }, [props.transactionId]);
+    return { proof, result: await verifyInclusionProof(proof, props.transactionId, { trustedCas: trustedCas(ca) }) };
+  }, [props.transactionId, ca]);
   if (check.state === "loading") return <p aria-busy="true">Fetching and checking the proof…</p>;
   if (check.state === "failed") return <p class="check bad">No proof: {check.error}</p>;
   return <ProofResult proof={check.value.proof} result={check.value.result} />;
 }
 
-function ProofResult(props: { proof: InclusionProof; result: InclusionCheck }): JSX.Element {
+/** What an inclusion check found, with the leaf, the path and both roots. */
+export function ProofResult(props: { proof: InclusionProof; result: InclusionCheck }): JSX.Element {
   const { proof, result } = props;
+  const state = verdict(result);
   return (
-    <div class={`check ${result.valid ? "ok" : "bad"}`} data-testid="inclusion-check" data-valid={String(result.valid)}>
-      <strong>{result.valid ? "✓ Inclusion verified" : "✕ Inclusion check failed"}</strong>
-      <span>
-        {" "}
-        {result.valid
-          ? `transaction seq ${proof.seq} is in block #${proof.block.number}: its path leads to the seal's Merkle root, and the orderer's signature verifies.`
-          : result.reason}
-      </span>
+    <div class={`check ${state === "verified" ? "ok" : state === "failed" ? "bad" : "neutral"}`} data-testid="inclusion-check" data-state={state}>
+      {state === "verified" && (
+        <>
+          <strong>✓ Inclusion verified:</strong>
+          <span>
+            {" "}
+            transaction seq {proof.seq.toString()} is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by
+            the orderer {result.ordererName} of {result.ordererOrg}'s CA.
+          </span>
+        </>
+      )}
+      {state === "failed" && (
+        <>
+          <strong>✕ Inclusion check failed:</strong> <span data-testid="check-reason">{result.reason}</span>
+        </>
+      )}
+      {state === "unverified" && <NoNetworkCa what="the seal this proof leads to" />}
       <dl class="facts">
         <dt>Leaf (sha256 of the transaction)</dt>
         <dd>

@@ -1,39 +1,64 @@
 import { verifySeal, type Block, type SealCheck as SealResult } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useLoad } from "../live/hooks";
+import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { count, hex } from "../model/format";
+import { verdict } from "../model/verdict";
 import { Hash } from "./Hash";
+import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
- * Checks a block's signed seal here, in the browser (WebCrypto): it hashes to the block's
- * hash, agrees with the block's fields, and the orderer's Ed25519 signature over it
- * verifies. Nothing is taken on the node's word.
+ * Checks a block's signed seal here, in the browser (WebCrypto), against the network CAs
+ * the user gave (Settings): the seal hashes to the block's hash and agrees with its
+ * fields, the orderer's certificate chains to one of those CAs with the role orderer and
+ * was valid when it sealed, and its Ed25519 signature over the seal verifies. Without a
+ * network CA it says so, and shows no ✓.
  */
 export function SealCheck(props: { block: Block }): JSX.Element {
-  const check = useLoad(async () => ({ result: await verifySeal(props.block), fingerprint: await fingerprint(props.block) }), [props.block]);
+  const ca = useNetworkCa();
+  const check = useLoad(async () => {
+    const result = await verifySeal(props.block, { trustedCas: trustedCas(ca) });
+    return { result, fingerprint: await fingerprint(result.orderer) };
+  }, [props.block, ca]);
   if (check.state === "loading") return <p aria-busy="true">Checking the orderer's signature…</p>;
   if (check.state === "failed") return <p class="check bad">The check could not run: {check.error}</p>;
-  const { result, fingerprint: print } = check.value;
-  return <CheckResult result={result} print={print} />;
+  return <SealCheckResult result={check.value.result} fingerprint={check.value.fingerprint} />;
 }
 
-function CheckResult(props: { result: SealResult; print: string }): JSX.Element {
+/** What a seal check found: ✓, ✕ with the reason, or not verified for want of a network CA. */
+export function SealCheckResult(props: { result: SealResult; fingerprint: string }): JSX.Element {
+  const { result } = props;
+  const state = verdict(result);
   return (
-    <div class={`check ${props.result.valid ? "ok" : "bad"}`} data-testid="seal-check" data-valid={String(props.result.valid)}>
-      <strong>{props.result.valid ? "✓ Signature verified" : "✕ Signature check failed"}</strong>
-      <span>
-        {" "}
-        {props.result.valid ? "the orderer's Ed25519 signature over this seal verifies, and the seal hashes to the block's hash." : props.result.reason}
-      </span>
-      <br />
-      <small class="muted">
-        Orderer certificate: {count(props.result.orderer.length)} bytes, sha256 <Hash value={props.print} />
-      </small>
+    <div class={`check ${state === "verified" ? "ok" : state === "failed" ? "bad" : "neutral"}`} data-testid="seal-check" data-state={state}>
+      {state === "verified" && (
+        <>
+          <strong>✓ Seal verified:</strong>
+          <span>
+            {" "}
+            signed by the orderer {result.ordererName}, whose certificate chains to {result.ordererOrg}'s CA among the network CAs given, with the role orderer,
+            valid when it sealed; the seal hashes to the block's hash.
+          </span>
+        </>
+      )}
+      {state === "failed" && (
+        <>
+          <strong>✕ Seal check failed:</strong> <span data-testid="check-reason">{result.reason}</span>
+        </>
+      )}
+      {state === "unverified" && <NoNetworkCa what="the orderer's signature over this seal" />}
+      {result.orderer.length > 0 && (
+        <>
+          <br />
+          <small class="muted">
+            Orderer certificate: {count(result.orderer.length)} bytes, sha256 <Hash value={props.fingerprint} />
+          </small>
+        </>
+      )}
     </div>
   );
 }
 
-async function fingerprint(block: Block): Promise<string> {
-  const check = await verifySeal(block);
-  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", check.orderer.slice())));
+async function fingerprint(der: Uint8Array): Promise<string> {
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", der.slice())));
 }

@@ -1,9 +1,10 @@
 /** Identities, signers and checkpointers from files (Node.js only). */
 
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { inMemoryCheckpointer } from "../checkpoint.js";
 import { identityCertificate, identityFromDer, identityFromPem, type Identity } from "../identity.js";
+import { parseTrustedCas, type TrustedCa } from "../msp.js";
 import { newPrivateKeySigner, type Signer } from "../signing.js";
 import { fileCheckpointer } from "./checkpoint.js";
 import { newNodeCryptoSigner } from "./signer.js";
@@ -83,3 +84,32 @@ export async function loadNetworkIdentity(dir: string, org: string, role = "clie
   return { identity: await checkedIdentity(cert, `${base}.pem`, org), signer: newNodeCryptoSigner(key) };
 }
 
+
+/**
+ * The organisation CAs of a network directory made by `runnel init` or `runnel dev`:
+ * every `<dir>/identities/<org>/ca.pem`, read as `parseTrustedCas` reads them. What
+ * `verifySeal` and `verifyInclusionProof` trust; read it from the network's own files,
+ * not from a node.
+ *
+ * @throws TypeError if a CA certificate is not a self-signed Ed25519 certificate naming its organisation.
+ */
+export async function loadNetworkCas(dir: string): Promise<TrustedCa[]> {
+  const root = join(dir, "identities");
+  let orgs: string[];
+  try {
+    orgs = (await readdir(root, { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  } catch (error) {
+    throw new Error(`reading the organisations in ${root}: ${String(error)}`, { cause: error });
+  }
+  const cas: TrustedCa[] = [];
+  for (const org of orgs.sort()) {
+    const path = join(root, org, "ca.pem");
+    const pem = await readText(path, "the CA certificate");
+    try {
+      cas.push(...(await parseTrustedCas([pem])));
+    } catch (error) {
+      throw new TypeError(`${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+  return cas;
+}

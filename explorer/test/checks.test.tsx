@@ -1,0 +1,123 @@
+import { NO_TRUSTED_CA, type Block, type InclusionCheck, type SealCheck } from "@runnel/sdk";
+import { render } from "preact";
+import { act } from "preact/test-utils";
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { ProofResult } from "../src/components/InclusionProofCheck";
+import { SealCheckResult } from "../src/components/SealCheck";
+import { NETWORK_CA_CHARS_MAX, saveNetworkCa, savedNetworkCa, trustedCas, useNetworkCa } from "../src/live/network-ca";
+import { verdict } from "../src/model/verdict";
+import { match, paths } from "../src/router";
+
+let root: HTMLElement | undefined;
+function mount(node: preact.ComponentChild): HTMLElement {
+  root = document.createElement("div");
+  document.body.append(root);
+  act(() => render(node, root!));
+  return root;
+}
+afterEach(() => {
+  if (root !== undefined) render(null, root);
+  root?.remove();
+});
+beforeEach(() => localStorage.clear());
+
+const CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+const orderer = new Uint8Array([0x30, 0x82]);
+
+describe("verdict", () => {
+  test("✓ only when valid; no network CA is neither a pass nor a failure", () => {
+    expect(verdict({ valid: true })).toBe("verified");
+    expect(verdict({ valid: false, reason: NO_TRUSTED_CA })).toBe("unverified");
+    expect(verdict({ valid: false, reason: "the orderer's signature over the seal does not verify" })).toBe("failed");
+    expect(verdict({ valid: false })).toBe("failed");
+  });
+});
+
+describe("the network CA store", () => {
+  test("kept in localStorage, trimmed; empty forgets it; nothing given trusts nothing", () => {
+    expect(savedNetworkCa()).toBe("");
+    expect(trustedCas(savedNetworkCa())).toEqual([]);
+    saveNetworkCa(`\n${CA}\n\n`);
+    expect(savedNetworkCa()).toBe(`${CA}\n`);
+    expect(trustedCas(savedNetworkCa())).toEqual([`${CA}\n`]);
+    saveNetworkCa("   ");
+    expect(savedNetworkCa()).toBe("");
+    expect(() => saveNetworkCa("x".repeat(NETWORK_CA_CHARS_MAX + 1))).toThrow(RangeError);
+  });
+
+  test("views re-render when it changes", () => {
+    function Shown() {
+      return <span>{useNetworkCa() === "" ? "none" : "given"}</span>;
+    }
+    const el = mount(<Shown />);
+    expect(el.textContent).toBe("none");
+    act(() => saveNetworkCa(CA));
+    expect(el.textContent).toBe("given");
+    act(() => saveNetworkCa(""));
+    expect(el.textContent).toBe("none");
+  });
+
+  test("the settings page has its URL", () => {
+    expect(match(paths.settings()).page).toBe("settings");
+  });
+});
+
+describe("SealCheckResult", () => {
+  test("valid: ✓ naming the orderer and its CA", () => {
+    const result: SealCheck = { valid: true, orderer, ordererOrg: "Org1", ordererName: "orderer0.Org1" };
+    const el = mount(<SealCheckResult result={result} fingerprint={"ab".repeat(32)} />);
+    const check = el.querySelector<HTMLElement>("[data-testid=seal-check]");
+    expect(check?.dataset.state).toBe("verified");
+    expect(check?.textContent).toContain("✓ Seal verified");
+    expect(check?.textContent).toContain("orderer0.Org1");
+    expect(check?.textContent).toContain("Org1's CA");
+  });
+
+  test("no network CA: not verified, no ✓, a link to the setting", () => {
+    const el = mount(<SealCheckResult result={{ valid: false, reason: NO_TRUSTED_CA, orderer }} fingerprint={"ab".repeat(32)} />);
+    const check = el.querySelector<HTMLElement>("[data-testid=seal-check]");
+    expect(check?.dataset.state).toBe("unverified");
+    expect(check?.textContent).toContain("Not verified: no network CA given.");
+    expect(check?.textContent).not.toContain("✓");
+    expect(check?.querySelector("a")?.getAttribute("href")).toBe("/settings");
+  });
+
+  test("invalid: ✕ with the reason", () => {
+    const reason = "the seal's certificate: it is not signed by the trusted CA O=Org1, CN=ca.Org1";
+    const el = mount(<SealCheckResult result={{ valid: false, reason, orderer }} fingerprint={"ab".repeat(32)} />);
+    const check = el.querySelector<HTMLElement>("[data-testid=seal-check]");
+    expect(check?.dataset.state).toBe("failed");
+    expect(check?.textContent).toContain("✕ Seal check failed");
+    expect(check?.querySelector("[data-testid=check-reason]")?.textContent).toBe(reason);
+    expect(check?.textContent).not.toContain("✓");
+  });
+});
+
+describe("ProofResult", () => {
+  const block: Block = {
+    number: 3n,
+    firstSeq: 10n,
+    lastSeq: 11n,
+    previousHash: "00".repeat(32),
+    hash: "11".repeat(32),
+    txRoot: "22".repeat(32),
+    timestampMs: 1n,
+    signedSeal: new Uint8Array(),
+    transactions: [],
+  };
+  const proof = { block, transaction: new Uint8Array([1]), seq: 11n, path: [new Uint8Array(32)] };
+  const base = { orderer, leaf: "33".repeat(32), computedRoot: "22".repeat(32), transactionId: "44".repeat(32) };
+
+  test.each<[InclusionCheck, string, string]>([
+    [{ ...base, valid: true, ordererOrg: "Org1", ordererName: "orderer0.Org1" }, "verified", "✓ Inclusion verified"],
+    [{ ...base, valid: false, reason: NO_TRUSTED_CA }, "unverified", "Not verified: no network CA given."],
+    [{ ...base, valid: false, reason: `the proof is for transaction ${"44".repeat(32)}, not ${"55".repeat(32)}` }, "failed", "✕ Inclusion check failed"],
+  ])("%#: the state and its words, with the leaf, path and roots", (result, state, words) => {
+    const el = mount(<ProofResult proof={proof} result={result} />);
+    const check = el.querySelector<HTMLElement>("[data-testid=inclusion-check]");
+    expect(check?.dataset.state).toBe(state);
+    expect(check?.textContent).toContain(words);
+    if (state !== "verified") expect(check?.textContent).not.toContain("✓");
+    expect(check?.textContent).toContain("33".repeat(32));
+  });
+});
