@@ -107,6 +107,14 @@ pub struct BenchArgs {
     /// runs by default: neither process preempts the other on each wake-up) or normal.
     #[arg(long, value_enum, default_value = "batch")]
     scheduling: Scheduling,
+    /// Pressure beside the load: this many callers asking for the state digest
+    /// (`GetStateHash`) in a loop, from the start to the end of the run.
+    #[arg(long, default_value_t = 0)]
+    hammer_state_hash: usize,
+    /// Pressure beside the load: this many live streams held open and idle (deliveries
+    /// from a seq far ahead) for the whole run.
+    #[arg(long, default_value_t = 0)]
+    hammer_idle_streams: usize,
 }
 
 impl BenchArgs {
@@ -331,6 +339,18 @@ async fn run(args: &BenchArgs) -> Result<()> {
 
     // Measured while the node is idle, before the load starts.
     let floor = CryptoFloor::measure(&plan.signer);
+    let hammer = if args.hammer_state_hash > 0 || args.hammer_idle_streams > 0 {
+        Some(
+            super::hammer::Hammer::start(
+                &args.connection,
+                args.hammer_state_hash,
+                args.hammer_idle_streams,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     let cpu_before = args.node_pid.map(node_cpu_seconds).transpose()?;
     let start_us = tx::now_us();
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.duration);
@@ -403,6 +423,11 @@ async fn run(args: &BenchArgs) -> Result<()> {
         _ => None,
     };
     let rss = args.node_pid.map(node_rss_bytes).transpose()?;
+    let pressure = hammer.map(|hammer| {
+        let summary = hammer.summary();
+        hammer.stop();
+        summary
+    });
     // The traces of the last transactions follow their statuses by a moment.
     tokio::time::sleep(Duration::from_millis(300)).await;
     traces.abort();
@@ -431,6 +456,10 @@ async fn run(args: &BenchArgs) -> Result<()> {
             floor,
         },
     );
+    let mut summary = summary;
+    if let Some(pressure) = pressure {
+        summary["pressure"] = pressure;
+    }
     let text = summary_text(&summary);
     std::fs::write(
         args.out.join("summary.json"),

@@ -4,6 +4,7 @@
 
 mod bench;
 mod floor;
+mod hammer;
 mod plots;
 mod unary;
 

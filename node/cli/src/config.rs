@@ -105,6 +105,8 @@ pub struct ApiSection {
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once.
     pub admission_queue_max: usize,
+    /// Web origins whose pages may call the API from a browser (CORS); `"*"`: any.
+    pub cors_origins: Vec<String>,
     /// TLS on the API's port.
     pub tls: TlsSection,
 }
@@ -240,6 +242,7 @@ impl Default for NodeConfig {
                 streams_max: api.streams_max,
                 commit_waits_max: api.commit_waits_max,
                 admission_queue_max: api.admission_queue_max,
+                cors_origins: api.cors_origins.clone(),
                 tls: TlsSection::default(),
             },
             ordering: OrderingSection {
@@ -374,6 +377,7 @@ impl NodeConfig {
             streams_max: self.api.streams_max,
             commit_waits_max: self.api.commit_waits_max,
             admission_queue_max: self.api.admission_queue_max,
+            cors_origins: self.api.cors_origins.clone(),
             tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
@@ -462,6 +466,10 @@ commit_waits_max = 16384
 # Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
 # once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096
+# Web origins whose pages may call the API from a browser (CORS), e.g.
+# ["https://app.example.com"]; empty: only pages this node serves (the explorer). "*"
+# lets any web page call it: `runnel dev` only.
+cors_origins = []
 
 [api.tls]
 # Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or

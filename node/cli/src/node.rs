@@ -274,6 +274,14 @@ pub fn dev(args: &DevArgs) -> Result<()> {
                 hosts: &[],
             },
         )?;
+        // A local node for development: pages of any origin (a front end's dev server)
+        // may call it.
+        let settings = dir.join(config::FILE_NAME);
+        let text = std::fs::read_to_string(&settings)?;
+        std::fs::write(
+            &settings,
+            text.replace("\ncors_origins = []\n", "\ncors_origins = [\"*\"]\n"),
+        )?;
     }
     serve(&dir, &args.serve, Some(&args.contracts))
 }

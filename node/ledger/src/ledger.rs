@@ -504,10 +504,10 @@ impl Ledger {
         &self.channel
     }
 
-    /// A digest of the durable world state: `(height, SHA-256, keys)`
-    /// ([`crate::store::Store::state_hash`]).
-    pub fn state_hash(&self) -> Result<(Seq, [u8; 32], u64), LedgerError> {
-        Ok(self.world.store().state_hash()?)
+    /// A digest of the world state at the validated height: `(height, SHA-256, keys)`
+    /// ([`WorldState::state_hash`]); commits go on while it is computed.
+    pub fn state_hash(&self) -> Result<crate::store::StateHash, LedgerError> {
+        Ok(self.world.state_hash()?)
     }
 
     /// What the ledger is and how far it has got.

@@ -71,6 +71,7 @@
 //! would answer it. So the overlay holds only writes newer than the durable height, plus
 //! what live snapshots still need.
 
+mod digest;
 mod durable;
 mod error;
 mod filter;
@@ -84,6 +85,7 @@ use runnel_runtime::NsRwSet;
 
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 
+pub use digest::StateHash;
 pub use durable::Store;
 pub(crate) use durable::lock_dir;
 pub use error::StoreError;

@@ -1,15 +1,15 @@
 //! `Deliver`: the ledger as this node committed it, as streams: transactions from a seq
 //! on and blocks from a number on, first what is stored and then live. The store is the
-//! source of every item; the ledger's broadcasts only say when to read it again
-//! ([`super::stream`]).
+//! source of every item; a stream waits for the height it needs next
+//! ([`super::heights`]) and then reads it again.
 
 use std::sync::Arc;
 
-use tokio::sync::broadcast;
 use tonic::{Request, Response, Status};
 
+use super::heights::Mark;
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
-use super::{Shared, first_seq, shutting_down, validation_code};
+use super::{Shared, first_seq, validation_code};
 use crate::block;
 use crate::ids::{BlockNumber, Seq};
 use crate::ledger::{Ledger, LedgerError, StoredTx};
@@ -19,7 +19,6 @@ use crate::proto::{
     DeliverBlocksResponse, DeliverTransactionsRequest, DeliverTransactionsResponse,
 };
 use crate::store::SealRecord;
-use crate::validator::Phase;
 
 /// The `Deliver` service.
 pub(super) struct DeliverService {
@@ -66,8 +65,10 @@ async fn transactions(
     mut next: Seq,
     sink: Sink<DeliverTransactionsResponse>,
 ) -> Result<(), Status> {
-    let mut wake: Option<broadcast::Receiver<_>> = None;
     loop {
+        // Registered before the store is read: a commit after the read wakes it.
+        let mut wait = shared.heights.wait(Mark::Committed, next.0);
+        let read_from = next;
         loop {
             let from = next;
             let page = shared
@@ -86,18 +87,8 @@ async fn transactions(
                 }
             }
         }
-        let Some(wake) = wake.as_mut() else {
-            // Subscribed, then the store is read once more.
-            wake = Some(shared.ledger.statuses());
-            continue;
-        };
-        loop {
-            match wake.recv().await {
-                Ok(status) if status.phase == Phase::Committed && status.seq >= next => break,
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => return Err(shutting_down()),
-            }
+        if next == read_from {
+            wait.done().await;
         }
     }
 }
@@ -109,8 +100,10 @@ async fn blocks(
     with_transactions: bool,
     sink: Sink<DeliverBlocksResponse>,
 ) -> Result<(), Status> {
-    let mut wake: Option<broadcast::Receiver<_>> = None;
     loop {
+        // Registered before the store is read: a seal after the read wakes it.
+        let mut wait = shared.heights.wait(Mark::Sealed, next.0);
+        let read_from = next;
         loop {
             let from = next;
             let page = shared
@@ -129,17 +122,8 @@ async fn blocks(
                 }
             }
         }
-        let Some(wake) = wake.as_mut() else {
-            wake = Some(shared.ledger.blocks());
-            continue;
-        };
-        loop {
-            match wake.recv().await {
-                Ok(block) if block.number >= next => break,
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => return Err(shutting_down()),
-            }
+        if next == read_from {
+            wait.done().await;
         }
     }
 }

@@ -38,6 +38,7 @@ mod admission;
 pub mod codec;
 mod deliver;
 mod gateway;
+mod heights;
 pub mod metrics;
 pub mod ops;
 pub mod ordering;
@@ -61,7 +62,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderName, Method};
+use http::{HeaderName, HeaderValue, Method};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_rustls::rustls::ServerConfig;
@@ -103,6 +104,10 @@ pub struct ApiConfig {
     pub admission_queue_max: usize,
     /// Items one server stream holds for a slow reader before it stops reading ahead.
     pub stream_queue_depth: usize,
+    /// Web origins (`https://app.example:8443`) whose pages may call the API from a
+    /// browser (CORS). Empty (the default): none but pages the node serves itself (the
+    /// explorer), which need no CORS. `"*"`: any origin, for a local dev node only.
+    pub cors_origins: Vec<String>,
     /// How long browsers may cache a CORS preflight answer.
     pub cors_max_age: Duration,
     /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
@@ -119,6 +124,7 @@ impl Default for ApiConfig {
             commit_waits_max: 16_384,
             admission_queue_max: 4096,
             stream_queue_depth: 64,
+            cors_origins: Vec::new(),
             cors_max_age: Duration::from_secs(24 * 60 * 60),
             tls: None,
         }
@@ -230,20 +236,26 @@ impl Server {
                 self.config.streams_max.min(Semaphore::MAX_PERMITS),
             )),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
+            heights: heights::Heights::default(),
             ledger: self.ledger,
             stopping,
             config: self.config,
         });
         // Subscribed before the first call can wait.
-        let dispatcher = tokio::spawn(waiters::dispatch(shared.clone(), shared.ledger.statuses()));
+        let dispatchers = [
+            tokio::spawn(waiters::dispatch(shared.clone(), shared.ledger.statuses())),
+            tokio::spawn(heights::dispatch_statuses(
+                shared.clone(),
+                shared.ledger.statuses(),
+            )),
+            tokio::spawn(heights::dispatch_blocks(
+                shared.clone(),
+                shared.ledger.blocks(),
+            )),
+        ];
 
         let limit = shared.config.message_bytes_max;
-        let cors = CorsLayer::new()
-            .allow_origin(AllowOrigin::any())
-            .allow_methods([Method::POST, Method::OPTIONS])
-            .allow_headers(Any)
-            .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
-            .max_age(shared.config.cors_max_age);
+        let cors = cors_layer(&shared.config)?;
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
         let services = Routes::from(axum::Router::new())
             .add_service(
@@ -279,7 +291,7 @@ impl Server {
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .max_concurrent_streams(shared.config.connection_streams_max)
-            .layer(cors)
+            .layer(tower::util::option_layer(cors))
             .add_routes(Routes::from(everything));
         let signal = async move {
             shutdown.await;
@@ -299,12 +311,43 @@ impl Server {
         .map_err(|e| ApiError::Serve(e.to_string()));
         // Returns only once no task of the API holds the ledger any more, so that the
         // caller may close it (and its directory) as soon as this returns.
-        dispatcher.abort();
-        let _ = dispatcher.await;
+        for dispatcher in dispatchers {
+            dispatcher.abort();
+            let _ = dispatcher.await;
+        }
         let streams = u32::try_from(shared.config.streams_max).unwrap_or(u32::MAX);
         let _ = shared.streams.acquire_many(streams).await;
         served
     }
+}
+
+/// The CORS layer for `config.cors_origins`; none when no other origin may call.
+fn cors_layer(config: &ApiConfig) -> Result<Option<CorsLayer>, ApiError> {
+    if config.cors_origins.is_empty() {
+        return Ok(None);
+    }
+    let origins = if config.cors_origins.iter().any(|origin| origin == "*") {
+        AllowOrigin::any()
+    } else {
+        let origins = config
+            .cors_origins
+            .iter()
+            .map(|origin| {
+                HeaderValue::from_str(origin.trim_end_matches('/')).map_err(|_| {
+                    ApiError::Serve(format!("cors_origins: `{origin}` is not an origin"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        AllowOrigin::list(origins)
+    };
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([Method::POST, Method::OPTIONS])
+            .allow_headers(Any)
+            .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
+            .max_age(config.cors_max_age),
+    ))
 }
 
 /// The answer to a path no service has: gRPC's `UNIMPLEMENTED`.
@@ -338,6 +381,8 @@ struct Shared {
     streams: Arc<Semaphore>,
     /// `CommitStatus` calls waiting for a status.
     waiters: waiters::Waiters,
+    /// Streams waiting for a height.
+    heights: heights::Heights,
     /// True once the server is shutting down.
     stopping: watch::Receiver<bool>,
 }

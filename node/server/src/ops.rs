@@ -160,6 +160,19 @@ fn router(target: Arc<dyn Operated>, logs: Option<LogControl>, explorer: Option<
     router.fallback(move |request: Request| fallback(files.clone(), request))
 }
 
+/// Headers on every explorer file: its code and styles come from this node only, it
+/// talks to this node only, no other site may frame it, and nothing is sniffed into a
+/// type it was not served as.
+const EXPLORER_HEADERS: [(header::HeaderName, &str); 4] = [
+    (
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    ),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::REFERRER_POLICY, "no-referrer"),
+];
+
 /// The explorer's files; a path that is not a file is one of its deep links.
 fn explorer_files(dir: &Path) -> ServeDir<ServeFile> {
     let index: PathBuf = dir.join("index.html");
@@ -177,8 +190,19 @@ async fn fallback(files: Option<ServeDir<ServeFile>>, request: Request) -> Respo
         .is_some_and(|t| t.starts_with("application/grpc"));
     match files {
         Some(files) if !grpc => match files.oneshot(request).await {
-            Ok(response) => response.map(Body::new),
-            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+            Ok(response) => {
+                let mut response = response.map(Body::new);
+                let headers = response.headers_mut();
+                for (name, value) in EXPLORER_HEADERS {
+                    headers.insert(name, HeaderValue::from_static(value));
+                }
+                response
+            }
+            Err(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the file could not be read\n",
+            )
+                .into_response(),
         },
         None if !grpc => (
             StatusCode::NOT_FOUND,
@@ -190,9 +214,14 @@ async fn fallback(files: Option<ServeDir<ServeFile>>, request: Request) -> Respo
 }
 
 async fn health(State(ops): State<Ops>) -> Response {
+    // The reason stays in the node's log: its text can name files and internals.
     match ops.target.failure() {
         None => (StatusCode::OK, "ok\n").into_response(),
-        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response(),
+        Some(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable: the node stopped ordering or validating; its log says why\n",
+        )
+            .into_response(),
     }
 }
 
@@ -231,6 +260,19 @@ fn remote_addr(request: &Request) -> Option<std::net::SocketAddr> {
         .and_then(TcpConnectInfo::remote_addr)
 }
 
+/// True for a Host header naming this machine by a loopback name or address.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        // "[::1]:7051"
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 async fn set_log_level(State(ops): State<Ops>, request: Request) -> Response {
     let Some(logs) = &ops.logs else {
         return (
@@ -239,7 +281,14 @@ async fn set_log_level(State(ops): State<Ops>, request: Request) -> Response {
         )
             .into_response();
     };
-    let local = remote_addr(&request).is_some_and(|addr| addr.ip().is_loopback());
+    // From the node's host, and addressed to it by a loopback name: a web page that
+    // rebinds its own name to 127.0.0.1 sends its own name as the Host.
+    let local = remote_addr(&request).is_some_and(|addr| addr.ip().is_loopback())
+        && request
+            .headers()
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(loopback_host);
     if !local {
         return (
             StatusCode::FORBIDDEN,

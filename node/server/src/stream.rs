@@ -3,12 +3,12 @@
 //! life, and ends when the client goes, when its work fails (the reader gets the
 //! status), or when the server shuts down (`UNAVAILABLE`).
 //!
-//! Streams of stored things (transactions, blocks, events) follow one pattern, so that
-//! nothing is missed or sent twice at the switch from stored to live: read the store from
-//! a cursor up to its durable height; subscribe to the ledger's broadcast; read the store
-//! once more (whatever commits after the subscription will wake the stream); then wait
-//! for a wake-up and read again from the cursor. A broadcast that overflowed (`Lagged`)
-//! is only a wake-up too: the store has everything it dropped.
+//! Streams of stored things (transactions, blocks) follow one pattern, so that nothing
+//! is missed or sent twice at the switch from stored to live: register a wait for the
+//! next height ([`super::heights`]); read the store from a cursor up to its durable
+//! height; if nothing was new, wait, then read again from the cursor. A wake-up that
+//! finds nothing new (every stream is woken when a broadcast overflowed) only costs a
+//! read: the store has everything.
 
 use std::future::Future;
 use std::sync::Arc;

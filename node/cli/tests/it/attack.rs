@@ -439,3 +439,143 @@ fn an_orderer_log_older_than_the_peers_state_is_refused() {
         "{stderr}"
     );
 }
+
+/// One HTTP/1.1 request to `node` with the given Host and extra header lines; the whole
+/// response (status line, headers, body) as text.
+fn raw_http(
+    node: &Node,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &str,
+    body: &str,
+) -> String {
+    use std::io::{Read, Write};
+    let addr = node.url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// A web page whose name an attacker rebinds to 127.0.0.1 sends requests from the
+/// node's own host, with the page's name as Host. Before: it could change the node's
+/// log level (and so silence it or flood its disk). Now: changes are taken only when
+/// addressed to a loopback name; and /healthz never shows internal error text.
+#[test]
+fn the_log_level_cannot_be_changed_through_a_rebound_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, _) = dev_node(&dir.path().join("dev"));
+    let addr = node.url.trim_start_matches("http://").to_string();
+    let rebound = raw_http(&node, "PUT", "/log/level", "evil.example:80", "", "off");
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    assert_eq!(node.http("GET", "/log/level", ""), (200, "warn\n".into()));
+    let local = raw_http(&node, "PUT", "/log/level", &addr, "", "info");
+    assert!(local.starts_with("HTTP/1.1 200"), "{local}");
+    assert_eq!(node.http("GET", "/log/level", ""), (200, "info\n".into()));
+}
+
+/// Which web pages may call a node from a browser. Before: every node answered
+/// `Access-Control-Allow-Origin: *`, so any page a member visited could read the ledger
+/// through the member's browser. Now: a node made by `runnel init` lets no other origin
+/// in (the explorer it serves is same-origin); `runnel dev` lets any, for local work;
+/// an allow-list names the origins of the network's own front ends.
+#[test]
+fn only_the_origins_a_node_allows_may_call_it_from_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    let preflight = |node: &Node, origin: &str| {
+        raw_http(
+            node,
+            "OPTIONS",
+            "/runnel.v1.Query/GetNetworkInfo",
+            node.url.trim_start_matches("http://"),
+            &format!(
+                "Origin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type,x-grpc-web\r\n"
+            ),
+            "",
+        )
+        .to_ascii_lowercase()
+    };
+    let (node, _) = dev_node(&dev);
+    assert!(preflight(&node, "https://evil.example").contains("access-control-allow-origin: *"));
+    assert!(node.stop().success());
+
+    let settings = dev.join("runnel.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    for (origins, evil_allowed, app_allowed) in [
+        ("[]", false, false),
+        ("[\"https://app.example\"]", false, true),
+    ] {
+        let edited = text.replace(
+            "cors_origins = [\"*\"]",
+            &format!("cors_origins = {origins}"),
+        );
+        assert_ne!(edited, text);
+        std::fs::write(&settings, edited).unwrap();
+        let (node, _) = dev_node(&dev);
+        let evil = preflight(&node, "https://evil.example");
+        assert_eq!(
+            evil.contains("access-control-allow-origin"),
+            evil_allowed,
+            "{evil}"
+        );
+        let app = preflight(&node, "https://app.example");
+        assert_eq!(
+            app.contains("access-control-allow-origin: https://app.example"),
+            app_allowed,
+            "{app}"
+        );
+        assert!(node.stop().success());
+    }
+    // What `runnel init` writes for a network's nodes: no other origin.
+    let net = dir.path().join("net");
+    let init = std::process::Command::new(crate::process::RUNNEL)
+        .args(["init", "--dir", net.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    let written = std::fs::read_to_string(net.join("runnel.toml")).unwrap();
+    assert!(written.contains("\ncors_origins = []\n"), "{written}");
+}
+
+/// The explorer's pages come with headers that keep another site from framing them
+/// (clickjacking a member into signing), keep them from loading code or sending data
+/// elsewhere, and stop type sniffing.
+#[test]
+fn explorer_pages_forbid_framing_foreign_code_and_sniffing() {
+    let dir = tempfile::tempdir().unwrap();
+    let explorer = dir.path().join("explorer");
+    std::fs::create_dir_all(&explorer).unwrap();
+    std::fs::write(
+        explorer.join("index.html"),
+        "<!doctype html><title>x</title>",
+    )
+    .unwrap();
+    let kv = runnel_wasm_build::build("kv").unwrap();
+    let node = Node::start(
+        &[
+            "dev",
+            "--contracts",
+            kv.parent().unwrap().to_str().unwrap(),
+            "--explorer",
+            explorer.to_str().unwrap(),
+        ],
+        &dir.path().join("dev"),
+    );
+    let addr = node.url.trim_start_matches("http://").to_string();
+    for path in ["/", "/transactions/%zz%", "/blocks/1"] {
+        let page = raw_http(&node, "GET", path, &addr, "", "").to_ascii_lowercase();
+        assert!(page.starts_with("http/1.1 200"), "{path}: {page}");
+        assert!(page.contains("frame-ancestors 'none'"), "{page}");
+        assert!(page.contains("connect-src 'self'"), "{page}");
+        assert!(page.contains("x-content-type-options: nosniff"), "{page}");
+        assert!(page.contains("x-frame-options: deny"), "{page}");
+    }
+}

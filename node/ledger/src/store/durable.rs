@@ -686,7 +686,8 @@ impl Store {
     /// A SHA-256 digest of the whole durable state, the height it is of, and the number
     /// of keys: every state record, key and value (version included) with their lengths,
     /// in key order. Two stores at the same height hold the same state exactly when their
-    /// digests are equal. Commits wait while it is computed.
+    /// digests are equal. Commits wait while it is computed: the ledger's digest
+    /// ([`super::WorldState::state_hash`]) reads a snapshot instead, and this one checks it.
     pub fn state_hash(&self) -> Result<(Seq, [u8; 32], u64), StoreError> {
         use sha2::{Digest, Sha256};
         let _committer = lock(&self.commit_lock);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use runnel_runtime::{NsRwSet, StateError, StateView, VersionedValue};
 
+use super::digest::{DigestCache, StateHash};
 use super::overlay::{Chain, Overlay};
 use super::{
     BatchTx, CommitBatch, SealRecord, Store, StoreError, TxRecord, keys, lock, read, write,
@@ -58,6 +59,8 @@ struct Inner {
     /// Durable records of system-namespace keys that have no chain (see
     /// [`Inner::durable_record`]).
     system_records: Mutex<HashMap<Vec<u8>, Option<VersionedValue>>>,
+    /// The last digest of the state ([`WorldState::state_hash`]).
+    digests: DigestCache,
 }
 
 /// The most system-namespace records [`Inner::durable_record`] keeps (it starts again
@@ -136,6 +139,7 @@ impl WorldState {
                 stage_lock: Mutex::new(()),
                 commit_lock: Mutex::new(()),
                 system_records: Mutex::new(HashMap::new()),
+                digests: DigestCache::default(),
             }),
         })
     }
@@ -394,6 +398,17 @@ impl WorldState {
         }
     }
 
+    /// The digest of the whole state at the staged height: `(height, SHA-256, keys)`, as
+    /// [`Store::state_hash`] gives it of a durable state. Read from a snapshot a page at
+    /// a time, so staging and commits go on meanwhile; one computation at a time, shared
+    /// by every caller that asks while it runs, and kept until the height moves.
+    pub fn state_hash(&self) -> Result<StateHash, StoreError> {
+        let height = self.staged_height();
+        self.inner
+            .digests
+            .get(height, || super::digest::digest(&self.snapshot()))
+    }
+
     /// The record of transaction `tx_id`, staged or durable: the first one with that id.
     pub fn tx(&self, tx_id: &TxId) -> Result<Option<TxRecord>, StoreError> {
         // Staged first: a commit writes sled before it forgets the staged record, so the
@@ -535,11 +550,39 @@ impl Snapshot {
             return Ok(Vec::new());
         }
         let prefix_len = keys::state_prefix_len(ns);
+        self.merged(&lo, &hi, limit, |key| {
+            Ok(keys::state_key_suffix(key, prefix_len)?.to_vec())
+        })
+    }
+
+    /// Up to `limit` state records of every namespace with a state key at or after
+    /// `from` (a full state key, as the store orders them) at this snapshot's height:
+    /// `(state key, value)`. Each call holds the overlay's lock only for its own page, so
+    /// a scan of the whole state in pages never holds up staging for long.
+    pub(crate) fn scan_state(
+        &self,
+        from: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StoreError> {
+        let lo = from.max(&keys::STATE_PREFIX[..]).to_vec();
+        let hi = vec![keys::STATE_PREFIX[0] + 1];
+        self.merged(&lo, &hi, limit, |key| Ok(key.to_vec()))
+    }
+
+    /// Up to `limit` state records with `lo <= state key < hi` at this snapshot's height,
+    /// the staged overlay merged over the durable store, each key as `key_of` names it.
+    fn merged(
+        &self,
+        lo: &[u8],
+        hi: &[u8],
+        limit: usize,
+        key_of: impl Fn(&[u8]) -> Result<Vec<u8>, StoreError>,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, StoreError> {
         let world = &*self.shared.world;
         // Held for the whole merge, for the reason given in `get`.
         let overlay = read(&world.overlay);
-        let mut staged_iter = overlay.range(&lo, &hi);
-        let mut durable_iter = world.store.state_range(lo.clone(), hi.clone());
+        let mut staged_iter = overlay.range(lo, hi);
+        let mut durable_iter = world.store.state_range(lo.to_vec(), hi.to_vec());
         let mut staged = staged_iter.next();
         let mut durable = durable_iter.next().transpose()?;
         let mut out = Vec::new();
@@ -557,7 +600,7 @@ impl Snapshot {
                 if let Some((key, value)) = durable.take() {
                     let found = world.store.state_value(&value)?;
                     if let Some(found) = self.check_durable(Some(found))? {
-                        out.push((keys::state_key_suffix(&key, prefix_len)?.to_vec(), found));
+                        out.push((key_of(&key)?, found));
                     }
                 }
                 durable = durable_iter.next().transpose()?;
@@ -566,7 +609,7 @@ impl Snapshot {
             if let Some((key, chain)) = staged.take()
                 && let Some(found) = chain.at(self.height()).ok_or_else(|| self.too_old())?
             {
-                out.push((keys::state_key_suffix(key, prefix_len)?.to_vec(), found));
+                out.push((key_of(key)?, found));
             }
             staged = staged_iter.next();
             if order == KeyOrder::Equal {

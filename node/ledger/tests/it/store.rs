@@ -1214,3 +1214,33 @@ proptest! {
         check_against_model(&world.snapshot(), &states[staged.0 as usize], 0, MODEL_KEYS.len(), usize::MAX);
     }
 }
+
+#[test]
+fn the_state_hash_of_staged_state_is_the_durable_hash_it_commits_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = WorldState::open(dir.path()).unwrap();
+    stage(
+        &world,
+        vec![set("kv", vec![put(b"a", b"1"), put(b"b", &[7; 100])])],
+    );
+    world
+        .commit_staged(world.staged_height(), Vec::new())
+        .unwrap();
+    stage(&world, vec![set("kv", vec![put(b"c", b"3"), del(b"a")])]);
+    stage(&world, vec![set("other", vec![put(b"a", b"x")])]);
+    // Staged, not durable: the digest is of height 3 and sees its writes.
+    let staged = world.state_hash().unwrap();
+    assert_eq!(staged.0, Seq(3));
+    assert_eq!(staged.2, 3, "kv/b, kv/c, other/a");
+    assert_eq!(
+        world.state_hash().unwrap(),
+        staged,
+        "kept while the height stays"
+    );
+    world.commit_staged(Seq(3), Vec::new()).unwrap();
+    assert_eq!(world.store().state_hash().unwrap(), staged);
+    stage(&world, vec![set("kv", vec![put(b"d", b"4")])]);
+    let next = world.state_hash().unwrap();
+    assert_eq!((next.0, next.2), (Seq(4), 4));
+    assert_ne!(next.1, staged.1);
+}

@@ -1209,7 +1209,15 @@ fn grpc_web(addr: SocketAddr, path: &str, message: &[u8]) -> http::Request<Full<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_web_over_http1_with_cors() {
-    let node = Node::default().await;
+    // The page's origin (that of grpc_web's requests) is allowed; no other is.
+    let node = Node::start(
+        &["Org1"],
+        ApiConfig {
+            cors_origins: vec!["http://localhost:5173".into()],
+            ..ApiConfig::default()
+        },
+    )
+    .await;
 
     // A unary call: one message frame, then a trailer frame with the status.
     let (parts, body) = http1(
@@ -1219,7 +1227,10 @@ async fn grpc_web_over_http1_with_cors() {
     .await;
     assert_eq!(parts.status, 200);
     assert_eq!(parts.headers["content-type"], "application/grpc-web+proto");
-    assert_eq!(parts.headers["access-control-allow-origin"], "*");
+    assert_eq!(
+        parts.headers["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
     let exposed = parts.headers["access-control-expose-headers"]
         .to_str()
         .unwrap()
@@ -1281,9 +1292,12 @@ async fn grpc_web_over_http1_with_cors() {
     )
     .body(Full::new(Bytes::new()))
     .unwrap();
-    let (parts, _) = http1(node.addr, preflight).await;
+    let (parts, _) = http1(node.addr, preflight.clone()).await;
     assert!(parts.status.is_success(), "{parts:?}");
-    assert_eq!(parts.headers["access-control-allow-origin"], "*");
+    assert_eq!(
+        parts.headers["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
     let methods = parts.headers["access-control-allow-methods"]
         .to_str()
         .unwrap();
@@ -1296,5 +1310,21 @@ async fn grpc_web_over_http1_with_cors() {
         "{headers}"
     );
     assert!(parts.headers.contains_key("access-control-max-age"));
+    // A page of another origin is not let in, so the browser refuses to send its call.
+    let mut elsewhere = preflight.clone();
+    elsewhere
+        .headers_mut()
+        .insert("origin", "https://evil.example".parse().unwrap());
+    let (parts, _) = http1(node.addr, elsewhere).await;
+    assert!(!parts.headers.contains_key("access-control-allow-origin"));
+    node.stop().await;
+
+    // By default no other origin may call: only the pages the node serves itself.
+    let node = Node::default().await;
+    let (parts, _) = http1(node.addr, preflight).await;
+    assert!(
+        !parts.headers.contains_key("access-control-allow-origin"),
+        "{parts:?}"
+    );
     node.stop().await;
 }

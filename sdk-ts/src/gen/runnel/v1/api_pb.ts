@@ -1790,7 +1790,8 @@ export const Query: GenService<{
   },
   /**
    * A digest of the whole durable world state, to compare peers: equal hashes at equal
-   * heights mean equal states. Commits wait while it is computed (a scan of the state).
+   * heights mean equal states. Read from a snapshot at the validated height while commits
+   * go on; one scan at a time, shared by concurrent callers and kept until the height moves.
    *
    * @generated from rpc runnel.v1.Query.GetStateHash
    */

@@ -1,0 +1,136 @@
+//! The digest of the whole world state, to compare peers: computed from a snapshot in
+//! pages, so commits go on while it runs, and computed by one caller at a time, so any
+//! number of concurrent requests cost one scan.
+
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use sha2::{Digest, Sha256};
+
+use super::world::Snapshot;
+use super::{StoreError, keys};
+use crate::ids::Seq;
+
+/// `(height, SHA-256, keys)`: see [`digest`].
+pub type StateHash = (Seq, [u8; 32], u64);
+
+/// State records read per page (the overlay's lock is held for one page at a time).
+const PAGE_RECORDS: usize = 1024;
+
+/// A SHA-256 digest of the state `snapshot` sees, the height it is of, and the number of
+/// keys: every state record, key and value (version included) with their lengths, in
+/// key order. Two peers at the same height hold the same state exactly when their
+/// digests are equal; it is the digest `Store::state_hash` gives of a durable state.
+pub(super) fn digest(snapshot: &Snapshot) -> Result<StateHash, StoreError> {
+    let mut hasher = Sha256::new();
+    let mut count = 0u64;
+    let mut from = keys::STATE_PREFIX.to_vec();
+    loop {
+        let page = snapshot.scan_state(&from, PAGE_RECORDS)?;
+        let Some((last, _)) = page.last() else {
+            break;
+        };
+        from = last.clone();
+        from.push(0);
+        for (key, found) in &page {
+            let value = keys::encode_state_value(Seq(found.version.seq), &found.value);
+            hasher.update((key.len() as u64).to_be_bytes());
+            hasher.update(key);
+            hasher.update((value.len() as u64).to_be_bytes());
+            hasher.update(&value);
+            count += 1;
+        }
+    }
+    Ok((snapshot.height(), hasher.finalize().into(), count))
+}
+
+/// The last digest, and whether one is being computed.
+#[derive(Debug, Default)]
+struct Last {
+    digest: Option<StateHash>,
+    computing: bool,
+    /// Counts finished computations, so that a waiter knows when its one is done.
+    finished: u64,
+}
+
+/// One digest computation at a time; callers that arrive meanwhile share its answer,
+/// and a caller at a height already digested gets the stored answer.
+#[derive(Debug, Default)]
+pub(super) struct DigestCache {
+    last: Mutex<Last>,
+    done: Condvar,
+}
+
+impl DigestCache {
+    /// The digest at `height` (the current one), computing it with `compute` unless it
+    /// is known or being computed.
+    pub fn get(
+        &self,
+        height: Seq,
+        compute: impl FnOnce() -> Result<StateHash, StoreError>,
+    ) -> Result<StateHash, StoreError> {
+        let lock = || self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = lock();
+        loop {
+            if let Some(known) = last.digest.filter(|known| known.0 == height) {
+                return Ok(known);
+            }
+            if !last.computing {
+                break;
+            }
+            // Share the answer of the computation under way (of a height at most a
+            // little older than `height`); if it failed, try again.
+            let waiting_for = last.finished;
+            while last.finished == waiting_for {
+                last = self.done.wait(last).unwrap_or_else(PoisonError::into_inner);
+            }
+            if let Some(known) = last.digest {
+                return Ok(known);
+            }
+        }
+        last.computing = true;
+        drop(last);
+        let computed = compute();
+        let mut last = lock();
+        last.computing = false;
+        last.finished += 1;
+        last.digest = computed.as_ref().ok().copied();
+        self.done.notify_all();
+        computed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn concurrent_callers_share_one_computation_and_a_known_height_is_not_recomputed() {
+        let cache = Arc::new(DigestCache::default());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (cache, runs) = (cache.clone(), runs.clone());
+                std::thread::spawn(move || {
+                    cache
+                        .get(Seq(5), || {
+                            runs.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(100));
+                            Ok((Seq(5), [1; 32], 3))
+                        })
+                        .unwrap()
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert_eq!(thread.join().unwrap(), (Seq(5), [1; 32], 3));
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "one scan for eight callers");
+        let again = cache.get(Seq(6), || Ok((Seq(6), [2; 32], 4))).unwrap();
+        assert_eq!(again.0, Seq(6));
+        assert!(cache.get(Seq(7), || Err(StoreError::EmptyBatch)).is_err());
+        assert_eq!(cache.get(Seq(6), || unreachable!()).unwrap().0, Seq(6));
+    }
+}
