@@ -194,6 +194,20 @@ impl Drop for Runtime {
     }
 }
 
+/// Where the digest of the artifact at `path` is kept.
+fn digest_path(path: &Path) -> PathBuf {
+    path.with_extension("cwasm.sha256")
+}
+
+/// What an artifact's digest file holds: SHA-256 of the code hash it was compiled from
+/// and its bytes, in hex.
+fn artifact_digest(hash: &CodeHash, artifact: &[u8]) -> Vec<u8> {
+    let mut hasher = Sha256::new();
+    hasher.update(hash.0);
+    hasher.update(artifact);
+    hex::encode(hasher.finalize()).into_bytes()
+}
+
 fn cache_error(path: &Path, e: impl fmt::Display) -> LoadError {
     LoadError::Cache {
         path: path.display().to_string(),
@@ -309,7 +323,13 @@ impl Runtime {
             let bytes = module
                 .serialize()
                 .map_err(|e| LoadError::Compile(e.to_string()))?;
-            // Write then rename, so a crash never leaves a torn artifact under the real name.
+            // Write then rename, so a crash never leaves a torn artifact under the real
+            // name; its digest first, so an artifact never stands without one.
+            let digest = digest_path(&path);
+            let tmp = digest.with_extension("sha256.tmp");
+            std::fs::write(&tmp, artifact_digest(&hash, &bytes))
+                .map_err(|e| cache_error(&tmp, e))?;
+            std::fs::rename(&tmp, &digest).map_err(|e| cache_error(&digest, e))?;
             let tmp = path.with_extension("cwasm.tmp");
             std::fs::write(&tmp, &bytes).map_err(|e| cache_error(&tmp, e))?;
             std::fs::rename(&tmp, &path).map_err(|e| cache_error(&path, e))?;
@@ -340,20 +360,35 @@ impl Runtime {
         if !path.is_file() {
             return Ok(None);
         }
-        // SAFETY: the cache directory is written only by `install` above, from modules that
-        // passed validation and compilation with this engine's configuration (the directory
-        // name is the engine's compatibility hash); it is trusted like the binary itself.
-        match unsafe { Module::deserialize_file(&self.engine, &path) } {
+        // The artifact is native code: it runs only if its bytes are those `install`
+        // compiled from this very code hash (its digest binds the two), so a damaged
+        // artifact, or one put under another contract's name, is compiled afresh.
+        let bytes = std::fs::read(&path).map_err(|e| cache_error(&path, e))?;
+        let digest = std::fs::read(digest_path(&path)).unwrap_or_default();
+        if digest != artifact_digest(hash, &bytes) {
+            self.drop_artifact(&path);
+            return Ok(None);
+        }
+        // SAFETY: these bytes are what `install` above serialised, from a module that
+        // passed validation and compilation with this engine's configuration (the
+        // directory name is the engine's compatibility hash), as their digest shows.
+        match unsafe { Module::deserialize(&self.engine, &bytes) } {
             Ok(module) => {
                 let contract = self.prepare(*hash, module)?;
                 Ok(Some(self.remember(contract)))
             }
             Err(_) => {
-                // Unreadable or from another build: drop it and compile afresh.
-                let _ = std::fs::remove_file(&path);
+                // From another build: drop it and compile afresh.
+                self.drop_artifact(&path);
                 Ok(None)
             }
         }
+    }
+
+    /// Removes an artifact that may not be used, and its digest.
+    fn drop_artifact(&self, path: &Path) {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(digest_path(path));
     }
 
     fn remember(&self, contract: Contract) -> Arc<Contract> {

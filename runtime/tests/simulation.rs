@@ -345,6 +345,44 @@ fn artifacts_are_reused_across_restarts_and_bad_ones_recompiled() {
     call(&rt, &contract, "rw", &[], state()).expect("runs");
     assert!(std::fs::read(&artifacts[0]).expect("rewritten").len() > 100);
 
+    // Another contract's valid artifact, with its digest, put under this one's name: its
+    // digest binds it to its own code hash, so it is refused and this one recompiled.
+    let other = module_with(
+        &format!(
+            r#"{IMPORTS}
+  (import "runnel" "ctx_creator" (func $ctx_creator (result i64)))
+  (import "runnel" "ctx_timestamp_ms" (func $ctx_timestamp_ms (result i64)))"#
+        ),
+        r#"(func (export "runnel_abi_v1"))"#,
+        &format!(r#"{DATA}{PROBE}(func (export "runnel_fn_other") (param i32 i32))"#),
+    );
+    let other_hash = rt.install(&other).expect("compiles").hash();
+    let other_artifact = artifacts[0].with_file_name(format!("{}.cwasm", other_hash.to_hex()));
+    let digest = |artifact: &std::path::Path| artifact.with_extension("cwasm.sha256");
+    assert!(
+        digest(&artifacts[0]).is_file(),
+        "a digest beside each artifact"
+    );
+    for (from, to) in [
+        (digest(&other_artifact), digest(&artifacts[0])),
+        (other_artifact.clone(), artifacts[0].clone()),
+    ] {
+        let tmp = dir.path().join("swap");
+        std::fs::copy(&from, &tmp).expect("copy");
+        std::fs::rename(&tmp, &to).expect("swap");
+    }
+    let rt = runtime(|c| c.cache_dir = Some(dir.path().to_path_buf()));
+    assert_eq!(
+        rt.load(&hash).expect_err("another contract's code"),
+        LoadError::NotFound(hash)
+    );
+    let contract = rt.install(&wasm).expect("recompiled");
+    assert_eq!(
+        contract.functions().len(),
+        9,
+        "this contract, not the other"
+    );
+
     // Without a cache directory nothing survives the runtime.
     let bare = runtime(|_| {});
     assert_eq!(

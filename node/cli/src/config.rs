@@ -100,8 +100,12 @@ pub struct ApiSection {
     pub connection_streams_max: u32,
     /// Most live server streams at once.
     pub streams_max: usize,
+    /// Most live server streams one connection holds at once.
+    pub streams_per_connection_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
+    /// Most `CommitStatus` calls one connection has waiting at once.
+    pub commit_waits_per_connection_max: usize,
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once.
     pub admission_queue_max: usize,
@@ -240,7 +244,9 @@ impl Default for NodeConfig {
                 message_bytes_max: api.message_bytes_max,
                 connection_streams_max: api.connection_streams_max,
                 streams_max: api.streams_max,
+                streams_per_connection_max: api.streams_per_connection_max,
                 commit_waits_max: api.commit_waits_max,
+                commit_waits_per_connection_max: api.commit_waits_per_connection_max,
                 admission_queue_max: api.admission_queue_max,
                 cors_origins: api.cors_origins.clone(),
                 tls: TlsSection::default(),
@@ -375,7 +381,9 @@ impl NodeConfig {
             message_bytes_max: self.api.message_bytes_max,
             connection_streams_max: self.api.connection_streams_max,
             streams_max: self.api.streams_max,
+            streams_per_connection_max: self.api.streams_per_connection_max,
             commit_waits_max: self.api.commit_waits_max,
+            commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
             admission_queue_max: self.api.admission_queue_max,
             cors_origins: self.api.cors_origins.clone(),
             tls: self.tls_config(dir),
@@ -459,10 +467,14 @@ listen = "127.0.0.1:7051"
 message_bytes_max = 33554432
 # Most concurrent calls on one HTTP/2 connection.
 connection_streams_max = 256
-# Most live server streams (events, deliveries, traces) at once.
+# Most live server streams (events, deliveries, traces) at once, and on one connection:
+# one client cannot hold them all.
 streams_max = 1024
-# Most CommitStatus calls waiting at once.
+streams_per_connection_max = 64
+# Most CommitStatus calls (and Submit calls that wait for a status) waiting at once, and
+# on one connection.
 commit_waits_max = 16384
+commit_waits_per_connection_max = 1024
 # Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
 # once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096

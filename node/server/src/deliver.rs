@@ -39,9 +39,12 @@ impl Deliver for DeliverService {
         &self,
         request: Request<DeliverTransactionsRequest>,
     ) -> Result<Response<Self::TransactionsStream>, Status> {
+        let connection = request.remote_addr();
         let next = first_seq(request.into_inner().start_seq);
         let shared = self.shared.clone();
-        stream::start(&self.shared, move |sink| transactions(shared, next, sink))
+        stream::start(&self.shared, connection, move |sink| {
+            transactions(shared, next, sink)
+        })
     }
 
     type BlocksStream = Items<DeliverBlocksResponse>;
@@ -50,10 +53,11 @@ impl Deliver for DeliverService {
         &self,
         request: Request<DeliverBlocksRequest>,
     ) -> Result<Response<Self::BlocksStream>, Status> {
+        let connection = request.remote_addr();
         let request = request.into_inner();
         let next = BlockNumber(request.start_block.max(1));
         let shared = self.shared.clone();
-        stream::start(&self.shared, move |sink| {
+        stream::start(&self.shared, connection, move |sink| {
             blocks(shared, next, request.with_transactions, sink)
         })
     }

@@ -9,6 +9,7 @@ use prost::Message;
 use tokio::sync::broadcast;
 use tonic::{Code, Request, Response, Status};
 
+use super::shares::Share;
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
 use crate::ids::{Seq, TxId, ValidationCode};
@@ -68,15 +69,22 @@ impl Gateway for GatewayService {
         &self,
         request: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
+        let connection = request.remote_addr();
         let SubmitRequest {
             transaction,
             wait_for,
         } = request.into_inner();
         let wait_for = wait_phase(wait_for)?;
-        let (tx_id, seq) = self.shared.submit(transaction).await?;
-        let status = match wait_for {
-            Some(phase) => Some(self.wait_status(tx_id, phase).await?),
+        // A call that will wait takes its place first: one that cannot wait is refused
+        // before its transaction is ordered, never after.
+        let share = match wait_for {
+            Some(_) => Some(self.shared.wait_shares.take(connection)?),
             None => None,
+        };
+        let (tx_id, seq) = self.shared.submit(transaction).await?;
+        let status = match (wait_for, share) {
+            (Some(phase), Some(share)) => Some(self.wait_status(tx_id, phase, share).await?),
+            _ => None,
         };
         Ok(Response::new(SubmitResponse {
             tx_id: tx_id.to_hex(),
@@ -89,10 +97,13 @@ impl Gateway for GatewayService {
         &self,
         request: Request<CommitStatusRequest>,
     ) -> Result<Response<CommitStatusResponse>, Status> {
+        let share = self.shared.wait_shares.take(request.remote_addr())?;
         let request = request.into_inner();
         let tx_id = tx_id(&request.tx_id)?;
         let wait_for = wait_phase(request.wait_for)?.unwrap_or(Phase::Committed);
-        Ok(Response::new(self.wait_status(tx_id, wait_for).await?))
+        Ok(Response::new(
+            self.wait_status(tx_id, wait_for, share).await?,
+        ))
     }
 
     type ContractEventsStream = Items<ContractEventsResponse>;
@@ -101,6 +112,7 @@ impl Gateway for GatewayService {
         &self,
         request: Request<ContractEventsRequest>,
     ) -> Result<Response<Self::ContractEventsStream>, Status> {
+        let connection = request.remote_addr();
         let request = request.into_inner();
         lifecycle::check_name(&request.contract)
             .map_err(|e| status::error(Code::InvalidArgument, e.code(), e))?;
@@ -119,18 +131,20 @@ impl Gateway for GatewayService {
             },
         };
         let shared = self.shared.clone();
-        stream::start(&self.shared, move |sink| {
+        stream::start(&self.shared, connection, move |sink| {
             events(shared, request.contract, next, sink)
         })
     }
 }
 
 impl GatewayService {
-    /// Waits until `tx_id` reaches `wait_for` on this peer; its status then.
+    /// Waits until `tx_id` reaches `wait_for` on this peer, holding its connection's
+    /// `share` of the waits meanwhile; its status then.
     async fn wait_status(
         &self,
         tx_id: TxId,
         wait_for: Phase,
+        _share: Share,
     ) -> Result<CommitStatusResponse, Status> {
         loop {
             // Registered before the ledger is read: a status arriving in between wakes it.

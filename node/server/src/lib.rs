@@ -46,6 +46,7 @@ pub mod proto;
 mod query;
 pub mod remote;
 pub mod sched;
+mod shares;
 pub mod status;
 mod stream;
 pub mod tls;
@@ -97,8 +98,13 @@ pub struct ApiConfig {
     /// Most live server streams (events, deliveries, traces) open at once, across all
     /// connections.
     pub streams_max: usize,
-    /// Most `CommitStatus` calls waiting at once, across all connections.
+    /// Most live server streams one connection holds at once.
+    pub streams_per_connection_max: usize,
+    /// Most `CommitStatus` calls (and `Submit` calls that wait for a status) waiting at
+    /// once, across all connections.
     pub commit_waits_max: usize,
+    /// Most of those one connection has waiting at once.
+    pub commit_waits_per_connection_max: usize,
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
     pub admission_queue_max: usize,
@@ -121,7 +127,9 @@ impl Default for ApiConfig {
             message_bytes_max: TRANSACTION_BYTES_MAX,
             connection_streams_max: 256,
             streams_max: 1024,
+            streams_per_connection_max: 64,
             commit_waits_max: 16_384,
+            commit_waits_per_connection_max: 1024,
             admission_queue_max: 4096,
             stream_queue_depth: 64,
             cors_origins: Vec::new(),
@@ -235,6 +243,24 @@ impl Server {
             streams: Arc::new(Semaphore::new(
                 self.config.streams_max.min(Semaphore::MAX_PERMITS),
             )),
+            stream_shares: shares::Shares::new(
+                "TOO_MANY_STREAMS",
+                "live streams",
+                ("streams_max", usize::MAX),
+                (
+                    "streams_per_connection_max",
+                    self.config.streams_per_connection_max,
+                ),
+            ),
+            wait_shares: shares::Shares::new(
+                "TOO_MANY_WAITS",
+                "calls waiting for a status",
+                ("commit_waits_max", self.config.commit_waits_max),
+                (
+                    "commit_waits_per_connection_max",
+                    self.config.commit_waits_per_connection_max,
+                ),
+            ),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
             heights: heights::Heights::default(),
             ledger: self.ledger,
@@ -379,6 +405,10 @@ struct Shared {
     config: ApiConfig,
     /// One permit per live server stream.
     streams: Arc<Semaphore>,
+    /// Each connection's share of the live streams.
+    stream_shares: Arc<shares::Shares>,
+    /// Each connection's share of the calls waiting for a status.
+    wait_shares: Arc<shares::Shares>,
     /// `CommitStatus` calls waiting for a status.
     waiters: waiters::Waiters,
     /// Streams waiting for a height.
@@ -513,8 +543,13 @@ impl Shared {
     }
 
     /// A permit for one more live stream.
-    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, Status> {
-        self.streams.clone().try_acquire_owned().map_err(|_| {
+    /// A live stream's place: its connection's share, then one of the node's permits.
+    fn stream_permit(
+        &self,
+        connection: Option<SocketAddr>,
+    ) -> Result<(shares::Share, OwnedSemaphorePermit), Status> {
+        let share = self.stream_shares.take(connection)?;
+        let permit = self.streams.clone().try_acquire_owned().map_err(|_| {
             status::error(
                 Code::ResourceExhausted,
                 "TOO_MANY_STREAMS",
@@ -524,7 +559,8 @@ impl Shared {
                     self.config.streams_max
                 ),
             )
-        })
+        })?;
+        Ok((share, permit))
     }
 
     /// Completes once the server is shutting down.

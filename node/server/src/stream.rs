@@ -11,6 +11,7 @@
 //! read: the store has everything.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,13 +46,17 @@ impl<T> Sink<T> {
 
 /// Starts a stream: `run` produces its items into the sink; an error it returns is the
 /// stream's final status.
-pub(super) fn start<T, F, Fut>(shared: &Arc<Shared>, run: F) -> Result<Response<Items<T>>, Status>
+pub(super) fn start<T, F, Fut>(
+    shared: &Arc<Shared>,
+    connection: Option<SocketAddr>,
+    run: F,
+) -> Result<Response<Items<T>>, Status>
 where
     T: Send + 'static,
     F: FnOnce(Sink<T>) -> Fut,
     Fut: Future<Output = Result<(), Status>> + Send + 'static,
 {
-    let permit = shared.stream_permit()?;
+    let permit = shared.stream_permit(connection)?;
     let (tx, rx) = mpsc::channel(shared.config.stream_queue_depth.max(1));
     let work = run(Sink { tx: tx.clone() });
     let stopping = shared.stopping.clone();

@@ -55,11 +55,13 @@ impl Trace for TraceService {
 
     async fn trace_stream(
         &self,
-        _request: Request<TraceStreamRequest>,
+        request: Request<TraceStreamRequest>,
     ) -> Result<Response<Self::TraceStreamStream>, Status> {
         // Subscribed now: the stream holds every trace completed from this call on.
         let completed = self.shared.ledger.completed_traces();
-        stream::start(&self.shared, move |sink| forward(completed, sink))
+        stream::start(&self.shared, request.remote_addr(), move |sink| {
+            forward(completed, sink)
+        })
     }
 }
 

@@ -579,3 +579,101 @@ fn explorer_pages_forbid_framing_foreign_code_and_sniffing() {
         assert!(page.contains("x-frame-options: deny"), "{page}");
     }
 }
+
+/// One client opens as many live streams, and waits for as many statuses, as it can.
+/// Before: it could take the node's whole pools (1,024 streams) from every other client,
+/// and a Submit that could not wait was refused only after its transaction was ordered.
+/// Now: each connection holds at most its share (`streams_per_connection_max`,
+/// `commit_waits_per_connection_max`); other connections are still served; and a Submit
+/// that cannot wait is refused before anything is ordered.
+#[test]
+fn one_connection_cannot_take_the_pools_from_the_others() {
+    use runnel_server::proto::deliver_client::DeliverClient;
+    use runnel_server::proto::{CommitStatusRequest, DeliverTransactionsRequest};
+
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    let (node, _) = dev_node(&dev);
+    assert!(node.stop().success());
+    let settings = dev.join("runnel.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let text = text
+        .replace(
+            "streams_per_connection_max = 64",
+            "streams_per_connection_max = 8",
+        )
+        .replace(
+            "commit_waits_per_connection_max = 1024",
+            "commit_waits_per_connection_max = 1",
+        );
+    std::fs::write(&settings, text).unwrap();
+    let (node, keys) = dev_node(&dev);
+    let client = signer(&keys, "Org1", Role::Client);
+    let height = |node: &Node| {
+        node.json(&["status"])["heights"]["ordered"]
+            .as_u64()
+            .unwrap()
+    };
+    runtime().block_on(async {
+        let channel = tonic::transport::Channel::from_shared(node.url.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut greedy = DeliverClient::new(channel.clone());
+        let far = DeliverTransactionsRequest { start_seq: 1 << 60 };
+        let mut held = Vec::new();
+        for _ in 0..8 {
+            held.push(greedy.transactions(far).await.expect("within the share"));
+        }
+        let refused = greedy.transactions(far).await.expect_err("past the share");
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("TOO_MANY_STREAMS"),
+            "{refused:?}"
+        );
+        // Another connection is served.
+        let mut other = DeliverClient::new(
+            tonic::transport::Channel::from_shared(node.url.clone())
+                .unwrap()
+                .connect()
+                .await
+                .unwrap(),
+        );
+        other
+            .transactions(far)
+            .await
+            .expect("another connection's share");
+
+        // One status wait holds this connection's only share of the waits ...
+        let mut waiting = GatewayClient::new(channel.clone());
+        let wait = tokio::spawn(async move {
+            waiting
+                .commit_status(CommitStatusRequest {
+                    tx_id: "ab".repeat(32),
+                    wait_for: TxPhase::Committed as i32,
+                })
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // ... so a Submit that would wait is refused, and nothing is ordered.
+        let mut gateway = GatewayClient::new(channel);
+        let honest = endorsed(&mut gateway, proposal(&client, "kv", "put", &["w", "1"])).await;
+        let before = height(&node);
+        let refused = gateway
+            .submit(SubmitRequest {
+                transaction: tx::sign_transaction(&client, &honest).encode_to_vec(),
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .expect_err("no room to wait");
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("TOO_MANY_WAITS"),
+            "{refused:?}"
+        );
+        assert_eq!(height(&node), before, "refused before ordering");
+        wait.abort();
+        drop(held);
+    });
+}
