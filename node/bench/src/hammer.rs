@@ -13,9 +13,9 @@ use runnel_server::proto::{DeliverTransactionsRequest, GetStateHashRequest};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-/// Idle streams opened on one HTTP/2 connection (below the node's default of 256
-/// concurrent calls per connection).
-const STREAMS_PER_CONNECTION: usize = 100;
+/// Idle streams opened on one HTTP/2 connection (within the node's default share of 64
+/// live streams per connection).
+const STREAMS_PER_CONNECTION: usize = 50;
 
 /// A seq no node reaches: a stream from there waits for ever.
 const FAR_AHEAD: u64 = 1 << 60;
