@@ -32,11 +32,17 @@ const POLL: Duration = Duration::from_millis(200);
 /// the log when the peer catches up, so nothing is lost).
 const STREAM_QUEUE: usize = 1024;
 
+/// Most streams an orderer serves at once: its readers are the network's peers, a few
+/// each. Every stream has a thread of its own, never one of the runtime's blocking pool,
+/// which `Broadcast` needs.
+pub const STREAMS_MAX: usize = 64;
+
 /// The `Ordering` service over an orderer.
 #[derive(Clone)]
 pub struct OrderingService {
     orderer: Arc<dyn Orderer>,
     stopping: watch::Receiver<bool>,
+    streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// The status of an orderer error: its name first, in the message and the
@@ -73,6 +79,13 @@ impl Ordering for OrderingService {
         &self,
         request: Request<StreamRequest>,
     ) -> Result<Response<ItemStream>, Status> {
+        let permit = self.streams.clone().try_acquire_owned().map_err(|_| {
+            status::error(
+                tonic::Code::ResourceExhausted,
+                "TOO_MANY_STREAMS",
+                format_args!("{STREAMS_MAX} ordering streams are open, the most an orderer serves; retry later"),
+            )
+        })?;
         let request = request.into_inner();
         let mut delivery = self
             .orderer
@@ -80,7 +93,8 @@ impl Ordering for OrderingService {
             .map_err(|e| from_order(&e))?;
         let (send, receive) = mpsc::channel(STREAM_QUEUE);
         let stopping = self.stopping.clone();
-        tokio::task::spawn_blocking(move || {
+        let reader = move || {
+            let _permit = permit;
             loop {
                 if send.is_closed() || *stopping.borrow() {
                     return;
@@ -98,7 +112,11 @@ impl Ordering for OrderingService {
                     return;
                 }
             }
-        });
+        };
+        std::thread::Builder::new()
+            .name("runnel-order-stream".into())
+            .spawn(reader)
+            .map_err(|e| Status::unavailable(format!("starting a stream reader: {e}")))?;
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(receive),
         )))
@@ -189,6 +207,7 @@ impl OrderingServerHandle {
         let service = OrderingService {
             orderer: self.orderer,
             stopping,
+            streams: Arc::new(tokio::sync::Semaphore::new(STREAMS_MAX)),
         };
         let signal = async move {
             shutdown.await;

@@ -138,3 +138,46 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
         Ok(None)
     ));
 }
+
+/// Peers (or anyone who can reach the port) open ordering streams until the orderer
+/// refuses: the streams are bounded, each reads on a thread of its own, and Broadcast,
+/// which needs the runtime's blocking pool, is still served.
+#[test]
+fn ordering_streams_are_bounded_and_broadcast_goes_on() {
+    use runnel_server::ordering::STREAMS_MAX;
+    use runnel_server::proto::ordering_client::OrderingClient;
+    use runnel_server::proto::{BroadcastRequest, StreamRequest};
+
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(2, PATIENCE)));
+    let served = Served::start(local);
+    let client = net.signer("Org1", Role::Client);
+    let url = served.url.clone();
+    served.runtime.block_on(async move {
+        let mut ordering = OrderingClient::connect(url.clone()).await.unwrap();
+        let far = StreamRequest {
+            from_seq: 1,
+            next_block: 1,
+        };
+        let mut held = Vec::new();
+        while held.len() < STREAMS_MAX {
+            // Several connections, as many peers would open.
+            let mut peer = OrderingClient::connect(url.clone()).await.unwrap();
+            for _ in 0..8 {
+                held.push(peer.stream(far).await.expect("within the bound"));
+            }
+        }
+        let refused = ordering.stream(far).await.expect_err("past the bound");
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        let ordered = ordering
+            .broadcast(BroadcastRequest {
+                signed_transaction: transaction(&client, "main", "k"),
+            })
+            .await
+            .expect("broadcast still served")
+            .into_inner();
+        assert_eq!(ordered.seq, 1);
+        drop(held);
+    });
+}
