@@ -1,0 +1,365 @@
+//! One entry point per decoder that reads bytes Runnel does not trust: what a client
+//! submits, what a peer receives from the orderer, what a contract author deploys, what a
+//! disk hands back. Each `pub fn` feeds the bytes in and asserts what must hold for any
+//! input: no panic, a typed error for bad input, and where a format can be written back,
+//! that writing it back and reading it again changes nothing.
+//!
+//! The same functions run twice over: on stable, `tests/corpus.rs` replays every file in
+//! `corpus/<target>/` and a few thousand deterministic mutations of them (part of
+//! `cargo test --workspace`); on nightly, `node/fuzz` hands them to libFuzzer for as long
+//! as `scripts/fuzz.sh` is told to run.
+//!
+//! What is not here, and why: the validator's read/write-set rules
+//! (`runnel_ledger::validator::rules::check`) are crate-private and reached only through a
+//! running validator; `runnel.toml` is parsed by a type private to the `runnel` binary.
+
+mod fixtures;
+
+use std::mem::discriminant;
+use std::sync::Arc;
+
+use prost::Message;
+use runnel_ledger::block::{self, Seal, SealChain};
+use runnel_ledger::identity::Role;
+use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
+use runnel_ledger::orderer::OrderedTx;
+use runnel_ledger::policy::{self, Evaluation, Policy};
+use runnel_ledger::proto::{Proposal, ResponsePayload, SignedProposal};
+use runnel_ledger::records::{FIRST_RECORD, HEADER, MAGIC_V1, RecordFile};
+use runnel_ledger::{endorser, sig, tx};
+use runnel_runtime::{CallContext, MemoryState};
+
+/// A fuzz target: takes any bytes, panics only when a property fails.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name its corpus directory and its cargo-fuzz target carry.
+pub const TARGETS: [(&str, Target); 8] = [
+    ("transaction", transaction),
+    ("ordered_tx", ordered_tx),
+    ("signed_proposal", signed_proposal),
+    ("signed_seal", signed_seal),
+    ("byte_list", byte_list),
+    ("policy", policy),
+    ("record_file", record_file),
+    ("wasm_module", wasm_module),
+];
+
+/// Organisations the policy target parses against (a duplicate, which parsing ignores).
+const POLICY_ORGS: [&str; 4] = ["Org1", "Org2", "Org3", "Org2"];
+
+/// Endorsers of a policy evaluation drawn from the input's bytes, at most.
+const POLICY_ENDORSERS_MAX: usize = 24;
+
+/// Functions of a contract module the Wasm target calls, at most.
+const WASM_CALLS_MAX: usize = 4;
+
+/// `decode(encode(message)) == message`, for a message that was itself decoded.
+fn assert_round_trip<M: Message + Default + PartialEq + std::fmt::Debug>(message: &M) {
+    let again = M::decode(message.encode_to_vec().as_slice())
+        .expect("a decoded message, encoded again, decodes");
+    assert_eq!(
+        &again, message,
+        "decode → encode → decode changed the message"
+    );
+}
+
+/// A `SignedTransaction` as the orderer and every peer's validator receive it
+/// ([`tx::decode_transaction`]): its three layers decode or it is refused; each layer
+/// round-trips; the response payload the validator decodes round-trips; the creator's and
+/// endorsers' certificates go through the network's MSP (X.509 parsing of untrusted
+/// DER) and, whatever they hold, no signature made elsewhere verifies.
+pub fn transaction(data: &[u8]) {
+    let Ok((signed, transaction, proposal)) = tx::decode_transaction(data) else {
+        return;
+    };
+    assert_round_trip(&signed);
+    assert_round_trip(&transaction);
+    assert_round_trip(&proposal);
+    let _ = tx::tx_id(&proposal);
+    if let Ok(payload) = ResponsePayload::decode(transaction.payload.as_slice()) {
+        assert_round_trip(&payload);
+    }
+
+    let msp = fixtures::msp();
+    let now = tx::now_seconds();
+    if let Ok(creator) = msp.verify(&proposal.creator, now) {
+        let message = tx::transaction_message(&tx::sha256(&signed.transaction));
+        // Only this process holds its network's keys: no input carries their signature.
+        assert!(creator.verify(&message, &signed.signature).is_err());
+    }
+    for endorsement in &transaction.endorsements {
+        if let Ok(endorser) = msp.verify(&endorsement.endorser, now) {
+            let proposal_hash = tx::sha256(
+                transaction
+                    .proposal
+                    .as_ref()
+                    .map(|p| p.proposal.as_slice())
+                    .unwrap_or_default(),
+            );
+            let message =
+                tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+            assert!(endorser.verify(&message, &endorsement.signature).is_err());
+        }
+    }
+}
+
+/// An `OrderedTx` as a peer reads it from the orderer's stream or log
+/// ([`OrderedTx::decode`]): it round-trips through [`OrderedTx::encode`], its Merkle leaf
+/// is the block's, and the transaction it carries goes on to [`transaction`], as the
+/// validator's first stage takes it.
+pub fn ordered_tx(data: &[u8]) {
+    let Ok(ordered) = OrderedTx::decode(data) else {
+        return;
+    };
+    let (kept, bytes) = ordered.clone().encode();
+    assert_eq!(kept, ordered);
+    assert_eq!(OrderedTx::decode(&bytes).as_ref(), Ok(&ordered));
+    assert_eq!(ordered.hash(), block::tx_hash(&ordered.transaction));
+    transaction(&ordered.transaction);
+}
+
+/// A `SignedProposal` as a node's Endorse and Evaluate receive it, run through a real
+/// [`endorser::Endorser`] (Org1's peer, on an empty state):
+///
+/// - as sent, it is refused with a typed error: no input carries a signature of this
+///   process's network;
+/// - the proposal inside, made acceptable in what an honest client controls (channel,
+///   creator certificate, timestamp, nonce length) and signed by Org1's admin or client,
+///   is endorsed or refused without a panic, so contract and lifecycle calls with any
+///   function and arguments are reached; an endorsement names the proposal and carries a
+///   signature that verifies.
+pub fn signed_proposal(data: &[u8]) {
+    let Ok(signed) = SignedProposal::decode(data) else {
+        return;
+    };
+    assert_round_trip(&signed);
+    let endorser = fixtures::endorser();
+    let refused = endorser.evaluate(&signed);
+    assert!(refused.is_err(), "a forged proposal was evaluated");
+    let _ = refused.map_err(|e| e.code());
+
+    let Ok(mut proposal) = Proposal::decode(signed.proposal.as_slice()) else {
+        return;
+    };
+    let role = if proposal.contract == LIFECYCLE_NAMESPACE {
+        Role::Admin
+    } else {
+        Role::Client
+    };
+    let creator = fixtures::signer(role);
+    proposal.channel = fixtures::CHANNEL.to_string();
+    proposal.creator = creator.cert_der().to_vec();
+    proposal.timestamp_ms = tx::now_ms();
+    let nonce_len = proposal
+        .nonce
+        .len()
+        .clamp(endorser::NONCE_BYTES_MIN, endorser::NONCE_BYTES_MAX);
+    proposal.nonce.resize(nonce_len, 0);
+    let resigned = tx::sign_proposal(creator, &proposal);
+    match endorser.endorse(&resigned) {
+        Ok(endorsed) => {
+            let payload = ResponsePayload::decode(endorsed.response.payload.as_slice())
+                .expect("an endorsed payload decodes");
+            let proposal_hash = tx::sha256(&resigned.proposal);
+            assert_eq!(payload.proposal_hash, proposal_hash);
+            assert_eq!(payload.result, endorsed.result);
+            assert_eq!(endorsed.tx_id, tx::tx_id(&proposal));
+            let endorsement = endorsed.response.endorsement.expect("an endorsement");
+            let message =
+                tx::endorsement_message(&proposal_hash, &tx::sha256(&endorsed.response.payload));
+            assert!(sig::verify(
+                &fixtures::endorser_key(),
+                &message,
+                &endorsement.signature
+            ));
+        }
+        Err(error) => {
+            let _ = (error.code(), error.to_string());
+        }
+    }
+}
+
+/// A `SignedSeal` as a peer reads one back ([`block::decode_signed_seal`]) and receives one
+/// ([`SealChain::accept`]): a seal that decodes is in its canonical encoding (one seal,
+/// one hash), covers at least one transaction and decodes again the same; the chain
+/// refuses any seal this process's orderer did not sign, and stays where it was.
+pub fn signed_seal(data: &[u8]) {
+    if let Ok(sealed) = block::decode_signed_seal(data) {
+        assert_eq!(sealed.bytes, data);
+        let encoded = sealed.seal.encode();
+        assert_eq!(sealed.hash, tx::sha256(&encoded));
+        assert_eq!(Seal::decode(&encoded).as_ref(), Ok(&sealed.seal));
+        assert!(sealed.seal.tx_count() >= 1);
+        assert!(sealed.seal.contains(sealed.seal.first));
+        assert!(sealed.seal.contains(sealed.seal.last));
+        assert_eq!(
+            block::decode_signed_seal(&sealed.bytes).as_ref(),
+            Ok(&sealed)
+        );
+    }
+    let mut chain = SealChain::genesis();
+    let hashes = [block::tx_hash(data)];
+    let refused = chain.accept(data, &hashes, fixtures::msp());
+    assert!(refused.is_err(), "a forged seal was accepted");
+    let _ = refused.map_err(|e| e.code());
+    assert_eq!(chain, SealChain::genesis());
+}
+
+/// A contract call's arguments as the byte list the runtime hands a module and a contract
+/// reads back ([`runnel_abi::decode_byte_list`]): the encoding is exact, so a list that
+/// decodes encodes back to the very same bytes.
+pub fn byte_list(data: &[u8]) {
+    match runnel_abi::decode_byte_list(data) {
+        Ok(items) => assert_eq!(runnel_abi::encode_byte_list(&items), data),
+        Err(error) => {
+            let _ = error.to_string();
+        }
+    }
+}
+
+/// An endorsement policy as a deploy or upgrade carries it ([`Policy::parse`], the text
+/// read as UTF-8 with invalid bytes replaced): an error points inside the text; a policy
+/// prints ([`Policy`]'s `Display`) as a canonical text that parses to the same policy and
+/// prints the same; it evaluates against endorsers drawn from the input with the same
+/// verdict in any order, and a satisfying assignment gives each principal a distinct
+/// endorser it matches.
+pub fn policy(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let orgs: Vec<String> = POLICY_ORGS.iter().map(|org| org.to_string()).collect();
+    let parsed = match Policy::parse(&text, &orgs) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            assert!(error.offset() <= text.len(), "error offset past the text");
+            let _ = (
+                error.code(),
+                error.line(),
+                error.column(),
+                error.to_string(),
+            );
+            return;
+        }
+    };
+    let printed = parsed.to_string();
+    let reparsed = Policy::parse(&printed, &orgs)
+        .unwrap_or_else(|e| panic!("the printed policy {printed:?} does not parse: {e}"));
+    assert_eq!(reparsed, parsed, "the printed policy {printed:?} differs");
+    assert_eq!(reparsed.to_string(), printed);
+    let principals = parsed.principals();
+    assert!(!principals.is_empty() && principals.len() <= policy::POLICY_PRINCIPALS_MAX);
+
+    let endorsers: Vec<policy::Endorser> = data
+        .iter()
+        .take(POLICY_ENDORSERS_MAX)
+        .map(|&byte| {
+            let org = ["Org1", "Org2", "Org3", "Org9"][usize::from(byte % 4)];
+            policy::Endorser::new(org, Role::ALL[usize::from(byte / 4 % 4)])
+        })
+        .collect();
+    let verdict = parsed.evaluate(&endorsers);
+    let mut reversed = endorsers.clone();
+    reversed.reverse();
+    assert_eq!(
+        discriminant(&verdict),
+        discriminant(&parsed.evaluate(&reversed)),
+        "the verdict on {printed:?} depends on the endorsers' order"
+    );
+    if let Evaluation::Satisfied(assignments) = verdict {
+        let mut used = Vec::new();
+        for assignment in assignments {
+            let endorser = &endorsers[assignment.endorser];
+            assert!(principals[assignment.principal].matches(endorser));
+            assert!(
+                !used.contains(&assignment.endorser),
+                "an endorser used twice"
+            );
+            used.push(assignment.endorser);
+        }
+    }
+}
+
+/// A record file as a node finds it on disk after a crash or at the hands of a faulty
+/// disk ([`RecordFile::open`] on a file holding exactly the input): open answers a
+/// typed error and leaves the file untouched, or reports records that lie one after
+/// another from the first record's place, each of which reads back
+/// ([`runnel_ledger::records::RecordReader::read`]) as the bytes the file held there;
+/// opened again, it reports the same records.
+pub fn record_file(data: &[u8]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("records");
+    std::fs::write(&path, data).expect("the input written to a file");
+    let opened = match RecordFile::open(&path) {
+        Ok(opened) => opened,
+        Err(error) => {
+            let _ = error.to_string();
+            let after = std::fs::read(&path).expect("the file read back");
+            assert!(after == data, "a file open refused was changed");
+            return;
+        }
+    };
+    let first = if data.len() as u64 >= FIRST_RECORD && data.starts_with(MAGIC_V1) {
+        MAGIC_V1.len() as u64
+    } else {
+        FIRST_RECORD
+    };
+    let reader = opened.file.handle().expect("a reader");
+    let mut next = first;
+    for at in &opened.records {
+        assert_eq!(at.offset, next + HEADER, "records do not follow each other");
+        next = at.offset + u64::from(at.len);
+        let payload = reader.read(*at).expect("a record open reported reads back");
+        let start = usize::try_from(at.offset).expect("an offset inside the input");
+        assert_eq!(payload, data[start..start + at.len as usize]);
+    }
+    if let Some(torn_at) = opened.torn_at {
+        assert_eq!(
+            torn_at, next,
+            "the torn record is not after the last good one"
+        );
+    }
+    let records = opened.records;
+    drop((reader, opened.file));
+    let again = RecordFile::open(&path).expect("a file opened once opens again");
+    assert_eq!(again.records, records, "opened again, the records differ");
+}
+
+/// A contract module as a deploy carries it ([`runnel_runtime::Runtime::install`], with
+/// small limits): it is refused with a typed `LoadError` or installed; an installed
+/// module's functions run (no arguments, empty state) to a result or a typed error
+/// within their fuel. Installed modules are forgotten again, so memory stays bounded.
+pub fn wasm_module(data: &[u8]) {
+    let runtime = fixtures::runtime();
+    let contract = match runtime.install(data) {
+        Ok(contract) => contract,
+        Err(error) => {
+            let _ = error.to_string();
+            return;
+        }
+    };
+    let context = CallContext::default();
+    for function in contract.functions().iter().take(WASM_CALLS_MAX) {
+        let answer = runtime.invoke(
+            &contract,
+            "fuzz",
+            function,
+            &[],
+            &context,
+            Arc::new(MemoryState::new()),
+        );
+        if let Err(error) = answer {
+            let _ = (error.code(), error.to_string());
+        }
+    }
+    runtime.forget(&contract.hash());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_takes_empty_input() {
+        for (_, target) in TARGETS {
+            target(&[]);
+        }
+    }
+}
