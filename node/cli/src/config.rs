@@ -102,6 +102,8 @@ pub struct ApiSection {
     pub streams_max: usize,
     /// Most live server streams one connection holds at once.
     pub streams_per_connection_max: usize,
+    /// Most connections open at once.
+    pub connections_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
     /// Most `CommitStatus` calls one connection has waiting at once.
@@ -245,6 +247,7 @@ impl Default for NodeConfig {
                 connection_streams_max: api.connection_streams_max,
                 streams_max: api.streams_max,
                 streams_per_connection_max: api.streams_per_connection_max,
+                connections_max: api.connections_max,
                 commit_waits_max: api.commit_waits_max,
                 commit_waits_per_connection_max: api.commit_waits_per_connection_max,
                 admission_queue_max: api.admission_queue_max,
@@ -382,6 +385,7 @@ impl NodeConfig {
             connection_streams_max: self.api.connection_streams_max,
             streams_max: self.api.streams_max,
             streams_per_connection_max: self.api.streams_per_connection_max,
+            connections_max: self.api.connections_max,
             commit_waits_max: self.api.commit_waits_max,
             commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
             admission_queue_max: self.api.admission_queue_max,
@@ -465,6 +469,9 @@ proposal_window_s = 900
 listen = "127.0.0.1:7051"
 # Largest message received or sent, in bytes.
 message_bytes_max = 33554432
+# Most connections open at once: at the bound the node stops accepting until one closes.
+# Idle connections are pinged every 30 s and closed when a ping goes unanswered.
+connections_max = 4096
 # Most concurrent calls on one HTTP/2 connection.
 connection_streams_max = 256
 # Most live server streams (events, deliveries, traces) at once, and on one connection:

@@ -36,6 +36,7 @@
 mod admin;
 mod admission;
 pub mod codec;
+pub mod connections;
 mod deliver;
 mod gateway;
 mod heights;
@@ -68,7 +69,6 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_rustls::rustls::ServerConfig;
 use tonic::service::Routes;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Code, Status};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
@@ -100,6 +100,9 @@ pub struct ApiConfig {
     pub streams_max: usize,
     /// Most live server streams one connection holds at once.
     pub streams_per_connection_max: usize,
+    /// Most connections open at once; at the bound the server stops accepting until one
+    /// closes ([`connections`]).
+    pub connections_max: usize,
     /// Most `CommitStatus` calls (and `Submit` calls that wait for a status) waiting at
     /// once, across all connections.
     pub commit_waits_max: usize,
@@ -128,6 +131,7 @@ impl Default for ApiConfig {
             connection_streams_max: 256,
             streams_max: 1024,
             streams_per_connection_max: 64,
+            connections_max: 4096,
             commit_waits_max: 16_384,
             commit_waits_per_connection_max: 1024,
             admission_queue_max: 4096,
@@ -317,6 +321,8 @@ impl Server {
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .max_concurrent_streams(shared.config.connection_streams_max)
+            .http2_keepalive_interval(Some(connections::KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(connections::KEEPALIVE_TIMEOUT))
             .layer(tower::util::option_layer(cors))
             .add_routes(Routes::from(everything));
         let signal = async move {
@@ -326,11 +332,16 @@ impl Server {
         };
         let served = match (self.tls, &shared.config.tls) {
             (Some(tls), Some(config)) => {
-                let incoming = tls::incoming(self.listener, tls, config.handshake_timeout);
+                let incoming = tls::incoming(
+                    self.listener,
+                    shared.config.connections_max,
+                    tls,
+                    config.handshake_timeout,
+                );
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             _ => {
-                let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+                let incoming = connections::accept(self.listener, shared.config.connections_max);
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }

@@ -11,7 +11,6 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tonic::service::Routes;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
 use super::{ApiError, TlsConfig, status};
@@ -36,6 +35,9 @@ const STREAM_QUEUE: usize = 1024;
 /// each. Every stream has a thread of its own, never one of the runtime's blocking pool,
 /// which `Broadcast` needs.
 pub const STREAMS_MAX: usize = 64;
+
+/// Most connections an orderer holds at once ([`crate::connections`]).
+pub const CONNECTIONS_MAX: usize = 1024;
 
 /// The `Ordering` service over an orderer.
 #[derive(Clone)]
@@ -224,14 +226,17 @@ impl OrderingServerHandle {
             .merge(others);
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
+            .http2_keepalive_interval(Some(super::connections::KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(super::connections::KEEPALIVE_TIMEOUT))
             .add_routes(Routes::from(everything));
         match tls {
             Some((config, handshake_timeout)) => {
-                let incoming = super::tls::incoming(self.listener, config, handshake_timeout);
+                let incoming =
+                    super::tls::incoming(self.listener, CONNECTIONS_MAX, config, handshake_timeout);
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             None => {
-                let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+                let incoming = super::connections::accept(self.listener, CONNECTIONS_MAX);
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }

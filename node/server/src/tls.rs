@@ -29,7 +29,9 @@ use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 use tokio_rustls::server::TlsStream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::Connected;
+
+use crate::connections::Limited;
 
 /// The protocols offered by ALPN, preferred first.
 pub const ALPN_PROTOCOLS: [&[u8]; 2] = [b"h2", b"http/1.1"];
@@ -329,35 +331,32 @@ fn warn_if_outside_validity(path: &Path, cert: &CertificateDer<'_>) {
     }
 }
 
-/// Connections from `listener` once their TLS handshake is done. Handshakes run
+/// Connections from `listener` (at most `connections_max` at once, see
+/// [`crate::connections`]) once their TLS handshake is done. Handshakes run
 /// concurrently, each bounded by `timeout`, so a slow or silent client holds up no one;
 /// a failed one is logged and dropped. The listener closes when the stream is dropped.
 pub(crate) fn incoming(
     listener: TcpListener,
+    connections_max: usize,
     config: Arc<ServerConfig>,
     timeout: Duration,
-) -> ReceiverStream<io::Result<TlsStream<TcpStream>>> {
+) -> ReceiverStream<io::Result<TlsStream<Limited<TcpStream>>>> {
     let (ready, connections) = mpsc::channel(64);
     tokio::spawn(async move {
         let acceptor = TlsAcceptor::from(config);
-        let mut tcp = TcpIncoming::from(listener).with_nodelay(Some(true));
+        let mut tcp = crate::connections::accept(listener, connections_max);
         loop {
             let stream = tokio::select! {
                 _ = ready.closed() => break,
                 next = tcp.next() => match next {
                     Some(Ok(stream)) => stream,
-                    Some(Err(e)) => {
-                        // Out of descriptors and the like: wait a moment, do not spin.
-                        tracing::warn!(error = %e, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
+                    Some(Err(_)) => continue,
                     None => break,
                 },
             };
             let (acceptor, ready) = (acceptor.clone(), ready.clone());
             tokio::spawn(async move {
-                let peer = stream.peer_addr().ok();
+                let peer = stream.connect_info().remote_addr();
                 match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
                     Ok(Ok(tls)) => {
                         let _ = ready.send(Ok(tls)).await;

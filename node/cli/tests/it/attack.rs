@@ -677,3 +677,51 @@ fn one_connection_cannot_take_the_pools_from_the_others() {
         drop(held);
     });
 }
+
+/// A client opens connections and says nothing on them. Before: each was held for ever,
+/// without bound, and a plain-HTTP node kept every one. Now: at most `connections_max`
+/// are open; one that stays silent is closed after 10 s, giving its place back; clients
+/// then get in again.
+#[test]
+fn silent_connections_cannot_keep_the_node_from_others() {
+    use std::io::Read;
+
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    let (node, _) = dev_node(&dev);
+    assert!(node.stop().success());
+    let settings = dev.join("runnel.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        text.replace("connections_max = 4096", "connections_max = 4"),
+    )
+    .unwrap();
+    let (node, _) = dev_node(&dev);
+    let addr = node.url.trim_start_matches("http://").to_string();
+    let silent: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    // Every place is taken: a request is not answered while the silent ones hold them ...
+    let started = std::time::Instant::now();
+    let (status, _) = node.http("GET", "/healthz", "");
+    assert_eq!(status, 200);
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_secs(5),
+        "answered after {waited:?}, while four silent connections held every place"
+    );
+    // ... until the silent ones were closed by the node.
+    for mut connection in silent {
+        connection
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            connection.read(&mut byte).unwrap_or(0),
+            0,
+            "closed by the node"
+        );
+    }
+    assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
+}
