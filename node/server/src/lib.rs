@@ -84,6 +84,14 @@ use crate::proto::trace_server::TraceServer;
 
 pub use tls::{ClientAuth, TlsConfig, TlsError};
 
+/// Largest request to `Deliver` and `Trace`, whose requests hold a number or an id: a
+/// bigger one is refused from its frame's header, before its bytes are read.
+pub const SMALL_REQUEST_BYTES_MAX: usize = 64 << 10;
+
+/// Largest request to `Query`: its biggest holds a state key, which the store bounds at
+/// 1 MiB ([`crate::store::KEY_BYTES_MAX`]).
+pub const QUERY_REQUEST_BYTES_MAX: usize = crate::store::KEY_BYTES_MAX + (64 << 10);
+
 /// How the API is served, and its limits.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
@@ -295,12 +303,12 @@ impl Server {
             )
             .add_service(
                 DeliverServer::new(deliver::DeliverService::new(shared.clone()))
-                    .max_decoding_message_size(limit)
+                    .max_decoding_message_size(SMALL_REQUEST_BYTES_MAX.min(limit))
                     .max_encoding_message_size(limit),
             )
             .add_service(
                 QueryServer::new(query::QueryService::new(shared.clone()))
-                    .max_decoding_message_size(limit)
+                    .max_decoding_message_size(QUERY_REQUEST_BYTES_MAX.min(limit))
                     .max_encoding_message_size(limit),
             )
             .add_service(
@@ -310,7 +318,7 @@ impl Server {
             )
             .add_service(
                 TraceServer::new(traces::TraceService::new(shared.clone()))
-                    .max_decoding_message_size(limit)
+                    .max_decoding_message_size(SMALL_REQUEST_BYTES_MAX.min(limit))
                     .max_encoding_message_size(limit),
             );
         // gRPC-web for the services only: the layer refuses any other HTTP/1.1 request.

@@ -505,6 +505,19 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
         matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted),
         "{status:?}"
     );
+    // Services whose requests are small refuse a big one from its frame header, far
+    // below the message limit.
+    for (path, size) in [
+        ("/runnel.v1.Deliver/Transactions", 65 << 10),
+        ("/runnel.v1.Trace/GetTrace", 65 << 10),
+        ("/runnel.v1.Query/GetKey", MIB + (65 << 10)),
+    ] {
+        let status = raw_call(&node, path, vec![0; size]).await.unwrap_err();
+        assert!(
+            matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted),
+            "{path}: {status:?}"
+        );
+    }
 
     // A forged signature.
     let mut forged = node.proposal(&client, "kv", "put", &[b"k", b"v"]);
