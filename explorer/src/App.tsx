@@ -3,6 +3,7 @@ import { useEffect } from "preact/hooks";
 import { ReconnectBanner } from "./components/ReconnectBanner";
 import { SearchBox } from "./components/SearchBox";
 import { ThemeToggle } from "./components/ThemeToggle";
+import { BadAddressPage } from "./pages/BadAddressPage";
 import { BlockPage } from "./pages/BlockPage";
 import { BlocksPage } from "./pages/BlocksPage";
 import { ContractPage } from "./pages/ContractPage";
@@ -35,6 +36,7 @@ const TITLES: Record<PageName, string> = {
   search: "Search",
   settings: "Settings",
   "not-found": "Not found",
+  "bad-address": "Bad address",
 };
 
 /** The frame every page shares: header, navigation, search, theme, connection banner. */
@@ -106,12 +108,14 @@ function Page(props: { route: Route }): JSX.Element {
     case "contract":
       return <ContractPage name={param("name")} />;
     case "key":
-      return <KeyPage namespace={param("namespace")} keyName={param("key")} />;
+      return <KeyPage namespace={param("namespace")} keyName={param("key")} hex={route.query.get("encoding") === "hex"} />;
     case "search":
       return <SearchPage q={route.query.get("q") ?? ""} />;
     case "settings":
       return <SettingsPage />;
     case "not-found":
       return <NotFoundPage />;
+    case "bad-address":
+      return <BadAddressPage path={param("path")} />;
   }
 }

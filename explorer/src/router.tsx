@@ -10,6 +10,7 @@
 
 import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { hex, utf8Text } from "./model/format";
 
 /** A page and the values its path carries. */
 export interface Route {
@@ -29,7 +30,8 @@ export type PageName =
   | "key"
   | "search"
   | "settings"
-  | "not-found";
+  | "not-found"
+  | "bad-address";
 
 const ROUTES: readonly (readonly [string, PageName])[] = [
   ["/", "dashboard"],
@@ -44,25 +46,45 @@ const ROUTES: readonly (readonly [string, PageName])[] = [
   ["/settings", "settings"],
 ];
 
-/** The route of a location's path and query. */
+/**
+ * The route of a location's path and query. A path whose page is known but whose values
+ * do not percent-decode (`/transactions/%zz`, `/keys/kv/%E0%A4%A`) is `bad-address`, with
+ * the path as it came in `params.path`; one no page has is `not-found`.
+ */
 export function match(pathname: string, search = ""): Route {
   const query = new URLSearchParams(search);
   const parts = split(pathname);
   for (const [pattern, page] of ROUTES) {
     const want = split(pattern);
     if (want.length !== parts.length) continue;
-    const params: Record<string, string> = {};
+    const raw: [string, string][] = [];
     const matched = want.every((segment, i) => {
       const part = parts[i] ?? "";
       if (segment.startsWith(":")) {
-        params[segment.slice(1)] = decodeURIComponent(part);
+        raw.push([segment.slice(1), part]);
         return part.length > 0;
       }
       return segment === part;
     });
-    if (matched) return { page, params, query };
+    if (!matched) continue;
+    const params: Record<string, string> = {};
+    for (const [name, part] of raw) {
+      const value = decodeSegment(part);
+      if (value === undefined) return { page: "bad-address", params: { path: pathname }, query };
+      params[name] = value;
+    }
+    return { page, params, query };
   }
   return { page: "not-found", params: {}, query };
+}
+
+/** A path segment's text; `undefined` when its percent-encoding is malformed or not UTF-8. */
+function decodeSegment(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
 }
 
 function split(path: string): string[] {
@@ -81,10 +103,19 @@ export const paths = {
     const text = query.toString();
     return text ? `/transactions?${text}` : "/transactions";
   },
-  transaction: (id: string) => `/transactions/${id}`,
+  transaction: (id: string) => `/transactions/${encodeURIComponent(id)}`,
   contracts: () => "/contracts",
   contract: (name: string) => `/contracts/${encodeURIComponent(name)}`,
-  key: (namespace: string, key: string) => `/keys/${encodeURIComponent(namespace)}/${encodeURIComponent(key)}`,
+  /**
+   * A key's page, from its text or its exact bytes: UTF-8 bytes as their text
+   * (percent-encoded, controls and all), others as hex with `?encoding=hex`.
+   */
+  key: (namespace: string, key: string | Uint8Array) => {
+    const base = `/keys/${encodeURIComponent(namespace)}/`;
+    if (typeof key === "string") return `${base}${encodeURIComponent(key)}`;
+    const text = utf8Text(key);
+    return text !== undefined ? `${base}${encodeURIComponent(text)}` : `${base}${hex(key)}?encoding=hex`;
+  },
   search: (q: string) => `/search?q=${encodeURIComponent(q)}`,
   settings: () => "/settings",
 };

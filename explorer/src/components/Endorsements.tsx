@@ -2,6 +2,7 @@ import type { TransactionDetail } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { hex } from "../model/format";
 import { Hash } from "./Hash";
+import { LedgerText } from "./LedgerText";
 
 /** The endorsers who signed the transaction's payload. */
 export function Endorsements(props: { endorsements: TransactionDetail["endorsements"] }): JSX.Element {
@@ -19,9 +20,15 @@ export function Endorsements(props: { endorsements: TransactionDetail["endorseme
       <tbody>
         {props.endorsements.map((endorsement, i) => (
           <tr key={i}>
-            <td>{endorsement.endorser?.org ?? "?"}</td>
-            <td>{endorsement.endorser?.role ?? "?"}</td>
-            <td>{endorsement.endorser?.name ?? "?"}</td>
+            <td>
+              <LedgerText text={endorsement.endorser?.org ?? "?"} />
+            </td>
+            <td>
+              <LedgerText text={endorsement.endorser?.role ?? "?"} />
+            </td>
+            <td>
+              <LedgerText text={endorsement.endorser?.name ?? "?"} />
+            </td>
             <td>
               <Hash value={hex(endorsement.signature)} />
             </td>

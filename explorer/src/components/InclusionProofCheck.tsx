@@ -5,6 +5,7 @@ import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { hex } from "../model/format";
 import { verdict } from "../model/verdict";
 import { Hash } from "./Hash";
+import { LedgerText } from "./LedgerText";
 import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
@@ -21,7 +22,7 @@ export function InclusionProofCheck(props: { transactionId: string }): JSX.Eleme
     return { proof, result: await verifyInclusionProof(proof, props.transactionId, { trustedCas: trustedCas(ca) }) };
   }, [props.transactionId, ca]);
   if (check.state === "loading") return <p aria-busy="true">Fetching and checking the proof…</p>;
-  if (check.state === "failed") return <p class="check bad">No proof: {check.error}</p>;
+  if (check.state === "failed") return <p class="check bad">No proof: <LedgerText text={check.error} /></p>;
   return <ProofResult proof={check.value.proof} result={check.value.result} />;
 }
 
@@ -37,13 +38,15 @@ export function ProofResult(props: { proof: InclusionProof; result: InclusionChe
           <span>
             {" "}
             transaction seq {proof.seq.toString()} is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by
-            the orderer {result.ordererName} of {result.ordererOrg}'s CA.
+            the orderer <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
           </span>
         </>
       )}
       {state === "failed" && (
         <>
-          <strong>✕ Inclusion check failed:</strong> <span data-testid="check-reason">{result.reason}</span>
+          <strong>✕ Inclusion check failed:</strong> <span data-testid="check-reason">
+            <LedgerText text={result.reason ?? ""} />
+          </span>
         </>
       )}
       {state === "unverified" && <NoNetworkCa what="the seal this proof leads to" />}

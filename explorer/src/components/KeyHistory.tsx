@@ -3,6 +3,7 @@ import type { JSX } from "preact";
 import { bytesText } from "../model/format";
 import { Link, paths } from "../router";
 import { Hash } from "./Hash";
+import { LedgerText } from "./LedgerText";
 
 /** A key's committed writes, newest first. */
 export function KeyHistory(props: { entries: readonly KeyModification[] }): JSX.Element {
@@ -25,7 +26,15 @@ export function KeyHistory(props: { entries: readonly KeyModification[] }): JSX.
                 <Hash value={entry.transactionId} />
               </Link>
             </td>
-            <td class="value">{entry.isDelete ? <em class="muted">deleted</em> : <code>{bytesText(entry.value)}</code>}</td>
+            <td class="value">
+              {entry.isDelete ? (
+                <em class="muted">deleted</em>
+              ) : (
+                <code>
+                  <LedgerText text={bytesText(entry.value)} />
+                </code>
+              )}
+            </td>
           </tr>
         ))}
       </tbody>

@@ -1,6 +1,7 @@
 import { proto, type NetworkInfo } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { count } from "../model/format";
+import { LedgerText } from "./LedgerText";
 
 /** The network the node serves, as it describes itself: channel, organisations, ordering, limits. */
 export function NetworkFacts(props: { info: NetworkInfo }): JSX.Element {
@@ -14,9 +15,13 @@ export function NetworkFacts(props: { info: NetworkInfo }): JSX.Element {
   return (
     <dl class="facts network" data-testid="network">
       <dt>Channel</dt>
-      <dd>{info.channel}</dd>
+      <dd>
+        <LedgerText text={info.channel} />
+      </dd>
       <dt>Organisations</dt>
-      <dd>{info.orgs.join(", ")}</dd>
+      <dd>
+        <LedgerText text={info.orgs.join(", ")} />
+      </dd>
       <dt>Ordering</dt>
       <dd>{ordering}</dd>
       <dt>Seals</dt>

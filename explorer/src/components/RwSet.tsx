@@ -1,7 +1,9 @@
 import type { TransactionDetail } from "@runnel/sdk";
 import type { JSX } from "preact";
-import { bytesText } from "../model/format";
+import { bytesText, hex, keyText } from "../model/format";
+import { markedText } from "../model/text";
 import { Link, paths } from "../router";
+import { LedgerText } from "./LedgerText";
 
 type NsRwSet = NonNullable<TransactionDetail["payload"]>["rwsets"][number];
 
@@ -11,11 +13,13 @@ export function RwSet(props: { rwsets: readonly NsRwSet[] }): JSX.Element {
   return (
     <div class="rwsets">
       {props.rwsets.map((set) => (
-        <section key={set.namespace} aria-label={`Read/write set of ${set.namespace}`} class="rwset">
+        <section key={set.namespace} aria-label={`Read/write set of ${markedText(set.namespace)}`} class="rwset">
           <h4>
-            <code>{set.namespace}</code>
+            <code>
+              <LedgerText text={set.namespace} />
+            </code>
           </h4>
-          <table aria-label={`Reads and writes in ${set.namespace}`}>
+          <table aria-label={`Reads and writes in ${markedText(set.namespace)}`}>
             <thead>
               <tr>
                 <th scope="col">Op</th>
@@ -25,7 +29,7 @@ export function RwSet(props: { rwsets: readonly NsRwSet[] }): JSX.Element {
             </thead>
             <tbody>
               {set.reads.map((read) => (
-                <tr key={`r${bytesText(read.key)}`} class="read">
+                <tr key={`r${hex(read.key)}`} class="read">
                   <td>read</td>
                   <td>
                     <KeyLink namespace={set.namespace} keyBytes={read.key} />
@@ -37,25 +41,39 @@ export function RwSet(props: { rwsets: readonly NsRwSet[] }): JSX.Element {
                 <tr key={`q${i}`} class="range">
                   <td>range</td>
                   <td>
-                    <code>[{bytesText(range.start)}, {range.end === undefined ? "∞" : bytesText(range.end)})</code>
+                    <code>
+                      [<LedgerText text={keyText(range.start)} />, {range.end === undefined ? "∞" : <LedgerText text={keyText(range.end)} />})
+                    </code>
                   </td>
                   <td>
                     {range.reads.length} keys
-                    {range.exhausted
-                      ? ""
-                      : range.last === undefined
-                        ? ", none yielded"
-                        : `, stopped after ${bytesText(range.last)}`}
+                    {range.exhausted ? (
+                      ""
+                    ) : range.last === undefined ? (
+                      ", none yielded"
+                    ) : (
+                      <>
+                        , stopped after <LedgerText text={keyText(range.last)} />
+                      </>
+                    )}
                   </td>
                 </tr>
               ))}
               {set.writes.map((write) => (
-                <tr key={`w${bytesText(write.key)}`} class="write">
+                <tr key={`w${hex(write.key)}`} class="write">
                   <td>{write.isDelete ? "delete" : "write"}</td>
                   <td>
                     <KeyLink namespace={set.namespace} keyBytes={write.key} />
                   </td>
-                  <td class="value">{write.isDelete ? "" : <code>{bytesText(write.value)}</code>}</td>
+                  <td class="value">
+                    {write.isDelete ? (
+                      ""
+                    ) : (
+                      <code>
+                        <LedgerText text={bytesText(write.value)} />
+                      </code>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -66,11 +84,13 @@ export function RwSet(props: { rwsets: readonly NsRwSet[] }): JSX.Element {
   );
 }
 
-function KeyLink(props: { namespace: string; keyBytes: Uint8Array }): JSX.Element {
-  const key = bytesText(props.keyBytes);
+/** A key, marked where it would mislead, linking to the page of its exact bytes. */
+export function KeyLink(props: { namespace: string; keyBytes: Uint8Array }): JSX.Element {
   return (
-    <Link href={paths.key(props.namespace, key)}>
-      <code>{key}</code>
+    <Link href={paths.key(props.namespace, props.keyBytes)}>
+      <code>
+        <LedgerText text={keyText(props.keyBytes)} />
+      </code>
     </Link>
   );
 }

@@ -5,6 +5,7 @@ import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { count, hex } from "../model/format";
 import { verdict } from "../model/verdict";
 import { Hash } from "./Hash";
+import { LedgerText } from "./LedgerText";
 import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
@@ -21,7 +22,7 @@ export function SealCheck(props: { block: Block }): JSX.Element {
     return { result, fingerprint: await fingerprint(result.orderer) };
   }, [props.block, ca]);
   if (check.state === "loading") return <p aria-busy="true">Checking the orderer's signature…</p>;
-  if (check.state === "failed") return <p class="check bad">The check could not run: {check.error}</p>;
+  if (check.state === "failed") return <p class="check bad">The check could not run: <LedgerText text={check.error} /></p>;
   return <SealCheckResult result={check.value.result} fingerprint={check.value.fingerprint} />;
 }
 
@@ -36,14 +37,16 @@ export function SealCheckResult(props: { result: SealResult; fingerprint: string
           <strong>✓ Seal verified:</strong>
           <span>
             {" "}
-            signed by the orderer {result.ordererName}, whose certificate chains to {result.ordererOrg}'s CA among the network CAs given, with the role orderer,
+            signed by the orderer <LedgerText text={result.ordererName ?? ""} />, whose certificate chains to <LedgerText text={result.ordererOrg ?? ""} />'s CA among the network CAs given, with the role orderer,
             valid when it sealed; the seal hashes to the block's hash.
           </span>
         </>
       )}
       {state === "failed" && (
         <>
-          <strong>✕ Seal check failed:</strong> <span data-testid="check-reason">{result.reason}</span>
+          <strong>✕ Seal check failed:</strong> <span data-testid="check-reason">
+            <LedgerText text={result.reason ?? ""} />
+          </span>
         </>
       )}
       {state === "unverified" && <NoNetworkCa what="the orderer's signature over this seal" />}

@@ -1,11 +1,13 @@
-import type { JSX } from "preact";
+import { Fragment, type JSX } from "preact";
 import { useEffect } from "preact/hooks";
 import type { LiveTransaction } from "../live/feed";
 import { useFeed, useSnapshot } from "../live/hooks";
 import { clockTime } from "../model/format";
 import { Link, paths } from "../router";
+import { markedText } from "../model/text";
 import { CodeBadge } from "./CodeBadge";
 import { Hash } from "./Hash";
+import { LedgerText } from "./LedgerText";
 import { TxPipelineBar } from "./TxPipelineBar";
 import { VirtualList } from "./VirtualList";
 
@@ -66,9 +68,19 @@ export function TxList(props: { transactions: readonly LiveTransaction[]; height
               <Hash value={tx.transactionId} />
             </Link>
           </span>
-          <span role="cell" class="c-call" title={`${tx.contract}.${tx.fn}(${tx.args.join(", ")})`}>
-            <strong>{tx.contract}</strong>.{tx.fn}
-            <span class="muted">({tx.args.join(", ")})</span>
+          <span role="cell" class="c-call" title={markedText(`${tx.contract}.${tx.fn}(${tx.args.join(", ")})`)}>
+            <strong>
+              <LedgerText text={tx.contract} />
+            </strong>
+            .<LedgerText text={tx.fn} />
+            <span class="muted">
+              ({tx.args.map((arg, i) => (
+                <Fragment key={i}>
+                  {i > 0 && ", "}
+                  <LedgerText text={arg} />
+                </Fragment>
+              ))})
+            </span>
           </span>
           <span role="cell" class="c-code">
             <CodeBadge code={tx.code} />

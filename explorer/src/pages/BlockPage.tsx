@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { CodeBadge } from "../components/CodeBadge";
 import { Hash } from "../components/Hash";
 import { InclusionProofCheck } from "../components/InclusionProofCheck";
+import { LedgerText } from "../components/LedgerText";
 import { SealCheck } from "../components/SealCheck";
 import { useFeed, useLoad, useSnapshot } from "../live/hooks";
 import { count, dateTime, plural } from "../model/format";
@@ -23,13 +24,19 @@ export function BlockPage(props: { number: string }): JSX.Element {
   );
   return (
     <>
-      <h1>Block #{props.number}</h1>
+      <h1>
+        Block #<LedgerText text={props.number} />
+      </h1>
       <nav aria-label="Neighbouring blocks" class="pager">
         {number > 1n && <Link href={paths.block(number - 1n)}>← #{(number - 1n).toString()}</Link>}
         <Link href={paths.block(number + 1n)}>#{(number + 1n).toString()} →</Link>
       </nav>
       {block.state === "loading" && <p aria-busy="true">Loading the block…</p>}
-      {block.state === "failed" && <p class="error">{block.error}</p>}
+      {block.state === "failed" && (
+        <p class="error">
+          <LedgerText text={block.error} />
+        </p>
+      )}
       {block.state === "ready" && (
         <>
           <section aria-labelledby="seal-heading">

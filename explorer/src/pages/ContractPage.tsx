@@ -1,10 +1,12 @@
 import type { JSX } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
+import { LedgerText } from "../components/LedgerText";
 import { TxList } from "../components/TxList";
 import { useFeed, useLoad, useSnapshot } from "../live/hooks";
 import { decodeContractDefinition } from "../model/decode";
 import { hex } from "../model/format";
+import { markedText } from "../model/text";
 import { Link, navigate, paths } from "../router";
 
 /** The lifecycle key a contract's definitions are kept under. */
@@ -23,12 +25,19 @@ export function ContractPage(props: { name: string }): JSX.Element {
   return (
     <>
       <h1>
-        Contract <code>{props.name}</code>
+        Contract{" "}
+        <code>
+          <LedgerText text={props.name} />
+        </code>
       </h1>
       <section aria-labelledby="versions-heading">
         <h2 id="versions-heading">Versions</h2>
         {versions.state === "loading" && <p aria-busy="true">Loading…</p>}
-        {versions.state === "failed" && <p class="error">{versions.error}</p>}
+        {versions.state === "failed" && (
+          <p class="error">
+            <LedgerText text={versions.error} />
+          </p>
+        )}
         {versions.state === "ready" &&
           (versions.value.length === 0 ? (
             <p class="muted">No contract of this name has been deployed.</p>
@@ -47,9 +56,13 @@ export function ContractPage(props: { name: string }): JSX.Element {
                 {versions.value.map(({ entry, definition }) => (
                   <tr key={entry.seq.toString()}>
                     <td class="num">{definition?.sequence.toString() ?? "?"}</td>
-                    <td>{definition?.version ?? "?"}</td>
                     <td>
-                      <code>{definition?.policy ?? ""}</code>
+                      <LedgerText text={definition?.version ?? "?"} />
+                    </td>
+                    <td>
+                      <code>
+                        <LedgerText text={definition?.policy ?? ""} />
+                      </code>
                     </td>
                     <td>{definition ? <Hash value={hex(definition.codeHash)} /> : ""}</td>
                     <td>
@@ -73,13 +86,13 @@ export function ContractPage(props: { name: string }): JSX.Element {
             if (key.trim()) navigate(paths.key(props.name, key.trim()));
           }}
         >
-          <input aria-label={`Key in ${props.name}`} placeholder="key" value={key} onInput={(event) => setKey(event.currentTarget.value)} />
+          <input aria-label={`Key in ${markedText(props.name)}`} placeholder="key" value={key} onInput={(event) => setKey(event.currentTarget.value)} />
           <button type="submit">Show key</button>
         </form>
       </section>
       <section aria-labelledby="contract-tx-heading">
         <h2 id="contract-tx-heading">Latest transactions</h2>
-        <TxList transactions={mine} height={360} label={`Transactions of ${props.name}`} />
+        <TxList transactions={mine} height={360} label={`Transactions of ${markedText(props.name)}`} />
       </section>
     </>
   );

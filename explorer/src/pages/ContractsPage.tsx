@@ -1,5 +1,6 @@
 import type { JSX } from "preact";
 import { Hash } from "../components/Hash";
+import { LedgerText } from "../components/LedgerText";
 import { useFeed, useLoad } from "../live/hooks";
 import { Link, paths } from "../router";
 
@@ -11,7 +12,11 @@ export function ContractsPage(): JSX.Element {
     <>
       <h1>Contracts</h1>
       {contracts.state === "loading" && <p aria-busy="true">Loading contracts…</p>}
-      {contracts.state === "failed" && <p class="error">{contracts.error}</p>}
+      {contracts.state === "failed" && (
+        <p class="error">
+          <LedgerText text={contracts.error} />
+        </p>
+      )}
       {contracts.state === "ready" && (
         <table class="striped" aria-label="Deployed contracts">
           <thead>
@@ -28,13 +33,19 @@ export function ContractsPage(): JSX.Element {
               <tr key={contract.name} data-contract={contract.name}>
                 <td>
                   <Link href={paths.contract(contract.name)}>
-                    <strong>{contract.name}</strong>
+                    <strong>
+                      <LedgerText text={contract.name} />
+                    </strong>
                   </Link>
                 </td>
-                <td>{contract.version}</td>
+                <td>
+                  <LedgerText text={contract.version} />
+                </td>
                 <td class="num">{contract.sequence.toString()}</td>
                 <td>
-                  <code>{contract.policy}</code>
+                  <code>
+                    <LedgerText text={contract.policy} />
+                  </code>
                 </td>
                 <td>
                   <Hash value={contract.codeHash} />

@@ -2,8 +2,9 @@ import type { JSX } from "preact";
 import type { KeyModification } from "@runnel/sdk";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { KeyHistory } from "../components/KeyHistory";
+import { LedgerText } from "../components/LedgerText";
 import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
-import { bytesText, count } from "../model/format";
+import { bytesText, count, hexBytes } from "../model/format";
 import { Link, paths } from "../router";
 
 /** The least time between two reloads of a key's value and history, ms. */
@@ -11,9 +12,14 @@ const KEY_RELOAD_MS = 1_000;
 /** History entries per page (the node answers at most 1,000). */
 const HISTORY_PAGE = 100;
 
-/** A key: its current value and version, and its history; reloads when its contract commits. */
-export function KeyPage(props: { namespace: string; keyName: string }): JSX.Element {
+/**
+ * A key: its current value and version, and its history; reloads when its contract
+ * commits. `keyName` is the key's text, or with `hex` its bytes in hex (a key that is not
+ * UTF-8, as `paths.key` links it).
+ */
+export function KeyPage(props: { namespace: string; keyName: string; hex?: boolean }): JSX.Element {
   const feed = useFeed();
+  const key = useMemo(() => (props.hex === true ? hexBytes(props.keyName) : props.keyName), [props.keyName, props.hex]);
   const { transactions } = useSnapshot();
   // The newest seq of this contract's transactions: a change means the key may have moved.
   // Throttled: a busy contract reloads the key once a second, not at every batch.
@@ -23,11 +29,12 @@ export function KeyPage(props: { namespace: string; keyName: string }): JSX.Elem
   );
   const loaded = useLoad(
     async () => {
+      if (key === undefined) throw new Error("the key's hex in this address is not hex (an even number of digits 0-9, a-f)");
       const query = feed.gateway.getQuery();
-      const [value, history] = await Promise.all([query.getKey(props.namespace, props.keyName), query.getKeyHistory(props.namespace, props.keyName, { limit: HISTORY_PAGE })]);
+      const [value, history] = await Promise.all([query.getKey(props.namespace, key), query.getKeyHistory(props.namespace, key, { limit: HISTORY_PAGE })]);
       return { value, history };
     },
-    [props.namespace, props.keyName],
+    [props.namespace, key],
     Number(newest),
   );
   // Older pages, asked for with "Show older": before the oldest seq shown.
@@ -36,27 +43,37 @@ export function KeyPage(props: { namespace: string; keyName: string }): JSX.Elem
   useEffect(() => {
     setOlder([]);
     setOlderDone(false);
-  }, [props.namespace, props.keyName]);
+  }, [props.namespace, key]);
   const firstPage = loaded.state === "ready" ? loaded.value.history : [];
   const history = [...firstPage, ...older.filter((entry) => entry.seq < (firstPage[firstPage.length - 1]?.seq ?? 0n))];
   const more = !olderDone && firstPage.length === HISTORY_PAGE;
   const showOlder = async () => {
     const before = history[history.length - 1]?.seq;
-    if (before === undefined) return;
-    const page = await feed.gateway.getQuery().getKeyHistory(props.namespace, props.keyName, { beforeSeq: before, limit: HISTORY_PAGE });
+    if (before === undefined || key === undefined) return;
+    const page = await feed.gateway.getQuery().getKeyHistory(props.namespace, key, { beforeSeq: before, limit: HISTORY_PAGE });
     setOlder((kept) => [...kept, ...page]);
     if (page.length < HISTORY_PAGE) setOlderDone(true);
   };
   return (
     <>
       <h1>
-        Key <code>{props.keyName}</code>
+        Key{" "}
+        <code>
+          <LedgerText text={props.hex === true ? `0x${props.keyName}` : props.keyName} />
+        </code>
       </h1>
       <p>
-        in <Link href={paths.contract(props.namespace)}>{props.namespace}</Link>
+        in{" "}
+        <Link href={paths.contract(props.namespace)}>
+          <LedgerText text={props.namespace} />
+        </Link>
       </p>
       {loaded.state === "loading" && <p aria-busy="true">Loading the key…</p>}
-      {loaded.state === "failed" && <p class="error">{loaded.error}</p>}
+      {loaded.state === "failed" && (
+        <p class="error">
+          <LedgerText text={loaded.error} />
+        </p>
+      )}
       {loaded.state === "ready" && (
         <>
           <section aria-labelledby="current-heading">
@@ -65,7 +82,9 @@ export function KeyPage(props: { namespace: string; keyName: string }): JSX.Elem
               <dl class="facts" data-testid="key-current">
                 <dt>Value</dt>
                 <dd>
-                  <code data-testid="key-value">{bytesText(loaded.value.value.value)}</code>
+                  <code data-testid="key-value">
+                    <LedgerText text={bytesText(loaded.value.value.value)} />
+                  </code>
                 </dd>
                 <dt>Version</dt>
                 <dd>seq {loaded.value.value.version?.toString()}</dd>

@@ -3,15 +3,16 @@ import type { JSX } from "preact";
 import { useEffect } from "preact/hooks";
 import { CodeBadge } from "../components/CodeBadge";
 import { Hash } from "../components/Hash";
+import { LedgerText } from "../components/LedgerText";
 import { useFeed, useLoad } from "../live/hooks";
-import { bytesText } from "../model/format";
+import { bytesPreview } from "../model/format";
 import { lookups } from "../model/search";
 import { Link, navigate, paths } from "../router";
 
 /** A thing the search found. */
 interface Found {
   readonly href: string;
-  readonly what: string;
+  readonly what: JSX.Element;
   readonly detail: JSX.Element;
 }
 
@@ -26,10 +27,17 @@ export function SearchPage(props: { q: string }): JSX.Element {
   return (
     <>
       <h1>
-        Search: <q>{props.q}</q>
+        Search:{" "}
+        <q>
+          <LedgerText text={props.q} />
+        </q>
       </h1>
       {results.state === "loading" && <p aria-busy="true">Searching…</p>}
-      {results.state === "failed" && <p class="error">{results.error}</p>}
+      {results.state === "failed" && (
+        <p class="error">
+          <LedgerText text={results.error} />
+        </p>
+      )}
       {results.state === "ready" &&
         (results.value.length === 0 ? (
           <p data-testid="no-results">
@@ -58,17 +66,29 @@ async function search(gateway: Gateway, q: string): Promise<Found[]> {
       try {
         if (lookup.kind === "transaction") {
           const tx = await query.getTransaction(lookup.id);
-          found.push({ href: paths.transaction(tx.txId), what: `Transaction ${tx.txId.slice(0, 12)}…`, detail: <CodeBadge code={tx.codeName} /> });
+          found.push({ href: paths.transaction(tx.txId), what: <>Transaction <LedgerText text={`${tx.txId.slice(0, 12)}…`} /></>, detail: <CodeBadge code={tx.codeName} /> });
         } else if (lookup.kind === "block") {
           const block = await query.getBlock(lookup.number);
-          found.push({ href: paths.block(block.number), what: `Block #${block.number}`, detail: <Hash value={block.hash} /> });
+          found.push({ href: paths.block(block.number), what: <>Block #{block.number.toString()}</>, detail: <Hash value={block.hash} /> });
         } else {
           const namespaces = lookup.namespace !== undefined ? [lookup.namespace] : contracts;
           await Promise.all(
             namespaces.map(async (namespace) => {
               const value = await query.getKey(namespace, lookup.key);
               if (value.found) {
-                found.push({ href: paths.key(namespace, lookup.key), what: `Key ${lookup.key} in ${namespace}`, detail: <code>{bytesText(value.value).slice(0, 80)}</code> });
+                found.push({
+                  href: paths.key(namespace, lookup.key),
+                  what: (
+                    <>
+                      Key <LedgerText text={lookup.key} /> in <LedgerText text={namespace} />
+                    </>
+                  ),
+                  detail: (
+                    <code>
+                      <LedgerText text={bytesPreview(value.value, 80)} />
+                    </code>
+                  ),
+                });
               }
             }),
           );

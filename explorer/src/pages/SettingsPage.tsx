@@ -2,6 +2,7 @@ import { parseTrustedCas, type TrustedCa } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
+import { LedgerText } from "../components/LedgerText";
 import { useLoad } from "../live/hooks";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, trustedCas, useNetworkCa } from "../live/network-ca";
 import { dateTime, hex } from "../model/format";
@@ -83,7 +84,7 @@ function NetworkCaForm(): JSX.Element {
         </div>
       </form>
       <p role={message?.kind === "error" ? "alert" : "status"} class={message?.kind === "error" ? "error" : "muted"} data-testid="network-ca-message">
-        {message?.text ?? ""}
+        <LedgerText text={message?.text ?? ""} />
       </p>
     </section>
   );
@@ -96,7 +97,7 @@ function TrustedCaTable(props: { pem: string }): JSX.Element {
     return Promise.all(parsed.map(async (ca) => ({ ca, fingerprint: hex(new Uint8Array(await crypto.subtle.digest("SHA-256", ca.certificate.der.slice()))) })));
   }, [props.pem]);
   if (cas.state === "loading") return <p aria-busy="true">Reading the CA certificates…</p>;
-  if (cas.state === "failed") return <p class="error">The CA certificates kept here do not read: {cas.error}</p>;
+  if (cas.state === "failed") return <p class="error">The CA certificates kept here do not read: <LedgerText text={cas.error} /></p>;
   if (cas.value.length === 0) {
     return (
       <p data-testid="trusted-cas" data-count="0">
@@ -118,8 +119,12 @@ function TrustedCaTable(props: { pem: string }): JSX.Element {
       <tbody>
         {cas.value.map(({ ca, fingerprint }) => (
           <tr key={fingerprint}>
-            <td>{ca.org}</td>
-            <td>{ca.certificate.subject}</td>
+            <td>
+              <LedgerText text={ca.org} />
+            </td>
+            <td>
+              <LedgerText text={ca.certificate.subject} />
+            </td>
             <td>{dateTime(ca.certificate.notAfter.getTime())}</td>
             <td>
               <Hash value={fingerprint} />

@@ -5,6 +5,7 @@ import { CodeBadge } from "../components/CodeBadge";
 import { Endorsements } from "../components/Endorsements";
 import { Hash } from "../components/Hash";
 import { InclusionProofCheck } from "../components/InclusionProofCheck";
+import { LedgerText } from "../components/LedgerText";
 import { RwSet } from "../components/RwSet";
 import { TxWaterfall } from "../components/TxWaterfall";
 import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
@@ -28,7 +29,11 @@ export function TransactionPage(props: { id: string }): JSX.Element {
         Transaction <Hash value={props.id} />
       </h1>
       {detail.state === "loading" && <p aria-busy="true">Loading the transaction…</p>}
-      {detail.state === "failed" && <p class="error">{detail.error}</p>}
+      {detail.state === "failed" && (
+        <p class="error">
+          <LedgerText text={detail.error} />
+        </p>
+      )}
       {detail.state === "ready" && (
         <>
           <dl class="facts">
@@ -38,7 +43,9 @@ export function TransactionPage(props: { id: string }): JSX.Element {
             </dd>
             <dt>Id</dt>
             <dd>
-              <code class="wrap">{detail.value.txId}</code>
+              <code class="wrap">
+                <LedgerText text={detail.value.txId} />
+              </code>
             </dd>
             <dt>Seq</dt>
             <dd>{detail.value.seq.toString()}</dd>
@@ -51,7 +58,15 @@ export function TransactionPage(props: { id: string }): JSX.Element {
             <dt>Ordered at</dt>
             <dd>{detail.value.timestampMs > 0n ? dateTime(detail.value.timestampMs) : "—"}</dd>
             <dt>Creator</dt>
-            <dd>{detail.value.creator ? `${detail.value.creator.name} (${detail.value.creator.org} ${detail.value.creator.role})` : "—"}</dd>
+            <dd data-testid="creator">
+              {detail.value.creator ? (
+                <>
+                  <LedgerText text={detail.value.creator.name} /> (<LedgerText text={detail.value.creator.org} /> <LedgerText text={detail.value.creator.role} />)
+                </>
+              ) : (
+                "—"
+              )}
+            </dd>
           </dl>
           <section aria-labelledby="waterfall-heading">
             <h2 id="waterfall-heading">Path through the pipeline</h2>
@@ -65,28 +80,38 @@ export function TransactionPage(props: { id: string }): JSX.Element {
               <dl class="facts" data-testid="proposal">
                 <dt>Contract</dt>
                 <dd>
-                  <Link href={paths.contract(detail.value.proposal.contract)}>{detail.value.proposal.contract}</Link>
+                  <Link href={paths.contract(detail.value.proposal.contract)}>
+                    <LedgerText text={detail.value.proposal.contract} />
+                  </Link>
                 </dd>
                 <dt>Function</dt>
                 <dd>
-                  <code>{detail.value.proposal.function}</code>
+                  <code>
+                    <LedgerText text={detail.value.proposal.function} />
+                  </code>
                 </dd>
                 <dt>Arguments</dt>
                 <dd>
                   <ol class="args">
                     {detail.value.proposal.args.map((arg, i) => (
                       <li key={i}>
-                        <code>{pretty(arg)}</code>
+                        <code>
+                          <LedgerText text={pretty(arg)} />
+                        </code>
                       </li>
                     ))}
                   </ol>
                 </dd>
                 <dt>Result</dt>
                 <dd>
-                  <code>{pretty(detail.value.payload?.result ?? new Uint8Array()) || "—"}</code>
+                  <code>
+                    <LedgerText text={pretty(detail.value.payload?.result ?? new Uint8Array()) || "—"} />
+                  </code>
                 </dd>
                 <dt>Channel</dt>
-                <dd>{detail.value.proposal.channel}</dd>
+                <dd>
+                  <LedgerText text={detail.value.proposal.channel} />
+                </dd>
                 <dt>Proposed at</dt>
                 <dd>{dateTime(detail.value.proposal.timestampMs)}</dd>
               </dl>
@@ -103,9 +128,9 @@ export function TransactionPage(props: { id: string }): JSX.Element {
                 {detail.value.payload?.events.map((event, i) => (
                   <li key={i}>
                     <code>
-                      {event.contract}.{event.name}
+                      <LedgerText text={event.contract} />.<LedgerText text={event.name} />
                     </code>{" "}
-                    {pretty(event.payload)}
+                    <LedgerText text={pretty(event.payload)} />
                   </li>
                 ))}
               </ul>

@@ -4,6 +4,7 @@ import { TxList } from "../components/TxList";
 import type { LiveTransaction } from "../live/feed";
 import { useSnapshot } from "../live/hooks";
 import { codeLabel, count } from "../model/format";
+import { markedText } from "../model/text";
 import { navigate, paths, type Route } from "../router";
 
 const CODES = [
@@ -54,7 +55,7 @@ export function TransactionsPage(props: { route: Route }): JSX.Element {
             <option value="">all</option>
             {[...new Set([...contracts, ...(contract ? [contract] : [])])].map((name) => (
               <option key={name} value={name}>
-                {name}
+                {markedText(name)}
               </option>
             ))}
           </select>
