@@ -348,27 +348,19 @@ impl OrderError {
     }
 }
 
-/// A transaction the orderer's admission checks passed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Admitted {
-    /// Its id.
-    pub tx_id: TxId,
-    /// Its proposal's timestamp, Unix milliseconds.
-    pub proposal_ms: u64,
-}
-
-/// The orderer's admission checks (everything but sequencing and replays).
+/// The orderer's admission checks (everything but sequencing and replays); the
+/// transaction's id.
 pub(crate) fn admit(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<Admitted, OrderError> {
-    let (admitted, check) = admission(config, msp, signed_transaction)?;
+) -> Result<TxId, OrderError> {
+    let (tx_id, check) = admission(config, msp, signed_transaction)?;
     // Remembered when valid: a validator in this process need not verify it again.
     if !msp.signatures().verify_one(&check) {
         return Err(OrderError::BadSignature);
     }
-    Ok(admitted)
+    Ok(tx_id)
 }
 
 /// [`admit`] for several transactions, their submitter signatures verified as one batch.
@@ -376,14 +368,11 @@ pub(crate) fn admit_batch(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transactions: &[Vec<u8>],
-) -> Vec<Result<Admitted, OrderError>> {
-    let mut admitted: Vec<Result<(Admitted, Option<sig::SigCheck>), OrderError>> =
-        signed_transactions
-            .iter()
-            .map(|bytes| {
-                admission(config, msp, bytes).map(|(admitted, check)| (admitted, Some(check)))
-            })
-            .collect();
+) -> Vec<Result<TxId, OrderError>> {
+    let mut admitted: Vec<Result<(TxId, Option<sig::SigCheck>), OrderError>> = signed_transactions
+        .iter()
+        .map(|bytes| admission(config, msp, bytes).map(|(tx_id, check)| (tx_id, Some(check))))
+        .collect();
     let checks: Vec<sig::SigCheck> = admitted
         .iter_mut()
         .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
@@ -393,9 +382,9 @@ pub(crate) fn admit_batch(
     admitted
         .into_iter()
         .map(|admitted| {
-            let (admitted, _) = admitted?;
+            let (tx_id, _) = admitted?;
             match verdicts.next() {
-                Some(true) => Ok(admitted),
+                Some(true) => Ok(tx_id),
                 _ => Err(OrderError::BadSignature),
             }
         })
@@ -407,7 +396,7 @@ fn admission(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<(Admitted, sig::SigCheck), OrderError> {
+) -> Result<(TxId, sig::SigCheck), OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -442,9 +431,5 @@ fn admission(
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    let admitted = Admitted {
-        tx_id: tx::tx_id(&proposal),
-        proposal_ms: proposal.timestamp_ms,
-    };
-    Ok((admitted, check))
+    Ok((tx::tx_id(&proposal), check))
 }

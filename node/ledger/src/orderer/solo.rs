@@ -36,12 +36,12 @@ use std::time::{Duration, Instant};
 
 use super::replay::RecentIds;
 use super::{
-    Admitted, Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig,
-    OrderingMode, admit, admit_batch,
+    Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
+    admit, admit_batch,
 };
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
-use crate::ids::{BlockNumber, Seq};
+use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
@@ -487,7 +487,7 @@ impl SoloOrderer {
     /// one lock, then wakes the flusher, the deliveries and the sealer once for all.
     fn sequence(
         &self,
-        admitted: Vec<(Vec<u8>, Result<Admitted, OrderError>)>,
+        admitted: Vec<(Vec<u8>, Result<TxId, OrderError>)>,
         received_us: u64,
     ) -> Vec<Result<Ordered, OrderError>> {
         let mut answers = Vec::with_capacity(admitted.len());
@@ -497,12 +497,12 @@ impl SoloOrderer {
         let mut batch = Vec::with_capacity(admitted.len());
         let mut seq = state.head;
         for (signed_transaction, admitted) in admitted {
-            let tx_id = match admitted.and_then(|admitted| {
+            let tx_id = match admitted.and_then(|tx_id| {
                 self.inner.check(&state)?;
-                if state.replays.insert(&admitted.tx_id, now_ms) {
-                    Ok(admitted.tx_id)
+                if state.replays.insert(&tx_id, now_ms) {
+                    Ok(tx_id)
                 } else {
-                    Err(OrderError::Duplicate(admitted.tx_id))
+                    Err(OrderError::Duplicate(tx_id))
                 }
             }) {
                 Ok(tx_id) => tx_id,
@@ -578,8 +578,8 @@ impl SoloOrderer {
 impl Orderer for SoloOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         let received_us = tx::now_us();
-        let admitted = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
-        let mut ordered = self.sequence(vec![(signed_transaction, Ok(admitted))], received_us);
+        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
+        let mut ordered = self.sequence(vec![(signed_transaction, Ok(tx_id))], received_us);
         ordered.pop().unwrap_or(Err(OrderError::Closed))
     }
 
