@@ -1,9 +1,10 @@
 //! Streams waiting for the ledger to reach a height: a delivery of transactions waits
 //! for its next seq to be committed, a delivery of blocks for its next block to be
-//! sealed. One task per kind ([`dispatch_statuses`], [`dispatch_blocks`]) reads the
-//! ledger's broadcast and wakes only the streams whose height was reached, so an idle
-//! stream (one far ahead, or one whose reader is slow to come back) costs nothing per
-//! transaction; a thousand of them once cost a thousand wake-ups per transaction.
+//! sealed. One task per broadcast of the ledger (statuses: [`super::waiters::dispatch`],
+//! which wakes `CommitStatus` calls too; blocks: [`dispatch_blocks`]) wakes only the
+//! streams whose height was reached, so an idle stream (one far ahead, or one whose
+//! reader is slow to come back) costs nothing per transaction; a thousand of them once
+//! cost a thousand wake-ups per transaction.
 //!
 //! When a broadcast overflows, every stream is woken to read the store again, which
 //! has everything the broadcast dropped.
@@ -14,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::{broadcast, oneshot};
 
 use super::Shared;
-use crate::validator::{BlockEvent, Phase, TxStatus};
+use crate::validator::BlockEvent;
 
 /// What a stream waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,26 +129,6 @@ impl Heights {
     #[cfg(test)]
     fn waiting(&self) -> usize {
         self.lock().waiting.iter().map(BTreeMap::len).sum()
-    }
-}
-
-/// Feeds committed seqs from the ledger's statuses to the waiting streams.
-pub(super) async fn dispatch_statuses(
-    shared: Arc<Shared>,
-    mut statuses: broadcast::Receiver<TxStatus>,
-) {
-    loop {
-        match statuses.recv().await {
-            Ok(status) if status.phase == Phase::Committed => {
-                shared.heights.reached(Mark::Committed, status.seq.0);
-            }
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(_)) => shared.heights.wake_all(),
-            Err(broadcast::error::RecvError::Closed) => {
-                shared.heights.wake_all();
-                return;
-            }
-        }
     }
 }
 

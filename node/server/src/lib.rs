@@ -282,10 +282,6 @@ impl Server {
         // Subscribed before the first call can wait.
         let dispatchers = [
             tokio::spawn(waiters::dispatch(shared.clone(), shared.ledger.statuses())),
-            tokio::spawn(heights::dispatch_statuses(
-                shared.clone(),
-                shared.ledger.statuses(),
-            )),
             tokio::spawn(heights::dispatch_blocks(
                 shared.clone(),
                 shared.ledger.blocks(),

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::{broadcast, oneshot};
 use tonic::{Code, Status};
 
+use super::heights::Mark;
 use super::{Shared, status};
 use crate::ids::TxId;
 use crate::validator::{Phase, TxStatus};
@@ -147,14 +148,24 @@ impl Waiters {
     }
 }
 
-/// Wakes waiting calls as statuses arrive, until the server stops.
+/// Wakes waiting calls, and the streams waiting for a committed seq
+/// ([`super::heights`]), as statuses arrive, until the server stops.
 pub(super) async fn dispatch(shared: Arc<Shared>, mut statuses: broadcast::Receiver<TxStatus>) {
     loop {
         match statuses.recv().await {
-            Ok(status) => shared.waiters.wake(&status),
-            Err(broadcast::error::RecvError::Lagged(_)) => shared.waiters.wake_all(),
+            Ok(status) => {
+                shared.waiters.wake(&status);
+                if status.phase == Phase::Committed {
+                    shared.heights.reached(Mark::Committed, status.seq.0);
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                shared.waiters.wake_all();
+                shared.heights.wake_all();
+            }
             Err(broadcast::error::RecvError::Closed) => {
                 shared.waiters.wake_all();
+                shared.heights.wake_all();
                 return;
             }
         }
