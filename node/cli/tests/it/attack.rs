@@ -12,10 +12,12 @@ use runnel_ledger::proto::{
 use runnel_ledger::store::KEY_BYTES_MAX;
 use runnel_ledger::tx;
 use runnel_server::proto::gateway_client::GatewayClient;
-use runnel_server::proto::{EndorseRequest, SubmitRequest, TxPhase, ValidationCode};
+use runnel_server::proto::{
+    EndorseRequest, SubmitRequest, SubmitResponse, TxPhase, ValidationCode,
+};
 use tonic::transport::Channel;
 
-use crate::process::Node;
+use crate::process::{Node, copy_dir, raw_http};
 
 /// A `runnel dev` node with the example contracts, and its directory's keys.
 fn dev_node(dir: &Path) -> (Node, NetworkKeys) {
@@ -26,6 +28,34 @@ fn dev_node(dir: &Path) -> (Node, NetworkKeys) {
     );
     let keys = NetworkKeys::load(&dir.join("identities")).expect("the dev node's keys");
     (node, keys)
+}
+
+/// [`dev_node`] on a directory whose runnel.toml, as the first start wrote it, has had
+/// each `(written, wanted)` setting line replaced.
+fn dev_node_with(dir: &Path, settings: &[(&str, &str)]) -> (Node, NetworkKeys) {
+    let (node, _) = dev_node(dir);
+    assert!(node.stop().success());
+    let path = dir.join("runnel.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    for (written, wanted) in settings {
+        assert!(text.contains(written), "runnel.toml has no `{written}`");
+        text = text.replace(written, wanted);
+    }
+    std::fs::write(&path, text).unwrap();
+    dev_node(dir)
+}
+
+/// The node's ordered height, as `runnel status` reports it.
+fn ordered_height(node: &Node) -> u64 {
+    node.json(&["status"])["heights"]["ordered"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A refusal with gRPC code `code`, named `name` (its message starts with the name).
+fn assert_refused(status: &tonic::Status, code: tonic::Code, name: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    assert!(status.message().starts_with(name), "{status:?}");
 }
 
 fn signer(keys: &NetworkKeys, org: &str, role: Role) -> Signer {
@@ -81,21 +111,32 @@ fn forged(
     transaction
 }
 
+/// Submits `transaction`, signed by `client`, waiting for the phase `wait_for`.
+async fn try_submit(
+    gateway: &mut GatewayClient<Channel>,
+    client: &Signer,
+    transaction: &Transaction,
+    wait_for: TxPhase,
+) -> Result<SubmitResponse, tonic::Status> {
+    let signed = tx::sign_transaction(client, transaction);
+    gateway
+        .submit(SubmitRequest {
+            transaction: signed.encode_to_vec(),
+            wait_for: wait_for as i32,
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
 /// Submits `transaction`, signed by `client`, and waits for its validation code.
 async fn submit(
     gateway: &mut GatewayClient<Channel>,
     client: &Signer,
     transaction: &Transaction,
 ) -> ValidationCode {
-    let signed = tx::sign_transaction(client, transaction);
-    let answer = gateway
-        .submit(SubmitRequest {
-            transaction: signed.encode_to_vec(),
-            wait_for: TxPhase::Committed as i32,
-        })
+    let answer = try_submit(gateway, client, transaction, TxPhase::Committed)
         .await
-        .expect("ordered")
-        .into_inner();
+        .expect("ordered");
     ValidationCode::try_from(answer.status.expect("a status").code).expect("a known code")
 }
 
@@ -274,11 +315,6 @@ fn a_proposal_dated_outside_the_window_is_refused() {
     let (node, keys) = dev_node(&dir.path().join("dev"));
     let client = signer(&keys, "Org1", Role::Client);
     let peer = signer(&keys, "Org1", Role::Peer);
-    let height = |node: &Node| {
-        node.json(&["status"])["heights"]["ordered"]
-            .as_u64()
-            .unwrap()
-    };
     runtime().block_on(async {
         let mut gateway = gateway(&node).await;
         for skew in [STALE_MS, 0u64.wrapping_sub(STALE_MS)] {
@@ -290,10 +326,10 @@ fn a_proposal_dated_outside_the_window_is_refused() {
                 })
                 .await
                 .expect_err("a stale proposal is not endorsed");
-            assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
-            assert!(
-                refused.message().starts_with("TIMESTAMP_OUT_OF_WINDOW"),
-                "{refused:?}"
+            assert_refused(
+                &refused,
+                tonic::Code::FailedPrecondition,
+                "TIMESTAMP_OUT_OF_WINDOW",
             );
         }
         // A rogue peer endorses one anyway: the orderer refuses it.
@@ -307,20 +343,16 @@ fn a_proposal_dated_outside_the_window_is_refused() {
         payload.proposal_hash =
             tx::sha256(&transaction.proposal.as_ref().unwrap().proposal).to_vec();
         let attack = forged(transaction, &payload, &[&peer]);
-        let before = height(&node);
-        let refused = gateway
-            .submit(SubmitRequest {
-                transaction: tx::sign_transaction(&client, &attack).encode_to_vec(),
-                wait_for: TxPhase::Committed as i32,
-            })
+        let before = ordered_height(&node);
+        let refused = try_submit(&mut gateway, &client, &attack, TxPhase::Committed)
             .await
             .expect_err("not ordered");
-        assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
-        assert!(
-            refused.message().starts_with("TIMESTAMP_OUT_OF_WINDOW"),
-            "{refused:?}"
+        assert_refused(
+            &refused,
+            tonic::Code::FailedPrecondition,
+            "TIMESTAMP_OUT_OF_WINDOW",
         );
-        assert_eq!(height(&node), before, "nothing was ordered");
+        assert_eq!(ordered_height(&node), before, "nothing was ordered");
     });
 }
 
@@ -333,12 +365,7 @@ fn racing_copies_of_a_transaction_are_ordered_once() {
     let dir = tempfile::tempdir().unwrap();
     let (node, keys) = dev_node(&dir.path().join("dev"));
     let client = signer(&keys, "Org1", Role::Client);
-    let height = |node: &Node| {
-        node.json(&["status"])["heights"]["ordered"]
-            .as_u64()
-            .unwrap()
-    };
-    let before = height(&node);
+    let before = ordered_height(&node);
     runtime().block_on(async {
         let mut gateway = gateway(&node).await;
         let honest = endorsed(&mut gateway, proposal(&client, "kv", "put", &["race", "1"])).await;
@@ -362,29 +389,14 @@ fn racing_copies_of_a_transaction_are_ordered_once() {
             match copy.await.unwrap() {
                 Ok(_) => ordered += 1,
                 Err(status) => {
-                    assert_eq!(status.code(), tonic::Code::AlreadyExists, "{status:?}");
-                    assert!(status.message().starts_with("DUPLICATE_TXID"), "{status:?}");
+                    assert_refused(&status, tonic::Code::AlreadyExists, "DUPLICATE_TXID")
                 }
             }
         }
         assert_eq!(ordered, 1);
     });
     assert_eq!(node.text(&["query", "kv", "get", "race"]), "\"1\"");
-    assert_eq!(height(&node), before + 1, "one copy stored");
-}
-
-/// Copies directory `from` to `to` (files and subdirectories).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    assert_eq!(ordered_height(&node), before + 1, "one copy stored");
 }
 
 /// The orderer's log is put back to an older copy (a restored backup) behind a peer
@@ -440,30 +452,6 @@ fn an_orderer_log_older_than_the_peers_state_is_refused() {
     );
 }
 
-/// One HTTP/1.1 request to `node` with the given Host and extra header lines; the whole
-/// response (status line, headers, body) as text.
-fn raw_http(
-    node: &Node,
-    method: &str,
-    path: &str,
-    host: &str,
-    headers: &str,
-    body: &str,
-) -> String {
-    use std::io::{Read, Write};
-    let addr = node.url.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
 /// A web page whose name an attacker rebinds to 127.0.0.1 sends requests from the
 /// node's own host, with the page's name as Host. Before: it could change the node's
 /// log level (and so silence it or flood its disk). Now: changes are taken only when
@@ -473,10 +461,10 @@ fn the_log_level_cannot_be_changed_through_a_rebound_name() {
     let dir = tempfile::tempdir().unwrap();
     let (node, _) = dev_node(&dir.path().join("dev"));
     let addr = node.url.trim_start_matches("http://").to_string();
-    let rebound = raw_http(&node, "PUT", "/log/level", "evil.example:80", "", "off");
+    let rebound = raw_http(&node.url, "PUT", "/log/level", "evil.example:80", "", "off");
     assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
     assert_eq!(node.http("GET", "/log/level", ""), (200, "warn\n".into()));
-    let local = raw_http(&node, "PUT", "/log/level", &addr, "", "info");
+    let local = raw_http(&node.url, "PUT", "/log/level", &addr, "", "info");
     assert!(local.starts_with("HTTP/1.1 200"), "{local}");
     assert_eq!(node.http("GET", "/log/level", ""), (200, "info\n".into()));
 }
@@ -492,7 +480,7 @@ fn only_the_origins_a_node_allows_may_call_it_from_a_browser() {
     let dev = dir.path().join("dev");
     let preflight = |node: &Node, origin: &str| {
         raw_http(
-            node,
+            &node.url,
             "OPTIONS",
             "/runnel.v1.Query/GetNetworkInfo",
             node.url.trim_start_matches("http://"),
@@ -571,7 +559,7 @@ fn explorer_pages_forbid_framing_foreign_code_and_sniffing() {
     );
     let addr = node.url.trim_start_matches("http://").to_string();
     for path in ["/", "/transactions/%zz%", "/blocks/1"] {
-        let page = raw_http(&node, "GET", path, &addr, "", "").to_ascii_lowercase();
+        let page = raw_http(&node.url, "GET", path, &addr, "", "").to_ascii_lowercase();
         assert!(page.starts_with("http/1.1 200"), "{path}: {page}");
         assert!(page.contains("frame-ancestors 'none'"), "{page}");
         assert!(page.contains("connect-src 'self'"), "{page}");
@@ -592,28 +580,20 @@ fn one_connection_cannot_take_the_pools_from_the_others() {
     use runnel_server::proto::{CommitStatusRequest, DeliverTransactionsRequest};
 
     let dir = tempfile::tempdir().unwrap();
-    let dev = dir.path().join("dev");
-    let (node, _) = dev_node(&dev);
-    assert!(node.stop().success());
-    let settings = dev.join("runnel.toml");
-    let text = std::fs::read_to_string(&settings).unwrap();
-    let text = text
-        .replace(
-            "streams_per_connection_max = 64",
-            "streams_per_connection_max = 8",
-        )
-        .replace(
-            "commit_waits_per_connection_max = 1024",
-            "commit_waits_per_connection_max = 1",
-        );
-    std::fs::write(&settings, text).unwrap();
-    let (node, keys) = dev_node(&dev);
+    let (node, keys) = dev_node_with(
+        &dir.path().join("dev"),
+        &[
+            (
+                "streams_per_connection_max = 64",
+                "streams_per_connection_max = 8",
+            ),
+            (
+                "commit_waits_per_connection_max = 1024",
+                "commit_waits_per_connection_max = 1",
+            ),
+        ],
+    );
     let client = signer(&keys, "Org1", Role::Client);
-    let height = |node: &Node| {
-        node.json(&["status"])["heights"]["ordered"]
-            .as_u64()
-            .unwrap()
-    };
     runtime().block_on(async {
         let channel = tonic::transport::Channel::from_shared(node.url.clone())
             .unwrap()
@@ -627,11 +607,7 @@ fn one_connection_cannot_take_the_pools_from_the_others() {
             held.push(greedy.transactions(far).await.expect("within the share"));
         }
         let refused = greedy.transactions(far).await.expect_err("past the share");
-        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
-        assert!(
-            refused.message().starts_with("TOO_MANY_STREAMS"),
-            "{refused:?}"
-        );
+        assert_refused(&refused, tonic::Code::ResourceExhausted, "TOO_MANY_STREAMS");
         // Another connection is served.
         let mut other = DeliverClient::new(
             tonic::transport::Channel::from_shared(node.url.clone())
@@ -659,20 +635,12 @@ fn one_connection_cannot_take_the_pools_from_the_others() {
         // ... so a Submit that would wait is refused, and nothing is ordered.
         let mut gateway = GatewayClient::new(channel);
         let honest = endorsed(&mut gateway, proposal(&client, "kv", "put", &["w", "1"])).await;
-        let before = height(&node);
-        let refused = gateway
-            .submit(SubmitRequest {
-                transaction: tx::sign_transaction(&client, &honest).encode_to_vec(),
-                wait_for: TxPhase::Committed as i32,
-            })
+        let before = ordered_height(&node);
+        let refused = try_submit(&mut gateway, &client, &honest, TxPhase::Committed)
             .await
             .expect_err("no room to wait");
-        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
-        assert!(
-            refused.message().starts_with("TOO_MANY_WAITS"),
-            "{refused:?}"
-        );
-        assert_eq!(height(&node), before, "refused before ordering");
+        assert_refused(&refused, tonic::Code::ResourceExhausted, "TOO_MANY_WAITS");
+        assert_eq!(ordered_height(&node), before, "refused before ordering");
         wait.abort();
         drop(held);
     });
@@ -687,17 +655,10 @@ fn silent_connections_cannot_keep_the_node_from_others() {
     use std::io::Read;
 
     let dir = tempfile::tempdir().unwrap();
-    let dev = dir.path().join("dev");
-    let (node, _) = dev_node(&dev);
-    assert!(node.stop().success());
-    let settings = dev.join("runnel.toml");
-    let text = std::fs::read_to_string(&settings).unwrap();
-    std::fs::write(
-        &settings,
-        text.replace("connections_max = 4096", "connections_max = 4"),
-    )
-    .unwrap();
-    let (node, _) = dev_node(&dev);
+    let (node, _) = dev_node_with(
+        &dir.path().join("dev"),
+        &[("\nconnections_max = 4096", "\nconnections_max = 4")],
+    );
     let addr = node.url.trim_start_matches("http://").to_string();
     let silent: Vec<std::net::TcpStream> = (0..4)
         .map(|_| std::net::TcpStream::connect(&addr).unwrap())

@@ -7,25 +7,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::process::{Node, RUNNEL};
+use crate::process::{Node, RUNNEL, copy_dir};
 use serde_json::Value;
 
 /// Copies the network's identities and settings into a node's own directory, as an
 /// operator hands each node its share of `runnel init`'s output.
 fn node_dir(net: &Path, dir: &Path) {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-    copy(&net.join("identities"), &dir.join("identities"));
+    copy_dir(&net.join("identities"), &dir.join("identities"));
     std::fs::copy(net.join("runnel.toml"), dir.join("runnel.toml")).unwrap();
 }
 

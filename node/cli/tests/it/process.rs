@@ -177,7 +177,8 @@ pub fn https(addr: &str, ca: &Path, method: &str, path: &str, body: &str) -> (u1
     exchange(&mut stream, addr, method, path, body)
 }
 
-/// Writes one request and reads the response to the end of the connection.
+/// Writes one request and reads the response to the end of the connection; status and
+/// body.
 fn exchange(
     stream: &mut (impl Read + std::io::Write),
     addr: &str,
@@ -185,9 +186,46 @@ fn exchange(
     path: &str,
     body: &str,
 ) -> (u16, String) {
+    let response = raw_exchange(stream, addr, "", method, path, body);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A plain HTTP/1.1 request to `url` with `host` as its Host and `headers` (whole lines,
+/// each ending in CRLF) added; the whole response (status line, headers, body) as text.
+pub fn raw_http(
+    url: &str,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &str,
+    body: &str,
+) -> String {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    raw_exchange(&mut stream, host, headers, method, path, body)
+}
+
+/// Writes one request and reads the response to the end of the connection, as text.
+fn raw_exchange(
+    stream: &mut (impl Read + std::io::Write),
+    host: &str,
+    headers: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> String {
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -203,15 +241,19 @@ fn exchange(
             Err(e) => panic!("reading the response: {e}"),
         }
     }
-    let response = String::from_utf8(bytes).unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    String::from_utf8(bytes).unwrap()
+}
+
+/// Copies directory `from` to `to`, files and subdirectories.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
