@@ -7,6 +7,7 @@
  */
 
 import type { Page } from "@playwright/test";
+import type { Gateway } from "@runnel/sdk";
 import { CHANNEL, expect, giveNetworkCa, initNetwork, networkCaPem, test, uniqueKey } from "./fixtures.js";
 
 /** Transactions in the burst test (EXPLORER_BURST_TRANSACTIONS for a longer run), and how many are in flight at once. */
@@ -29,6 +30,18 @@ async function markDocument(page: Page): Promise<void> {
 
 async function stillSameDocument(page: Page): Promise<boolean> {
   return page.evaluate(() => (window as unknown as { explorerMark?: boolean }).explorerMark === true);
+}
+
+/** The block that seals transaction `id`, once the node has sealed it. */
+async function sealedBlock(client: Gateway, id: string): Promise<bigint> {
+  let block = 0n;
+  await expect
+    .poll(async () => {
+      block = (await client.getQuery().getTransaction(id)).block;
+      return block;
+    })
+    .toBeGreaterThan(0n);
+  return block;
 }
 
 /** The row of the live transaction list for `id`. */
@@ -214,13 +227,7 @@ test("blocks: live list, a block's seal with its signature checked, and an inclu
   const submitted = batch[3]!;
   await submitted.getStatus();
   // The block holding it is sealed shortly after (seal_max_delay_ms) and listed live.
-  let block = 0n;
-  await expect
-    .poll(async () => {
-      block = (await client.getQuery().getTransaction(submitted.getTransactionId())).block;
-      return block;
-    })
-    .toBeGreaterThan(0n);
+  const block = await sealedBlock(client, submitted.getTransactionId());
   const link = page.locator(`a[data-block="${block}"]`);
   await expect(link).toBeVisible();
   await snap("blocks");
@@ -249,13 +256,7 @@ test("seal and proof checks: ✓ only with the network's CA; none given is not v
   const kv = client.getNetwork(CHANNEL).getContract("kv");
   const submitted = await kv.submitAsync("put", { arguments: [uniqueKey("trust"), "checked"] });
   await submitted.getStatus();
-  let block = 0n;
-  await expect
-    .poll(async () => {
-      block = (await client.getQuery().getTransaction(submitted.getTransactionId())).block;
-      return block;
-    })
-    .toBeGreaterThan(0n);
+  const block = await sealedBlock(client, submitted.getTransactionId());
   const seal = page.getByTestId("seal-check");
   const proof = page.getByTestId("inclusion-check");
   const verifyInclusion = async () => {

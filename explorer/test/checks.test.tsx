@@ -1,24 +1,13 @@
 import { NO_TRUSTED_CA, type Block, type InclusionCheck, type SealCheck } from "@runnel/sdk";
-import { render } from "preact";
 import { act } from "preact/test-utils";
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test } from "vitest";
 import { ProofResult } from "../src/components/InclusionProofCheck";
 import { SealCheckResult } from "../src/components/SealCheck";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, savedNetworkCa, trustedCas, useNetworkCa } from "../src/live/network-ca";
 import { verdict } from "../src/model/verdict";
 import { match, paths } from "../src/router";
+import { mount } from "./mount";
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.append(root);
-  act(() => render(node, root!));
-  return root;
-}
-afterEach(() => {
-  if (root !== undefined) render(null, root);
-  root?.remove();
-});
 beforeEach(() => localStorage.clear());
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";

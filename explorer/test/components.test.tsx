@@ -1,20 +1,10 @@
 import type { Trace } from "@runnel/sdk";
 import { render } from "preact";
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { TxWaterfall } from "../src/components/TxWaterfall";
 import { VirtualList } from "../src/components/VirtualList";
+import { mount } from "./mount";
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.append(root);
-  render(node, root);
-  return root;
-}
-afterEach(() => {
-  if (root !== undefined) render(null, root);
-  root?.remove();
-});
 
 describe("TxWaterfall", () => {
   test("one row per step with its duration, and bars placed on one time scale", () => {

@@ -1,29 +1,18 @@
 /** Components showing hostile ledger text: markers on screen, the raw characters nowhere in it, links to the real bytes. */
 
 import type { KeyModification, TransactionDetail } from "@runnel/sdk";
-import { render } from "preact";
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { KeyHistory } from "../src/components/KeyHistory";
 import { LedgerText } from "../src/components/LedgerText";
 import { RwSet } from "../src/components/RwSet";
 import { BadAddressPage } from "../src/pages/BadAddressPage";
+import { mount } from "./mount";
 
 type NsRwSet = NonNullable<TransactionDetail["payload"]>["rwsets"][number];
 
 /** Every character that must never reach the page as itself. */
 const ACTING = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.append(root);
-  render(node, root);
-  return root;
-}
-afterEach(() => {
-  if (root !== undefined) render(null, root);
-  root?.remove();
-});
 
 const encode = (text: string) => new TextEncoder().encode(text);
 

@@ -3,10 +3,9 @@ import type { JSX } from "preact";
 import { useFeed, useLoad } from "../live/hooks";
 import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { hex } from "../model/format";
-import { verdict } from "../model/verdict";
+import { CheckVerdict } from "./CheckVerdict";
 import { Hash } from "./Hash";
 import { LedgerText } from "./LedgerText";
-import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
  * Fetches a transaction's inclusion proof and checks it here, in the browser, against the
@@ -29,27 +28,20 @@ export function InclusionProofCheck(props: { transactionId: string }): JSX.Eleme
 /** What an inclusion check found, with the leaf, the path and both roots. */
 export function ProofResult(props: { proof: InclusionProof; result: InclusionCheck }): JSX.Element {
   const { proof, result } = props;
-  const state = verdict(result);
   return (
-    <div class={`check ${state === "verified" ? "ok" : state === "failed" ? "bad" : "neutral"}`} data-testid="inclusion-check" data-state={state}>
-      {state === "verified" && (
+    <CheckVerdict
+      testId="inclusion-check"
+      result={result}
+      verified={[
+        "Inclusion verified",
         <>
-          <strong>✓ Inclusion verified:</strong>
-          <span>
-            {" "}
-            transaction seq {proof.seq.toString()} is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by
-            the orderer <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
-          </span>
-        </>
-      )}
-      {state === "failed" && (
-        <>
-          <strong>✕ Inclusion check failed:</strong> <span data-testid="check-reason">
-            <LedgerText text={result.reason ?? ""} />
-          </span>
-        </>
-      )}
-      {state === "unverified" && <NoNetworkCa what="the seal this proof leads to" />}
+          transaction seq {proof.seq.toString()} is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by the orderer{" "}
+          <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
+        </>,
+      ]}
+      failed="Inclusion check failed"
+      unverified="the seal this proof leads to"
+    >
       <dl class="facts">
         <dt>Leaf (sha256 of the transaction)</dt>
         <dd>
@@ -78,6 +70,6 @@ export function ProofResult(props: { proof: InclusionProof; result: InclusionChe
           <Hash value={proof.block.txRoot} full />
         </dd>
       </dl>
-    </div>
+    </CheckVerdict>
   );
 }

@@ -3,10 +3,9 @@ import type { JSX } from "preact";
 import { useLoad } from "../live/hooks";
 import { trustedCas, useNetworkCa } from "../live/network-ca";
 import { count, hex } from "../model/format";
-import { verdict } from "../model/verdict";
+import { CheckVerdict } from "./CheckVerdict";
 import { Hash } from "./Hash";
 import { LedgerText } from "./LedgerText";
-import { NoNetworkCa } from "./NoNetworkCa";
 
 /**
  * Checks a block's signed seal here, in the browser (WebCrypto), against the network CAs
@@ -29,27 +28,20 @@ export function SealCheck(props: { block: Block }): JSX.Element {
 /** What a seal check found: ✓, ✕ with the reason, or not verified for want of a network CA. */
 export function SealCheckResult(props: { result: SealResult; fingerprint: string }): JSX.Element {
   const { result } = props;
-  const state = verdict(result);
   return (
-    <div class={`check ${state === "verified" ? "ok" : state === "failed" ? "bad" : "neutral"}`} data-testid="seal-check" data-state={state}>
-      {state === "verified" && (
+    <CheckVerdict
+      testId="seal-check"
+      result={result}
+      verified={[
+        "Seal verified",
         <>
-          <strong>✓ Seal verified:</strong>
-          <span>
-            {" "}
-            signed by the orderer <LedgerText text={result.ordererName ?? ""} />, whose certificate chains to <LedgerText text={result.ordererOrg ?? ""} />'s CA among the network CAs given, with the role orderer,
-            valid when it sealed; the seal hashes to the block's hash.
-          </span>
-        </>
-      )}
-      {state === "failed" && (
-        <>
-          <strong>✕ Seal check failed:</strong> <span data-testid="check-reason">
-            <LedgerText text={result.reason ?? ""} />
-          </span>
-        </>
-      )}
-      {state === "unverified" && <NoNetworkCa what="the orderer's signature over this seal" />}
+          signed by the orderer <LedgerText text={result.ordererName ?? ""} />, whose certificate chains to <LedgerText text={result.ordererOrg ?? ""} />'s CA among the network CAs given,
+          with the role orderer, valid when it sealed; the seal hashes to the block's hash.
+        </>,
+      ]}
+      failed="Seal check failed"
+      unverified="the orderer's signature over this seal"
+    >
       {result.orderer.length > 0 && (
         <>
           <br />
@@ -58,7 +50,7 @@ export function SealCheckResult(props: { result: SealResult; fingerprint: string
           </small>
         </>
       )}
-    </div>
+    </CheckVerdict>
   );
 }
 
