@@ -1,22 +1,24 @@
 /**
  * The explorer's entry: connects to the node that served the page (the Vite dev server
  * forwards the API to one, see vite.config.ts; or VITE_RUNNEL_URL at build time), starts
- * the live feed and renders the app.
+ * the live feed, reading as the identity given on the Settings page if any, and renders
+ * the app.
  */
 
 import "@picocss/pico/css/pico.min.css";
 import "./styles.css";
-import { connectReadOnly } from "@runnel/sdk";
 import { render } from "preact";
 import { App } from "./App";
 import { applyTheme, initialTheme } from "./components/ThemeToggle";
 import { LiveFeed } from "./live/feed";
 import { FeedContext } from "./live/hooks";
+import { readerGateway, savedReader } from "./live/reader";
 
 applyTheme(initialTheme());
 
 const nodeUrl: string = import.meta.env.VITE_RUNNEL_URL ?? location.origin;
-const feed = new LiveFeed(connectReadOnly({ url: nodeUrl }));
+// Reads as the identity loaded on the Settings page, if any (a node may serve members only).
+const feed = new LiveFeed(readerGateway(nodeUrl, savedReader()));
 feed.start();
 
 const root = document.getElementById("app");

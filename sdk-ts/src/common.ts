@@ -53,6 +53,8 @@ export type {
   TransactionDetail,
 } from "./query.js";
 export { Query } from "./query.js";
+export type { ReadGrantOptions } from "./readers.js";
+export { isRead, newReadGrant, READ_GRANT_DOMAIN, READ_GRANT_HEADER, READ_GRANT_LIFETIME_MS, withReadGrants } from "./readers.js";
 export type { InclusionCheck, InclusionProof, SealCheck, VerifyOptions } from "./proof.js";
 export { NO_TRUSTED_CA, SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
 export type { CaCertificates, IdentityCheck, Role, TrustedCa, VerifiedIdentity } from "./msp.js";

@@ -4,6 +4,7 @@
  * `getContract(name)` a {@link Contract} to evaluate and submit with.
  */
 
+import { withReadGrants } from "./readers.js";
 import type { Transport } from "@connectrpc/connect";
 import { deployContract, type Deployed, type DeployOptions } from "./admin.js";
 import { newClients, type CallOptions, type Clients, type Timeouts } from "./client.js";
@@ -39,6 +40,13 @@ export interface GatewayOptions {
   signer?: Signer;
   /** Call deadlines. */
   timeouts?: Timeouts;
+  /**
+   * Send a read grant signed by the identity with every read (default: yes, when there is
+   * a signer): what a node whose reads are for members needs (docs/security.md). One
+   * signature serves several minutes of reads. `false` never signs one: for reads over
+   * mutual TLS with the identity's own certificate, or a signer that asks a person.
+   */
+  readGrants?: boolean;
 }
 
 /** {@link GatewayOptions} with the transport to use: what the platform entry points build. */
@@ -112,7 +120,10 @@ export class Gateway implements Disposable {
 
   /** @internal Use `connect`. */
   constructor(options: TransportGatewayOptions) {
-    this.#clients = newClients(options.url, options.transport, options.timeouts);
+    const signer = options.signer;
+    const grants = signer !== undefined && options.identity.credentials.length > 0 && options.readGrants !== false;
+    const transport = grants ? withReadGrants(options.transport, options.identity, signer) : options.transport;
+    this.#clients = newClients(options.url, transport, options.timeouts);
     this.#identity = options.identity;
     this.#signer = options.signer;
     this.#closeTransport = options.closeTransport;

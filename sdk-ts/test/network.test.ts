@@ -1,14 +1,25 @@
 /**
- * A two-organisation network from `runnel init` (TLS on) served by `runnel start`: the
- * SDK connects over TLS, deploys a contract whose policy needs both organisations, and
- * a transaction missing one organisation's endorsement is invalid.
+ * A two-organisation network from `runnel init` (TLS on, reads for members, client
+ * certificates asked for) served by `runnel start`: the SDK connects over TLS, deploys a
+ * contract whose policy needs both organisations, and a transaction missing one
+ * organisation's endorsement is invalid; reads need a read grant or a member's own
+ * certificate over mutual TLS.
  */
 
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { connect, EndorseError, loadNetworkIdentity, txProto, type Gateway, type Protocol } from "../src/index.js";
+import {
+  Code,
+  connect,
+  EndorseError,
+  loadNetworkIdentity,
+  QueryError,
+  txProto,
+  type Gateway,
+  type Protocol,
+} from "../src/index.js";
 import { RunnelNode, RUNNEL_CONTRACTS } from "./node.js";
 
 describe("a two-organisation network over TLS", () => {
@@ -24,7 +35,9 @@ describe("a two-organisation network over TLS", () => {
   }
 
   beforeAll(async () => {
-    node = await RunnelNode.startNetwork(["Org1", "Org2"]);
+    node = await RunnelNode.startNetwork(["Org1", "Org2"], (toml) =>
+      toml.replace('client_auth = "none"', 'client_auth = "optional"'),
+    );
     const admin = await gateway("Org1", "admin");
     const code = new Uint8Array(await readFile(join(RUNNEL_CONTRACTS, "kv.wasm")));
     const deployed = await admin.deployContract("main", { name: "kv", code, policy });
@@ -77,5 +90,52 @@ describe("a two-organisation network over TLS", () => {
     const error = await untrusting.getQuery().getNetworkInfo().catch((e: unknown) => e);
     expect(String(error)).toContain(`cannot reach the node at ${node.url}`);
     expect(String(error)).toMatch(/certificate/);
+  });
+
+  test.each<Protocol>(["grpc", "grpc-web"])("reads need an identity of the network: a read grant or the member's certificate (%s)", async (protocol) => {
+    const { identity, signer } = await loadNetworkIdentity(node.networkDir, "Org2", "client");
+    const tls = { ca: node.tlsCa };
+    const reads = async (gateway: Gateway) => {
+      gateways.push(gateway);
+      // The stream waits for block 1 to be sealed; then it can be read by number.
+      const stream = await gateway.getNetwork("main").getBlockEvents({ startBlock: 1n });
+      let first;
+      try {
+        for await (const block of stream) {
+          first = block;
+          break;
+        }
+      } finally {
+        stream.close();
+      }
+      if (first === undefined) throw new Error("the block stream ended");
+      const contracts = await gateway.getQuery().listContracts();
+      const block = await gateway.getQuery().getBlock(1n);
+      return { contracts, block, first };
+    };
+
+    // The gateway signs a read grant and sends it with every read.
+    const granted = await reads(connect({ url: node.url, identity, signer, protocol, tls }));
+    expect(granted.contracts.map((c) => c.name)).toContain("kv");
+    expect(granted.first.number).toBe(1n);
+    expect(granted.block.number).toBe(1n);
+
+    // Without a grant or a certificate the node serves no read, but the network's name.
+    const bare = connect({ url: node.url, identity, signer, protocol, tls, readGrants: false });
+    gateways.push(bare);
+    expect((await bare.getQuery().getNetworkInfo()).channel).toBe("main");
+    const refused = await bare.getQuery().listContracts().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(QueryError);
+    expect((refused as QueryError).grpcCode, String(refused)).toBe(Code.Unauthenticated);
+    expect((refused as QueryError).errorName).toBe("IDENTITY_REQUIRED");
+
+    // The member's own certificate over mutual TLS is enough (gRPC over HTTP/2 and
+    // gRPC-web over HTTP/1.1 alike).
+    const dir = join(node.networkDir, "identities", "Org2");
+    const [cert, key] = await Promise.all([readFile(join(dir, "client.pem")), readFile(join(dir, "client.key"))]);
+    const mutual = await reads(
+      connect({ url: node.url, identity, signer, protocol, readGrants: false, tls: { ...tls, cert, key } }),
+    );
+    expect(mutual.contracts).toEqual(granted.contracts);
   });
 });

@@ -8,7 +8,7 @@
  */
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -85,6 +85,15 @@ export function initNetwork(orgs: string[]): string {
   return dir;
 }
 
+/** Rewrites `dir`'s runnel.toml with `settings`, which must change something. */
+function editSettings(dir: string, settings: (toml: string) => string): void {
+  const file = join(dir, "runnel.toml");
+  const before = readFileSync(file, "utf8");
+  const after = settings(before);
+  if (after === before) throw new Error("the settings changed nothing in runnel.toml");
+  writeFileSync(file, after);
+}
+
 /** How to start a dev node. */
 export interface DevNodeOptions {
   /** The data dir (the network is in its net/); a new temp dir by default. */
@@ -124,10 +133,14 @@ export class RunnelNode {
     return node;
   }
 
-  /** Creates a network of `orgs` (`runnel init`, TLS on) and starts its node (`runnel start`). */
-  static async startNetwork(orgs: string[]): Promise<RunnelNode> {
+  /**
+   * Creates a network of `orgs` (`runnel init`, TLS on), changes its runnel.toml with
+   * `settings` if given, and starts its node (`runnel start`).
+   */
+  static async startNetwork(orgs: string[], settings?: (toml: string) => string): Promise<RunnelNode> {
     const node = new RunnelNode(mkdtempSync(join(tmpdir(), "runnel-test-")), await freePort(), orgs);
     run(["init", "--dir", node.networkDir, "--orgs", orgs.join(",")]);
+    if (settings !== undefined) editSettings(node.networkDir, settings);
     await node.start();
     return node;
   }
@@ -202,6 +215,16 @@ export class RunnelNode {
     const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
     await exited;
     clearTimeout(timer);
+  }
+
+  /**
+   * Stops the node, changes its runnel.toml with `settings` (which must change
+   * something), and starts it again on the same data dir and port.
+   */
+  async reconfigure(settings: (toml: string) => string): Promise<void> {
+    await this.stop();
+    editSettings(this.networkDir, settings);
+    await this.start();
   }
 
   /** Stops the node and starts it again on the same data dir and port. */

@@ -16,12 +16,13 @@
  * - Bounds: every buffer has a capacity; the oldest items go first.
  */
 
-import { Code, QueryError, type Block, type CloseableAsyncIterable, type Gateway, type NetworkInfo, type Trace } from "@runnel/sdk";
+import { Code, GatewayError, QueryError, type Block, type CloseableAsyncIterable, type Gateway, type NetworkInfo, type Trace } from "@runnel/sdk";
 import { decodeProposal, type ProposalSummary } from "../model/decode";
 import { parseMetrics, type NodeMetrics } from "../model/metrics";
 import { STEPS, stepDurations } from "../model/stages";
 import { percentile, Series } from "../model/stats";
 import { Ring } from "./ring";
+import { READ_DENIED } from "./reader";
 
 /** Where the feed is with the node. */
 export type ConnectionState = "connecting" | "live" | "reconnecting";
@@ -51,6 +52,11 @@ export interface FeedSnapshot {
   readonly connection: ConnectionState;
   /** The last failure, while reconnecting. */
   readonly lastError: string | undefined;
+  /**
+   * Why the node refused the last reads, when it serves members only and the explorer
+   * has no identity it accepts: `IDENTITY_REQUIRED` or `BAD_READ_GRANT`.
+   */
+  readonly readDenied: string | undefined;
   /** How many times the feed has reconnected since it started. */
   readonly reconnects: number;
   readonly info: NetworkInfo | undefined;
@@ -148,6 +154,7 @@ export class LiveFeed {
 
   #connection: ConnectionState = "connecting";
   #lastError: string | undefined;
+  #readDenied: string | undefined;
   #reconnects = 0;
   #info: NetworkInfo | undefined;
   #health: NodeHealth | undefined;
@@ -272,11 +279,13 @@ export class LiveFeed {
         }
         this.#nextBlock ??= max(1n, info.blockHeight - BigInt(this.#options.backlogBlocks) + 1n);
         if (this.#connection === "reconnecting") this.#reconnects += 1;
+        this.#readDenied = undefined;
         this.#setConnection("live", undefined);
         failures = 0;
         await this.#follow(info.channel, session.signal);
       } catch (error) {
         if (this.#closed) return;
+        this.#readDenied = readDenied(error);
         this.#setConnection("reconnecting", describe(error));
       } finally {
         session.abort();
@@ -483,6 +492,7 @@ export class LiveFeed {
     return {
       connection: this.#connection,
       lastError: this.#lastError,
+      readDenied: this.#readDenied,
       reconnects: this.#reconnects,
       info: this.#info,
       health: this.#health,
@@ -517,6 +527,12 @@ export function backoff(failures: number, baseMs: number, maxMs: number): number
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The node's reason for refusing a read for want of an identity, if that was it. */
+function readDenied(error: unknown): string | undefined {
+  const name = error instanceof GatewayError ? error.errorName : undefined;
+  return name !== undefined && (READ_DENIED as readonly string[]).includes(name) ? name : undefined;
 }
 
 function describe(error: unknown): string {

@@ -1,22 +1,96 @@
-import { parseTrustedCas, type TrustedCa } from "@runnel/sdk";
+import { identityCertificate, identityFromPem, parseTrustedCas, type TrustedCa } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
 import { LedgerText } from "../components/LedgerText";
 import { useLoad } from "../live/hooks";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, trustedCas, useNetworkCa } from "../live/network-ca";
+import { forgetReader, READER_PEM_CHARS_MAX, saveReader, savedReader } from "../live/reader";
 import { dateTime, hex } from "../model/format";
 
 /** Most files read at once from the file picker. */
 const CA_FILES_MAX = 16;
 
-/** Settings: the network's CA certificates that seal and inclusion checks trust. */
+/**
+ * Settings: the identity the explorer reads as, and the network's CA certificates that
+ * seal and inclusion checks trust.
+ */
 export function SettingsPage(): JSX.Element {
   return (
     <>
       <h1>Settings</h1>
+      <ReaderForm />
       <NetworkCaForm />
     </>
+  );
+}
+
+/**
+ * Load the certificate and key the explorer reads as, for a node that serves members
+ * only. Saving reconnects (the page reloads) so that every read carries it.
+ */
+function ReaderForm(): JSX.Element {
+  const saved = savedReader();
+  const [certificatePem, setCertificatePem] = useState("");
+  const [keyPem, setKeyPem] = useState("");
+  const [message, setMessage] = useState<string | undefined>(undefined);
+  const subject = useLoad(async () => {
+    if (saved === undefined) return undefined;
+    return (await identityCertificate(identityFromPem(saved.certificatePem))).subject;
+  }, [saved?.certificatePem]);
+  const save = async (event: Event) => {
+    event.preventDefault();
+    try {
+      await saveReader({ certificatePem, keyPem });
+      location.reload();
+    } catch (error) {
+      setMessage(`Not saved: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+  const forget = () => {
+    forgetReader();
+    location.reload();
+  };
+  const load = (set: (text: string) => void) => async (event: Event) => {
+    const file = (event.currentTarget as HTMLInputElement).files?.[0];
+    if (file !== undefined) set((await file.text()).slice(0, READER_PEM_CHARS_MAX + 1));
+    setMessage(undefined);
+  };
+  return (
+    <section aria-labelledby="reader-heading">
+      <h2 id="reader-heading">Identity</h2>
+      <p>
+        A node whose reads are for members of the network (<code>read_access = "members"</code>, what <code>runnel init</code> sets) serves its ledger only to an identity
+        of the network. Load one here: a certificate and its private key, e.g. <code>identities/&lt;Org&gt;/client.pem</code> and <code>client.key</code>. They stay in this
+        tab (session storage) and are forgotten when it closes; the key never leaves the browser, which signs a short read grant with it for each reconnect.
+      </p>
+      <p data-testid="reader" data-loaded={saved === undefined ? "no" : "yes"}>
+        {saved === undefined ? (
+          <strong>No identity loaded: reads go as no one.</strong>
+        ) : (
+          <>
+            Reading as <strong>{subject.state === "ready" && subject.value !== undefined ? <LedgerText text={subject.value} /> : "…"}</strong>.{" "}
+            <button type="button" class="secondary outline" onClick={forget}>
+              Forget
+            </button>
+          </>
+        )}
+      </p>
+      <form onSubmit={save}>
+        <label for="reader-certificate">Certificate (PEM)</label>
+        <input id="reader-certificate" type="file" accept=".pem,.crt,.cer,application/x-pem-file" onChange={load(setCertificatePem)} />
+        <label for="reader-key">Private key (PEM)</label>
+        <input id="reader-key" type="file" accept=".key,.pem" onChange={load(setKeyPem)} />
+        <div class="actions">
+          <button type="submit" disabled={certificatePem === "" || keyPem === ""}>
+            Use this identity
+          </button>
+        </div>
+      </form>
+      <p role={message === undefined ? "status" : "alert"} class="error" data-testid="reader-message">
+        <LedgerText text={message ?? ""} />
+      </p>
+    </section>
   );
 }
 

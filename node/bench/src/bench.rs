@@ -38,7 +38,6 @@ use runnel_server::proto::{
 };
 use runnel_server::sched::{self, Scheduling};
 use serde_json::{Value, json};
-use tonic::transport::Channel;
 
 use super::unary::{Dialer, Gateway};
 use crate::floor::CryptoFloor;
@@ -768,7 +767,7 @@ fn mix(client: u64, op: u64) -> u64 {
 }
 
 /// Follows the node's trace stream, keeping each completed trace's stamps.
-async fn follow_traces(channel: Channel, stamps: Stamps) {
+async fn follow_traces(channel: runnel_client::NodeChannel, stamps: Stamps) {
     let Ok(response) = TraceClient::new(channel)
         .trace_stream(TraceStreamRequest {})
         .await

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use prost::Message;
+use runnel_client::NodeChannel as Channel;
 use runnel_client::{Connection, channel_name, connect, signer, status};
 use runnel_ledger::identity::{Role, Signer};
 use runnel_ledger::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
@@ -20,7 +21,6 @@ use runnel_server::proto::{
     SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
 };
 use serde_json::{Value, json};
-use tonic::transport::Channel;
 
 /// A contract call.
 #[derive(Args, Debug)]

@@ -20,6 +20,7 @@ use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use runnel_ledger::ledger::LedgerConfig;
 use runnel_ledger::orderer::OrderingMode;
 use runnel_ledger::records::SyncMode;
+use runnel_server::ReadAccess;
 use runnel_server::ops::LogFormat;
 use runnel_server::sched::Scheduling;
 use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
@@ -104,6 +105,8 @@ pub struct ApiSection {
     pub streams_per_connection_max: usize,
     /// Most connections open at once.
     pub connections_max: usize,
+    /// Most connections open at once from one address.
+    pub connections_per_address_max: usize,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
     /// Most `CommitStatus` calls one connection has waiting at once.
@@ -111,8 +114,13 @@ pub struct ApiSection {
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once.
     pub admission_queue_max: usize,
+    /// Most bytes of proposals, and as many of transactions, queued for the ledger at
+    /// once.
+    pub admission_queue_bytes_max: usize,
     /// Web origins whose pages may call the API from a browser (CORS); `"*"`: any.
     pub cors_origins: Vec<String>,
+    /// Who may read: `"members"` (identities of the network) or `"open"` (anyone).
+    pub read_access: ReadAccess,
     /// TLS on the API's port.
     pub tls: TlsSection,
 }
@@ -248,10 +256,13 @@ impl Default for NodeConfig {
                 streams_max: api.streams_max,
                 streams_per_connection_max: api.streams_per_connection_max,
                 connections_max: api.connections_max,
+                connections_per_address_max: api.connections_per_address_max,
                 commit_waits_max: api.commit_waits_max,
                 commit_waits_per_connection_max: api.commit_waits_per_connection_max,
                 admission_queue_max: api.admission_queue_max,
+                admission_queue_bytes_max: api.admission_queue_bytes_max,
                 cors_origins: api.cors_origins.clone(),
+                read_access: api.read_access,
                 tls: TlsSection::default(),
             },
             ordering: OrderingSection {
@@ -386,10 +397,13 @@ impl NodeConfig {
             streams_max: self.api.streams_max,
             streams_per_connection_max: self.api.streams_per_connection_max,
             connections_max: self.api.connections_max,
+            connections_per_address_max: self.api.connections_per_address_max,
             commit_waits_max: self.api.commit_waits_max,
             commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
             admission_queue_max: self.api.admission_queue_max,
+            admission_queue_bytes_max: self.api.admission_queue_bytes_max,
             cors_origins: self.api.cors_origins.clone(),
+            read_access: self.api.read_access,
             tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
@@ -472,6 +486,8 @@ message_bytes_max = 33554432
 # Most connections open at once: at the bound the node stops accepting until one closes.
 # Idle connections are pinged every 30 s and closed when a ping goes unanswered.
 connections_max = 4096
+# ... and from one address: past it a connection is closed at once.
+connections_per_address_max = 1024
 # Most concurrent calls on one HTTP/2 connection.
 connection_streams_max = 256
 # Most live server streams (events, deliveries, traces) at once, and on one connection:
@@ -485,10 +501,19 @@ commit_waits_per_connection_max = 1024
 # Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
 # once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096
+# ... and the most bytes of proposals, and as many of transactions, they may hold
+# (256 MiB): a call that would pass it is refused the same way.
+admission_queue_bytes_max = 268435456
 # Web origins whose pages may call the API from a browser (CORS), e.g.
 # ["https://app.example.com"]; empty: only pages this node serves (the explorer). "*"
 # lets any web page call it: `runnel dev` only.
 cors_origins = []
+# Who may read the ledger (Query, Deliver, Trace, commit statuses and contract events):
+# "members", identities of the network only, each proving itself by a client certificate
+# of the network over mutual TLS (api.tls.client_auth) or by a signed read grant header
+# (what the SDK and the explorer send); or "open", anyone who can reach this address
+# (`runnel dev` only, or a ledger meant to be public).
+read_access = "members"
 
 [api.tls]
 # Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or

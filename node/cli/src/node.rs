@@ -17,7 +17,7 @@ use runnel_server::metrics::NodeMetrics;
 use runnel_server::ops;
 use runnel_server::remote::RemoteOrderer;
 use runnel_server::sched::{self, Scheduling};
-use runnel_server::{ApiConfig, ClientAuth, Server, TlsConfig};
+use runnel_server::{ApiConfig, ClientAuth, ReadAccess, Server, TlsConfig};
 use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
@@ -274,13 +274,17 @@ pub fn dev(args: &DevArgs) -> Result<()> {
                 hosts: &[],
             },
         )?;
-        // A local node for development: pages of any origin (a front end's dev server)
-        // may call it.
+        // A local node for development: anyone may read it, and pages of any origin (a
+        // front end's dev server) may call it.
         let settings = dir.join(config::FILE_NAME);
         let text = std::fs::read_to_string(&settings)?;
         std::fs::write(
             &settings,
-            text.replace("\ncors_origins = []\n", "\ncors_origins = [\"*\"]\n"),
+            text.replace("\ncors_origins = []\n", "\ncors_origins = [\"*\"]\n")
+                .replace(
+                    "\nread_access = \"members\"\n",
+                    "\nread_access = \"open\"\n",
+                ),
         )?;
     }
     serve(&dir, &args.serve, Some(&args.contracts))
@@ -343,7 +347,12 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     }
     let api: ApiConfig = config.api_config(dir);
     // Checked before the ledger opens: a bad file stops the node at once, naming it.
-    if let Some(tls) = &api.tls {
+    // Client certificates of members need the ledger's CAs: those are checked at bind.
+    if let Some(tls) = &api.tls
+        && (tls.client_auth == ClientAuth::None
+            || tls.client_ca.is_some()
+            || api.read_access == ReadAccess::Open)
+    {
         tls.server_config().context("setting up the API's TLS")?;
     }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
@@ -368,20 +377,31 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         NodeRole::Orderer => return serve_orderer(dir, &config, &api, logs),
         NodeRole::Peer => {
             let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
-            // The peer speaks to its orderer as a client of the network: the TLS CAs
-            // and client certificate of its organisation in the network directory.
+            let members = api.read_access == ReadAccess::Members;
+            if members && !endpoint.starts_with("https://") {
+                bail!(
+                    "ordering.endpoint {endpoint}: a peer reaches its orderer over mutual TLS \
+                     (https://) unless the network is open to all ([api] read_access = \"open\", \
+                     a dev network only)"
+                );
+            }
+            // The peer speaks to its orderer as a client of the network: the TLS CAs of
+            // the network directory, and for mutual TLS its own peer certificate (an
+            // orderer serving peers only checks it) or else the org's TLS client one.
+            let org = config
+                .node
+                .org
+                .clone()
+                .unwrap_or_else(|| config.network.orgs[0].clone());
+            let own = |file: &str| dir.join("identities").join(&org).join(file);
             let tls = match endpoint.starts_with("https://") {
                 true => Some(runnel_client::client_tls(&Connection {
                     url: endpoint.to_string(),
                     dir: dir.to_path_buf(),
-                    org: config
-                        .node
-                        .org
-                        .clone()
-                        .unwrap_or_else(|| config.network.orgs[0].clone()),
+                    org: org.clone(),
                     tls_ca: None,
-                    tls_client_cert: None,
-                    tls_client_key: None,
+                    tls_client_cert: members.then(|| own("peer.pem")),
+                    tls_client_key: members.then(|| own("peer.key")),
                     tls_server_name: None,
                 })?),
                 false => None,
@@ -461,7 +481,7 @@ fn serve_orderer(
     let msp = Arc::new(keys.msp()?);
     let ledger = config.ledger_config();
     let orderer: Arc<dyn Orderer> = Arc::new(
-        SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp, signer)
+        SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp.clone(), signer)
             .with_context(|| format!("opening the orderer's log in {}", dir.display()))?,
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -471,12 +491,16 @@ fn serve_orderer(
         .context("starting the async runtime")?;
     let served = runtime.block_on(async {
         let stop = interrupted();
-        let server = OrderingServerHandle::bind(
+        let mut server = OrderingServerHandle::bind(
             orderer.clone(),
             config.api.listen,
             config.api.message_bytes_max,
         )
         .await?;
+        // Outside dev, the ordering service serves the network's peers only.
+        if api.read_access == ReadAccess::Members {
+            server = server.peers_only(msp.clone());
+        }
         let addr = server.local_addr();
         let scheme = if api.tls.is_some() { "https" } else { "http" };
         println!();

@@ -4,6 +4,7 @@
 //! errors that say what to do about them.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -16,6 +17,8 @@ use runnel_server::proto::query_client::QueryClient;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tonic::metadata::{Binary, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
 /// Where the node is and who speaks to it.
@@ -60,7 +63,97 @@ pub struct Connection {
 /// How long a command waits for the node before it gives up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub async fn connect(connection: &Connection) -> Result<Channel> {
+/// A connection to the node whose calls carry a read grant for the connection's client
+/// identity when --dir holds one: what a node whose reads are for members asks for
+/// (`[api] read_access = "members"`; node/server/src/readers.rs). Over mutual TLS with
+/// a member's certificate, the certificate is enough.
+pub type NodeChannel = InterceptedService<Channel, ReadGrants>;
+
+/// Connects to the node, as [`connect_channel`], and signs read grants with the client
+/// identity of --org in --dir if there is one.
+pub async fn connect(connection: &Connection) -> Result<NodeChannel> {
+    let channel = connect_channel(connection).await?;
+    let grants = match signer(connection, Role::Client) {
+        Ok(signer) => {
+            let name = channel_name(&channel).await?;
+            ReadGrants::new(signer, name)
+        }
+        Err(_) => ReadGrants::none(),
+    };
+    Ok(InterceptedService::new(channel, grants))
+}
+
+/// How long the read grants a client signs are valid: the longest a node takes.
+pub const READ_GRANT_LIFETIME: Duration =
+    Duration::from_millis(runnel_server::readers::READ_GRANT_LIFETIME_MAX_MS);
+
+/// Adds a read grant to every call, signing a new one when the last is near its end.
+#[derive(Clone)]
+pub struct ReadGrants {
+    inner: Option<Arc<GrantSigner>>,
+}
+
+struct GrantSigner {
+    signer: Signer,
+    channel: String,
+    /// The header, and the time (Unix ms) to sign the next one.
+    current: Mutex<(MetadataValue<Binary>, u64)>,
+}
+
+impl ReadGrants {
+    /// Grants for `signer`'s identity on `channel`.
+    pub fn new(signer: Signer, channel: String) -> ReadGrants {
+        let (header, renew_at) = Self::sign(&signer, &channel);
+        ReadGrants {
+            inner: Some(Arc::new(GrantSigner {
+                signer,
+                channel,
+                current: Mutex::new((header, renew_at)),
+            })),
+        }
+    }
+
+    /// No grants: the calls go as they are.
+    pub fn none() -> ReadGrants {
+        ReadGrants { inner: None }
+    }
+
+    fn sign(signer: &Signer, channel: &str) -> (MetadataValue<Binary>, u64) {
+        let lifetime = READ_GRANT_LIFETIME.as_millis() as u64;
+        // Starts a little in the past: the node's clock may be behind.
+        let start = now_ms().saturating_sub(lifetime / 10);
+        let grant = runnel_server::readers::signed_grant(signer, channel, start, lifetime);
+        (MetadataValue::from_bytes(&grant), start + lifetime / 2)
+    }
+}
+
+impl tonic::service::Interceptor for ReadGrants {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(grants) = &self.inner {
+            let mut current = grants
+                .current
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if now_ms() >= current.1 {
+                *current = Self::sign(&grants.signer, &grants.channel);
+            }
+            request
+                .metadata_mut()
+                .insert_bin(runnel_server::readers::READ_GRANT_HEADER, current.0.clone());
+        }
+        Ok(request)
+    }
+}
+
+fn now_ms() -> u64 {
+    runnel_ledger::tx::now_ms()
+}
+
+/// Connects to the node at --url, over TLS for an https:// one.
+pub async fn connect_channel(connection: &Connection) -> Result<Channel> {
     let url = &connection.url;
     let mut endpoint = Channel::from_shared(url.to_string())
         .map_err(|e| anyhow!("bad --url {url}: {e}"))?
@@ -282,7 +375,13 @@ pub fn status(error: tonic::Status) -> anyhow::Error {
 }
 
 /// The channel the node serves.
-pub async fn channel_name(channel: &Channel) -> Result<String> {
+pub async fn channel_name<T>(channel: &T) -> Result<String>
+where
+    T: tonic::client::GrpcService<tonic::body::Body> + Clone,
+    T::Error: Into<tonic::codegen::StdError>,
+    T::ResponseBody: tonic::codegen::Body<Data = tonic::codegen::Bytes> + Send + 'static,
+    <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
+{
     Ok(QueryClient::new(channel.clone())
         .get_network_info(GetNetworkInfoRequest {})
         .await

@@ -30,6 +30,8 @@ pub const PROPOSAL_DOMAIN: &[u8] = b"runnel.proposal.v1";
 pub const ENDORSEMENT_DOMAIN: &[u8] = b"runnel.endorsement.v1";
 /// Domain tag of a creator's signature over a transaction.
 pub const TRANSACTION_DOMAIN: &[u8] = b"runnel.transaction.v1";
+/// Domain tag of a reader's signature over a read grant.
+pub const READ_GRANT_DOMAIN: &[u8] = b"runnel.read.v1";
 
 /// Bytes of nonce [`new_proposal`] draws (Fabric uses 24).
 pub const NONCE_BYTES: usize = 24;
@@ -61,6 +63,11 @@ pub fn endorsement_message(proposal_hash: &Hash, payload_hash: &Hash) -> Vec<u8>
 /// What a creator signs for a transaction whose encoding hashes to `transaction_hash`.
 pub fn transaction_message(transaction_hash: &Hash) -> Vec<u8> {
     tagged(TRANSACTION_DOMAIN, &[transaction_hash])
+}
+
+/// What a reader signs for a read grant whose encoding hashes to `grant_hash`.
+pub fn read_grant_message(grant_hash: &Hash) -> Vec<u8> {
+    tagged(READ_GRANT_DOMAIN, &[grant_hash])
 }
 
 /// How far a proposal's timestamp may lie from the clock of the node that checks it, by

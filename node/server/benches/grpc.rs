@@ -25,7 +25,7 @@ use runnel_ledger::ledger::{Ledger, LedgerConfig};
 use runnel_ledger::proto::{EndorseRequest, SubmitRequest, TxPhase, ValidationCode};
 use runnel_ledger::tx;
 use runnel_server::proto::gateway_client::GatewayClient;
-use runnel_server::{ApiConfig, Server};
+use runnel_server::{ApiConfig, ReadAccess, Server};
 use tonic::transport::Channel;
 
 /// Clients that share a connection unless the fourth argument says otherwise (as
@@ -108,6 +108,7 @@ fn main() {
             ledger.clone(),
             ApiConfig {
                 listen: "127.0.0.1:0".parse().expect("address"),
+                read_access: ReadAccess::Open,
                 ..ApiConfig::default()
             },
         ))

@@ -11,6 +11,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -27,6 +28,43 @@ type Handler<Request, Answer> = dyn Fn(Vec<Request>, &mut dyn FnMut(Answer)) + S
 struct Job<Request, Answer> {
     request: Request,
     answer: oneshot::Sender<Answer>,
+    /// Its bytes' place in the queue, given back once its batch is handled.
+    _bytes: Reserved,
+}
+
+/// The bytes of the calls queued or being handled, against a bound.
+struct QueueBytes {
+    used: AtomicUsize,
+    max: usize,
+}
+
+/// `bytes` of a [`QueueBytes`], given back when dropped.
+struct Reserved {
+    queue: Arc<QueueBytes>,
+    bytes: usize,
+}
+
+impl QueueBytes {
+    /// Takes `bytes` if they fit under the bound (or the queue holds nothing, so that one
+    /// call bigger than the bound still goes alone).
+    fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reserved> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let after = used.checked_add(bytes)?;
+                (used == 0 || after <= self.max).then_some(after)
+            })
+            .ok()?;
+        Some(Reserved {
+            queue: self.clone(),
+            bytes,
+        })
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.queue.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
 }
 
 /// A bounded queue of calls and the threads that answer them in batches.
@@ -36,6 +74,10 @@ pub(super) struct Batcher<Request, Answer> {
     what: &'static str,
     /// The queue's bound, for the error that says it is full.
     queue_max: usize,
+    /// The bytes queued and being handled, and their bound.
+    bytes: Arc<QueueBytes>,
+    /// How many bytes a request holds.
+    weigh: fn(&Request) -> usize,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -47,12 +89,13 @@ where
     /// Starts `threads` threads named `runnel-<what>-<i>`, each taking up to `batch_max`
     /// queued calls at a time and answering them with `handle`, which gives one answer
     /// per request, in order, to the function it is passed (each answer goes out at
-    /// once). At most `queue_max` calls wait.
+    /// once). At most `queue_max` calls wait, holding at most `bytes_max` bytes between
+    /// them as `weigh` counts them (calls being handled count too).
     pub fn start<H>(
         what: &'static str,
         threads: usize,
         batch_max: usize,
-        queue_max: usize,
+        (queue_max, bytes_max, weigh): (usize, usize, fn(&Request) -> usize),
         handle: H,
     ) -> std::io::Result<Self>
     where
@@ -73,6 +116,11 @@ where
             queue,
             what,
             queue_max,
+            bytes: Arc::new(QueueBytes {
+                used: AtomicUsize::new(0),
+                max: bytes_max,
+            }),
+            weigh,
             threads,
         })
     }
@@ -81,7 +129,26 @@ where
     /// full; INTERNAL if the call's batch failed without answering it.
     pub async fn call(&self, request: Request) -> Result<Answer, Status> {
         let (answer, answered) = oneshot::channel();
-        match self.queue.try_send(Job { request, answer }) {
+        let weight = (self.weigh)(&request);
+        let Some(bytes) = self.bytes.reserve(weight) else {
+            return Err(status::error(
+                Code::ResourceExhausted,
+                "QUEUE_FULL",
+                format_args!(
+                    "the {} calls waiting hold {} bytes; this one would pass the {} this \
+                     node queues; retry later",
+                    self.what,
+                    self.bytes.used.load(Ordering::Acquire),
+                    self.bytes.max
+                ),
+            ));
+        };
+        let job = Job {
+            request,
+            answer,
+            _bytes: bytes,
+        };
+        match self.queue.try_send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 return Err(status::error(
@@ -134,9 +201,14 @@ fn run<Request, Answer>(
                 Err(_) => break,
             }
         }
+        // The batch's bytes stay counted until it is handled.
+        let mut reserved = Vec::with_capacity(batch.len());
         let (requests, answers): (Vec<Request>, Vec<oneshot::Sender<Answer>>) = batch
             .into_iter()
-            .map(|job| (job.request, job.answer))
+            .map(|job| {
+                reserved.push(job._bytes);
+                (job.request, job.answer)
+            })
             .unzip();
         // A panic fails the batch's calls not yet answered (their senders drop), not the
         // thread.
@@ -153,6 +225,7 @@ fn run<Request, Answer>(
             handled.is_err() || answers.next().is_none(),
             "a call without an answer"
         );
+        drop(reserved);
     }
 }
 
@@ -168,11 +241,17 @@ mod tests {
         let largest = Arc::new(AtomicUsize::new(0));
         let seen = largest.clone();
         let batcher = Arc::new(
-            Batcher::start("double", 1, 8, 1024, move |requests: Vec<u64>, answer| {
-                seen.fetch_max(requests.len(), Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                requests.into_iter().for_each(|r| answer(r * 2));
-            })
+            Batcher::start(
+                "double",
+                1,
+                8,
+                (1024, usize::MAX, |_| 1),
+                move |requests: Vec<u64>, answer| {
+                    seen.fetch_max(requests.len(), Ordering::Relaxed);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    requests.into_iter().for_each(|r| answer(r * 2));
+                },
+            )
             .unwrap(),
         );
         let calls: Vec<_> = (0..200u64)
@@ -194,14 +273,20 @@ mod tests {
         let (started, holding) = crossbeam_channel::unbounded::<()>();
         let (release, wait) = crossbeam_channel::bounded::<()>(0);
         let batcher = Arc::new(
-            Batcher::start("slow", 1, 1, 1, move |requests: Vec<u64>, answer| {
-                if requests[0] == 0 {
-                    started.send(()).unwrap();
-                    wait.recv().unwrap();
-                }
-                assert_ne!(requests[0], 2, "a bug in the handler");
-                requests.into_iter().for_each(answer);
-            })
+            Batcher::start(
+                "slow",
+                1,
+                1,
+                (1, usize::MAX, |_| 1),
+                move |requests: Vec<u64>, answer| {
+                    if requests[0] == 0 {
+                        started.send(()).unwrap();
+                        wait.recv().unwrap();
+                    }
+                    assert_ne!(requests[0], 2, "a bug in the handler");
+                    requests.into_iter().for_each(answer);
+                },
+            )
             .unwrap(),
         );
         let call = |i: u64| {
@@ -237,18 +322,24 @@ mod tests {
         let (release, wait) = crossbeam_channel::bounded::<()>(0);
         let (told, heard) = crossbeam_channel::bounded::<()>(1);
         let batcher = Arc::new(
-            Batcher::start("stream", 1, 8, 8, move |requests: Vec<u64>, answer| {
-                if requests == [0] {
-                    started.send(()).unwrap();
-                    wait.recv().unwrap();
-                }
-                for (i, request) in requests.into_iter().enumerate() {
-                    // The second answer waits until the first caller has its answer; if
-                    // it never comes, the second caller learns so.
-                    let early = i == 0 || heard.recv_timeout(Duration::from_secs(20)).is_ok();
-                    answer(if early { request } else { u64::MAX });
-                }
-            })
+            Batcher::start(
+                "stream",
+                1,
+                8,
+                (8, usize::MAX, |_| 1),
+                move |requests: Vec<u64>, answer| {
+                    if requests == [0] {
+                        started.send(()).unwrap();
+                        wait.recv().unwrap();
+                    }
+                    for (i, request) in requests.into_iter().enumerate() {
+                        // The second answer waits until the first caller has its answer; if
+                        // it never comes, the second caller learns so.
+                        let early = i == 0 || heard.recv_timeout(Duration::from_secs(20)).is_ok();
+                        answer(if early { request } else { u64::MAX });
+                    }
+                },
+            )
             .unwrap(),
         );
         let call = |i: u64| {
@@ -281,5 +372,59 @@ mod tests {
             2,
             "call 1 was answered only with its batch"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_queue_is_bounded_in_bytes_until_the_batch_is_handled() {
+        let (started, holding) = crossbeam_channel::unbounded::<()>();
+        let (release, wait) = crossbeam_channel::bounded::<()>(0);
+        // Calls weigh their value; 100 bytes between them at most.
+        let batcher = Arc::new(
+            Batcher::start(
+                "weighed",
+                1,
+                1,
+                (1024, 100, |request: &u64| *request as usize),
+                move |requests: Vec<u64>, answer| {
+                    if requests[0] == 60 {
+                        started.send(()).unwrap();
+                        wait.recv().unwrap();
+                    }
+                    requests.into_iter().for_each(answer);
+                },
+            )
+            .unwrap(),
+        );
+        let held = {
+            let batcher = batcher.clone();
+            tokio::spawn(async move { batcher.call(60).await })
+        };
+        tokio::task::spawn_blocking(move || holding.recv().unwrap())
+            .await
+            .unwrap();
+        // The held call's 60 bytes still count while it is handled: 41 more do not fit,
+        // 40 do.
+        let refused = batcher.call(41).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted);
+        assert!(refused.message().contains("QUEUE_FULL"), "{refused:?}");
+        let fits = {
+            let batcher = batcher.clone();
+            tokio::spawn(async move { batcher.call(40).await })
+        };
+        while batcher.queue.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        tokio::task::spawn_blocking(move || release.send(()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(held.await.unwrap().unwrap(), 60);
+        assert_eq!(fits.await.unwrap().unwrap(), 40);
+        // Everything handled: the bytes come back (just after the answers go out), and
+        // one call bigger than the bound still goes alone.
+        while batcher.bytes.used.load(Ordering::Acquire) > 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(batcher.call(100).await.unwrap(), 100);
+        assert_eq!(batcher.call(500).await.unwrap(), 500);
     }
 }

@@ -3,11 +3,15 @@
 //! it back when it closes; at the bound the server stops accepting, and further clients
 //! wait in the kernel's backlog until one closes. A connection that sends nothing within
 //! [`FIRST_BYTES_TIMEOUT`] is closed; dead peers are found by HTTP/2 and TCP keep-alives
-//! ([`KEEPALIVE_INTERVAL`]); so silent clients cannot keep the permits.
+//! ([`KEEPALIVE_INTERVAL`]); so silent clients cannot keep the permits. One address
+//! holds at most its share of them: a connection from an address at its share is closed
+//! at once, so one client cannot take every permit from the others.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -26,11 +30,58 @@ pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a new connection may stay silent before it is closed.
 pub const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A connection holding one of the server's permits until it is dropped.
+/// A connection holding one of the server's permits, and one of its address's, until it
+/// is dropped.
 #[derive(Debug)]
 pub(crate) struct Limited<IO> {
     io: IO,
     _permit: OwnedSemaphorePermit,
+    _address: AddressShare,
+}
+
+/// The connections open from each address.
+#[derive(Debug, Default)]
+struct PerAddress {
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One connection's place in its address's share; given back when dropped.
+#[derive(Debug)]
+struct AddressShare {
+    table: Arc<PerAddress>,
+    address: IpAddr,
+}
+
+impl PerAddress {
+    /// A place for one more connection from `address`, unless it holds `max` already.
+    fn take(self: &Arc<Self>, address: IpAddr, max: usize) -> Option<AddressShare> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = open.entry(address).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(AddressShare {
+            table: self.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for AddressShare {
+    fn drop(&mut self) {
+        let mut open = self
+            .table
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for Limited<IO> {
@@ -81,13 +132,15 @@ impl<IO: Connected> Connected for Limited<IO> {
     }
 }
 
-/// TCP connections from `listener`, at most `max` open at once, each holding its permit.
-/// The listener closes when the stream is dropped.
+/// TCP connections from `listener`, at most `max` open at once and `per_address_max`
+/// from one address, each holding its permits. The listener closes when the stream is
+/// dropped.
 pub(crate) fn accept(
     listener: TcpListener,
-    max: usize,
+    (max, per_address_max): (usize, usize),
 ) -> ReceiverStream<io::Result<Limited<TcpStream>>> {
     let permits = Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS)));
+    let addresses = Arc::new(PerAddress::default());
     let (ready, connections) = mpsc::channel(16);
     tokio::spawn(async move {
         let mut tcp = TcpIncoming::from(listener)
@@ -115,6 +168,18 @@ pub(crate) fn accept(
                     None => break,
                 },
             };
+            let Some(address) = io
+                .peer_addr()
+                .ok()
+                .and_then(|peer| addresses.take(peer.ip(), per_address_max))
+            else {
+                tracing::debug!(
+                    peer = ?io.peer_addr().ok(),
+                    per_address_max,
+                    "an address holds all the connections it may; closed"
+                );
+                continue;
+            };
             let ready = ready.clone();
             tokio::spawn(async move {
                 // Handed to the server once the client says something (`readable` alone
@@ -125,6 +190,7 @@ pub(crate) fn accept(
                         let connection = Limited {
                             io,
                             _permit: permit,
+                            _address: address,
                         };
                         let _ = ready.send(Ok(connection)).await;
                     }

@@ -40,11 +40,13 @@ pub mod connections;
 mod deliver;
 mod gateway;
 mod heights;
+pub mod limits;
 pub mod metrics;
 pub mod ops;
 pub mod ordering;
 pub mod proto;
 mod query;
+pub mod readers;
 pub mod remote;
 pub mod sched;
 mod shares;
@@ -56,7 +58,7 @@ mod waiters;
 
 // The ledger's modules, under the names this crate's code uses for them.
 use runnel_ledger::{
-    block, endorser, identity, ids, ledger, lifecycle, orderer, queue, store, trace, validator,
+    block, endorser, identity, ids, ledger, lifecycle, orderer, queue, store, trace, tx, validator,
 };
 
 use std::future::Future;
@@ -82,6 +84,7 @@ use crate::proto::gateway_server::GatewayServer;
 use crate::proto::query_server::QueryServer;
 use crate::proto::trace_server::TraceServer;
 
+pub use readers::ReadAccess;
 pub use tls::{ClientAuth, TlsConfig, TlsError};
 
 /// Largest request to `Deliver` and `Trace`, whose requests hold a number or an id: a
@@ -111,6 +114,9 @@ pub struct ApiConfig {
     /// Most connections open at once; at the bound the server stops accepting until one
     /// closes ([`connections`]).
     pub connections_max: usize,
+    /// Most connections open at once from one address: a connection past it is closed
+    /// at once, so one client cannot take them all.
+    pub connections_per_address_max: usize,
     /// Most `CommitStatus` calls (and `Submit` calls that wait for a status) waiting at
     /// once, across all connections.
     pub commit_waits_max: usize,
@@ -119,6 +125,9 @@ pub struct ApiConfig {
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
     pub admission_queue_max: usize,
+    /// Most bytes of proposals, and as many of transactions, queued for the ledger or
+    /// being handled at once; a call that would pass it is refused the same way.
+    pub admission_queue_bytes_max: usize,
     /// Items one server stream holds for a slow reader before it stops reading ahead.
     pub stream_queue_depth: usize,
     /// Web origins (`https://app.example:8443`) whose pages may call the API from a
@@ -127,6 +136,9 @@ pub struct ApiConfig {
     pub cors_origins: Vec<String>,
     /// How long browsers may cache a CORS preflight answer.
     pub cors_max_age: Duration,
+    /// Who may read: identities of the network only (the default), or anyone
+    /// ([`readers`]).
+    pub read_access: ReadAccess,
     /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
     pub tls: Option<TlsConfig>,
 }
@@ -140,12 +152,15 @@ impl Default for ApiConfig {
             streams_max: 1024,
             streams_per_connection_max: 64,
             connections_max: 4096,
+            connections_per_address_max: 1024,
             commit_waits_max: 16_384,
             commit_waits_per_connection_max: 1024,
             admission_queue_max: 4096,
+            admission_queue_bytes_max: 256 << 20,
             stream_queue_depth: 64,
             cors_origins: Vec::new(),
             cors_max_age: Duration::from_secs(24 * 60 * 60),
+            read_access: ReadAccess::Members,
             tls: None,
         }
     }
@@ -193,7 +208,15 @@ pub struct Server {
 impl Server {
     /// Reads and checks the TLS files, if any (a missing, unreadable or mismatched one is
     /// [`ApiError::Tls`], naming it), then binds `config.listen`.
-    pub async fn bind(ledger: Arc<Ledger>, config: ApiConfig) -> Result<Server, ApiError> {
+    /// When reads are for members, the network's CAs are trusted for client
+    /// certificates too, so that a member's own certificate identifies it.
+    pub async fn bind(ledger: Arc<Ledger>, mut config: ApiConfig) -> Result<Server, ApiError> {
+        if let Some(tls) = &mut config.tls
+            && config.read_access == ReadAccess::Members
+        {
+            let msp = ledger.internals().msp();
+            tls.member_cas = msp.ca_certs().map(<[u8]>::to_vec).collect();
+        }
         let tls = config
             .tls
             .as_ref()
@@ -248,8 +271,12 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
         let (stop, stopping) = watch::channel(false);
-        let admission = Admission::start(&self.ledger, self.config.admission_queue_max)
-            .map_err(|e| ApiError::Serve(format!("starting the admission threads: {e}")))?;
+        let admission = Admission::start(
+            &self.ledger,
+            self.config.admission_queue_max,
+            self.config.admission_queue_bytes_max,
+        )
+        .map_err(|e| ApiError::Serve(format!("starting the admission threads: {e}")))?;
         let shared = Arc::new(Shared {
             admission,
             streams: Arc::new(Semaphore::new(
@@ -317,9 +344,25 @@ impl Server {
                     .max_decoding_message_size(SMALL_REQUEST_BYTES_MAX.min(limit))
                     .max_encoding_message_size(limit),
             );
+        let readers = Arc::new(readers::Readers::new(
+            shared.config.read_access,
+            shared.ledger.internals().msp().clone(),
+            shared.ledger.channel().to_string(),
+        ));
         // gRPC-web for the services only: the layer refuses any other HTTP/1.1 request.
+        // Readers are checked inside it, so that a refusal goes out as gRPC-web too.
+        let proposal_bytes_max = shared
+            .ledger
+            .info()
+            .map_or(endorser::PROPOSAL_BYTES_MAX, |info| info.proposal_bytes_max);
+        let limits = Arc::new(limits::MethodLimits::new(proposal_bytes_max));
         let everything = services
             .into_axum_router()
+            .layer(axum::middleware::from_fn_with_state(limits, limits::check))
+            .layer(axum::middleware::from_fn_with_state(
+                readers,
+                readers::check,
+            ))
             .layer(tonic_web::GrpcWebLayer::new())
             .merge(others);
         let router = tonic::transport::Server::builder()
@@ -338,14 +381,23 @@ impl Server {
             (Some(tls), Some(config)) => {
                 let incoming = tls::incoming(
                     self.listener,
-                    shared.config.connections_max,
+                    (
+                        shared.config.connections_max,
+                        shared.config.connections_per_address_max,
+                    ),
                     tls,
                     config.handshake_timeout,
                 );
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             _ => {
-                let incoming = connections::accept(self.listener, shared.config.connections_max);
+                let incoming = connections::accept(
+                    self.listener,
+                    (
+                        shared.config.connections_max,
+                        shared.config.connections_per_address_max,
+                    ),
+                );
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }
@@ -452,23 +504,37 @@ struct Admission {
 const ADMISSION_BATCH_MAX: usize = 32;
 
 impl Admission {
-    fn start(ledger: &Arc<Ledger>, queue_max: usize) -> std::io::Result<Admission> {
+    fn start(
+        ledger: &Arc<Ledger>,
+        queue_max: usize,
+        bytes_max: usize,
+    ) -> std::io::Result<Admission> {
         // Endorsing runs contracts: one thread per core. Ordering is sequential anyway.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let endorse =
-            admission::Batcher::start("endorse", cores, ADMISSION_BATCH_MAX, queue_max, {
+        let weigh_call: fn(&ProposalCall) -> usize = |call| match call {
+            ProposalCall::Endorse(signed) | ProposalCall::Evaluate(signed) => {
+                signed.proposal.len() + signed.signature.len()
+            }
+        };
+        let endorse = admission::Batcher::start(
+            "endorse",
+            cores,
+            ADMISSION_BATCH_MAX,
+            (queue_max, bytes_max, weigh_call),
+            {
                 let ledger = ledger.clone();
                 move |calls: Vec<ProposalCall>, answer: &mut dyn FnMut(ProposalAnswer)| {
                     ledger.run_proposals(calls).for_each(answer);
                 }
-            })?;
+            },
+        )?;
         let submit = if ledger.internals().orderer().submits_in_batches() {
             let ledger = ledger.clone();
             Some(admission::Batcher::start(
                 "submit",
                 1,
                 ADMISSION_BATCH_MAX,
-                queue_max,
+                (queue_max, bytes_max, Vec::len),
                 move |transactions: Vec<Vec<u8>>, answer: &mut dyn FnMut(_)| {
                     ledger
                         .submit_signed_batch(transactions)

@@ -13,7 +13,8 @@ use tokio_stream::Stream;
 use tonic::service::Routes;
 use tonic::{Request, Response, Status};
 
-use super::{ApiError, TlsConfig, status};
+use super::{ApiError, ClientAuth, TlsConfig, status};
+use crate::identity::{Msp, Role};
 use crate::ids::{BlockNumber, Seq};
 use crate::orderer::{Delivered, OrderError, Orderer};
 use crate::proto::ordering_item::Item;
@@ -141,6 +142,8 @@ pub struct OrderingServerHandle {
     listener: TcpListener,
     local_addr: SocketAddr,
     message_bytes_max: usize,
+    /// Set: only the network's peers may call the service ([`Self::peers_only`]).
+    peers: Option<Arc<Msp>>,
 }
 
 impl OrderingServerHandle {
@@ -165,7 +168,18 @@ impl OrderingServerHandle {
             listener,
             local_addr,
             message_bytes_max,
+            peers: None,
         })
+    }
+
+    /// Serves the `Ordering` service to the network's peers only: over TLS, each call
+    /// must come on a connection whose client certificate is a peer's of `msp` (the
+    /// peer's own signing certificate, presented for mutual TLS). Others get
+    /// `UNAUTHENTICATED` (no member's certificate) or `PERMISSION_DENIED` (a member that
+    /// is no peer). The operations routes stay open. Serving without TLS is then refused.
+    pub fn peers_only(mut self, msp: Arc<Msp>) -> Self {
+        self.peers = Some(msp);
+        self
     }
 
     /// The address bound (with the port chosen, when `listen` asked for port 0).
@@ -196,14 +210,33 @@ impl OrderingServerHandle {
         tls: Option<&TlsConfig>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
-        let tls = match tls {
-            Some(config) => Some((
-                config
-                    .server_config()
-                    .map_err(|e| ApiError::Serve(e.to_string()))?,
-                config.handshake_timeout,
-            )),
-            None => None,
+        let tls = match (tls, &self.peers) {
+            (Some(config), peers) => {
+                let mut config = config.clone();
+                if let Some(msp) = peers {
+                    // Peers present their own certificates: trust the network's CAs, and
+                    // ask every client for one (the operations routes need none).
+                    config.member_cas = msp.ca_certs().map(<[u8]>::to_vec).collect();
+                    if config.client_auth == ClientAuth::None {
+                        config.client_auth = ClientAuth::Optional;
+                    }
+                }
+                Some((
+                    config
+                        .server_config()
+                        .map_err(|e| ApiError::Serve(e.to_string()))?,
+                    config.handshake_timeout,
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ApiError::Serve(
+                    "the ordering service serves the network's peers over mutual TLS only: \
+                     enable TLS ([api.tls] enabled = true), or open it to all \
+                     ([api] read_access = \"open\", a dev network only)"
+                        .into(),
+                ));
+            }
+            (None, None) => None,
         };
         let (stop, stopping) = watch::channel(false);
         let service = OrderingService {
@@ -216,14 +249,17 @@ impl OrderingServerHandle {
             let _ = stop.send(true);
         };
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
-        let everything = Routes::from(axum::Router::new())
+        let mut services = Routes::from(axum::Router::new())
             .add_service(
                 OrderingServer::new(service)
                     .max_decoding_message_size(self.message_bytes_max)
                     .max_encoding_message_size(self.message_bytes_max),
             )
-            .into_axum_router()
-            .merge(others);
+            .into_axum_router();
+        if let Some(msp) = self.peers.clone() {
+            services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
+        }
+        let everything = services.merge(others);
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .http2_keepalive_interval(Some(super::connections::KEEPALIVE_INTERVAL))
@@ -231,15 +267,50 @@ impl OrderingServerHandle {
             .add_routes(Routes::from(everything));
         match tls {
             Some((config, handshake_timeout)) => {
-                let incoming =
-                    super::tls::incoming(self.listener, CONNECTIONS_MAX, config, handshake_timeout);
+                let incoming = super::tls::incoming(
+                    self.listener,
+                    (CONNECTIONS_MAX, CONNECTIONS_MAX),
+                    config,
+                    handshake_timeout,
+                );
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             None => {
-                let incoming = super::connections::accept(self.listener, CONNECTIONS_MAX);
+                let incoming =
+                    super::connections::accept(self.listener, (CONNECTIONS_MAX, CONNECTIONS_MAX));
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }
         .map_err(|e| ApiError::Serve(e.to_string()))
     }
+}
+
+/// The middleware of [`OrderingServerHandle::peers_only`]: a call goes on only from a
+/// connection whose TLS client certificate is a peer's of the network.
+async fn peers_check(
+    axum::extract::State(msp): axum::extract::State<Arc<Msp>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let now_s = crate::tx::now_seconds();
+    let refusal = match crate::readers::tls_member(&request, &msp, now_s) {
+        Some(identity) if identity.role == Role::Peer => return next.run(request).await,
+        Some(identity) => status::error(
+            tonic::Code::PermissionDenied,
+            "ACCESS_DENIED",
+            format_args!(
+                "{} is a {}: the ordering service serves the network's peers only",
+                identity.id(),
+                identity.role.as_str()
+            ),
+        ),
+        None => status::error(
+            tonic::Code::Unauthenticated,
+            "IDENTITY_REQUIRED",
+            "the ordering service serves the network's peers only: connect over mutual TLS \
+             with a peer's certificate of the network",
+        ),
+    };
+    let (parts, ()) = refusal.into_http::<()>().into_parts();
+    axum::response::Response::from_parts(parts, axum::body::Body::empty())
 }

@@ -93,8 +93,12 @@ pub struct TlsConfig {
     /// Whether clients must present a certificate.
     pub client_auth: ClientAuth,
     /// The CA certificates (PEM, one or more) client certificates must chain to; needed
-    /// unless `client_auth` is [`ClientAuth::None`].
+    /// unless `client_auth` is [`ClientAuth::None`] or `member_cas` has some.
     pub client_ca: Option<PathBuf>,
+    /// The network's MSP CA certificates (DER), trusted for client certificates too, so
+    /// that a member's own certificate identifies it over mutual TLS
+    /// ([`crate::readers`]). The server fills them in when reads are for members.
+    pub member_cas: Vec<Vec<u8>>,
     /// How long a client may take over its handshake before the connection is dropped.
     pub handshake_timeout: Duration,
 }
@@ -107,6 +111,7 @@ impl TlsConfig {
             key: key.into(),
             client_auth: ClientAuth::None,
             client_ca: None,
+            member_cas: Vec::new(),
             handshake_timeout: Duration::from_secs(10),
         }
     }
@@ -138,17 +143,30 @@ impl TlsConfig {
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?;
-        let builder = match (self.client_auth, &self.client_ca) {
-            (ClientAuth::None, _) => builder.with_no_client_auth(),
-            (mode, None) => return Err(TlsError::ClientCaMissing { mode }),
-            (mode, Some(path)) => {
+        let builder = match self.client_auth {
+            ClientAuth::None => builder.with_no_client_auth(),
+            mode => {
+                let what = "client CA";
                 let mut roots = RootCertStore::empty();
-                for cert in read_certs(path, "client CA")? {
-                    roots.add(cert).map_err(|e| TlsError::Malformed {
-                        what: "client CA",
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
+                let (path, files) = match &self.client_ca {
+                    Some(path) => (path.clone(), read_certs(path, what)?),
+                    None if self.member_cas.is_empty() => {
+                        return Err(TlsError::ClientCaMissing { mode });
+                    }
+                    None => (PathBuf::from("(the network's CAs)"), Vec::new()),
+                };
+                let malformed = |e: rustls::Error| TlsError::Malformed {
+                    what,
+                    path: path.clone(),
+                    message: e.to_string(),
+                };
+                for cert in files {
+                    roots.add(cert).map_err(malformed)?;
+                }
+                for der in &self.member_cas {
+                    roots
+                        .add(CertificateDer::from(der.clone()))
+                        .map_err(malformed)?;
                 }
                 let verifier =
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone());
@@ -157,7 +175,7 @@ impl TlsConfig {
                     _ => verifier,
                 };
                 let verifier = verifier.build().map_err(|e| TlsError::Malformed {
-                    what: "client CA",
+                    what,
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
@@ -331,13 +349,14 @@ fn warn_if_outside_validity(path: &Path, cert: &CertificateDer<'_>) {
     }
 }
 
-/// Connections from `listener` (at most `connections_max` at once, see
+/// Connections from `listener` (at most `connections_max` at once, in all and from one
+/// address, see
 /// [`crate::connections`]) once their TLS handshake is done. Handshakes run
 /// concurrently, each bounded by `timeout`, so a slow or silent client holds up no one;
 /// a failed one is logged and dropped. The listener closes when the stream is dropped.
 pub(crate) fn incoming(
     listener: TcpListener,
-    connections_max: usize,
+    connections_max: (usize, usize),
     config: Arc<ServerConfig>,
     timeout: Duration,
 ) -> ReceiverStream<io::Result<TlsStream<Limited<TcpStream>>>> {

@@ -6,8 +6,10 @@
 
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createPrivateKey } from "node:crypto";
 import * as http from "node:http";
 import * as https from "node:https";
+import { ed25519Pkcs8 } from "../signing.js";
 import { createGrpcUnaryTransport } from "./grpc-unary.js";
 
 /** Most HTTP/1.1 connections one gateway opens to the node at once (gRPC-web); calls beyond wait for one. */
@@ -56,13 +58,36 @@ function buffer(value: string | Uint8Array | undefined): Buffer | undefined {
   return typeof value === "string" ? Buffer.from(value) : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
+/**
+ * A private key as OpenSSL takes it. An identity's Ed25519 key from `runnel init` is
+ * PKCS#8 v2 (RFC 5958, with the public key), which OpenSSL refuses for TLS: it is
+ * re-wrapped as v1, so that a member's own certificate and key serve for mutual TLS.
+ */
+function tlsKey(key: string | Uint8Array | undefined): Buffer | undefined {
+  const bytes = buffer(key);
+  if (bytes === undefined) return undefined;
+  try {
+    createPrivateKey(bytes);
+    return bytes;
+  } catch {
+    try {
+      const text = bytes.toString("latin1");
+      const der = Buffer.from(ed25519Pkcs8(text.includes("-----BEGIN") ? text : new Uint8Array(bytes)));
+      return Buffer.from(createPrivateKey({ key: der, format: "der", type: "pkcs8" }).export({ format: "pem", type: "pkcs8" }));
+    } catch {
+      // Not an Ed25519 key either: let TLS say what is wrong with it.
+      return bytes;
+    }
+  }
+}
+
 function tlsOptions(tls: TlsOptions | undefined) {
   if (tls === undefined) return {};
   return Object.fromEntries(
     Object.entries({
       ca: buffer(tls.ca),
       cert: buffer(tls.cert),
-      key: buffer(tls.key),
+      key: tlsKey(tls.key),
       servername: tls.serverName,
     }).filter(([, value]) => value !== undefined),
   );

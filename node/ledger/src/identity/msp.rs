@@ -92,6 +92,8 @@ impl Identity {
 
 struct TrustedCa {
     org: String,
+    /// The CA certificate, DER.
+    der: Vec<u8>,
     subject_raw: Vec<u8>,
     key: VerifyingKey,
 }
@@ -185,6 +187,7 @@ impl Msp {
             })?;
             cas.push(TrustedCa {
                 org,
+                der: der.to_vec(),
                 subject_raw: cert.subject().as_raw().to_vec(),
                 key,
             });
@@ -194,6 +197,12 @@ impl Msp {
             cache: RwLock::new(HashMap::new()),
             signatures: SignatureCache::default(),
         })
+    }
+
+    /// The CA certificates trusted (DER), in the order given: what a TLS stack needs to
+    /// check a member's certificate presented as a TLS client certificate.
+    pub fn ca_certs(&self) -> impl Iterator<Item = &[u8]> {
+        self.cas.iter().map(|ca| ca.der.as_slice())
     }
 
     /// The organisations, in the order their CAs were given.

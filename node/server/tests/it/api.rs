@@ -33,7 +33,7 @@ use tonic::{Code, Status};
 
 use runnel_testing::{kv_wasm, token_wasm};
 
-use crate::node::{Node, WAIT};
+use crate::node::{Node, WAIT, open_api};
 
 const MIB: usize = 1 << 20;
 
@@ -46,7 +46,7 @@ impl Node {
     }
 
     async fn default() -> Node {
-        Node::start(&["Org1"], ApiConfig::default()).await
+        Node::start(&["Org1"], open_api()).await
     }
 
     async fn channel(&self) -> Channel {
@@ -451,12 +451,40 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_call_bigger_than_a_proposal_is_refused_from_its_frame_header() {
+    // The Gateway service takes 32 MiB messages, for Submit; Endorse, Evaluate and the
+    // Admin calls carry one proposal (8 MiB at most) and refuse more before reading it.
+    let node = Node::start(&["Org1"], open_api()).await;
+    let big = 9 * MIB;
+    for path in [
+        "/runnel.v1.Gateway/Endorse",
+        "/runnel.v1.Gateway/Evaluate",
+        "/runnel.v1.Admin/DeployContract",
+    ] {
+        let status = raw_call(&node, path, vec![0; big]).await.unwrap_err();
+        assert_status(&status, Code::ResourceExhausted, "MESSAGE_TOO_LARGE");
+        assert!(status.message().contains(path), "{status:?}");
+    }
+    // Submit takes it in, and finds it is no transaction.
+    let status = raw_call(&node, "/runnel.v1.Gateway/Submit", vec![0xff; big])
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    // A proposal call under the limit reaches the endorser.
+    let status = raw_call(&node, "/runnel.v1.Gateway/Evaluate", vec![0xff; 7])
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     let node = Node::start(
         &["Org1"],
         ApiConfig {
             message_bytes_max: MIB,
-            ..ApiConfig::default()
+            ..open_api()
         },
     )
     .await;
@@ -832,7 +860,7 @@ async fn deliver_streams_stored_then_live_transactions_and_blocks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_read_transactions_keys_history_contracts_and_the_network() {
-    let node = Node::start(&["Org1", "Org2"], ApiConfig::default()).await;
+    let node = Node::start(&["Org1", "Org2"], open_api()).await;
     node.deploy("kv", kv_wasm()).await;
     let client = node.client();
     let (first, first_seq) = node
@@ -1113,7 +1141,7 @@ async fn live_streams_are_bounded_and_end_when_the_server_stops() {
         ApiConfig {
             streams_max: 1,
             commit_waits_max: 1,
-            ..ApiConfig::default()
+            ..open_api()
         },
     )
     .await;
@@ -1227,7 +1255,7 @@ async fn grpc_web_over_http1_with_cors() {
         &["Org1"],
         ApiConfig {
             cors_origins: vec!["http://localhost:5173".into()],
-            ..ApiConfig::default()
+            ..open_api()
         },
     )
     .await;

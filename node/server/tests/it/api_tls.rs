@@ -29,18 +29,18 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
 use runnel_testing::kv_wasm;
 
-use crate::node::{Node, WAIT, open_ledger};
+use crate::node::{Node, WAIT, open_api, open_ledger};
 
 // ---------------------------------------------------------------------------------------
 // A TLS node on loopback
 
 /// A file of `org`'s TLS material in `dir`.
-fn tls_file(dir: &Path, org: &str, file: &str) -> PathBuf {
+pub(crate) fn tls_file(dir: &Path, org: &str, file: &str) -> PathBuf {
     dir.join("identities").join(org).join(file)
 }
 
 /// Org1's node's TLS server certificate and key.
-fn server_tls(dir: &Path) -> TlsConfig {
+pub(crate) fn server_tls(dir: &Path) -> TlsConfig {
     TlsConfig::new(
         tls_file(dir, "Org1", TLS_SERVER_CERT_FILE),
         tls_file(dir, "Org1", TLS_SERVER_KEY_FILE),
@@ -53,22 +53,22 @@ impl Node {
     async fn start_tls(tls: impl FnOnce(&Path) -> TlsConfig) -> Node {
         let api = |dir: &Path| ApiConfig {
             tls: Some(tls(dir)),
-            ..ApiConfig::default()
+            ..open_api()
         };
         Node::serve(&["Org1", "Org2"], api, true).await
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// The PEM of one of this network's TLS files.
-    fn pem(&self, org: &str, file: &str) -> Vec<u8> {
+    pub(crate) fn pem(&self, org: &str, file: &str) -> Vec<u8> {
         std::fs::read(tls_file(self.path(), org, file)).unwrap()
     }
 
     /// Org `org`'s TLS client certificate and key, for tonic.
-    fn client_identity(&self, org: &str) -> Identity {
+    pub(crate) fn client_identity(&self, org: &str) -> Identity {
         Identity::from_pem(
             self.pem(org, TLS_CLIENT_CERT_FILE),
             self.pem(org, TLS_CLIENT_KEY_FILE),
@@ -76,7 +76,7 @@ impl Node {
     }
 
     /// A tonic channel over TLS trusting `ca` (PEM), with `tls` on top.
-    async fn channel_with(
+    pub(crate) async fn channel_with(
         &self,
         ca: Vec<u8>,
         tls: impl FnOnce(ClientTlsConfig) -> ClientTlsConfig,
@@ -93,7 +93,7 @@ impl Node {
     }
 
     /// A tonic channel trusting Org1's TLS CA.
-    async fn tls_channel(&self) -> Channel {
+    pub(crate) async fn tls_channel(&self) -> Channel {
         self.channel_with(self.pem("Org1", TLS_CA_FILE), |tls| tls)
             .await
             .unwrap()
@@ -493,7 +493,7 @@ async fn bad_tls_files_are_refused_at_bind_naming_the_file() {
             let api = ApiConfig {
                 listen: "127.0.0.1:0".parse().unwrap(),
                 tls: Some(tls),
-                ..ApiConfig::default()
+                ..open_api()
             };
             match Server::bind(ledger, api).await {
                 Ok(_) => panic!("bound with bad TLS files"),
@@ -557,7 +557,7 @@ async fn bad_tls_files_are_refused_at_bind_naming_the_file() {
     let api = ApiConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         tls: Some(TlsConfig::new(&cert, &key)),
-        ..ApiConfig::default()
+        ..open_api()
     };
     assert!(Server::bind(ledger.clone(), api).await.unwrap().is_tls());
     tokio::task::spawn_blocking(move || drop(ledger))

@@ -4,4 +4,5 @@
 mod api;
 mod api_tls;
 mod node;
+mod readers;
 mod remote_orderer;

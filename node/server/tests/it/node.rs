@@ -10,7 +10,7 @@ use std::time::Duration;
 use runnel_ledger::identity::{NetworkKeys, Role, Signer};
 use runnel_ledger::ledger::{Ledger, LedgerConfig};
 use runnel_server::metrics::NodeMetrics;
-use runnel_server::{ApiConfig, ApiError, Server, ops};
+use runnel_server::{ApiConfig, ApiError, ReadAccess, Server, ops};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -36,6 +36,14 @@ pub fn ledger_config(orgs: &[&str]) -> LedgerConfig {
     config.orderer.seal_max_txs = 4;
     config.orderer.seal_max_delay = Duration::from_millis(20);
     config
+}
+
+/// The API's defaults, but reads open to anyone: what most tests read through.
+pub fn open_api() -> ApiConfig {
+    ApiConfig {
+        read_access: ReadAccess::Open,
+        ..ApiConfig::default()
+    }
 }
 
 /// A ledger of `orgs` in a fresh directory (its identities written there).

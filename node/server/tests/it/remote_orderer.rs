@@ -181,3 +181,110 @@ fn ordering_streams_are_bounded_and_broadcast_goes_on() {
         drop(held);
     });
 }
+
+/// Outside dev an orderer serves its peers only: over TLS, to a connection whose client
+/// certificate is a peer's of the network. Anyone else who can reach the port, with no
+/// certificate, a TLS client certificate, or a member's that is no peer's, is refused.
+#[test]
+fn an_orderer_serving_peers_only_refuses_everyone_else() {
+    use runnel_ledger::identity::{TLS_CA_FILE, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
+    use runnel_server::TlsConfig;
+    use runnel_server::proto::HeightsRequest;
+    use runnel_server::proto::ordering_client::OrderingClient;
+    use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let identities = dir.path().join("identities");
+    net.ids.write(&identities).unwrap();
+    let file = |org: &str, name: &str| identities.join(org).join(name);
+    let orderer: Arc<dyn Orderer> =
+        Arc::new(net.open(&dir.path().join("orderer"), streaming(2, PATIENCE)));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let bind = || {
+        runtime
+            .block_on(OrderingServerHandle::bind(
+                orderer.clone(),
+                "127.0.0.1:0".parse().unwrap(),
+                TRANSACTION_BYTES_MAX,
+            ))
+            .unwrap()
+            .peers_only(net.msp.clone())
+    };
+
+    // Peers only, in the clear: refused at start.
+    let error = runtime
+        .block_on(bind().serve(None, async {}))
+        .expect_err("no TLS");
+    assert!(error.to_string().contains("mutual TLS"), "{error}");
+
+    let tls = TlsConfig::new(
+        file("Org1", TLS_SERVER_CERT_FILE),
+        file("Org1", TLS_SERVER_KEY_FILE),
+    );
+    let server = bind();
+    let url = format!("https://{}", server.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = runtime.spawn(async move {
+        server
+            .serve(Some(&tls), async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    let ca = std::fs::read(file("Org1", TLS_CA_FILE)).unwrap();
+    let call = |client: Option<(&str, &str, &str)>| {
+        let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&ca));
+        if let Some((org, cert, key)) = client {
+            config = config.identity(Identity::from_pem(
+                std::fs::read(file(org, cert)).unwrap(),
+                std::fs::read(file(org, key)).unwrap(),
+            ));
+        }
+        let url = url.clone();
+        runtime.block_on(async move {
+            let channel = Channel::from_shared(url)
+                .unwrap()
+                .tls_config(config)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            OrderingClient::new(channel)
+                .heights(HeightsRequest {})
+                .await
+                .map(|_| ())
+        })
+    };
+    let name = |status: &tonic::Status| {
+        status
+            .metadata()
+            .get("runnel-error-code")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+
+    let anonymous = call(None).unwrap_err();
+    assert_eq!(
+        anonymous.code(),
+        tonic::Code::Unauthenticated,
+        "{anonymous:?}"
+    );
+    assert_eq!(name(&anonymous).as_deref(), Some("IDENTITY_REQUIRED"));
+    // A TLS CA's client certificate chains to nothing the orderer trusts: the handshake
+    // fails, and the call with it.
+    let transport_only = call(Some(("Org1", "tls/client.pem", "tls/client.key")));
+    assert!(transport_only.is_err(), "{transport_only:?}");
+    let client = call(Some(("Org2", "client.pem", "client.key"))).unwrap_err();
+    assert_eq!(client.code(), tonic::Code::PermissionDenied, "{client:?}");
+    assert_eq!(name(&client).as_deref(), Some("ACCESS_DENIED"));
+    call(Some(("Org2", "peer.pem", "peer.key"))).expect("a peer of the network is served");
+
+    let _ = stop.send(());
+    runtime.block_on(serving).unwrap();
+}

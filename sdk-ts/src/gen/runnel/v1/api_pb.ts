@@ -30,7 +30,80 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/api.proto.
  */
 export const file_runnel_v1_api: GenFile = /*@__PURE__*/
-  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiSAoISWRlbnRpdHkSCwoDb3JnGAEgASgJEgwKBHJvbGUYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtjZXJ0aWZpY2F0ZRgEIAEoDCI+Cg9FdmFsdWF0ZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiIgoQRXZhbHVhdGVSZXNwb25zZRIOCgZyZXN1bHQYASABKAwiPQoORW5kb3JzZVJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwiRQoPRW5kb3JzZVJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEhMKC3RyYW5zYWN0aW9uGAIgASgMEg4KBnJlc3VsdBgDIAEoDCJKCg1TdWJtaXRSZXF1ZXN0EhMKC3RyYW5zYWN0aW9uGAEgASgMEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiXQoOU3VibWl0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEi8KBnN0YXR1cxgDIAEoCzIfLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXNwb25zZSJKChNDb21taXRTdGF0dXNSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJEiQKCHdhaXRfZm9yGAIgASgOMhIucnVubmVsLnYxLlR4UGhhc2UiowEKFENvbW1pdFN0YXR1c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEicKBGNvZGUYAiABKA4yGS5ydW5uZWwudjEuVmFsaWRhdGlvbkNvZGUSCwoDc2VxGAMgASgEEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEIi0KD0V2ZW50Q2hlY2twb2ludBILCgNzZXEYASABKAQSDQoFaW5kZXgYAiABKA0idAoVQ29udHJhY3RFdmVudHNSZXF1ZXN0EhAKCGNvbnRyYWN0GAEgASgJEhMKCXN0YXJ0X3NlcRgCIAEoBEgAEisKBWFmdGVyGAMgASgLMhoucnVubmVsLnYxLkV2ZW50Q2hlY2twb2ludEgAQgcKBXN0YXJ0ImwKFkNvbnRyYWN0RXZlbnRzUmVzcG9uc2USDQoFdHhfaWQYASABKAkSCwoDc2VxGAIgASgEEg0KBWluZGV4GAMgASgNEicKBWV2ZW50GAQgASgLMhgucnVubmVsLnYxLkNvbnRyYWN0RXZlbnQihgEKFENvbW1pdHRlZFRyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEhQKDHRpbWVzdGFtcF9tcxgEIAEoBBITCgt0cmFuc2FjdGlvbhgFIAEoDCJXChBCbG9ja1RyYW5zYWN0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlIoEBCgVCbG9jaxIiCgRzZWFsGAEgASgLMhQucnVubmVsLnYxLkJsb2NrU2VhbBITCgtzaWduZWRfc2VhbBgCIAEoDBIMCgRoYXNoGAMgASgMEjEKDHRyYW5zYWN0aW9ucxgEIAMoCzIbLnJ1bm5lbC52MS5CbG9ja1RyYW5zYWN0aW9uIi8KGkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXF1ZXN0EhEKCXN0YXJ0X3NlcRgBIAEoBCJTChtEZWxpdmVyVHJhbnNhY3Rpb25zUmVzcG9uc2USNAoLdHJhbnNhY3Rpb24YASABKAsyHy5ydW5uZWwudjEuQ29tbWl0dGVkVHJhbnNhY3Rpb24iRgoURGVsaXZlckJsb2Nrc1JlcXVlc3QSEwoLc3RhcnRfYmxvY2sYASABKAQSGQoRd2l0aF90cmFuc2FjdGlvbnMYAiABKAgiOAoVRGVsaXZlckJsb2Nrc1Jlc3BvbnNlEh8KBWJsb2NrGAEgASgLMhAucnVubmVsLnYxLkJsb2NrIiEKD0dldEJsb2NrUmVxdWVzdBIOCgZudW1iZXIYASABKAQiMwoQR2V0QmxvY2tSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayImChVHZXRUcmFuc2FjdGlvblJlcXVlc3QSDQoFdHhfaWQYASABKAkiTQoRRW5kb3JzZW1lbnREZXRhaWwSJQoIZW5kb3JzZXIYASABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSEQoJc2lnbmF0dXJlGAIgASgMIugCChZHZXRUcmFuc2FjdGlvblJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBInCgRjb2RlGAMgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEiEKBXBoYXNlGAQgASgOMhIucnVubmVsLnYxLlR4UGhhc2USDQoFYmxvY2sYBSABKAQSFAoMdGltZXN0YW1wX21zGAYgASgEEhMKC3RyYW5zYWN0aW9uGAcgASgMEiUKCHByb3Bvc2FsGAggASgLMhMucnVubmVsLnYxLlByb3Bvc2FsEiQKB2NyZWF0b3IYCSABKAsyEy5ydW5uZWwudjEuSWRlbnRpdHkSKwoHcGF5bG9hZBgKIAEoCzIaLnJ1bm5lbC52MS5SZXNwb25zZVBheWxvYWQSMgoMZW5kb3JzZW1lbnRzGAsgAygLMhwucnVubmVsLnYxLkVuZG9yc2VtZW50RGV0YWlsIikKGEdldEluY2x1c2lvblByb29mUmVxdWVzdBINCgV0eF9pZBgBIAEoCSJ7ChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEh8KBWJsb2NrGAEgASgLMhAucnVubmVsLnYxLkJsb2NrEhMKC3RyYW5zYWN0aW9uGAIgASgMEigKBXByb29mGAMgASgLMhkucnVubmVsLnYxLkluY2x1c2lvblByb29mIi8KDUdldEtleVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgsKA2tleRgCIAEoDCJjCg5HZXRLZXlSZXNwb25zZRINCgVmb3VuZBgBIAEoCBINCgV2YWx1ZRgCIAEoDBIjCgd2ZXJzaW9uGAMgASgLMhIucnVubmVsLnYxLlZlcnNpb24SDgoGaGVpZ2h0GAQgASgEIlkKFEdldEtleUhpc3RvcnlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwSEgoKYmVmb3JlX3NlcRgDIAEoBBINCgVsaW1pdBgEIAEoDSJPCg9LZXlNb2RpZmljYXRpb24SCwoDc2VxGAEgASgEEg0KBXR4X2lkGAIgASgJEhEKCWlzX2RlbGV0ZRgDIAEoCBINCgV2YWx1ZRgEIAEoDCJEChVHZXRLZXlIaXN0b3J5UmVzcG9uc2USKwoHZW50cmllcxgBIAMoCzIaLnJ1bm5lbC52MS5LZXlNb2RpZmljYXRpb24iOgoUTGlzdENvbnRyYWN0c1JlcXVlc3QSEwoLc3RhcnRfYWZ0ZXIYASABKAkSDQoFbGltaXQYAiABKA0iSQoVTGlzdENvbnRyYWN0c1Jlc3BvbnNlEjAKCWNvbnRyYWN0cxgBIAMoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iFQoTR2V0U3RhdGVIYXNoUmVxdWVzdCJCChRHZXRTdGF0ZUhhc2hSZXNwb25zZRIOCgZoZWlnaHQYASABKAQSDAoEaGFzaBgCIAEoDBIMCgRrZXlzGAMgASgEIhcKFUdldE5ldHdvcmtJbmZvUmVxdWVzdCLmAgoWR2V0TmV0d29ya0luZm9SZXNwb25zZRIPCgdjaGFubmVsGAEgASgJEgwKBG9yZ3MYAiADKAkSFAoMbm9kZV92ZXJzaW9uGAMgASgJEi4KDW9yZGVyaW5nX21vZGUYBCABKA4yFy5ydW5uZWwudjEuT3JkZXJpbmdNb2RlEhQKDHNlYWxfbWF4X3R4cxgFIAEoBBIZChFzZWFsX21heF9kZWxheV9tcxgGIAEoBBIWCg5vcmRlcmVkX2hlaWdodBgHIAEoBBIYChB2YWxpZGF0ZWRfaGVpZ2h0GAggASgEEhgKEGNvbW1pdHRlZF9oZWlnaHQYCSABKAQSFAoMYmxvY2tfaGVpZ2h0GAogASgEEhkKEW1lc3NhZ2VfYnl0ZXNfbWF4GAsgASgEEhoKEnByb3Bvc2FsX2J5dGVzX21heBgMIAEoBBIdChV0cmFuc2FjdGlvbl9ieXRlc19tYXgYDSABKAQiRAoVRGVwbG95Q29udHJhY3RSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIm8KFkRlcGxveUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iRQoWVXBncmFkZUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJwChdVcGdyYWRlQ29udHJhY3RSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIxCgpkZWZpbml0aW9uGAMgASgLMh0ucnVubmVsLnYxLkNvbnRyYWN0RGVmaW5pdGlvbiI8CgpTdGFnZVN0YW1wEh8KBXN0YWdlGAEgASgOMhAucnVubmVsLnYxLlN0YWdlEg0KBWF0X3VzGAIgASgEIkgKEFRyYW5zYWN0aW9uVHJhY2USDQoFdHhfaWQYASABKAkSJQoGc3RhZ2VzGAIgAygLMhUucnVubmVsLnYxLlN0YWdlU3RhbXAiIAoPR2V0VHJhY2VSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIj4KEEdldFRyYWNlUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSIUChJUcmFjZVN0cmVhbVJlcXVlc3QiQQoTVHJhY2VTdHJlYW1SZXNwb25zZRIqCgV0cmFjZRgBIAEoCzIbLnJ1bm5lbC52MS5UcmFuc2FjdGlvblRyYWNlKtgECg5WYWxpZGF0aW9uQ29kZRIfChtWQUxJREFUSU9OX0NPREVfVU5TUEVDSUZJRUQQABIZChVWQUxJREFUSU9OX0NPREVfVkFMSUQQARImCiJWQUxJREFUSU9OX0NPREVfTVZDQ19SRUFEX0NPTkZMSUNUEAISKQolVkFMSURBVElPTl9DT0RFX1BIQU5UT01fUkVBRF9DT05GTElDVBADEi4KKlZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9QT0xJQ1lfRkFJTFVSRRAEEikKJVZBTElEQVRJT05fQ09ERV9CQURfQ1JFQVRPUl9TSUdOQVRVUkUQBRIqCiZWQUxJREFUSU9OX0NPREVfQkFEX0VORE9SU0VSX1NJR05BVFVSRRAGEiIKHlZBTElEQVRJT05fQ09ERV9EVVBMSUNBVEVfVFhJRBAHEiYKIlZBTElEQVRJT05fQ09ERV9DT05UUkFDVF9OT1RfRk9VTkQQCBInCiNWQUxJREFUSU9OX0NPREVfRVhQSVJFRF9DRVJUSUZJQ0FURRAJEh8KG1ZBTElEQVRJT05fQ09ERV9CQURfUEFZTE9BRBAKEigKJFZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9NSVNNQVRDSBALEiQKIFZBTElEQVRJT05fQ09ERV9JTExFR0FMX1dSSVRFU0VUEAwSHQoZVkFMSURBVElPTl9DT0RFX0JBRF9SV1NFVBANEisKJ1ZBTElEQVRJT05fQ09ERV9USU1FU1RBTVBfT1VUX09GX1dJTkRPVxAOKlMKB1R4UGhhc2USGAoUVFhfUEhBU0VfVU5TUEVDSUZJRUQQABIWChJUWF9QSEFTRV9WQUxJREFURUQQARIWChJUWF9QSEFTRV9DT01NSVRURUQQAipkCgxPcmRlcmluZ01vZGUSHQoZT1JERVJJTkdfTU9ERV9VTlNQRUNJRklFRBAAEhsKF09SREVSSU5HX01PREVfU1RSRUFNSU5HEAESGAoUT1JERVJJTkdfTU9ERV9CTE9DS1MQAircAQoFU3RhZ2USFQoRU1RBR0VfVU5TUEVDSUZJRUQQABIXChNTVEFHRV9FTkRPUlNFX1NUQVJUEAESFQoRU1RBR0VfRU5ET1JTRV9FTkQQAhISCg5TVEFHRV9SRUNFSVZFRBADEhEKDVNUQUdFX09SREVSRUQQBBITCg9TVEFHRV9ERUxJVkVSRUQQBRISCg5TVEFHRV9WRVJJRklFRBAGEhMKD1NUQUdFX1ZBTElEQVRFRBAHEhMKD1NUQUdFX0NPTU1JVFRFRBAIEhIKDlNUQUdFX05PVElGSUVEEAky+QIKB0dhdGV3YXkSQwoIRXZhbHVhdGUSGi5ydW5uZWwudjEuRXZhbHVhdGVSZXF1ZXN0GhsucnVubmVsLnYxLkV2YWx1YXRlUmVzcG9uc2USQAoHRW5kb3JzZRIZLnJ1bm5lbC52MS5FbmRvcnNlUmVxdWVzdBoaLnJ1bm5lbC52MS5FbmRvcnNlUmVzcG9uc2USPQoGU3VibWl0EhgucnVubmVsLnYxLlN1Ym1pdFJlcXVlc3QaGS5ydW5uZWwudjEuU3VibWl0UmVzcG9uc2USTwoMQ29tbWl0U3RhdHVzEh4ucnVubmVsLnYxLkNvbW1pdFN0YXR1c1JlcXVlc3QaHy5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVzcG9uc2USVwoOQ29udHJhY3RFdmVudHMSIC5ydW5uZWwudjEuQ29udHJhY3RFdmVudHNSZXF1ZXN0GiEucnVubmVsLnYxLkNvbnRyYWN0RXZlbnRzUmVzcG9uc2UwATK5AQoHRGVsaXZlchJfCgxUcmFuc2FjdGlvbnMSJS5ydW5uZWwudjEuRGVsaXZlclRyYW5zYWN0aW9uc1JlcXVlc3QaJi5ydW5uZWwudjEuRGVsaXZlclRyYW5zYWN0aW9uc1Jlc3BvbnNlMAESTQoGQmxvY2tzEh8ucnVubmVsLnYxLkRlbGl2ZXJCbG9ja3NSZXF1ZXN0GiAucnVubmVsLnYxLkRlbGl2ZXJCbG9ja3NSZXNwb25zZTABMpIFCgVRdWVyeRJDCghHZXRCbG9jaxIaLnJ1bm5lbC52MS5HZXRCbG9ja1JlcXVlc3QaGy5ydW5uZWwudjEuR2V0QmxvY2tSZXNwb25zZRJVCg5HZXRUcmFuc2FjdGlvbhIgLnJ1bm5lbC52MS5HZXRUcmFuc2FjdGlvblJlcXVlc3QaIS5ydW5uZWwudjEuR2V0VHJhbnNhY3Rpb25SZXNwb25zZRJeChFHZXRJbmNsdXNpb25Qcm9vZhIjLnJ1bm5lbC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QaJC5ydW5uZWwudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRI9CgZHZXRLZXkSGC5ydW5uZWwudjEuR2V0S2V5UmVxdWVzdBoZLnJ1bm5lbC52MS5HZXRLZXlSZXNwb25zZRJSCg1HZXRLZXlIaXN0b3J5Eh8ucnVubmVsLnYxLkdldEtleUhpc3RvcnlSZXF1ZXN0GiAucnVubmVsLnYxLkdldEtleUhpc3RvcnlSZXNwb25zZRJSCg1MaXN0Q29udHJhY3RzEh8ucnVubmVsLnYxLkxpc3RDb250cmFjdHNSZXF1ZXN0GiAucnVubmVsLnYxLkxpc3RDb250cmFjdHNSZXNwb25zZRJVCg5HZXROZXR3b3JrSW5mbxIgLnJ1bm5lbC52MS5HZXROZXR3b3JrSW5mb1JlcXVlc3QaIS5ydW5uZWwudjEuR2V0TmV0d29ya0luZm9SZXNwb25zZRJPCgxHZXRTdGF0ZUhhc2gSHi5ydW5uZWwudjEuR2V0U3RhdGVIYXNoUmVxdWVzdBofLnJ1bm5lbC52MS5HZXRTdGF0ZUhhc2hSZXNwb25zZTK4AQoFQWRtaW4SVQoORGVwbG95Q29udHJhY3QSIC5ydW5uZWwudjEuRGVwbG95Q29udHJhY3RSZXF1ZXN0GiEucnVubmVsLnYxLkRlcGxveUNvbnRyYWN0UmVzcG9uc2USWAoPVXBncmFkZUNvbnRyYWN0EiEucnVubmVsLnYxLlVwZ3JhZGVDb250cmFjdFJlcXVlc3QaIi5ydW5uZWwudjEuVXBncmFkZUNvbnRyYWN0UmVzcG9uc2UynAEKBVRyYWNlEkMKCEdldFRyYWNlEhoucnVubmVsLnYxLkdldFRyYWNlUmVxdWVzdBobLnJ1bm5lbC52MS5HZXRUcmFjZVJlc3BvbnNlEk4KC1RyYWNlU3RyZWFtEh0ucnVubmVsLnYxLlRyYWNlU3RyZWFtUmVxdWVzdBoeLnJ1bm5lbC52MS5UcmFjZVN0cmVhbVJlc3BvbnNlMAFiBnByb3RvMw", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
+  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiWgoJUmVhZEdyYW50Eg8KB2NyZWF0b3IYASABKAwSDwoHY2hhbm5lbBgCIAEoCRIVCg1ub3RfYmVmb3JlX21zGAMgASgEEhQKDG5vdF9hZnRlcl9tcxgEIAEoBCIzCg9TaWduZWRSZWFkR3JhbnQSDQoFZ3JhbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIkgKCElkZW50aXR5EgsKA29yZxgBIAEoCRIMCgRyb2xlGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLY2VydGlmaWNhdGUYBCABKAwiPgoPRXZhbHVhdGVSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIiIKEEV2YWx1YXRlUmVzcG9uc2USDgoGcmVzdWx0GAEgASgMIj0KDkVuZG9yc2VSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIkUKD0VuZG9yc2VSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIOCgZyZXN1bHQYAyABKAwiSgoNU3VibWl0UmVxdWVzdBITCgt0cmFuc2FjdGlvbhgBIAEoDBIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIl0KDlN1Ym1pdFJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBIvCgZzdGF0dXMYAyABKAsyHy5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVzcG9uc2UiSgoTQ29tbWl0U3RhdHVzUmVxdWVzdBINCgV0eF9pZBgBIAEoCRIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIqMBChRDb21taXRTdGF0dXNSZXNwb25zZRINCgV0eF9pZBgBIAEoCRInCgRjb2RlGAIgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEgsKA3NlcRgDIAEoBBIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBCItCg9FdmVudENoZWNrcG9pbnQSCwoDc2VxGAEgASgEEg0KBWluZGV4GAIgASgNInQKFUNvbnRyYWN0RXZlbnRzUmVxdWVzdBIQCghjb250cmFjdBgBIAEoCRITCglzdGFydF9zZXEYAiABKARIABIrCgVhZnRlchgDIAEoCzIaLnJ1bm5lbC52MS5FdmVudENoZWNrcG9pbnRIAEIHCgVzdGFydCJsChZDb250cmFjdEV2ZW50c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBINCgVpbmRleBgDIAEoDRInCgVldmVudBgEIAEoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50IoYBChRDb21taXR0ZWRUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIUCgx0aW1lc3RhbXBfbXMYBCABKAQSEwoLdHJhbnNhY3Rpb24YBSABKAwiVwoQQmxvY2tUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZSKBAQoFQmxvY2sSIgoEc2VhbBgBIAEoCzIULnJ1bm5lbC52MS5CbG9ja1NlYWwSEwoLc2lnbmVkX3NlYWwYAiABKAwSDAoEaGFzaBgDIAEoDBIxCgx0cmFuc2FjdGlvbnMYBCADKAsyGy5ydW5uZWwudjEuQmxvY2tUcmFuc2FjdGlvbiIvChpEZWxpdmVyVHJhbnNhY3Rpb25zUmVxdWVzdBIRCglzdGFydF9zZXEYASABKAQiUwobRGVsaXZlclRyYW5zYWN0aW9uc1Jlc3BvbnNlEjQKC3RyYW5zYWN0aW9uGAEgASgLMh8ucnVubmVsLnYxLkNvbW1pdHRlZFRyYW5zYWN0aW9uIkYKFERlbGl2ZXJCbG9ja3NSZXF1ZXN0EhMKC3N0YXJ0X2Jsb2NrGAEgASgEEhkKEXdpdGhfdHJhbnNhY3Rpb25zGAIgASgIIjgKFURlbGl2ZXJCbG9ja3NSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayIhCg9HZXRCbG9ja1JlcXVlc3QSDgoGbnVtYmVyGAEgASgEIjMKEEdldEJsb2NrUmVzcG9uc2USHwoFYmxvY2sYASABKAsyEC5ydW5uZWwudjEuQmxvY2siJgoVR2V0VHJhbnNhY3Rpb25SZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIk0KEUVuZG9yc2VtZW50RGV0YWlsEiUKCGVuZG9yc2VyGAEgASgLMhMucnVubmVsLnYxLklkZW50aXR5EhEKCXNpZ25hdHVyZRgCIAEoDCLoAgoWR2V0VHJhbnNhY3Rpb25SZXNwb25zZRINCgV0eF9pZBgBIAEoCRILCgNzZXEYAiABKAQSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBBITCgt0cmFuc2FjdGlvbhgHIAEoDBIlCghwcm9wb3NhbBgIIAEoCzITLnJ1bm5lbC52MS5Qcm9wb3NhbBIkCgdjcmVhdG9yGAkgASgLMhMucnVubmVsLnYxLklkZW50aXR5EisKB3BheWxvYWQYCiABKAsyGi5ydW5uZWwudjEuUmVzcG9uc2VQYXlsb2FkEjIKDGVuZG9yc2VtZW50cxgLIAMoCzIcLnJ1bm5lbC52MS5FbmRvcnNlbWVudERldGFpbCIpChhHZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QSDQoFdHhfaWQYASABKAkiewoZR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jaxITCgt0cmFuc2FjdGlvbhgCIAEoDBIoCgVwcm9vZhgDIAEoCzIZLnJ1bm5lbC52MS5JbmNsdXNpb25Qcm9vZiIvCg1HZXRLZXlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwiYwoOR2V0S2V5UmVzcG9uc2USDQoFZm91bmQYASABKAgSDQoFdmFsdWUYAiABKAwSIwoHdmVyc2lvbhgDIAEoCzISLnJ1bm5lbC52MS5WZXJzaW9uEg4KBmhlaWdodBgEIAEoBCJZChRHZXRLZXlIaXN0b3J5UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDa2V5GAIgASgMEhIKCmJlZm9yZV9zZXEYAyABKAQSDQoFbGltaXQYBCABKA0iTwoPS2V5TW9kaWZpY2F0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRIRCglpc19kZWxldGUYAyABKAgSDQoFdmFsdWUYBCABKAwiRAoVR2V0S2V5SGlzdG9yeVJlc3BvbnNlEisKB2VudHJpZXMYASADKAsyGi5ydW5uZWwudjEuS2V5TW9kaWZpY2F0aW9uIjoKFExpc3RDb250cmFjdHNSZXF1ZXN0EhMKC3N0YXJ0X2FmdGVyGAEgASgJEg0KBWxpbWl0GAIgASgNIkkKFUxpc3RDb250cmFjdHNSZXNwb25zZRIwCgljb250cmFjdHMYASADKAsyHS5ydW5uZWwudjEuQ29udHJhY3REZWZpbml0aW9uIhUKE0dldFN0YXRlSGFzaFJlcXVlc3QiQgoUR2V0U3RhdGVIYXNoUmVzcG9uc2USDgoGaGVpZ2h0GAEgASgEEgwKBGhhc2gYAiABKAwSDAoEa2V5cxgDIAEoBCIXChVHZXROZXR3b3JrSW5mb1JlcXVlc3Qi5gIKFkdldE5ldHdvcmtJbmZvUmVzcG9uc2USDwoHY2hhbm5lbBgBIAEoCRIMCgRvcmdzGAIgAygJEhQKDG5vZGVfdmVyc2lvbhgDIAEoCRIuCg1vcmRlcmluZ19tb2RlGAQgASgOMhcucnVubmVsLnYxLk9yZGVyaW5nTW9kZRIUCgxzZWFsX21heF90eHMYBSABKAQSGQoRc2VhbF9tYXhfZGVsYXlfbXMYBiABKAQSFgoOb3JkZXJlZF9oZWlnaHQYByABKAQSGAoQdmFsaWRhdGVkX2hlaWdodBgIIAEoBBIYChBjb21taXR0ZWRfaGVpZ2h0GAkgASgEEhQKDGJsb2NrX2hlaWdodBgKIAEoBBIZChFtZXNzYWdlX2J5dGVzX21heBgLIAEoBBIaChJwcm9wb3NhbF9ieXRlc19tYXgYDCABKAQSHQoVdHJhbnNhY3Rpb25fYnl0ZXNfbWF4GA0gASgEIkQKFURlcGxveUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJvChZEZXBsb3lDb250cmFjdFJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEhMKC3RyYW5zYWN0aW9uGAIgASgMEjEKCmRlZmluaXRpb24YAyABKAsyHS5ydW5uZWwudjEuQ29udHJhY3REZWZpbml0aW9uIkUKFlVwZ3JhZGVDb250cmFjdFJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwicAoXVXBncmFkZUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iPAoKU3RhZ2VTdGFtcBIfCgVzdGFnZRgBIAEoDjIQLnJ1bm5lbC52MS5TdGFnZRINCgVhdF91cxgCIAEoBCJIChBUcmFuc2FjdGlvblRyYWNlEg0KBXR4X2lkGAEgASgJEiUKBnN0YWdlcxgCIAMoCzIVLnJ1bm5lbC52MS5TdGFnZVN0YW1wIiAKD0dldFRyYWNlUmVxdWVzdBINCgV0eF9pZBgBIAEoCSI+ChBHZXRUcmFjZVJlc3BvbnNlEioKBXRyYWNlGAEgASgLMhsucnVubmVsLnYxLlRyYW5zYWN0aW9uVHJhY2UiFAoSVHJhY2VTdHJlYW1SZXF1ZXN0IkEKE1RyYWNlU3RyZWFtUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSrYBAoOVmFsaWRhdGlvbkNvZGUSHwobVkFMSURBVElPTl9DT0RFX1VOU1BFQ0lGSUVEEAASGQoVVkFMSURBVElPTl9DT0RFX1ZBTElEEAESJgoiVkFMSURBVElPTl9DT0RFX01WQ0NfUkVBRF9DT05GTElDVBACEikKJVZBTElEQVRJT05fQ09ERV9QSEFOVE9NX1JFQURfQ09ORkxJQ1QQAxIuCipWQUxJREFUSU9OX0NPREVfRU5ET1JTRU1FTlRfUE9MSUNZX0ZBSUxVUkUQBBIpCiVWQUxJREFUSU9OX0NPREVfQkFEX0NSRUFUT1JfU0lHTkFUVVJFEAUSKgomVkFMSURBVElPTl9DT0RFX0JBRF9FTkRPUlNFUl9TSUdOQVRVUkUQBhIiCh5WQUxJREFUSU9OX0NPREVfRFVQTElDQVRFX1RYSUQQBxImCiJWQUxJREFUSU9OX0NPREVfQ09OVFJBQ1RfTk9UX0ZPVU5EEAgSJwojVkFMSURBVElPTl9DT0RFX0VYUElSRURfQ0VSVElGSUNBVEUQCRIfChtWQUxJREFUSU9OX0NPREVfQkFEX1BBWUxPQUQQChIoCiRWQUxJREFUSU9OX0NPREVfRU5ET1JTRU1FTlRfTUlTTUFUQ0gQCxIkCiBWQUxJREFUSU9OX0NPREVfSUxMRUdBTF9XUklURVNFVBAMEh0KGVZBTElEQVRJT05fQ09ERV9CQURfUldTRVQQDRIrCidWQUxJREFUSU9OX0NPREVfVElNRVNUQU1QX09VVF9PRl9XSU5ET1cQDipTCgdUeFBoYXNlEhgKFFRYX1BIQVNFX1VOU1BFQ0lGSUVEEAASFgoSVFhfUEhBU0VfVkFMSURBVEVEEAESFgoSVFhfUEhBU0VfQ09NTUlUVEVEEAIqZAoMT3JkZXJpbmdNb2RlEh0KGU9SREVSSU5HX01PREVfVU5TUEVDSUZJRUQQABIbChdPUkRFUklOR19NT0RFX1NUUkVBTUlORxABEhgKFE9SREVSSU5HX01PREVfQkxPQ0tTEAIq3AEKBVN0YWdlEhUKEVNUQUdFX1VOU1BFQ0lGSUVEEAASFwoTU1RBR0VfRU5ET1JTRV9TVEFSVBABEhUKEVNUQUdFX0VORE9SU0VfRU5EEAISEgoOU1RBR0VfUkVDRUlWRUQQAxIRCg1TVEFHRV9PUkRFUkVEEAQSEwoPU1RBR0VfREVMSVZFUkVEEAUSEgoOU1RBR0VfVkVSSUZJRUQQBhITCg9TVEFHRV9WQUxJREFURUQQBxITCg9TVEFHRV9DT01NSVRURUQQCBISCg5TVEFHRV9OT1RJRklFRBAJMvkCCgdHYXRld2F5EkMKCEV2YWx1YXRlEhoucnVubmVsLnYxLkV2YWx1YXRlUmVxdWVzdBobLnJ1bm5lbC52MS5FdmFsdWF0ZVJlc3BvbnNlEkAKB0VuZG9yc2USGS5ydW5uZWwudjEuRW5kb3JzZVJlcXVlc3QaGi5ydW5uZWwudjEuRW5kb3JzZVJlc3BvbnNlEj0KBlN1Ym1pdBIYLnJ1bm5lbC52MS5TdWJtaXRSZXF1ZXN0GhkucnVubmVsLnYxLlN1Ym1pdFJlc3BvbnNlEk8KDENvbW1pdFN0YXR1cxIeLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXF1ZXN0Gh8ucnVubmVsLnYxLkNvbW1pdFN0YXR1c1Jlc3BvbnNlElcKDkNvbnRyYWN0RXZlbnRzEiAucnVubmVsLnYxLkNvbnRyYWN0RXZlbnRzUmVxdWVzdBohLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50c1Jlc3BvbnNlMAEyuQEKB0RlbGl2ZXISXwoMVHJhbnNhY3Rpb25zEiUucnVubmVsLnYxLkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXF1ZXN0GiYucnVubmVsLnYxLkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXNwb25zZTABEk0KBkJsb2NrcxIfLnJ1bm5lbC52MS5EZWxpdmVyQmxvY2tzUmVxdWVzdBogLnJ1bm5lbC52MS5EZWxpdmVyQmxvY2tzUmVzcG9uc2UwATKSBQoFUXVlcnkSQwoIR2V0QmxvY2sSGi5ydW5uZWwudjEuR2V0QmxvY2tSZXF1ZXN0GhsucnVubmVsLnYxLkdldEJsb2NrUmVzcG9uc2USVQoOR2V0VHJhbnNhY3Rpb24SIC5ydW5uZWwudjEuR2V0VHJhbnNhY3Rpb25SZXF1ZXN0GiEucnVubmVsLnYxLkdldFRyYW5zYWN0aW9uUmVzcG9uc2USXgoRR2V0SW5jbHVzaW9uUHJvb2YSIy5ydW5uZWwudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0GiQucnVubmVsLnYxLkdldEluY2x1c2lvblByb29mUmVzcG9uc2USPQoGR2V0S2V5EhgucnVubmVsLnYxLkdldEtleVJlcXVlc3QaGS5ydW5uZWwudjEuR2V0S2V5UmVzcG9uc2USUgoNR2V0S2V5SGlzdG9yeRIfLnJ1bm5lbC52MS5HZXRLZXlIaXN0b3J5UmVxdWVzdBogLnJ1bm5lbC52MS5HZXRLZXlIaXN0b3J5UmVzcG9uc2USUgoNTGlzdENvbnRyYWN0cxIfLnJ1bm5lbC52MS5MaXN0Q29udHJhY3RzUmVxdWVzdBogLnJ1bm5lbC52MS5MaXN0Q29udHJhY3RzUmVzcG9uc2USVQoOR2V0TmV0d29ya0luZm8SIC5ydW5uZWwudjEuR2V0TmV0d29ya0luZm9SZXF1ZXN0GiEucnVubmVsLnYxLkdldE5ldHdvcmtJbmZvUmVzcG9uc2USTwoMR2V0U3RhdGVIYXNoEh4ucnVubmVsLnYxLkdldFN0YXRlSGFzaFJlcXVlc3QaHy5ydW5uZWwudjEuR2V0U3RhdGVIYXNoUmVzcG9uc2UyuAEKBUFkbWluElUKDkRlcGxveUNvbnRyYWN0EiAucnVubmVsLnYxLkRlcGxveUNvbnRyYWN0UmVxdWVzdBohLnJ1bm5lbC52MS5EZXBsb3lDb250cmFjdFJlc3BvbnNlElgKD1VwZ3JhZGVDb250cmFjdBIhLnJ1bm5lbC52MS5VcGdyYWRlQ29udHJhY3RSZXF1ZXN0GiIucnVubmVsLnYxLlVwZ3JhZGVDb250cmFjdFJlc3BvbnNlMpwBCgVUcmFjZRJDCghHZXRUcmFjZRIaLnJ1bm5lbC52MS5HZXRUcmFjZVJlcXVlc3QaGy5ydW5uZWwudjEuR2V0VHJhY2VSZXNwb25zZRJOCgtUcmFjZVN0cmVhbRIdLnJ1bm5lbC52MS5UcmFjZVN0cmVhbVJlcXVlc3QaHi5ydW5uZWwudjEuVHJhY2VTdHJlYW1SZXNwb25zZTABYgZwcm90bzM", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
+
+/**
+ * A node with `[api] read_access = "members"` serves reads (Query, Deliver, Trace,
+ * Gateway.CommitStatus and Gateway.ContractEvents) only to identities of the network.
+ * A caller proves it is one by a client certificate of the network's MSP over mutual
+ * TLS, or by a signed read grant in the binary request header `runnel-read-grant-bin`
+ * (what browsers can send: gRPC-web cannot present client certificates reliably).
+ * Query.GetNetworkInfo is open to all, so that a client can learn the channel to name.
+ *
+ * @generated from message runnel.v1.ReadGrant
+ */
+export type ReadGrant = Message<"runnel.v1.ReadGrant"> & {
+  /**
+   * the reader's certificate, DER
+   *
+   * @generated from field: bytes creator = 1;
+   */
+  creator: Uint8Array;
+
+  /**
+   * the channel it reads; the node refuses any other
+   *
+   * @generated from field: string channel = 2;
+   */
+  channel: string;
+
+  /**
+   * Unix milliseconds
+   *
+   * @generated from field: uint64 not_before_ms = 3;
+   */
+  notBeforeMs: bigint;
+
+  /**
+   * at most 15 minutes after not_before_ms
+   *
+   * @generated from field: uint64 not_after_ms = 4;
+   */
+  notAfterMs: bigint;
+};
+
+/**
+ * Describes the message runnel.v1.ReadGrant.
+ * Use `create(ReadGrantSchema)` to create a new message.
+ */
+export const ReadGrantSchema: GenMessage<ReadGrant> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 0);
+
+/**
+ * @generated from message runnel.v1.SignedReadGrant
+ */
+export type SignedReadGrant = Message<"runnel.v1.SignedReadGrant"> & {
+  /**
+   * an encoded ReadGrant, exactly as signed
+   *
+   * @generated from field: bytes grant = 1;
+   */
+  grant: Uint8Array;
+
+  /**
+   * Ed25519 by the creator's key over "runnel.read.v1" || SHA-256(grant).
+   *
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+};
+
+/**
+ * Describes the message runnel.v1.SignedReadGrant.
+ * Use `create(SignedReadGrantSchema)` to create a new message.
+ */
+export const SignedReadGrantSchema: GenMessage<SignedReadGrant> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 1);
 
 /**
  * An identity as the network's MSP reads its certificate.
@@ -72,7 +145,7 @@ export type Identity = Message<"runnel.v1.Identity"> & {
  * Use `create(IdentitySchema)` to create a new message.
  */
 export const IdentitySchema: GenMessage<Identity> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 0);
+  messageDesc(file_runnel_v1_api, 2);
 
 /**
  * @generated from message runnel.v1.EvaluateRequest
@@ -89,7 +162,7 @@ export type EvaluateRequest = Message<"runnel.v1.EvaluateRequest"> & {
  * Use `create(EvaluateRequestSchema)` to create a new message.
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 1);
+  messageDesc(file_runnel_v1_api, 3);
 
 /**
  * @generated from message runnel.v1.EvaluateResponse
@@ -108,7 +181,7 @@ export type EvaluateResponse = Message<"runnel.v1.EvaluateResponse"> & {
  * Use `create(EvaluateResponseSchema)` to create a new message.
  */
 export const EvaluateResponseSchema: GenMessage<EvaluateResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 2);
+  messageDesc(file_runnel_v1_api, 4);
 
 /**
  * @generated from message runnel.v1.EndorseRequest
@@ -125,7 +198,7 @@ export type EndorseRequest = Message<"runnel.v1.EndorseRequest"> & {
  * Use `create(EndorseRequestSchema)` to create a new message.
  */
 export const EndorseRequestSchema: GenMessage<EndorseRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 3);
+  messageDesc(file_runnel_v1_api, 5);
 
 /**
  * @generated from message runnel.v1.EndorseResponse
@@ -160,7 +233,7 @@ export type EndorseResponse = Message<"runnel.v1.EndorseResponse"> & {
  * Use `create(EndorseResponseSchema)` to create a new message.
  */
 export const EndorseResponseSchema: GenMessage<EndorseResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 4);
+  messageDesc(file_runnel_v1_api, 6);
 
 /**
  * @generated from message runnel.v1.SubmitRequest
@@ -187,7 +260,7 @@ export type SubmitRequest = Message<"runnel.v1.SubmitRequest"> & {
  * Use `create(SubmitRequestSchema)` to create a new message.
  */
 export const SubmitRequestSchema: GenMessage<SubmitRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 5);
+  messageDesc(file_runnel_v1_api, 7);
 
 /**
  * @generated from message runnel.v1.SubmitResponse
@@ -218,7 +291,7 @@ export type SubmitResponse = Message<"runnel.v1.SubmitResponse"> & {
  * Use `create(SubmitResponseSchema)` to create a new message.
  */
 export const SubmitResponseSchema: GenMessage<SubmitResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 6);
+  messageDesc(file_runnel_v1_api, 8);
 
 /**
  * @generated from message runnel.v1.CommitStatusRequest
@@ -244,7 +317,7 @@ export type CommitStatusRequest = Message<"runnel.v1.CommitStatusRequest"> & {
  * Use `create(CommitStatusRequestSchema)` to create a new message.
  */
 export const CommitStatusRequestSchema: GenMessage<CommitStatusRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 7);
+  messageDesc(file_runnel_v1_api, 9);
 
 /**
  * @generated from message runnel.v1.CommitStatusResponse
@@ -292,7 +365,7 @@ export type CommitStatusResponse = Message<"runnel.v1.CommitStatusResponse"> & {
  * Use `create(CommitStatusResponseSchema)` to create a new message.
  */
 export const CommitStatusResponseSchema: GenMessage<CommitStatusResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 8);
+  messageDesc(file_runnel_v1_api, 10);
 
 /**
  * A position in the event stream: the event at `index` among the events of the
@@ -317,7 +390,7 @@ export type EventCheckpoint = Message<"runnel.v1.EventCheckpoint"> & {
  * Use `create(EventCheckpointSchema)` to create a new message.
  */
 export const EventCheckpointSchema: GenMessage<EventCheckpoint> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 9);
+  messageDesc(file_runnel_v1_api, 11);
 
 /**
  * @generated from message runnel.v1.ContractEventsRequest
@@ -357,7 +430,7 @@ export type ContractEventsRequest = Message<"runnel.v1.ContractEventsRequest"> &
  * Use `create(ContractEventsRequestSchema)` to create a new message.
  */
 export const ContractEventsRequestSchema: GenMessage<ContractEventsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 10);
+  messageDesc(file_runnel_v1_api, 12);
 
 /**
  * One event, with the position to resume after it.
@@ -393,7 +466,7 @@ export type ContractEventsResponse = Message<"runnel.v1.ContractEventsResponse">
  * Use `create(ContractEventsResponseSchema)` to create a new message.
  */
 export const ContractEventsResponseSchema: GenMessage<ContractEventsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 11);
+  messageDesc(file_runnel_v1_api, 13);
 
 /**
  * A transaction as this node committed it.
@@ -439,7 +512,7 @@ export type CommittedTransaction = Message<"runnel.v1.CommittedTransaction"> & {
  * Use `create(CommittedTransactionSchema)` to create a new message.
  */
 export const CommittedTransactionSchema: GenMessage<CommittedTransaction> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 12);
+  messageDesc(file_runnel_v1_api, 14);
 
 /**
  * A transaction in a block's list.
@@ -468,7 +541,7 @@ export type BlockTransaction = Message<"runnel.v1.BlockTransaction"> & {
  * Use `create(BlockTransactionSchema)` to create a new message.
  */
 export const BlockTransactionSchema: GenMessage<BlockTransaction> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 13);
+  messageDesc(file_runnel_v1_api, 15);
 
 /**
  * A sealed block.
@@ -510,7 +583,7 @@ export type Block = Message<"runnel.v1.Block"> & {
  * Use `create(BlockSchema)` to create a new message.
  */
 export const BlockSchema: GenMessage<Block> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 14);
+  messageDesc(file_runnel_v1_api, 16);
 
 /**
  * @generated from message runnel.v1.DeliverTransactionsRequest
@@ -529,7 +602,7 @@ export type DeliverTransactionsRequest = Message<"runnel.v1.DeliverTransactionsR
  * Use `create(DeliverTransactionsRequestSchema)` to create a new message.
  */
 export const DeliverTransactionsRequestSchema: GenMessage<DeliverTransactionsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 15);
+  messageDesc(file_runnel_v1_api, 17);
 
 /**
  * @generated from message runnel.v1.DeliverTransactionsResponse
@@ -546,7 +619,7 @@ export type DeliverTransactionsResponse = Message<"runnel.v1.DeliverTransactions
  * Use `create(DeliverTransactionsResponseSchema)` to create a new message.
  */
 export const DeliverTransactionsResponseSchema: GenMessage<DeliverTransactionsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 16);
+  messageDesc(file_runnel_v1_api, 18);
 
 /**
  * @generated from message runnel.v1.DeliverBlocksRequest
@@ -572,7 +645,7 @@ export type DeliverBlocksRequest = Message<"runnel.v1.DeliverBlocksRequest"> & {
  * Use `create(DeliverBlocksRequestSchema)` to create a new message.
  */
 export const DeliverBlocksRequestSchema: GenMessage<DeliverBlocksRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 17);
+  messageDesc(file_runnel_v1_api, 19);
 
 /**
  * @generated from message runnel.v1.DeliverBlocksResponse
@@ -589,7 +662,7 @@ export type DeliverBlocksResponse = Message<"runnel.v1.DeliverBlocksResponse"> &
  * Use `create(DeliverBlocksResponseSchema)` to create a new message.
  */
 export const DeliverBlocksResponseSchema: GenMessage<DeliverBlocksResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 18);
+  messageDesc(file_runnel_v1_api, 20);
 
 /**
  * @generated from message runnel.v1.GetBlockRequest
@@ -608,7 +681,7 @@ export type GetBlockRequest = Message<"runnel.v1.GetBlockRequest"> & {
  * Use `create(GetBlockRequestSchema)` to create a new message.
  */
 export const GetBlockRequestSchema: GenMessage<GetBlockRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 19);
+  messageDesc(file_runnel_v1_api, 21);
 
 /**
  * @generated from message runnel.v1.GetBlockResponse
@@ -627,7 +700,7 @@ export type GetBlockResponse = Message<"runnel.v1.GetBlockResponse"> & {
  * Use `create(GetBlockResponseSchema)` to create a new message.
  */
 export const GetBlockResponseSchema: GenMessage<GetBlockResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 20);
+  messageDesc(file_runnel_v1_api, 22);
 
 /**
  * @generated from message runnel.v1.GetTransactionRequest
@@ -644,7 +717,7 @@ export type GetTransactionRequest = Message<"runnel.v1.GetTransactionRequest"> &
  * Use `create(GetTransactionRequestSchema)` to create a new message.
  */
 export const GetTransactionRequestSchema: GenMessage<GetTransactionRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 21);
+  messageDesc(file_runnel_v1_api, 23);
 
 /**
  * An endorsement with its endorser's identity.
@@ -668,7 +741,7 @@ export type EndorsementDetail = Message<"runnel.v1.EndorsementDetail"> & {
  * Use `create(EndorsementDetailSchema)` to create a new message.
  */
 export const EndorsementDetailSchema: GenMessage<EndorsementDetail> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 22);
+  messageDesc(file_runnel_v1_api, 24);
 
 /**
  * @generated from message runnel.v1.GetTransactionResponse
@@ -747,7 +820,7 @@ export type GetTransactionResponse = Message<"runnel.v1.GetTransactionResponse">
  * Use `create(GetTransactionResponseSchema)` to create a new message.
  */
 export const GetTransactionResponseSchema: GenMessage<GetTransactionResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 23);
+  messageDesc(file_runnel_v1_api, 25);
 
 /**
  * @generated from message runnel.v1.GetInclusionProofRequest
@@ -764,7 +837,7 @@ export type GetInclusionProofRequest = Message<"runnel.v1.GetInclusionProofReque
  * Use `create(GetInclusionProofRequestSchema)` to create a new message.
  */
 export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 24);
+  messageDesc(file_runnel_v1_api, 26);
 
 /**
  * Check it without trusting the node: sha256(transaction) is the leaf; `proof.path` leads
@@ -799,7 +872,7 @@ export type GetInclusionProofResponse = Message<"runnel.v1.GetInclusionProofResp
  * Use `create(GetInclusionProofResponseSchema)` to create a new message.
  */
 export const GetInclusionProofResponseSchema: GenMessage<GetInclusionProofResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 25);
+  messageDesc(file_runnel_v1_api, 27);
 
 /**
  * @generated from message runnel.v1.GetKeyRequest
@@ -823,7 +896,7 @@ export type GetKeyRequest = Message<"runnel.v1.GetKeyRequest"> & {
  * Use `create(GetKeyRequestSchema)` to create a new message.
  */
 export const GetKeyRequestSchema: GenMessage<GetKeyRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 26);
+  messageDesc(file_runnel_v1_api, 28);
 
 /**
  * @generated from message runnel.v1.GetKeyResponse
@@ -859,7 +932,7 @@ export type GetKeyResponse = Message<"runnel.v1.GetKeyResponse"> & {
  * Use `create(GetKeyResponseSchema)` to create a new message.
  */
 export const GetKeyResponseSchema: GenMessage<GetKeyResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 27);
+  messageDesc(file_runnel_v1_api, 29);
 
 /**
  * @generated from message runnel.v1.GetKeyHistoryRequest
@@ -895,7 +968,7 @@ export type GetKeyHistoryRequest = Message<"runnel.v1.GetKeyHistoryRequest"> & {
  * Use `create(GetKeyHistoryRequestSchema)` to create a new message.
  */
 export const GetKeyHistoryRequestSchema: GenMessage<GetKeyHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 28);
+  messageDesc(file_runnel_v1_api, 30);
 
 /**
  * One committed write of a key.
@@ -929,7 +1002,7 @@ export type KeyModification = Message<"runnel.v1.KeyModification"> & {
  * Use `create(KeyModificationSchema)` to create a new message.
  */
 export const KeyModificationSchema: GenMessage<KeyModification> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 29);
+  messageDesc(file_runnel_v1_api, 31);
 
 /**
  * @generated from message runnel.v1.GetKeyHistoryResponse
@@ -948,7 +1021,7 @@ export type GetKeyHistoryResponse = Message<"runnel.v1.GetKeyHistoryResponse"> &
  * Use `create(GetKeyHistoryResponseSchema)` to create a new message.
  */
 export const GetKeyHistoryResponseSchema: GenMessage<GetKeyHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 30);
+  messageDesc(file_runnel_v1_api, 32);
 
 /**
  * @generated from message runnel.v1.ListContractsRequest
@@ -974,7 +1047,7 @@ export type ListContractsRequest = Message<"runnel.v1.ListContractsRequest"> & {
  * Use `create(ListContractsRequestSchema)` to create a new message.
  */
 export const ListContractsRequestSchema: GenMessage<ListContractsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 31);
+  messageDesc(file_runnel_v1_api, 33);
 
 /**
  * @generated from message runnel.v1.ListContractsResponse
@@ -993,7 +1066,7 @@ export type ListContractsResponse = Message<"runnel.v1.ListContractsResponse"> &
  * Use `create(ListContractsResponseSchema)` to create a new message.
  */
 export const ListContractsResponseSchema: GenMessage<ListContractsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 32);
+  messageDesc(file_runnel_v1_api, 34);
 
 /**
  * @generated from message runnel.v1.GetStateHashRequest
@@ -1006,7 +1079,7 @@ export type GetStateHashRequest = Message<"runnel.v1.GetStateHashRequest"> & {
  * Use `create(GetStateHashRequestSchema)` to create a new message.
  */
 export const GetStateHashRequestSchema: GenMessage<GetStateHashRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 33);
+  messageDesc(file_runnel_v1_api, 35);
 
 /**
  * @generated from message runnel.v1.GetStateHashResponse
@@ -1039,7 +1112,7 @@ export type GetStateHashResponse = Message<"runnel.v1.GetStateHashResponse"> & {
  * Use `create(GetStateHashResponseSchema)` to create a new message.
  */
 export const GetStateHashResponseSchema: GenMessage<GetStateHashResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 34);
+  messageDesc(file_runnel_v1_api, 36);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoRequest
@@ -1052,7 +1125,7 @@ export type GetNetworkInfoRequest = Message<"runnel.v1.GetNetworkInfoRequest"> &
  * Use `create(GetNetworkInfoRequestSchema)` to create a new message.
  */
 export const GetNetworkInfoRequestSchema: GenMessage<GetNetworkInfoRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 35);
+  messageDesc(file_runnel_v1_api, 37);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoResponse
@@ -1139,7 +1212,7 @@ export type GetNetworkInfoResponse = Message<"runnel.v1.GetNetworkInfoResponse">
  * Use `create(GetNetworkInfoResponseSchema)` to create a new message.
  */
 export const GetNetworkInfoResponseSchema: GenMessage<GetNetworkInfoResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 36);
+  messageDesc(file_runnel_v1_api, 38);
 
 /**
  * @generated from message runnel.v1.DeployContractRequest
@@ -1159,7 +1232,7 @@ export type DeployContractRequest = Message<"runnel.v1.DeployContractRequest"> &
  * Use `create(DeployContractRequestSchema)` to create a new message.
  */
 export const DeployContractRequestSchema: GenMessage<DeployContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 37);
+  messageDesc(file_runnel_v1_api, 39);
 
 /**
  * @generated from message runnel.v1.DeployContractResponse
@@ -1190,7 +1263,7 @@ export type DeployContractResponse = Message<"runnel.v1.DeployContractResponse">
  * Use `create(DeployContractResponseSchema)` to create a new message.
  */
 export const DeployContractResponseSchema: GenMessage<DeployContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 38);
+  messageDesc(file_runnel_v1_api, 40);
 
 /**
  * @generated from message runnel.v1.UpgradeContractRequest
@@ -1209,7 +1282,7 @@ export type UpgradeContractRequest = Message<"runnel.v1.UpgradeContractRequest">
  * Use `create(UpgradeContractRequestSchema)` to create a new message.
  */
 export const UpgradeContractRequestSchema: GenMessage<UpgradeContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 39);
+  messageDesc(file_runnel_v1_api, 41);
 
 /**
  * @generated from message runnel.v1.UpgradeContractResponse
@@ -1236,7 +1309,7 @@ export type UpgradeContractResponse = Message<"runnel.v1.UpgradeContractResponse
  * Use `create(UpgradeContractResponseSchema)` to create a new message.
  */
 export const UpgradeContractResponseSchema: GenMessage<UpgradeContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 40);
+  messageDesc(file_runnel_v1_api, 42);
 
 /**
  * @generated from message runnel.v1.StageStamp
@@ -1260,7 +1333,7 @@ export type StageStamp = Message<"runnel.v1.StageStamp"> & {
  * Use `create(StageStampSchema)` to create a new message.
  */
 export const StageStampSchema: GenMessage<StageStamp> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 41);
+  messageDesc(file_runnel_v1_api, 43);
 
 /**
  * @generated from message runnel.v1.TransactionTrace
@@ -1284,7 +1357,7 @@ export type TransactionTrace = Message<"runnel.v1.TransactionTrace"> & {
  * Use `create(TransactionTraceSchema)` to create a new message.
  */
 export const TransactionTraceSchema: GenMessage<TransactionTrace> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 42);
+  messageDesc(file_runnel_v1_api, 44);
 
 /**
  * @generated from message runnel.v1.GetTraceRequest
@@ -1301,7 +1374,7 @@ export type GetTraceRequest = Message<"runnel.v1.GetTraceRequest"> & {
  * Use `create(GetTraceRequestSchema)` to create a new message.
  */
 export const GetTraceRequestSchema: GenMessage<GetTraceRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 43);
+  messageDesc(file_runnel_v1_api, 45);
 
 /**
  * @generated from message runnel.v1.GetTraceResponse
@@ -1318,7 +1391,7 @@ export type GetTraceResponse = Message<"runnel.v1.GetTraceResponse"> & {
  * Use `create(GetTraceResponseSchema)` to create a new message.
  */
 export const GetTraceResponseSchema: GenMessage<GetTraceResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 44);
+  messageDesc(file_runnel_v1_api, 46);
 
 /**
  * @generated from message runnel.v1.TraceStreamRequest
@@ -1331,7 +1404,7 @@ export type TraceStreamRequest = Message<"runnel.v1.TraceStreamRequest"> & {
  * Use `create(TraceStreamRequestSchema)` to create a new message.
  */
 export const TraceStreamRequestSchema: GenMessage<TraceStreamRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 45);
+  messageDesc(file_runnel_v1_api, 47);
 
 /**
  * @generated from message runnel.v1.TraceStreamResponse
@@ -1348,7 +1421,7 @@ export type TraceStreamResponse = Message<"runnel.v1.TraceStreamResponse"> & {
  * Use `create(TraceStreamResponseSchema)` to create a new message.
  */
 export const TraceStreamResponseSchema: GenMessage<TraceStreamResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 46);
+  messageDesc(file_runnel_v1_api, 48);
 
 /**
  * Why a transaction is valid or not, as recorded with it in the ledger. Names follow

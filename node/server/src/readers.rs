@@ -1,0 +1,335 @@
+//! Who may read the ledger: `[api] read_access`, like Fabric's channel Readers policy.
+//!
+//! Under [`ReadAccess::Members`] every read — `Query` (but `GetNetworkInfo`), `Deliver`,
+//! `Trace`, `Gateway.CommitStatus`, `Gateway.ContractEvents` — needs a caller identity
+//! of the network, checked by the same MSP as writes:
+//!
+//! - a client certificate of the network's MSP, presented over mutual TLS (the node then
+//!   trusts the MSP's CAs for client certificates as well as `client_ca`); or
+//! - a signed read grant in the `runnel-read-grant-bin` request header: the reader's
+//!   certificate, the channel, and a validity of at most [`READ_GRANT_LIFETIME_MAX_MS`],
+//!   signed with the reader's key (`api.proto` `SignedReadGrant`). Browsers use this:
+//!   gRPC-web cannot present client certificates reliably.
+//!
+//! Calls that carry their own signature (`Endorse`, `Evaluate`, `Submit`, `Admin`) are
+//! checked by that signature instead, and `GetNetworkInfo` stays open so that a client
+//! can learn the channel its grant names. A grant is a bearer credential for its short
+//! life: it travels over TLS like any other. Grants found valid are remembered, so a
+//! client that reuses its grant costs a hash and a lookup per call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use prost::Message as _;
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tonic::{Code, Status};
+
+use crate::identity::{Identity, Msp};
+use crate::proto::{ReadGrant, SignedReadGrant};
+use crate::status;
+use crate::tx;
+
+/// The request header that carries a [`SignedReadGrant`], base64 (gRPC binary metadata).
+pub const READ_GRANT_HEADER: &str = "runnel-read-grant-bin";
+/// Largest read grant header taken, base64: a certificate and a signature fit many
+/// times over. A bigger one is refused before it is decoded.
+pub const READ_GRANT_HEADER_BYTES_MAX: usize = 8 << 10;
+/// Longest validity of a read grant: 15 minutes, the proposal window's default.
+pub const READ_GRANT_LIFETIME_MAX_MS: u64 = 15 * 60 * 1000;
+/// How far ahead of this node's clock a grant may start: clocks differ.
+pub const READ_GRANT_CLOCK_SKEW_MS: u64 = 60 * 1000;
+/// Grants remembered as valid; the memory is emptied when it would grow past this.
+pub const READ_GRANT_CACHE_MAX: usize = 4096;
+
+/// Who may read: `[api] read_access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAccess {
+    /// Anyone who can reach the API: a local dev node, or a ledger meant to be public.
+    Open,
+    /// Identities of the network only (the default).
+    #[default]
+    Members,
+}
+
+impl ReadAccess {
+    /// The name used in runnel.toml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadAccess::Open => "open",
+            ReadAccess::Members => "members",
+        }
+    }
+}
+
+impl std::fmt::Display for ReadAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ReadAccess {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "open" => Ok(ReadAccess::Open),
+            "members" => Ok(ReadAccess::Members),
+            _ => Err(format!("`{s}` is not a read access: open or members")),
+        }
+    }
+}
+
+/// Whether a call to `path` (`/runnel.v1.Query/GetBlock`) is a read that needs a
+/// reader. Everything is, but the calls that carry a signature of their own and
+/// `GetNetworkInfo`; a method added later is a read until named here.
+pub fn is_read(path: &str) -> bool {
+    !matches!(
+        path,
+        "/runnel.v1.Gateway/Endorse"
+            | "/runnel.v1.Gateway/Evaluate"
+            | "/runnel.v1.Gateway/Submit"
+            | "/runnel.v1.Query/GetNetworkInfo"
+    ) && !path.starts_with("/runnel.v1.Admin/")
+}
+
+/// The member of `msp` whose certificate the request's connection presented for mutual
+/// TLS, if it did and the MSP knows it (valid at `now_s`, Unix seconds).
+pub(crate) fn tls_member<B>(
+    request: &http::Request<B>,
+    msp: &Msp,
+    now_s: i64,
+) -> Option<Arc<Identity>> {
+    let certs = request
+        .extensions()
+        .get::<TlsConnectInfo<TcpConnectInfo>>()
+        .and_then(TlsConnectInfo::peer_certs)?;
+    msp.verify(certs.first()?.as_ref(), now_s).ok()
+}
+
+/// The identity a read was allowed for, in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct Reader(pub Arc<Identity>);
+
+/// A grant remembered as valid, until its end.
+struct Granted {
+    identity: Arc<Identity>,
+    not_after_ms: u64,
+}
+
+/// Checks readers for one node.
+pub struct Readers {
+    access: ReadAccess,
+    msp: Arc<Msp>,
+    channel: String,
+    /// Valid grants by the SHA-256 of their header.
+    granted: Mutex<HashMap<tx::Hash, Granted>>,
+}
+
+impl std::fmt::Debug for Readers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readers")
+            .field("access", &self.access)
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Base64 as gRPC metadata sends it: standard alphabet, padded or not.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+impl Readers {
+    /// Readers of `channel` under `access`, identities checked by `msp`.
+    pub fn new(access: ReadAccess, msp: Arc<Msp>, channel: String) -> Readers {
+        Readers {
+            access,
+            msp,
+            channel,
+            granted: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The identity `request` reads as: its mutual-TLS certificate if the MSP knows it,
+    /// else its read grant. `UNAUTHENTICATED` with `IDENTITY_REQUIRED` when it has
+    /// neither, `BAD_READ_GRANT` when its grant does not hold.
+    pub fn reader<B>(&self, request: &http::Request<B>, now_ms: u64) -> Result<Reader, Status> {
+        let now_s = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+        if let Some(identity) = tls_member(request, &self.msp, now_s) {
+            return Ok(Reader(identity));
+        }
+        let Some(header) = request.headers().get(READ_GRANT_HEADER) else {
+            return Err(status::error(
+                Code::Unauthenticated,
+                "IDENTITY_REQUIRED",
+                format_args!(
+                    "this node serves reads to identities of the network only \
+                     (read_access = \"members\"): present a client certificate of the \
+                     network over mutual TLS, or a signed read grant in the \
+                     `{READ_GRANT_HEADER}` header"
+                ),
+            ));
+        };
+        self.granted(header.as_bytes(), now_ms).map(Reader)
+    }
+
+    /// The identity of a read grant header, checked or remembered.
+    fn granted(&self, header: &[u8], now_ms: u64) -> Result<Arc<Identity>, Status> {
+        if header.len() > READ_GRANT_HEADER_BYTES_MAX {
+            return Err(bad_grant(format_args!(
+                "the header holds {} bytes, more than the {READ_GRANT_HEADER_BYTES_MAX} taken",
+                header.len()
+            )));
+        }
+        let key = tx::sha256(header);
+        if let Some(granted) = self.lock().get(&key)
+            && now_ms <= granted.not_after_ms
+        {
+            return Ok(granted.identity.clone());
+        }
+        let (identity, not_after_ms) = self.check(header, now_ms)?;
+        let mut granted = self.lock();
+        if granted.len() >= READ_GRANT_CACHE_MAX {
+            granted.clear();
+        }
+        granted.insert(
+            key,
+            Granted {
+                identity: identity.clone(),
+                not_after_ms,
+            },
+        );
+        Ok(identity)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<tx::Hash, Granted>> {
+        self.granted.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Checks a read grant header from its bytes: the reader and the grant's end.
+    fn check(&self, header: &[u8], now_ms: u64) -> Result<(Arc<Identity>, u64), Status> {
+        let bytes = BASE64
+            .decode(header)
+            .map_err(|e| bad_grant(format_args!("the header is not base64: {e}")))?;
+        let signed = SignedReadGrant::decode(bytes.as_slice())
+            .map_err(|e| bad_grant(format_args!("not a SignedReadGrant: {e}")))?;
+        let grant = ReadGrant::decode(signed.grant.as_slice())
+            .map_err(|e| bad_grant(format_args!("not a ReadGrant: {e}")))?;
+        if grant.channel != self.channel {
+            return Err(bad_grant(format_args!(
+                "the grant is for channel `{}`; this node serves `{}`",
+                crate::quote(&grant.channel),
+                self.channel
+            )));
+        }
+        if grant.not_after_ms < grant.not_before_ms
+            || grant.not_after_ms - grant.not_before_ms > READ_GRANT_LIFETIME_MAX_MS
+        {
+            return Err(bad_grant(format_args!(
+                "a grant may be valid for {READ_GRANT_LIFETIME_MAX_MS} ms at most; this one \
+                 runs from {} to {}",
+                grant.not_before_ms, grant.not_after_ms
+            )));
+        }
+        if now_ms.saturating_add(READ_GRANT_CLOCK_SKEW_MS) < grant.not_before_ms {
+            return Err(bad_grant(format_args!(
+                "the grant starts at {} ms, ahead of this node's clock ({now_ms} ms)",
+                grant.not_before_ms
+            )));
+        }
+        if now_ms > grant.not_after_ms {
+            return Err(bad_grant(format_args!(
+                "the grant ended at {} ms; this node's clock reads {now_ms} ms: sign a new one",
+                grant.not_after_ms
+            )));
+        }
+        let now_s = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+        let identity = self
+            .msp
+            .verify(&grant.creator, now_s)
+            .map_err(|e| bad_grant(format_args!("its certificate: {e}")))?;
+        identity
+            .verify(
+                &tx::read_grant_message(&tx::sha256(&signed.grant)),
+                &signed.signature,
+            )
+            .map_err(bad_grant)?;
+        Ok((identity, grant.not_after_ms))
+    }
+}
+
+fn bad_grant(message: impl std::fmt::Display) -> Status {
+    status::error(Code::Unauthenticated, "BAD_READ_GRANT", message)
+}
+
+/// The middleware in front of the services: a read goes on only with a [`Reader`].
+pub async fn check(
+    State(readers): State<Arc<Readers>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if readers.access == ReadAccess::Open || !is_read(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match readers.reader(&request, tx::now_ms()) {
+        Ok(reader) => {
+            request.extensions_mut().insert(reader);
+            next.run(request).await
+        }
+        Err(status) => {
+            // Read what the client sends before answering: over HTTP/1.1 (gRPC-web), an
+            // answer before the request's end would close the connection under a client
+            // still writing, which would see a broken pipe instead of the status. Reads'
+            // requests are small; past the largest, the connection may go.
+            let mut body = request.into_body();
+            let mut read = 0;
+            while read <= crate::QUERY_REQUEST_BYTES_MAX {
+                match http_body_util::BodyExt::frame(&mut body).await {
+                    Some(Ok(frame)) => read += frame.data_ref().map_or(0, |data| data.len()),
+                    _ => break,
+                }
+            }
+            let (parts, ()) = status.into_http::<()>().into_parts();
+            Response::from_parts(parts, axum::body::Body::empty())
+        }
+    }
+}
+
+/// A signed read grant (an encoded [`SignedReadGrant`]) for `signer` on `channel`, valid
+/// from `not_before_ms` for `lifetime_ms`: what a Rust client sends, base64, in
+/// [`READ_GRANT_HEADER`] (the SDK builds the same).
+pub fn signed_grant(
+    signer: &crate::identity::Signer,
+    channel: &str,
+    not_before_ms: u64,
+    lifetime_ms: u64,
+) -> Vec<u8> {
+    let grant = ReadGrant {
+        creator: signer.cert_der().to_vec(),
+        channel: channel.to_string(),
+        not_before_ms,
+        not_after_ms: not_before_ms.saturating_add(lifetime_ms),
+    }
+    .encode_to_vec();
+    let signature = signer
+        .sign(&tx::read_grant_message(&tx::sha256(&grant)))
+        .to_vec();
+    SignedReadGrant { grant, signature }.encode_to_vec()
+}
+
+/// [`signed_grant`] as the header's value.
+pub fn grant_header(
+    signer: &crate::identity::Signer,
+    channel: &str,
+    not_before_ms: u64,
+    lifetime_ms: u64,
+) -> String {
+    BASE64.encode(signed_grant(signer, channel, not_before_ms, lifetime_ms))
+}
