@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use runnel_ledger::ledger::LedgerConfig;
-use runnel_ledger::orderer::OrderingMode;
+use runnel_ledger::orderer::{OrderingMode, SEAL_TXS_MAX};
 use runnel_ledger::records::SyncMode;
 use runnel_server::ops::LogFormat;
 use runnel_server::sched::Scheduling;
@@ -141,7 +141,7 @@ pub struct TlsSection {
 pub struct OrderingSection {
     /// `"streaming"` (each transaction delivered at once) or `"blocks"` (Fabric-style).
     pub mode: Mode,
-    /// A block is sealed when it holds this many transactions...
+    /// A block is sealed when it holds this many transactions (1 to `SEAL_TXS_MAX`)...
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long, in milliseconds.
     pub seal_max_delay_ms: u64,
@@ -320,8 +320,8 @@ impl NodeConfig {
         if config.network.orgs.is_empty() {
             return Err("network.orgs: at least one organisation".into());
         }
-        if config.ordering.seal_max_txs == 0 {
-            return Err("ordering.seal_max_txs: at least 1".into());
+        if !(1..=SEAL_TXS_MAX).contains(&config.ordering.seal_max_txs) {
+            return Err(format!("ordering.seal_max_txs: 1 to {SEAL_TXS_MAX}"));
         }
         config.check_roles()?;
         Ok(config)
@@ -509,7 +509,7 @@ client_auth = "none"
 # "streaming": each transaction is delivered at once, blocks are sealed behind the
 # stream; "blocks": Fabric-style, transactions are delivered in cut blocks.
 mode = "streaming"
-# A block is sealed when it holds this many transactions...
+# A block is sealed when it holds this many transactions (1 to 10000)...
 seal_max_txs = 500
 # ... or when its first transaction has waited this long (milliseconds).
 seal_max_delay_ms = 250

@@ -20,12 +20,12 @@ use runnel_ledger::proto::{
     ValidationCode,
 };
 use runnel_ledger::tx;
-use runnel_server::ApiConfig;
 use runnel_server::proto::admin_client::AdminClient;
 use runnel_server::proto::deliver_client::DeliverClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::trace_client::TraceClient;
+use runnel_server::ApiConfig;
 use tokio_stream::StreamExt;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
@@ -759,6 +759,54 @@ async fn contract_events_replay_then_go_live_and_resume_from_a_checkpoint() {
         .into_inner();
     let later = mint(&node, 7).await;
     assert_eq!(next(&mut from_now).await.seq, later);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_of_a_quiet_contract_cost_the_reads_they_return() {
+    let node = Node::default().await;
+    node.deploy("token", token_wasm()).await;
+    node.deploy("kv", kv_wasm()).await;
+    let mut expected = vec![mint(&node, 1).await];
+    // Many transactions of another contract between the quiet one's two events.
+    let busy = 300;
+    let ledger = node.ledger.clone();
+    tokio::task::spawn_blocking(move || {
+        for i in 0..busy {
+            let key = format!("k{i}");
+            ledger.submit("kv", "put", &[key.as_bytes(), b"v"]).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    expected.push(mint(&node, 2).await);
+    assert!(expected[1] - expected[0] > busy);
+
+    let store = node.ledger.internals().world().store();
+    let before = store.records_read();
+    let mut gateway = node.gateway().await;
+    let mut stream = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "token".into(),
+            start: Some(Start::StartSeq(1)),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seqs = Vec::new();
+    while seqs.len() < expected.len() {
+        seqs.push(next(&mut stream).await.seq);
+    }
+    assert_eq!(seqs, expected);
+    // The stream has read the store to its end, and then once more after subscribing:
+    // each event is a record of the event index, plus, for a payload kept inside its
+    // transaction's bytes, its place and those bytes. Nothing of the transactions between.
+    let read = store.records_read() - before;
+    assert!(
+        read <= 3 * expected.len() as u64,
+        "{read} records read for {} events among {busy} other transactions",
+        expected.len()
+    );
     node.stop().await;
 }
 
