@@ -25,7 +25,7 @@ use runnel_server::proto::deliver_client::DeliverClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::trace_client::TraceClient;
-use runnel_server::ApiConfig;
+use runnel_server::{ADMIN_QUEUE_MAX, ApiConfig};
 use tokio_stream::StreamExt;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
@@ -1116,6 +1116,80 @@ async fn an_admin_deploys_by_signing_the_proposal_and_the_transaction() {
         .await
         .unwrap_err();
     assert_status(&status, Code::AlreadyExists, "ALREADY_DEPLOYED");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_admin_calls_is_refused_with_queue_full_and_reads_go_on() {
+    let node = Node::default().await;
+    let admin = node.admin();
+    let channel = node.channel().await;
+    // Many more calls at once than the admin thread and its queue hold. Each deploys a
+    // contract of its own name, so each is endorsed in full.
+    let flood = 8 * (ADMIN_QUEUE_MAX + 1);
+    let calls: Vec<_> = (0..flood)
+        .map(|i| {
+            let request = DeployRequest {
+                name: format!("kv{i}"),
+                version: "1.0".into(),
+                code: kv_wasm().to_vec(),
+                ..DeployRequest::default()
+            }
+            .encode_to_vec();
+            let proposal = node.proposal(&admin, "_lifecycle", "deploy", &[&request]);
+            let mut client = AdminClient::new(channel.clone())
+                .max_encoding_message_size(64 * MIB)
+                .max_decoding_message_size(64 * MIB);
+            tokio::spawn(async move {
+                client
+                    .deploy_contract(DeployContractRequest {
+                        proposal: Some(proposal),
+                    })
+                    .await
+            })
+        })
+        .collect();
+    // Reads, which run on the blocking pool, are answered meanwhile.
+    let info = node
+        .query()
+        .await
+        .get_network_info(GetNetworkInfoRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.channel, node.ledger.channel());
+    let (mut endorsed, mut refused) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(response) => {
+                assert!(response.into_inner().definition.is_some());
+                endorsed += 1;
+            }
+            Err(status) => {
+                assert_status(&status, Code::ResourceExhausted, "QUEUE_FULL");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        endorsed >= 1 && refused >= 1,
+        "{endorsed} endorsed, {refused} refused"
+    );
+    // Once the flood has passed, an admin call is served again.
+    let request = DeployRequest {
+        name: "after".into(),
+        version: "1.0".into(),
+        code: kv_wasm().to_vec(),
+        ..DeployRequest::default()
+    }
+    .encode_to_vec();
+    AdminClient::new(channel)
+        .max_encoding_message_size(64 * MIB)
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&admin, "_lifecycle", "deploy", &[&request])),
+        })
+        .await
+        .unwrap();
     node.stop().await;
 }
 
