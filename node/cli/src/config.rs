@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use runnel_ledger::ledger::LedgerConfig;
@@ -28,7 +28,7 @@ use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
 pub const FILE_NAME: &str = "runnel.toml";
 
 /// The node's settings (see the module doc and [`TEMPLATE`]).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
     /// What this process runs: every role, or the orderer or a peer alone.
@@ -50,19 +50,19 @@ pub struct NodeConfig {
 }
 
 /// `[node]`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeSection {
     /// The roles this process runs.
     pub role: NodeRole,
     /// The organisation it acts for (its orderer or peer identity); unset: the first.
     pub org: Option<String>,
-    /// How the process's threads are scheduled (see [`crate::sched`]).
+    /// How the process's threads are scheduled (see [`runnel_server::sched`]).
     pub scheduling: Scheduling,
 }
 
 /// The roles a process runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeRole {
     /// Orderer and peer in one process: the embedded ledger (a dev node, a one-node
@@ -77,7 +77,7 @@ pub enum NodeRole {
 }
 
 /// `[network]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkSection {
     /// The channel served.
@@ -89,7 +89,7 @@ pub struct NetworkSection {
 }
 
 /// `[api]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiSection {
     /// gRPC, gRPC-web, metrics and the explorer, on one address.
@@ -118,7 +118,7 @@ pub struct ApiSection {
 }
 
 /// `[api.tls]`: TLS on the API's port. Paths are relative to the node's directory.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsSection {
     /// Serve TLS only (https); false: plain HTTP.
@@ -136,7 +136,7 @@ pub struct TlsSection {
 }
 
 /// `[ordering]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OrderingSection {
     /// `"streaming"` (each transaction delivered at once) or `"blocks"` (Fabric-style).
@@ -152,7 +152,7 @@ pub struct OrderingSection {
 }
 
 /// The ordering mode, as written in the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// [`OrderingMode::Streaming`].
@@ -162,7 +162,7 @@ pub enum Mode {
 }
 
 /// `[validator]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ValidatorSection {
     /// Stage-1 workers (signature checks); 0: one when this node runs its orderer, one
@@ -176,7 +176,7 @@ pub struct ValidatorSection {
 }
 
 /// `[store]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreSection {
     /// How each flush of the orderer's log and the peer's store makes them durable.
@@ -184,7 +184,7 @@ pub struct StoreSection {
 }
 
 /// `store.sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sync {
     /// [`SyncMode::Data`]: `sync_file_range`.
@@ -212,7 +212,7 @@ impl From<SyncMode> for Sync {
 }
 
 /// `[log]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSection {
     /// A filter in `RUST_LOG` syntax, e.g. `"info"` or `"info,runnel_server=debug"`.
@@ -223,7 +223,7 @@ pub struct LogSection {
 }
 
 /// `[explorer]`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExplorerSection {
     /// The explorer's built files (`explorer/dist`); none: the node serves no explorer.
