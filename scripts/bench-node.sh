@@ -1,9 +1,15 @@
 # Sourced by the bench scripts: builds the contracts and a release `runnel`, and runs one
 # dev node at a time on 127.0.0.1:$port (set before sourcing), stopped on exit.
+# RUNNEL_BIN=path uses that binary instead (node and load generator), e.g. another
+# commit's build for a before/after comparison.
 
 ./scripts/build-contracts.sh >/dev/null
-cargo build --locked --release -p runnel --bin runnel
-runnel=target/release/runnel
+if [[ -n ${RUNNEL_BIN:-} ]]; then
+  runnel=$RUNNEL_BIN
+else
+  cargo build --locked --release -p runnel --bin runnel
+  runnel=target/release/runnel
+fi
 
 node_pid=
 stop_node() {

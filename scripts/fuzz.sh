@@ -52,6 +52,8 @@ max_len() {
     byte_list | signed_seal) echo 4096 ;;   # a seal is ~500 bytes
     transaction | ordered_tx | signed_proposal) echo 16384 ;; # ~2 KB with three certificates
     record_file | wasm_module) echo 65536 ;;
+    rwset) echo 16384 ;;                    # a kv put's payload is ~200 bytes
+    runnel_toml) echo 8192 ;;               # the commented template is ~5 KB
     *) echo 4096 ;;
   esac
 }

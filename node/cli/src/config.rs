@@ -14,11 +14,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use runnel_ledger::identity::{TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
 use runnel_ledger::ledger::LedgerConfig;
-use runnel_ledger::orderer::OrderingMode;
+use runnel_ledger::orderer::{OrderingMode, SEAL_TXS_MAX};
 use runnel_ledger::records::SyncMode;
 use runnel_server::ReadAccess;
 use runnel_server::ops::LogFormat;
@@ -29,7 +29,7 @@ use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
 pub const FILE_NAME: &str = "runnel.toml";
 
 /// The node's settings (see the module doc and [`TEMPLATE`]).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
     /// What this process runs: every role, or the orderer or a peer alone.
@@ -51,19 +51,19 @@ pub struct NodeConfig {
 }
 
 /// `[node]`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeSection {
     /// The roles this process runs.
     pub role: NodeRole,
     /// The organisation it acts for (its orderer or peer identity); unset: the first.
     pub org: Option<String>,
-    /// How the process's threads are scheduled (see [`crate::sched`]).
+    /// How the process's threads are scheduled (see [`runnel_server::sched`]).
     pub scheduling: Scheduling,
 }
 
 /// The roles a process runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeRole {
     /// Orderer and peer in one process: the embedded ledger (a dev node, a one-node
@@ -78,7 +78,7 @@ pub enum NodeRole {
 }
 
 /// `[network]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkSection {
     /// The channel served.
@@ -90,7 +90,7 @@ pub struct NetworkSection {
 }
 
 /// `[api]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiSection {
     /// gRPC, gRPC-web, metrics and the explorer, on one address.
@@ -126,7 +126,7 @@ pub struct ApiSection {
 }
 
 /// `[api.tls]`: TLS on the API's port. Paths are relative to the node's directory.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsSection {
     /// Serve TLS only (https); false: plain HTTP.
@@ -144,12 +144,12 @@ pub struct TlsSection {
 }
 
 /// `[ordering]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OrderingSection {
     /// `"streaming"` (each transaction delivered at once) or `"blocks"` (Fabric-style).
     pub mode: Mode,
-    /// A block is sealed when it holds this many transactions...
+    /// A block is sealed when it holds this many transactions (1 to `SEAL_TXS_MAX`)...
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long, in milliseconds.
     pub seal_max_delay_ms: u64,
@@ -160,7 +160,7 @@ pub struct OrderingSection {
 }
 
 /// The ordering mode, as written in the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// [`OrderingMode::Streaming`].
@@ -170,7 +170,7 @@ pub enum Mode {
 }
 
 /// `[validator]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ValidatorSection {
     /// Stage-1 workers (signature checks); 0: one when this node runs its orderer, one
@@ -184,7 +184,7 @@ pub struct ValidatorSection {
 }
 
 /// `[store]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreSection {
     /// How each flush of the orderer's log and the peer's store makes them durable.
@@ -192,7 +192,7 @@ pub struct StoreSection {
 }
 
 /// `store.sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sync {
     /// [`SyncMode::Data`]: `sync_file_range`.
@@ -220,7 +220,7 @@ impl From<SyncMode> for Sync {
 }
 
 /// `[log]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSection {
     /// A filter in `RUST_LOG` syntax, e.g. `"info"` or `"info,runnel_server=debug"`.
@@ -231,7 +231,7 @@ pub struct LogSection {
 }
 
 /// `[explorer]`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExplorerSection {
     /// The explorer's built files (`explorer/dist`); none: the node serves no explorer.
@@ -331,8 +331,8 @@ impl NodeConfig {
         if config.network.orgs.is_empty() {
             return Err("network.orgs: at least one organisation".into());
         }
-        if config.ordering.seal_max_txs == 0 {
-            return Err("ordering.seal_max_txs: at least 1".into());
+        if !(1..=SEAL_TXS_MAX).contains(&config.ordering.seal_max_txs) {
+            return Err(format!("ordering.seal_max_txs: 1 to {SEAL_TXS_MAX}"));
         }
         config.check_roles()?;
         Ok(config)
@@ -534,7 +534,7 @@ client_auth = "none"
 # "streaming": each transaction is delivered at once, blocks are sealed behind the
 # stream; "blocks": Fabric-style, transactions are delivered in cut blocks.
 mode = "streaming"
-# A block is sealed when it holds this many transactions...
+# A block is sealed when it holds this many transactions (1 to 10000)...
 seal_max_txs = 500
 # ... or when its first transaction has waited this long (milliseconds).
 seal_max_delay_ms = 250

@@ -7,7 +7,6 @@ use clap::{Parser, Subcommand};
 use local::LocalCall;
 
 mod client;
-mod config;
 mod local;
 mod node;
 

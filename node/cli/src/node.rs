@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use runnel_server::ordering::OrderingServerHandle;
 
-use crate::config::{self, NodeConfig, NodeRole};
+use runnel_cli::config::{self, NodeConfig, NodeRole};
 use runnel_client::Connection;
 use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
 use runnel_ledger::ledger::Ledger;

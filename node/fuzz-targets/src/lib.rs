@@ -9,23 +9,33 @@
 //! `cargo test --workspace`); on nightly, `node/fuzz` hands them to libFuzzer for as long
 //! as `scripts/fuzz.sh` is told to run.
 //!
-//! What is not here, and why: the validator's read/write-set rules
-//! (`runnel_ledger::validator::rules::check`) are crate-private and reached only through a
-//! running validator; `runnel.toml` is parsed by a type private to the `runnel` binary.
+//! The validator's read/write-set rules are reached through their public entry point
+//! ([`runnel_ledger::validator::rules::check_rwset`]), and `runnel.toml` through the
+//! `runnel` package's library ([`runnel_cli::config::NodeConfig::parse`]), the parser the
+//! binary uses.
 
 mod fixtures;
 
+use std::collections::HashSet;
 use std::mem::discriminant;
+use std::path::Path;
 use std::sync::Arc;
 
 use prost::Message;
+use runnel_cli::config::NodeConfig;
 use runnel_ledger::block::{self, Seal, SealChain};
 use runnel_ledger::identity::Role;
+use runnel_ledger::ids::ValidationCode;
 use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
-use runnel_ledger::orderer::OrderedTx;
+use runnel_ledger::orderer::{OrderedTx, SEAL_TXS_MAX};
 use runnel_ledger::policy::{self, Evaluation, Policy};
-use runnel_ledger::proto::{Proposal, ResponsePayload, SignedProposal};
+use runnel_ledger::proto::{Proposal, RangeRead, ResponsePayload, SignedProposal};
 use runnel_ledger::records::{FIRST_RECORD, HEADER, MAGIC_V1, RecordFile};
+use runnel_ledger::store::{KEY_BYTES_MAX, NAMESPACE_BYTES_MAX};
+use runnel_ledger::validator::rules::{
+    self, TX_EVENTS_MAX, TX_NAMESPACES_MAX, TX_RANGE_KEYS_MAX, TX_RANGE_READS_MAX, TX_READS_MAX,
+    TX_WRITES_MAX,
+};
 use runnel_ledger::{endorser, sig, tx};
 use runnel_runtime::{CallContext, MemoryState};
 
@@ -33,7 +43,7 @@ use runnel_runtime::{CallContext, MemoryState};
 pub type Target = fn(&[u8]);
 
 /// Every target, by the name its corpus directory and its cargo-fuzz target carry.
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("transaction", transaction),
     ("ordered_tx", ordered_tx),
     ("signed_proposal", signed_proposal),
@@ -42,6 +52,8 @@ pub const TARGETS: [(&str, Target); 8] = [
     ("policy", policy),
     ("record_file", record_file),
     ("wasm_module", wasm_module),
+    ("rwset", rwset),
+    ("runnel_toml", runnel_toml),
 ];
 
 /// Organisations the policy target parses against (a duplicate, which parsing ignores).
@@ -352,6 +364,98 @@ pub fn wasm_module(data: &[u8]) {
     runtime.forget(&contract.hash());
 }
 
+/// A transaction's response payload as the validator judges its shape
+/// ([`rules::check_rwset`]): bytes that do not decode are `BAD_PAYLOAD`, a payload that
+/// breaks a rule `BAD_RWSET`, and no other answer. The verdict is the one the rules'
+/// documentation gives, worked out here apart from the rules' code; the same payload
+/// written back and decoded again gets the same verdict; and a payload that passes only
+/// holds namespaces and written keys the store takes, so staging it cannot fail.
+pub fn rwset(data: &[u8]) {
+    let verdict = rules::check_rwset(data);
+    let Ok(payload) = ResponsePayload::decode(data) else {
+        assert_eq!(verdict, Err(ValidationCode::BadPayload));
+        return;
+    };
+    assert_round_trip(&payload);
+    let expected = if keeps_the_rules(&payload) {
+        Ok(())
+    } else {
+        Err(ValidationCode::BadRwset)
+    };
+    assert_eq!(verdict, expected, "the rules' verdict on {payload:?}");
+    assert_eq!(rules::check_rwset(&payload.encode_to_vec()), verdict);
+}
+
+/// The read/write-set rules as `validator/rules.rs` documents them.
+fn keeps_the_rules(payload: &ResponsePayload) -> bool {
+    let namespace_ok =
+        |ns: &str| !ns.is_empty() && ns.len() <= NAMESPACE_BYTES_MAX && !ns.as_bytes().contains(&0);
+    let key_ok = |key: &[u8]| key.len() <= KEY_BYTES_MAX;
+    let sets = &payload.rwsets;
+    let distinct: HashSet<&str> = sets.iter().map(|set| set.namespace.as_str()).collect();
+    let total = |count: fn(&runnel_ledger::proto::NsRwSet) -> usize| -> usize {
+        sets.iter().map(count).sum()
+    };
+    sets.len() <= TX_NAMESPACES_MAX
+        && payload.events.len() <= TX_EVENTS_MAX
+        && distinct.len() == sets.len()
+        && sets.iter().all(|set| namespace_ok(&set.namespace))
+        && total(|set| set.reads.len()) <= TX_READS_MAX
+        && total(|set| set.writes.len()) <= TX_WRITES_MAX
+        && total(|set| set.range_reads.len()) <= TX_RANGE_READS_MAX
+        && total(|set| set.range_reads.iter().map(|r| r.reads.len()).sum()) <= TX_RANGE_KEYS_MAX
+        && sets.iter().all(|set| {
+            set.reads.iter().all(|read| key_ok(&read.key))
+                && set.writes.iter().all(|write| key_ok(&write.key))
+                && set
+                    .range_reads
+                    .iter()
+                    .all(|range| range_shaped(range, key_ok))
+        })
+}
+
+/// A range read as the runtime records one (see `keeps_the_rules`).
+fn range_shaped(range: &RangeRead, key_ok: impl Fn(&[u8]) -> bool) -> bool {
+    let end = range.end.as_deref();
+    let inside = |key: &[u8]| key >= range.start.as_slice() && end.is_none_or(|end| key < end);
+    let bounds_ok = key_ok(&range.start) && end.is_none_or(|end| !end.is_empty() && key_ok(end));
+    let keys: Vec<&[u8]> = range.reads.iter().map(|read| read.key.as_slice()).collect();
+    let ascending = keys.windows(2).all(|pair| pair[0] < pair[1]);
+    let last_ok = match &range.last {
+        Some(last) => inside(last) && keys.last().is_none_or(|key| *key <= last.as_slice()),
+        None => keys.is_empty() || range.exhausted,
+    };
+    bounds_ok && ascending && keys.iter().all(|key| inside(key)) && last_ok
+}
+
+/// A node's `runnel.toml` as an operator may write it ([`NodeConfig::parse`], the text
+/// read as UTF-8 with invalid bytes replaced): it is refused with a message, or accepted
+/// as a configuration whose every check holds (organisations, block size, roles) and
+/// from which the ledger's and the API's settings are built; an accepted configuration
+/// written back as TOML parses to itself.
+pub fn runnel_toml(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let config = match NodeConfig::parse(&text) {
+        Ok(config) => config,
+        Err(message) => {
+            assert!(!message.is_empty(), "a refusal without a reason");
+            return;
+        }
+    };
+    assert!(!config.network.orgs.is_empty());
+    assert!((1..=SEAL_TXS_MAX).contains(&config.ordering.seal_max_txs));
+    assert_eq!(config.check_roles(), Ok(()));
+    let ledger = config.ledger_config();
+    assert_eq!(ledger.orgs, config.network.orgs);
+    let api = config.api_config(Path::new("/var/lib/runnel"));
+    assert_eq!(api.tls.is_some(), config.api.tls.enabled);
+    let written = toml::to_string(&config)
+        .unwrap_or_else(|e| panic!("{config:?} does not write back as TOML: {e}"));
+    let again = NodeConfig::parse(&written)
+        .unwrap_or_else(|e| panic!("the written configuration {written:?} is refused: {e}"));
+    assert_eq!(again, config, "written back as {written:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +464,40 @@ mod tests {
     fn every_target_takes_empty_input() {
         for (_, target) in TARGETS {
             target(&[]);
+        }
+    }
+
+    fn seed(target: &str, name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target)
+            .join(format!("seed-{name}"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn the_seeds_reach_both_answers_of_the_rules_and_the_settings() {
+        for (name, verdict) in [
+            ("kv-put", Ok(())),
+            ("empty", Ok(())),
+            ("repeated-namespace", Err(ValidationCode::BadRwset)),
+            ("nul-namespace", Err(ValidationCode::BadRwset)),
+            ("range-backwards", Err(ValidationCode::BadRwset)),
+            ("range-stopped-early", Ok(())),
+        ] {
+            assert_eq!(rules::check_rwset(&seed("rwset", name)), verdict, "{name}");
+        }
+        assert_eq!(rules::check_rwset(b"\xff"), Err(ValidationCode::BadPayload));
+        for (name, accepted) in [
+            ("template", true),
+            ("empty", true),
+            ("peer", true),
+            ("orderer-blocks", true),
+            ("tls", true),
+            ("unknown-setting", false),
+        ] {
+            let text = String::from_utf8(seed("runnel_toml", name)).unwrap();
+            assert_eq!(NodeConfig::parse(&text).is_ok(), accepted, "{name}");
         }
     }
 }

@@ -157,6 +157,8 @@ fn every_target_has_a_smoke_test() {
         "policy",
         "record_file",
         "wasm_module",
+        "rwset",
+        "runnel_toml",
     ];
     let targets: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
     assert_eq!(targets, tested);
@@ -200,4 +202,14 @@ fn record_file() {
 #[test]
 fn wasm_module() {
     run("wasm_module");
+}
+
+#[test]
+fn rwset() {
+    run("rwset");
+}
+
+#[test]
+fn runnel_toml() {
+    run("runnel_toml");
 }

@@ -206,6 +206,89 @@ fn record_files() {
     write("record_file", "format-1", &v1);
 }
 
+/// Response payloads for the read/write-set rules: one that passes, and one breaking
+/// each kind of rule.
+fn rwsets() {
+    let ok = kv_put_payload();
+    write("rwset", "kv-put", &ok.encode_to_vec());
+    write(
+        "rwset",
+        "empty",
+        &ResponsePayload::default().encode_to_vec(),
+    );
+    let mut repeated = ok.clone();
+    repeated.rwsets.push(repeated.rwsets[1].clone());
+    write("rwset", "repeated-namespace", &repeated.encode_to_vec());
+    let mut nul = ok.clone();
+    nul.rwsets[1].namespace = "k\0v".into();
+    write("rwset", "nul-namespace", &nul.encode_to_vec());
+    let mut backwards = ok.clone();
+    backwards.rwsets[1].range_reads.push(RangeRead {
+        start: b"a".to_vec(),
+        end: Some(b"m".to_vec()),
+        exhausted: false,
+        reads: vec![
+            KvRead {
+                key: b"c".to_vec(),
+                version: Some(Version { seq: 2 }),
+            },
+            KvRead {
+                key: b"b".to_vec(),
+                version: Some(Version { seq: 3 }),
+            },
+        ],
+        last: Some(b"c".to_vec()),
+    });
+    write("rwset", "range-backwards", &backwards.encode_to_vec());
+    let mut stopped = ok;
+    stopped.rwsets[1].range_reads[0] = RangeRead {
+        start: b"a".to_vec(),
+        end: None,
+        exhausted: false,
+        reads: vec![KvRead {
+            key: b"b".to_vec(),
+            version: Some(Version { seq: 2 }),
+        }],
+        last: Some(b"d".to_vec()),
+    };
+    write("rwset", "range-stopped-early", &stopped.encode_to_vec());
+}
+
+/// Settings files: the template `runnel init` writes, a peer, an orderer with blocks,
+/// TLS, and one with a setting no section has.
+fn settings() {
+    write(
+        "runnel_toml",
+        "template",
+        runnel_cli::config::TEMPLATE.as_bytes(),
+    );
+    write("runnel_toml", "empty", b"");
+    write(
+        "runnel_toml",
+        "peer",
+        b"[node]\nrole = \"peer\"\norg = \"Org2\"\n\n[network]\norgs = [\"Org1\", \"Org2\"]\n\n\
+          [ordering]\nendpoint = \"http://127.0.0.1:7050\"\n",
+    );
+    write(
+        "runnel_toml",
+        "orderer-blocks",
+        b"[node]\nrole = \"orderer\"\n\n[ordering]\nmode = \"blocks\"\nseal_max_txs = 10\n\
+          seal_max_delay_ms = 2000\n\n[store]\nsync = \"data\"\n",
+    );
+    write(
+        "runnel_toml",
+        "tls",
+        b"[api]\nlisten = \"0.0.0.0:8443\"\ncors_origins = [\"https://app.example\"]\n\n\
+          [api.tls]\nenabled = true\nclient_auth = \"required\"\nclient_ca = \"ca.pem\"\n\n\
+          [log]\nformat = \"json\"\nlevel = \"info,runnel_server=debug\"\n",
+    );
+    write(
+        "runnel_toml",
+        "unknown-setting",
+        b"[validator]\nworkers = 2\nthreads = 4\n",
+    );
+}
+
 #[test]
 #[ignore = "writes the checked-in seeds; run by hand when a format changes"]
 fn write_seeds() {
@@ -314,6 +397,9 @@ fn write_seeds() {
     }
 
     record_files();
+
+    rwsets();
+    settings();
 
     write("wasm_module", "busy", &busy_contract());
     write("wasm_module", "hostile", &hostile_contract());

@@ -51,7 +51,9 @@ use crate::policy::Endorser as PolicyEndorser;
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
 use crate::records::SyncMode;
 use crate::sig::SigCheck;
-use crate::store::{HistoryEntry, SealRecord, Snapshot, StoreError, TxRecord, WorldState};
+use crate::store::{
+    EventAt, HistoryEntry, SealRecord, Snapshot, StoreError, StoredEvent, TxRecord, WorldState,
+};
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
 use crate::tx;
 use crate::validator::{
@@ -517,7 +519,7 @@ impl Ledger {
             channel: self.channel.clone(),
             orgs: self.orgs.iter().map(|org| org.name.clone()).collect(),
             mode: self.orderer_config.mode,
-            seal_max_txs: self.orderer_config.seal_max_txs,
+            seal_max_txs: self.orderer_config.seal_txs(),
             seal_max_delay: self.orderer_config.seal_max_delay,
             ordered_height: self.orderer.height(),
             validated_height: self.world.staged_height(),
@@ -790,6 +792,41 @@ impl Ledger {
             .collect()
     }
 
+    /// Up to `limit` events that `contract` emitted in committed transactions, from the
+    /// one at `from` on, in stream order, and the durable height they were read up to:
+    /// every event of `contract` before that height's end and from `from` on is there,
+    /// unless `limit` were returned. One range scan of the store's event index.
+    pub fn committed_events(
+        &self,
+        contract: &str,
+        from: EventAt,
+        limit: usize,
+    ) -> Result<(Vec<StoredEvent>, Seq), LedgerError> {
+        let through = self.durable_height();
+        let events = self.world.store().events(contract, from, through, limit)?;
+        Ok((events, through))
+    }
+
+    /// The transactions of a committed block, without their bytes: `(seq, id, code)` in
+    /// seq order, up to `limit` of them from `from` on. Each costs a read of its id and
+    /// one of its record, however large its bytes.
+    pub fn committed_tx_list(
+        &self,
+        from: Seq,
+        limit: usize,
+    ) -> Result<Vec<(Seq, TxId, ValidationCode)>, LedgerError> {
+        let durable = self.durable_height();
+        let mut out = Vec::new();
+        for (seq, tx_id) in self.world.store().tx_ids(from, limit)? {
+            if seq > durable {
+                break;
+            }
+            let (code, _) = self.code_at(seq, &tx_id)?;
+            out.push((seq, tx_id, code));
+        }
+        Ok(out)
+    }
+
     /// Up to `limit` contract definitions in force, by name, after `start_after`.
     pub fn contracts(
         &self,
@@ -962,20 +999,31 @@ impl Ledger {
     /// A stored transaction with its id, code and time from the tx index.
     fn stored(&self, seq: Seq, bytes: Vec<u8>) -> Result<StoredTx, LedgerError> {
         let tx_id = transaction_id(&bytes).unwrap_or_else(|_| TxId(crate::block::tx_hash(&bytes)));
-        let record = self.world.tx(&tx_id)?.ok_or_else(|| {
-            LedgerError::BadResult(format!("transaction {tx_id} at seq {seq} has no record"))
-        })?;
-        let (code, timestamp_ms) = if record.seq == seq {
-            (record.code, Some(record.timestamp_ms))
-        } else {
-            (ValidationCode::DuplicateTxid, None)
-        };
+        let (code, timestamp_ms) = self.code_at(seq, &tx_id)?;
         Ok(StoredTx {
             seq,
             tx_id,
             code,
             timestamp_ms,
             bytes,
+        })
+    }
+
+    /// The code and timestamp of the transaction `tx_id` at `seq`, from the id's record:
+    /// the first transaction of an id has its own; a later one is a `DUPLICATE_TXID`,
+    /// without a timestamp.
+    fn code_at(
+        &self,
+        seq: Seq,
+        tx_id: &TxId,
+    ) -> Result<(ValidationCode, Option<u64>), LedgerError> {
+        let record = self.world.tx(tx_id)?.ok_or_else(|| {
+            LedgerError::BadResult(format!("transaction {tx_id} at seq {seq} has no record"))
+        })?;
+        Ok(if record.seq == seq {
+            (record.code, Some(record.timestamp_ms))
+        } else {
+            (ValidationCode::DuplicateTxid, None)
         })
     }
 

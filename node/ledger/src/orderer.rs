@@ -61,6 +61,10 @@ pub enum OrderingMode {
     Blocks,
 }
 
+/// Most transactions one block holds, whatever `seal_max_txs` says: what a call that
+/// lists a block's transactions, or proves one of them, reads at most.
+pub const SEAL_TXS_MAX: usize = 10_000;
+
 /// How an orderer orders and seals.
 #[derive(Debug, Clone)]
 pub struct OrdererConfig {
@@ -72,7 +76,8 @@ pub struct OrdererConfig {
     pub transaction_bytes_max: usize,
     /// Streaming or Fabric-style blocks.
     pub mode: OrderingMode,
-    /// A block is cut when it holds this many transactions (`MaxMessageCount`).
+    /// A block is cut when it holds this many transactions (`MaxMessageCount`; 1 to
+    /// [`SEAL_TXS_MAX`], a value outside taken as the nearest bound).
     pub seal_max_txs: usize,
     /// ... or when its first transaction has waited this long (`BatchTimeout`).
     pub seal_max_delay: Duration,
@@ -107,6 +112,11 @@ impl Default for OrdererConfig {
 }
 
 impl OrdererConfig {
+    /// The transactions a block is cut at: `seal_max_txs` within 1 ..= [`SEAL_TXS_MAX`].
+    pub fn seal_txs(&self) -> usize {
+        self.seal_max_txs.clamp(1, SEAL_TXS_MAX)
+    }
+
     /// Fabric's block cutting with its sample configuration: 10 transactions or 2 s.
     pub fn fabric_blocks() -> Self {
         OrdererConfig {

@@ -9,19 +9,36 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `'s' ns 0x00 key` | `seq u64be ++ value` (a delete removes the key) |
-//! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete) ++ tx_id [32] ++ value` |
+//! | `'s' ns 0x00 key` | `seq u64be ++ value`, or `(seq \| 1 << 63) u64be ++ place` (a delete removes the key) |
+//! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete, 2 put at a place) ++ tx_id [32] ++ value or place` |
 //! | `'t' tx_id [32]` | `seq u64be ++ code u8 ++ timestamp_ms u64be` |
 //! | `'o' last u64be` | where the bytes of each transaction a commit wrote (seqs `first ..= last`) lie in the transactions' file: `offset u64be ++ len u32be` for a commit of one, else `first u64be` and that per seq |
+//! | `'i' last u64be` | the ids of the transactions a commit wrote: `first u64be ++ tx_id [32]` per seq |
+//! | `'e' contract 0x00 seq u64be index u32be` | `tag u8 (0 copied, 2 at a place) ++ tx_id [32] ++ len(name) u32be ++ name ++ payload or place` |
 //! | `'b' number u64be` | `first u64be ++ last u64be ++ seal bytes` (the seal is opaque) |
 //! | `'c' last u64be` | `number u64be ++ first u64be`: the seal index, by last seq covered |
 //! | `'m' "height"` | the last durable seq, `u64be` |
+//! | `'m' "format"` | the layout's version, `u64be` (written by the first commit) |
 //!
 //! A namespace is 1 to [`NAMESPACE_BYTES_MAX`] bytes with no `0x00`, so `ns 0x00` ends it
 //! unambiguously and `ns 0x01` bounds its state. A history key spells out the key's length,
 //! so the entries of `ab` never mix with those of `abc`; the inverted seq makes ascending
 //! iteration newest first. Every record read back is decoded and checked: one that does not
 //! decode is [`StoreError::Corrupt`], never a panic and never skipped.
+//!
+//! A value of 64 bytes or more in a history record or an event's payload, and of 4 KiB
+//! or more in a state record, is not copied when the writing transaction's stored bytes
+//! hold it: the record holds its place there (`offset u32be ++ len u32be ++ crc32
+//! u32be`), and a read reads those bytes alone and checks them against the CRC-32.
+//!
+//! The event index (`'e'`) holds each contract event of a valid transaction under the
+//! contract that emitted it, by its place in the stream (the transaction's seq, and its
+//! index among all that transaction's events), so a contract's events from a place on are
+//! one range scan however many other transactions the ledger holds. An event whose
+//! contract is not a well-formed namespace is not indexed: no contract has that name.
+//!
+//! A store of another format than this code's ([`Store::open`] refuses it with
+//! [`StoreError::Format`]) is moved away and rebuilt by the peer from its orderer's log.
 //!
 //! Every ordered transaction, valid or not, keeps its bytes, as the orderer delivered
 //! them, in `transactions.log`: an append-only [`crate::records::RecordFile`] beside
@@ -81,7 +98,7 @@ mod world;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use runnel_runtime::NsRwSet;
+use runnel_runtime::{ContractEvent, NsRwSet};
 
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 
@@ -123,6 +140,29 @@ pub struct HistoryEntry {
     pub value: Option<Vec<u8>>,
 }
 
+/// A place in the stream of contract events: the event at `index` among the events of
+/// the transaction at `seq` (every contract's events counted). Ordered as the stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventAt {
+    /// The emitting transaction's seq.
+    pub seq: Seq,
+    /// The event's index among the transaction's events.
+    pub index: u32,
+}
+
+/// A contract event as the store's event index gives it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Its place in the stream.
+    pub at: EventAt,
+    /// The emitting transaction's id.
+    pub tx_id: TxId,
+    /// The event's name.
+    pub name: String,
+    /// The event's payload.
+    pub payload: Vec<u8>,
+}
+
 /// A block seal as the store keeps it: its number, the seq range it covers, and the signed
 /// seal bytes (opaque here).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +184,8 @@ struct BatchTx {
     record: TxRecord,
     /// Its writes (only a valid transaction's apply).
     writes: Vec<NsRwSet>,
+    /// Its contract events (only a valid transaction's are indexed).
+    events: Vec<ContractEvent>,
     /// Its bytes as ordered; shared with the staged record until the commit is done.
     transaction: Arc<Vec<u8>>,
 }
@@ -168,14 +210,33 @@ impl CommitBatch {
     /// valid or not). Only the `writes` of each [`NsRwSet`] matter, and only for a valid
     /// transaction: an invalid one changes no state (pass empty `writes`).
     pub fn push_tx(&mut self, record: TxRecord, writes: Vec<NsRwSet>, transaction: Vec<u8>) {
-        self.push_shared(record, writes, Arc::new(transaction));
+        self.push_tx_with_events(record, writes, Vec::new(), transaction);
     }
 
-    /// [`CommitBatch::push_tx`] with bytes shared with a staged record.
-    fn push_shared(&mut self, record: TxRecord, writes: Vec<NsRwSet>, transaction: Arc<Vec<u8>>) {
+    /// [`CommitBatch::push_tx`] for a transaction that emitted `events` (in its order):
+    /// a valid transaction's go into the event index ([`Store::events`]).
+    pub fn push_tx_with_events(
+        &mut self,
+        record: TxRecord,
+        writes: Vec<NsRwSet>,
+        events: Vec<ContractEvent>,
+        transaction: Vec<u8>,
+    ) {
+        self.push_shared(record, writes, events, Arc::new(transaction));
+    }
+
+    /// [`CommitBatch::push_tx_with_events`] with bytes shared with a staged record.
+    fn push_shared(
+        &mut self,
+        record: TxRecord,
+        writes: Vec<NsRwSet>,
+        events: Vec<ContractEvent>,
+        transaction: Arc<Vec<u8>>,
+    ) {
         self.txs.push(BatchTx {
             record,
             writes,
+            events,
             transaction,
         });
     }

@@ -4,15 +4,20 @@
 //! transaction for the same admin to sign and submit through `Gateway.Submit`. The node
 //! holds admin keys to endorse, never to propose: a caller without an admin's key
 //! cannot deploy anything.
+//!
+//! Calls queue for a thread of the service's own ([`ADMIN_QUEUE_MAX`] at most), like the
+//! calls every transaction makes ([`super::admission`]): a flood of them is refused
+//! with `QUEUE_FULL`, and never takes the blocking pool the other services read through.
 
 use std::sync::Arc;
 
 use prost::Message;
 use tonic::{Code, Request, Response, Status};
 
-use super::{Shared, missing, quote, status};
+use super::admission::Batcher;
+use super::{missing, quote, status};
 use crate::endorser::EndorseError;
-use crate::ledger::{LedgerError, Prepared};
+use crate::ledger::{Ledger, LedgerError, Prepared};
 use crate::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::proto::admin_server::Admin;
 use crate::proto::{
@@ -20,18 +25,55 @@ use crate::proto::{
     UpgradeContractRequest, UpgradeContractResponse,
 };
 
+/// Most `Admin` calls waiting for the admin thread at once; more are refused with
+/// `RESOURCE_EXHAUSTED` / `QUEUE_FULL`. Admins deploy now and then: a queue this long
+/// is never full but in a flood.
+pub const ADMIN_QUEUE_MAX: usize = 16;
+
+/// Most bytes of proposals those calls hold at once: a contract's code rides in its
+/// proposal, up to `proposal_bytes_max` (8 MiB) each.
+pub const ADMIN_QUEUE_BYTES_MAX: usize = 64 << 20;
+
+/// Threads that endorse `Admin` calls, one call at a time. A deploy validates and
+/// compiles its contract, which takes a core for a while: one thread leaves the other
+/// cores to the calls every transaction makes, and takes nothing from tokio's blocking
+/// pool, which the reads use.
+const ADMIN_THREADS: usize = 1;
+
+/// What an admin call is answered: the transaction to sign, and the definition it puts
+/// in force.
+type Defined = Result<(Prepared, ContractDefinition), LedgerError>;
+
 /// The `Admin` service.
 pub(super) struct AdminService {
-    shared: Arc<Shared>,
+    /// The bounded queue of calls, and the thread that endorses them.
+    calls: Batcher<SignedProposal, Defined>,
 }
 
 impl AdminService {
-    pub fn new(shared: Arc<Shared>) -> Self {
-        AdminService { shared }
+    /// Starts the admin thread over `ledger`.
+    pub fn start(ledger: &Arc<Ledger>) -> std::io::Result<Self> {
+        let ledger = ledger.clone();
+        let calls = Batcher::start(
+            "admin",
+            ADMIN_THREADS,
+            1,
+            (
+                ADMIN_QUEUE_MAX,
+                ADMIN_QUEUE_BYTES_MAX,
+                |signed: &SignedProposal| signed.proposal.len() + signed.signature.len(),
+            ),
+            move |proposals: Vec<SignedProposal>, answer: &mut dyn FnMut(Defined)| {
+                for signed in proposals {
+                    answer(define(&ledger, &signed));
+                }
+            },
+        )?;
+        Ok(AdminService { calls })
     }
 
-    /// Endorses a `_lifecycle` proposal for `function`; the transaction to sign and the
-    /// definition it will put in force.
+    /// Endorses a `_lifecycle` proposal for `function`, queued for the admin thread; the
+    /// transaction to sign and the definition it will put in force.
     async fn define(
         &self,
         function: &'static str,
@@ -52,15 +94,19 @@ impl AdminService {
                 ),
             ));
         }
-        self.shared
-            .blocking(move |ledger| {
-                let prepared = ledger.endorse_signed(&signed)?;
-                let definition = ContractDefinition::decode(prepared.result.as_slice())
-                    .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))?;
-                Ok((prepared, definition))
-            })
-            .await
+        self.calls
+            .call(signed)
+            .await?
+            .map_err(|e| status::from_ledger(&e))
     }
+}
+
+/// Endorses `signed`, a `_lifecycle` proposal, with the organisations' admins.
+fn define(ledger: &Ledger, signed: &SignedProposal) -> Defined {
+    let prepared = ledger.endorse_signed(signed)?;
+    let definition = ContractDefinition::decode(prepared.result.as_slice())
+        .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))?;
+    Ok((prepared, definition))
 }
 
 #[tonic::async_trait]

@@ -13,6 +13,7 @@ use super::{Shared, first_seq, validation_code};
 use crate::block;
 use crate::ids::{BlockNumber, Seq};
 use crate::ledger::{Ledger, LedgerError, StoredTx};
+use crate::orderer::SEAL_TXS_MAX;
 use crate::proto::deliver_server::Deliver;
 use crate::proto::{
     Block, BlockSeal, BlockTransaction, CommittedTransaction, DeliverBlocksRequest,
@@ -132,20 +133,28 @@ async fn blocks(
     }
 }
 
-/// Transactions read at once to list a block's.
+/// Most transactions listed by one page of a block stream, unless its first block alone
+/// holds more (at most [`SEAL_TXS_MAX`]): a page then holds that block alone.
 const BLOCK_PAGE_TXS: usize = 256;
 
-/// One page of stored blocks from `from` on.
+/// One page of stored blocks from `from` on: at most [`PAGE_ITEMS`] blocks, and with
+/// their transactions, no more blocks than [`BLOCK_PAGE_TXS`] transactions fill.
 fn stored_blocks(
     ledger: &Ledger,
     from: BlockNumber,
     with_transactions: bool,
 ) -> Result<Vec<Block>, LedgerError> {
-    ledger
-        .seals(from, PAGE_ITEMS)?
-        .into_iter()
-        .map(|seal| block_message(ledger, seal, with_transactions))
-        .collect()
+    let mut blocks = Vec::new();
+    let mut listed = 0;
+    for seal in ledger.seals(from, PAGE_ITEMS)? {
+        let txs = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
+        if with_transactions && !blocks.is_empty() && listed + txs > BLOCK_PAGE_TXS {
+            break;
+        }
+        listed += txs;
+        blocks.push(block_message(ledger, seal, with_transactions)?);
+    }
+    Ok(blocks)
 }
 
 /// A stored block as the API sends it, with its transaction list if asked for.
@@ -159,22 +168,19 @@ pub(super) fn block_message(
     })?;
     let mut transactions = Vec::new();
     if with_transactions {
-        let mut next = record.first;
-        while next <= record.last {
-            let remaining = usize::try_from(record.last.0 - next.0 + 1).unwrap_or(usize::MAX);
-            let page = ledger.committed_transactions(next, remaining.min(BLOCK_PAGE_TXS))?;
-            let Some(last) = page.last() else {
-                break;
-            };
-            next = last.seq.next();
-            transactions.extend(page.into_iter().take_while(|tx| tx.seq <= record.last).map(
-                |tx| BlockTransaction {
-                    seq: tx.seq.0,
-                    tx_id: tx.tx_id.to_hex(),
-                    code: validation_code(tx.code),
-                },
-            ));
-        }
+        // The ids and codes alone, never the transactions' bytes; a block holds at most
+        // SEAL_TXS_MAX.
+        let count = usize::try_from(record.last.0 - record.first.0 + 1).unwrap_or(usize::MAX);
+        transactions = ledger
+            .committed_tx_list(record.first, count.min(SEAL_TXS_MAX))?
+            .into_iter()
+            .take_while(|(seq, _, _)| *seq <= record.last)
+            .map(|(seq, tx_id, code)| BlockTransaction {
+                seq: seq.0,
+                tx_id: tx_id.to_hex(),
+                code: validation_code(code),
+            })
+            .collect();
     }
     Ok(Block {
         transactions,

@@ -20,8 +20,9 @@ use crate::proto::gateway_server::Gateway;
 use crate::proto::{
     CommitStatusRequest, CommitStatusResponse, ContractEvent, ContractEventsRequest,
     ContractEventsResponse, EndorseRequest, EndorseResponse, EvaluateRequest, EvaluateResponse,
-    ResponsePayload, SignedTransaction, SubmitRequest, SubmitResponse, Transaction, TxPhase,
+    SubmitRequest, SubmitResponse, TxPhase,
 };
+use crate::store::EventAt;
 use crate::validator::{Phase, TxStatus};
 
 /// The `Gateway` service.
@@ -300,44 +301,57 @@ async fn events(
     }
 }
 
-/// The events of `contract` in the durable transactions of one page from `from` on, and
-/// the position after the page; `None` when nothing durable is there yet.
+/// Up to a page of the events of `contract` from `from` on in durable transactions, read
+/// from the store's event index, and the position after them; `None` when nothing
+/// durable is there yet. A call reads the events it returns, however many transactions
+/// of other contracts lie between them.
 fn stored_events(
     ledger: &Ledger,
     contract: &str,
     from: Position,
 ) -> Result<Option<(Vec<ContractEventsResponse>, Position)>, LedgerError> {
-    let transactions = ledger.committed_transactions(first_seq(from.seq.0), PAGE_ITEMS)?;
-    let Some(last) = transactions.last() else {
+    // A transaction has far fewer than u32::MAX events: an index past that is past them all.
+    let start = match u32::try_from(from.index) {
+        Ok(index) => EventAt {
+            seq: first_seq(from.seq.0),
+            index,
+        },
+        Err(_) => EventAt {
+            seq: first_seq(from.seq.0).next(),
+            index: 0,
+        },
+    };
+    let (events, through) = ledger.committed_events(contract, start, PAGE_ITEMS)?;
+    if start.seq > through {
         return Ok(None);
-    };
-    let after = Position {
-        seq: last.seq.next(),
-        index: 0,
-    };
-    let mut events = Vec::new();
-    for tx in transactions.iter().filter(|tx| tx.code.is_valid()) {
-        for (index, event) in payload_events(&tx.bytes).into_iter().enumerate() {
-            let position = Position {
-                seq: tx.seq,
-                index: index as u64,
-            };
-            if position >= from && event.contract == contract {
-                events.push(event_response(tx.tx_id, position, event));
-            }
-        }
     }
+    // A short page holds every event of the contract up to `through`.
+    let after = match events.last() {
+        Some(last) if events.len() >= PAGE_ITEMS => Position {
+            seq: last.at.seq,
+            index: u64::from(last.at.index) + 1,
+        },
+        _ => Position {
+            seq: through.next(),
+            index: 0,
+        },
+    };
+    let events = events
+        .into_iter()
+        .map(|event| {
+            let position = Position {
+                seq: event.at.seq,
+                index: u64::from(event.at.index),
+            };
+            let payload = ContractEvent {
+                contract: contract.to_string(),
+                name: event.name,
+                payload: event.payload,
+            };
+            event_response(event.tx_id, position, payload)
+        })
+        .collect();
     Ok(Some((events, after)))
-}
-
-/// The events in a transaction's payload (none if it does not decode, which a valid
-/// transaction always does).
-fn payload_events(signed_transaction: &[u8]) -> Vec<ContractEvent> {
-    SignedTransaction::decode(signed_transaction)
-        .and_then(|signed| Transaction::decode(signed.transaction.as_slice()))
-        .and_then(|transaction| ResponsePayload::decode(transaction.payload.as_slice()))
-        .map(|payload| payload.events)
-        .unwrap_or_default()
 }
 
 fn event_response(tx_id: TxId, position: Position, event: ContractEvent) -> ContractEventsResponse {

@@ -19,7 +19,8 @@
 //! Ledger calls block (a contract runs, signatures are checked, sled is read), so none
 //! runs on the threads that drive connections: `Endorse` and `Submit`, the calls every
 //! transaction makes, go to the API's own threads, which take what has queued up as one
-//! batch ([`admission`]); the rest run on tokio's blocking pool.
+//! batch ([`admission`]); `Admin` calls queue likewise for a thread of their own
+//! (`admin.rs`); the rest run on tokio's blocking pool.
 //!
 //! Everything is bounded ([`ApiConfig`]): message sizes both ways, concurrent streams per
 //! connection, live streams and waiting status calls across the server, and each
@@ -55,6 +56,8 @@ mod stream;
 pub mod tls;
 mod traces;
 mod waiters;
+
+pub use admin::ADMIN_QUEUE_MAX;
 
 // The ledger's modules, under the names this crate's code uses for them.
 use runnel_ledger::{
@@ -317,6 +320,8 @@ impl Server {
 
         let limit = shared.config.message_bytes_max;
         let cors = cors_layer(&shared.config)?;
+        let admin = admin::AdminService::start(&shared.ledger)
+            .map_err(|e| ApiError::Serve(format!("starting the admin thread: {e}")))?;
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
         let services = Routes::from(axum::Router::new())
             .add_service(
@@ -335,7 +340,7 @@ impl Server {
                     .max_encoding_message_size(limit),
             )
             .add_service(
-                AdminServer::new(admin::AdminService::new(shared.clone()))
+                AdminServer::new(admin)
                     .max_decoding_message_size(limit)
                     .max_encoding_message_size(limit),
             )

@@ -47,7 +47,7 @@ pub const READ_GRANT_CLOCK_SKEW_MS: u64 = 60 * 1000;
 pub const READ_GRANT_CACHE_MAX: usize = 4096;
 
 /// Who may read: `[api] read_access`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadAccess {
     /// Anyone who can reach the API: a local dev node, or a ledger meant to be public.

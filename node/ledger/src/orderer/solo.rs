@@ -254,7 +254,7 @@ impl Inner {
     /// The sealer: cuts a block when it is full or its oldest transaction has waited
     /// long enough.
     fn run_sealer(&self) {
-        let max_txs = self.config.seal_max_txs.max(1);
+        let max_txs = self.config.seal_txs();
         let mut state = self.lock();
         loop {
             if state.failed.is_some() || state.closed {
@@ -568,7 +568,7 @@ impl SoloOrderer {
         if self.inner.config.mode == OrderingMode::Streaming {
             self.inner.for_deliveries.notify_all();
         }
-        if unsealed <= appended || unsealed >= self.inner.config.seal_max_txs {
+        if unsealed <= appended || unsealed >= self.inner.config.seal_txs() {
             self.inner.for_sealer.notify_one();
         }
         answers

@@ -13,10 +13,13 @@ use runnel_runtime::{Version, VersionedValue};
 
 use super::filter::{KeyFilter, Loader};
 use super::keys::{
-    self, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX, STATE_PREFIX, StateRecord,
-    TRANSACTION_RECORD, TX_PREFIX,
+    self, EventPayload, FORMAT, FORMAT_KEY, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX,
+    STATE_PREFIX, StateRecord, TRANSACTION_RECORD, TX_IDS_END, TX_PREFIX, ValueAt,
 };
-use super::{BatchTx, CommitBatch, HistoryEntry, SealRecord, StoreError, TxRecord, lock};
+use super::{
+    BatchTx, CommitBatch, EventAt, HistoryEntry, SealRecord, StoreError, StoredEvent, TxRecord,
+    check_namespace, lock,
+};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordFile, RecordReader, SyncMode};
@@ -111,6 +114,8 @@ pub struct Store {
     _dir_lock: File,
     /// With [`SyncMode::Full`], what each flush `fdatasync`s after sled's own flush.
     full_sync: Option<FullSync>,
+    /// Records read for callers ([`Store::records_read`]).
+    records_read: AtomicU64,
 }
 
 /// The files sled writes that a full sync must reach: its log file (sled syncs its
@@ -201,6 +206,7 @@ impl Store {
                 ));
             }
         };
+        check_format(dir, &db)?;
         let tip = match last_seal(&db)? {
             // The seal and the transactions it covers are written in one batch.
             Some(seal) if seal.last > height => {
@@ -244,7 +250,21 @@ impl Store {
                     StoreError::Sled(format!("opening sled's files for full syncs: {error}"))
                 })?),
             },
+            records_read: AtomicU64::new(0),
         })
+    }
+
+    /// How many records this store has read for its callers since it opened: sled
+    /// records met by the scans and lookups of history, events, transactions and tx
+    /// ids, and reads of the transactions' file. What a call costs, counted; tests check
+    /// with it that a call reads about what it returns.
+    pub fn records_read(&self) -> u64 {
+        self.records_read.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` records read ([`Store::records_read`]).
+    fn count_read(&self, n: u64) {
+        self.records_read.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The last seq written ([`Seq::ZERO`] when nothing was): reads see everything up to
@@ -309,17 +329,80 @@ impl Store {
         end.extend_from_slice(&[0xff; HISTORY_SEQ_BYTES]);
         let mut out = Vec::new();
         for item in self.db.range(start..=end).take(limit) {
+            self.count_read(1);
             let (record_key, value) = item?;
             let seq = keys::decode_history_seq(&record_key, prefix.len())?;
             let (tx_id, write) = keys::decode_history_value(&value)?;
             let value = match write {
                 HistoryWrite::Put(value) => Some(value),
                 HistoryWrite::Delete => None,
-                HistoryWrite::PutAt { offset, len } => {
-                    Some(self.value_in_transaction(seq, offset, len)?)
-                }
+                HistoryWrite::PutAt(at) => Some(self.value_in_transaction(seq, at)?),
             };
             out.push(HistoryEntry { seq, tx_id, value });
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` contract events that `contract` emitted in valid transactions, from
+    /// the one at `from` on, and in transactions at seqs up to `through`, in stream order:
+    /// one range scan of the event index, which reads the events it returns and nothing
+    /// else. Every seq up to `through` must be written ([`Store::height`]).
+    pub fn events(
+        &self,
+        contract: &str,
+        from: EventAt,
+        through: Seq,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        check_namespace(contract)?;
+        let Some((lo, hi)) = keys::event_range(contract, (from.seq, from.index), through) else {
+            return Ok(Vec::new());
+        };
+        let prefix_len = keys::event_prefix(contract).len();
+        let mut out = Vec::new();
+        for item in self.db.range(lo..hi).take(limit) {
+            self.count_read(1);
+            let (key, value) = item?;
+            let (seq, index) = keys::decode_event_key(&key, prefix_len)?;
+            let (tx_id, name, payload) = keys::decode_event_value(&value)?;
+            let payload = match payload {
+                EventPayload::Copied(payload) => payload.to_vec(),
+                EventPayload::At(at) => self.value_in_transaction(seq, at)?,
+            };
+            out.push(StoredEvent {
+                at: EventAt { seq, index },
+                tx_id,
+                name,
+                payload,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The ids of up to `limit` transactions from seq `from` on, up to the height, in seq
+    /// order: the tx-id records of the commits holding them, without their bytes.
+    pub fn tx_ids(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, TxId)>, StoreError> {
+        let from = from.max(Seq(1));
+        let mut out = Vec::new();
+        if from > self.height() || limit == 0 {
+            return Ok(out);
+        }
+        let records = self
+            .db
+            .range(keys::tx_ids_key(from).to_vec()..TX_IDS_END.to_vec());
+        for item in records {
+            self.count_read(1);
+            let (key, value) = item?;
+            let run = keys::decode_tx_ids(&key, &value)?;
+            for (seq, id) in run.iter().filter(|(seq, _)| *seq >= from) {
+                if out.len() >= limit || seq > self.height() {
+                    return Ok(out);
+                }
+                out.push((seq, id));
+            }
+            if out.len() >= limit {
+                break;
+            }
         }
         Ok(out)
     }
@@ -329,35 +412,36 @@ impl Store {
     pub(super) fn state_value(&self, record: &[u8]) -> Result<VersionedValue, StoreError> {
         match keys::decode_state_record(record)? {
             StateRecord::Inline(value) => Ok(value),
-            StateRecord::At { seq, offset, len } => Ok(VersionedValue {
-                value: self.value_in_transaction(seq, offset, len)?,
+            StateRecord::At { seq, at } => Ok(VersionedValue {
+                value: self.value_in_transaction(seq, at)?,
                 version: Version::from_seq(seq.0),
             }),
         }
     }
 
-    /// The `len` bytes at `offset` in the bytes of the transaction at `seq`: a value a
-    /// state or history record points at.
-    fn value_in_transaction(&self, seq: Seq, offset: u32, len: u32) -> Result<Vec<u8>, StoreError> {
-        let bytes = self.transaction(seq)?.ok_or_else(|| {
-            StoreError::corrupt(
-                "value in a transaction",
-                format!("seq {seq} has no transaction"),
-            )
-        })?;
-        let (start, len) = (offset as usize, len as usize);
-        bytes
-            .get(start..start.saturating_add(len))
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| {
-                StoreError::corrupt(
-                    "value in a transaction",
-                    format!(
-                        "{len} bytes at {start} in seq {seq}'s {} bytes",
-                        bytes.len()
-                    ),
-                )
-            })
+    /// The value at `at` in the bytes of the transaction at `seq`, which a state, history
+    /// or event record points at: those bytes alone are read, and checked against the
+    /// record's CRC-32.
+    fn value_in_transaction(&self, seq: Seq, at: ValueAt) -> Result<Vec<u8>, StoreError> {
+        let corrupt = |detail: String| StoreError::corrupt("value in a transaction", detail);
+        let place = self
+            .transaction_place(seq)?
+            .ok_or_else(|| corrupt(format!("seq {seq} has no transaction")))?;
+        if u64::from(at.offset) + u64::from(at.len) > u64::from(place.len) {
+            return Err(corrupt(format!(
+                "{} bytes at {} in seq {seq}'s {} bytes",
+                at.len, at.offset, place.len
+            )));
+        }
+        self.count_read(1);
+        let value = self.transactions.read_part(place, at.offset, at.len)?;
+        if crc32fast::hash(&value) != at.crc {
+            return Err(corrupt(format!(
+                "the {} bytes at {} in seq {seq} do not match their checksum",
+                at.len, at.offset
+            )));
+        }
+        Ok(value)
     }
 
     /// The durable record of transaction `tx_id`: the first one committed with that id.
@@ -375,6 +459,17 @@ impl Store {
     /// The bytes of the transaction at `seq`, as the orderer delivered them (valid or
     /// not), once durable.
     pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.transaction_place(seq)? {
+            Some(at) => {
+                self.count_read(1);
+                Ok(Some(self.transactions.read(at)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Where the bytes of the transaction at `seq` lie in the transactions' file.
+    fn transaction_place(&self, seq: Seq) -> Result<Option<RecordAt>, StoreError> {
         if seq > self.height() || seq == Seq::ZERO {
             return Ok(None);
         }
@@ -386,11 +481,9 @@ impl Store {
         else {
             return Ok(None);
         };
+        self.count_read(1);
         let (key, value) = item?;
-        match keys::decode_transaction_run(&key, &value)?.place(seq) {
-            Some(at) => Ok(Some(self.transactions.read(at)?)),
-            None => Ok(None),
-        }
+        Ok(keys::decode_transaction_run(&key, &value)?.place(seq))
     }
 
     /// Up to `limit` durable transactions from seq `from` on, in ascending seq order.
@@ -414,6 +507,7 @@ impl Store {
             .db
             .range(keys::transaction_key(from).to_vec()..keys::TRANSACTION_END.to_vec());
         for item in records {
+            self.count_read(1);
             let (key, value) = item?;
             for (seq, at) in keys::decode_transaction_run(&key, &value)?.iter() {
                 if seq < from {
@@ -422,6 +516,7 @@ impl Store {
                 if seq >= end || out.len() >= limit {
                     return Ok(out);
                 }
+                self.count_read(1);
                 out.push((seq, self.transactions.read(at)?));
             }
         }
@@ -583,17 +678,30 @@ impl Store {
         written.places = written.places.split_off(&new_last.next());
 
         let mut writes = sled::Batch::default();
-        // One record for the places of all the batch's transactions, keyed by its last.
+        if height == Seq::ZERO {
+            // The first commit: the store holds this code's layout from now on.
+            writes.insert(FORMAT_KEY, &keys::encode_format(FORMAT)[..]);
+        }
+        // One record for the places, one for the ids, of all the batch's transactions,
+        // each keyed by its last.
         if let Some(first) = batch.txs.first() {
             writes.insert(
                 &keys::transaction_key(new_last)[..],
                 keys::encode_transaction_run(first.record.seq, &places),
+            );
+            writes.insert(
+                &keys::tx_ids_key(new_last)[..],
+                keys::encode_tx_ids(
+                    first.record.seq,
+                    batch.txs.iter().map(|tx| &tx.record.tx_id),
+                ),
             );
         }
         let mut indexed = HashSet::new();
         for BatchTx {
             record,
             writes: sets,
+            events,
             transaction,
         } in &batch.txs
         {
@@ -622,21 +730,37 @@ impl Store {
                     } else {
                         let place = value_place(transaction, &write.value);
                         let value = match place {
-                            Some((offset, len)) if write.value.len() >= keys::STATE_POINTER_MIN => {
-                                keys::encode_state_value_at(record.seq, offset, len)
+                            Some(at) if write.value.len() >= keys::STATE_POINTER_MIN => {
+                                keys::encode_state_value_at(record.seq, at)
                             }
                             _ => keys::encode_state_value(record.seq, &write.value),
                         };
                         self.keys.insert(&state_key);
                         writes.insert(state_key, value);
                         match place {
-                            Some((offset, len)) => HistoryWrite::PutAt { offset, len },
+                            Some(at) => HistoryWrite::PutAt(at),
                             None => HistoryWrite::Put(write.value.clone()),
                         }
                     };
                     let entry = keys::encode_history_value(&record.tx_id, &history);
                     writes.insert(history_key, entry);
                 }
+            }
+            // The validator bounds a transaction's events (`TX_EVENTS_MAX`) far below the
+            // u32 indexes a key spells.
+            for (index, event) in (0..=u32::MAX).zip(events) {
+                // No contract has a name that is not a namespace: nobody can ask for it.
+                if check_namespace(&event.contract).is_err() {
+                    continue;
+                }
+                let payload = match value_place(transaction, &event.payload) {
+                    Some(at) => EventPayload::At(at),
+                    None => EventPayload::Copied(&event.payload),
+                };
+                writes.insert(
+                    keys::event_key(&event.contract, record.seq, index),
+                    keys::encode_event_value(&record.tx_id, &event.name, payload),
+                );
             }
         }
         for seal in &batch.seals {
@@ -736,15 +860,12 @@ impl Store {
 /// transaction's write set always is) and the value is worth it, else a copy. The
 /// transaction's bytes are stored once anyway, so a key's history then costs a few bytes
 /// a write instead of a second copy of every value.
-fn value_place(transaction: &[u8], value: &[u8]) -> Option<(u32, u32)> {
+fn value_place(transaction: &[u8], value: &[u8]) -> Option<ValueAt> {
     if value.len() < keys::HISTORY_POINTER_MIN {
         return None;
     }
     let offset = find_value(transaction, value)?;
-    Some((
-        u32::try_from(offset).ok()?,
-        u32::try_from(value.len()).ok()?,
-    ))
+    ValueAt::new(u32::try_from(offset).ok()?, value)
 }
 
 /// Where `value` first occurs in `transaction`. A value is long (it is looked for only
@@ -828,6 +949,25 @@ fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFil
     Ok(file)
 }
 
+/// Refuses a store of another format than [`FORMAT`]. A store that holds records but
+/// no format record is of format 1; an empty one takes this code's format with its
+/// first commit.
+fn check_format(dir: &Path, db: &sled::Db) -> Result<(), StoreError> {
+    let found = match db.get(FORMAT_KEY)? {
+        Some(bytes) => keys::decode_format(&bytes)?,
+        None if db.is_empty() => return Ok(()),
+        None => 1,
+    };
+    if found == FORMAT {
+        return Ok(());
+    }
+    Err(StoreError::Format {
+        path: dir.display().to_string(),
+        found,
+        expected: FORMAT,
+    })
+}
+
 /// The seal with the highest block number in `db`.
 fn last_seal(db: &sled::Db) -> Result<Option<SealRecord>, StoreError> {
     match db.range([SEAL]..[SEAL + 1]).next_back() {
@@ -893,7 +1033,7 @@ pub(crate) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use runnel_runtime::{KvWrite, NsRwSet, Version};
+    use runnel_runtime::{ContractEvent, KvWrite, NsRwSet, Version};
 
     use super::*;
     use crate::ids::ValidationCode;
@@ -905,6 +1045,243 @@ mod tests {
             code,
             timestamp_ms: 1_000 + seq,
         }
+    }
+
+    fn event(contract: &str, name: &str, payload: &[u8]) -> ContractEvent {
+        ContractEvent {
+            contract: contract.to_string(),
+            name: name.to_string(),
+            payload: payload.to_vec(),
+        }
+    }
+
+    fn stored(seq: u64, index: u32, name: &str, payload: &[u8]) -> StoredEvent {
+        StoredEvent {
+            at: EventAt {
+                seq: Seq(seq),
+                index,
+            },
+            tx_id: record(seq, ValidationCode::Valid).tx_id,
+            name: name.to_string(),
+            payload: payload.to_vec(),
+        }
+    }
+
+    fn from(seq: u64, index: u32) -> EventAt {
+        EventAt {
+            seq: Seq(seq),
+            index,
+        }
+    }
+
+    #[test]
+    fn a_contracts_events_are_indexed_with_their_commit_and_read_back_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = vec![b'p'; 300];
+        let mut carrying = b"transaction with ".to_vec();
+        carrying.extend_from_slice(&big);
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = CommitBatch::new();
+            // Seq 1: two contracts' events, one payload inside its bytes (a pointer).
+            batch.push_tx_with_events(
+                record(1, ValidationCode::Valid),
+                Vec::new(),
+                vec![
+                    event("token", "minted", b"10"),
+                    event("other", "x", b""),
+                    event("token", "big", &big),
+                ],
+                carrying,
+            );
+            // Seq 2 is invalid: its events are not the ledger's.
+            batch.push_tx_with_events(
+                record(2, ValidationCode::MvccReadConflict),
+                Vec::new(),
+                vec![event("token", "lost", b"")],
+                b"tx2".to_vec(),
+            );
+            // Seq 3: a payload not in its bytes (copied), and a contract no name can be.
+            batch.push_tx_with_events(
+                record(3, ValidationCode::Valid),
+                Vec::new(),
+                vec![event("", "nameless", b""), event("token", "copied", &big)],
+                b"tx3".to_vec(),
+            );
+            store.commit(&batch).unwrap();
+            let raw = store
+                .db
+                .get(keys::event_key("token", Seq(1), 2))
+                .unwrap()
+                .unwrap();
+            assert!(raw.len() < 64, "a pointer, not a copy: {} bytes", raw.len());
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let all = vec![
+            stored(1, 0, "minted", b"10"),
+            stored(1, 2, "big", &big),
+            stored(3, 1, "copied", &big),
+        ];
+        assert_eq!(store.events("token", from(1, 0), Seq(3), 100).unwrap(), all);
+        assert_eq!(
+            store.events("token", from(0, 0), Seq(3), 2).unwrap(),
+            all[..2]
+        );
+        assert_eq!(
+            store.events("token", from(1, 1), Seq(3), 100).unwrap(),
+            all[1..]
+        );
+        assert_eq!(store.events("token", from(1, 3), Seq(2), 100).unwrap(), []);
+        assert_eq!(
+            store.events("token", from(1, 0), Seq(1), 100).unwrap(),
+            all[..2]
+        );
+        assert_eq!(
+            store.events("other", from(1, 0), Seq(3), 100).unwrap(),
+            vec![stored(1, 1, "x", b"")]
+        );
+        assert_eq!(store.events("tok", from(1, 0), Seq(3), 100).unwrap(), []);
+        assert_eq!(store.events("token", from(4, 0), Seq(3), 100).unwrap(), []);
+        assert!(matches!(
+            store.events("", from(1, 0), Seq(3), 100),
+            Err(StoreError::BadNamespace(_))
+        ));
+        // A damaged payload fails its checksum.
+        let place = store.transaction_place(Seq(1)).unwrap().unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(TRANSACTIONS_FILE))
+            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, b"q", place.offset + 100).unwrap();
+        assert!(matches!(
+            store.events("token", from(1, 0), Seq(3), 100),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_quiet_contracts_events_among_many_transactions_cost_the_reads_they_return() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // 3,000 transactions of a busy contract; the quiet one emits at seqs 7, 1500 and
+        // 2999 only.
+        let quiet = [7u64, 1_500, 2_999];
+        for first in (1..=3_000u64).step_by(500) {
+            let mut batch = CommitBatch::new();
+            for seq in first..first + 500 {
+                let mut events = vec![event("busy", "tick", &seq.to_be_bytes())];
+                if quiet.contains(&seq) {
+                    events.push(event("quiet", "rare", &seq.to_be_bytes()));
+                }
+                batch.push_tx_with_events(
+                    record(seq, ValidationCode::Valid),
+                    Vec::new(),
+                    events,
+                    format!("tx{seq}").into_bytes(),
+                );
+            }
+            store.commit(&batch).unwrap();
+        }
+        let before = store.records_read();
+        let found = store
+            .events("quiet", from(1, 0), store.height(), 16)
+            .unwrap();
+        let seqs: Vec<u64> = found.iter().map(|event| event.at.seq.0).collect();
+        assert_eq!(seqs, quiet);
+        assert!(found.iter().all(|event| event.at.index == 1));
+        // One record read per event returned, none for the transactions between them.
+        assert_eq!(store.records_read() - before, quiet.len() as u64);
+        // A page from the middle on, and a page of one: as many reads as events.
+        let before = store.records_read();
+        let page = store
+            .events("quiet", from(8, 0), store.height(), 1)
+            .unwrap();
+        assert_eq!(page[0].at.seq, Seq(1_500));
+        assert_eq!(store.records_read() - before, 1);
+    }
+
+    #[test]
+    fn the_ids_of_the_transactions_are_listed_without_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = |seq: u64| record(seq, ValidationCode::Valid).tx_id;
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for seqs in [1..=1u64, 2..=5, 6..=8] {
+                let mut batch = CommitBatch::new();
+                for seq in seqs {
+                    batch.push_tx(
+                        record(seq, ValidationCode::Valid),
+                        Vec::new(),
+                        vec![0; 4096],
+                    );
+                }
+                store.commit(&batch).unwrap();
+            }
+        }
+        let store = Store::open(dir.path()).unwrap();
+        for start in 0..=9 {
+            for limit in [0, 1, 3, 100] {
+                let expected: Vec<(Seq, TxId)> = (start.max(1)..=8)
+                    .take(limit)
+                    .map(|seq| (Seq(seq), id(seq)))
+                    .collect();
+                let before = store.records_read();
+                assert_eq!(store.tx_ids(Seq(start), limit).unwrap(), expected);
+                // A record per commit met, never a transaction's bytes.
+                assert!(store.records_read() - before <= 3);
+            }
+        }
+    }
+
+    #[test]
+    fn a_store_of_another_format_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        // Empty, it opens, and its first commit gives it this code's format.
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            Vec::new(),
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            store.db.get(FORMAT_KEY).unwrap().as_deref(),
+            Some(&keys::encode_format(FORMAT)[..])
+        );
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        // A store of format 1 had no format record.
+        store.db.remove(FORMAT_KEY).unwrap();
+        store.db.flush().unwrap();
+        drop(store);
+        let refused = Store::open(dir.path()).unwrap_err();
+        assert_eq!(
+            refused,
+            StoreError::Format {
+                path: dir.path().display().to_string(),
+                found: 1,
+                expected: FORMAT,
+            }
+        );
+        assert!(
+            refused.to_string().contains("move the directory away"),
+            "{refused}"
+        );
+        // Nor does a store of a later format open.
+        let db = sled::open(dir.path()).unwrap();
+        db.insert(FORMAT_KEY, &keys::encode_format(FORMAT + 1)[..])
+            .unwrap();
+        db.flush().unwrap();
+        drop(db);
+        let refused = loop {
+            // sled's own lock outlives its handle briefly.
+            match Store::open(dir.path()) {
+                Err(StoreError::Sled(_)) => std::thread::sleep(Duration::from_millis(10)),
+                other => break other.unwrap_err(),
+            }
+        };
+        assert!(matches!(refused, StoreError::Format { found, .. } if found == FORMAT + 1));
     }
 
     #[test]
@@ -992,12 +1369,33 @@ mod tests {
             vec![Some(b"small".to_vec()), Some(vec![b'y'; 1024]), Some(big)]
         );
 
+        // Only the value's bytes are read: a damaged byte elsewhere in the transaction
+        // fails a read of the whole transaction, not of the value. A damaged byte of the
+        // value fails its checksum.
+        let place = store.transaction_place(Seq(1)).unwrap().unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(TRANSACTIONS_FILE))
+            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, b"H", place.offset).unwrap();
+        assert!(matches!(
+            store.transaction(Seq(1)),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 3);
+        std::os::unix::fs::FileExt::write_all_at(&file, b"z", place.offset + 100).unwrap();
+        assert!(matches!(
+            store.history("ns", b"k", None, 10),
+            Err(StoreError::Corrupt { .. })
+        ));
+
         // A pointer past the transaction's end is corruption, not a panic or a short value.
         let id = record(1, ValidationCode::Valid).tx_id;
-        let beyond = HistoryWrite::PutAt {
+        let beyond = HistoryWrite::PutAt(ValueAt {
             offset: 10,
             len: 5000,
-        };
+            crc: 0,
+        });
         store
             .db
             .insert(
@@ -1034,7 +1432,7 @@ mod tests {
             );
             store.commit(&batch).unwrap();
             let raw = |key: &[u8]| store.db.get(keys::state_key("ns", key)).unwrap().unwrap();
-            assert_eq!(raw(b"code").len(), 16, "a pointer, not a copy");
+            assert_eq!(raw(b"code").len(), 20, "a pointer, not a copy");
             assert!(raw(b"copy").len() > large.len());
             let expected = |seq| VersionedValue {
                 value: large.clone(),
@@ -1079,7 +1477,14 @@ mod tests {
             .db
             .insert(
                 keys::state_key("ns", b"code"),
-                keys::encode_state_value_at(Seq(1), 10, 1 << 20),
+                keys::encode_state_value_at(
+                    Seq(1),
+                    ValueAt {
+                        offset: 10,
+                        len: 1 << 20,
+                        crc: 0,
+                    },
+                ),
             )
             .unwrap();
         assert!(matches!(

@@ -21,6 +21,21 @@ pub enum StoreError {
         /// The store's directory.
         path: String,
     },
+    /// The directory holds a store of another layout than this code reads (format 1
+    /// stores, from before the contract-event index, have no format record).
+    #[error(
+        "store at {path} is of format {found}, and this version of Runnel reads format \
+         {expected} only: move the directory away, and the peer rebuilds it from its \
+         orderer's log"
+    )]
+    Format {
+        /// The store's directory.
+        path: String,
+        /// The format it holds.
+        found: u64,
+        /// The format this code reads.
+        expected: u64,
+    },
     /// A stored record does not decode: the database is damaged. Nothing built on it
     /// can be trusted, so the operation stops here.
     #[error("stored {what} is corrupt: {detail}")]

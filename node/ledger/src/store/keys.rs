@@ -23,8 +23,20 @@ const TRANSACTION: u8 = b'o';
 pub(super) const SEAL: u8 = b'b';
 /// Prefix of seal-index records.
 pub(super) const SEAL_INDEX: u8 = b'c';
+/// Prefix of contract-event index records.
+const EVENT: u8 = b'e';
+/// Prefix of the records of the ids of each commit's transactions.
+const TX_IDS: u8 = b'i';
+/// Bounds the tx-id records from above.
+pub(super) const TX_IDS_END: [u8; 1] = [TX_IDS + 1];
 /// The metadata record holding the durable height.
 pub(super) const HEIGHT_KEY: &[u8] = b"mheight";
+/// The metadata record holding the store's format ([`FORMAT`]).
+pub(super) const FORMAT_KEY: &[u8] = b"mformat";
+/// The layout this code reads and writes. Format 1 (no format record) had neither the
+/// contract-event index nor the tx-id records, and kept no checksum beside a pointer to
+/// a value inside a transaction's bytes.
+pub(super) const FORMAT: u64 = 2;
 
 /// Ends a namespace inside a key (namespaces never hold it).
 const NS_END: u8 = 0x00;
@@ -43,12 +55,15 @@ const SEAL_HEADER_BYTES: usize = U64_BYTES + U64_BYTES;
 const SEAL_INDEX_BYTES: usize = U64_BYTES + U64_BYTES;
 /// Bytes of a history value before the value itself: tag and tx id.
 const HISTORY_HEADER_BYTES: usize = 1 + TX_ID_BYTES;
+/// Bytes of the place of a value inside a transaction's bytes: offset, length and
+/// CRC-32 of the value, u32 big-endian each.
+const VALUE_AT_BYTES: usize = 12;
 /// History tag of a put.
 const TAG_PUT: u8 = 0;
 /// History tag of a delete.
 const TAG_DELETE: u8 = 1;
 /// A history record of a write whose value is not copied: it points at the value inside
-/// the writing transaction's bytes (offset and length, u32 big-endian each).
+/// the writing transaction's bytes ([`ValueAt`]).
 const TAG_PUT_AT: u8 = 2;
 /// Values shorter than this are copied into the history record: a pointer saves too
 /// little to be worth a read of the transaction.
@@ -58,10 +73,51 @@ pub(super) const HISTORY_POINTER_MIN: usize = 64;
 /// leaf (up to 16 records) whenever it consolidates one, so a large value (a contract's
 /// code, ~100 KB) copied inline would be written again each time a key beside it changes.
 pub(super) const STATE_POINTER_MIN: usize = 4096;
-/// The high bit of a state record's seq: the record holds the value's place (offset and
-/// length, u32 big-endian each) in the writing transaction's bytes, not the value. Seqs
-/// never reach it.
+/// The high bit of a state record's seq: the record holds the value's place
+/// ([`ValueAt`]) in the writing transaction's bytes, not the value. Seqs never reach it.
 const STATE_AT: u64 = 1 << 63;
+
+/// Where a value lies inside the bytes of the transaction that wrote it, with its
+/// checksum: a reader reads those bytes alone, not the whole transaction, and still
+/// knows them to be the ones written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ValueAt {
+    /// Where the value starts in the transaction's bytes.
+    pub offset: u32,
+    /// Its length.
+    pub len: u32,
+    /// CRC-32 of the value.
+    pub crc: u32,
+}
+
+impl ValueAt {
+    /// The place of `value`, found at `offset` in a transaction's bytes.
+    pub fn new(offset: u32, value: &[u8]) -> Option<ValueAt> {
+        Some(ValueAt {
+            offset,
+            len: u32::try_from(value.len()).ok()?,
+            crc: crc32fast::hash(value),
+        })
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_be_bytes());
+        out.extend_from_slice(&self.len.to_be_bytes());
+        out.extend_from_slice(&self.crc.to_be_bytes());
+    }
+
+    fn decode(bytes: &[u8]) -> Option<ValueAt> {
+        let bytes = <[u8; VALUE_AT_BYTES]>::try_from(bytes).ok()?;
+        let word = |at: usize| {
+            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        Some(ValueAt {
+            offset: word(0),
+            len: word(4),
+            crc: word(8),
+        })
+    }
+}
 
 /// Refuses a namespace that is empty, too long, or holds the separator byte.
 pub(crate) fn check_namespace(ns: &str) -> Result<(), StoreError> {
@@ -141,13 +197,11 @@ pub(super) fn encode_state_value(seq: Seq, value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A state record's value for a value at `offset` in the bytes of the transaction at
-/// `seq`, `len` bytes long.
-pub(super) fn encode_state_value_at(seq: Seq, offset: u32, len: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(U64_BYTES + 8);
+/// A state record's value for a value at `at` in the bytes of the transaction at `seq`.
+pub(super) fn encode_state_value_at(seq: Seq, at: ValueAt) -> Vec<u8> {
+    let mut out = Vec::with_capacity(U64_BYTES + VALUE_AT_BYTES);
     out.extend_from_slice(&(seq.0 | STATE_AT).to_be_bytes());
-    out.extend_from_slice(&offset.to_be_bytes());
-    out.extend_from_slice(&len.to_be_bytes());
+    at.encode(&mut out);
     out
 }
 
@@ -156,15 +210,12 @@ pub(super) fn encode_state_value_at(seq: Seq, offset: u32, len: u32) -> Vec<u8> 
 pub(super) enum StateRecord {
     /// The value and its version.
     Inline(VersionedValue),
-    /// The value is `len` bytes at `offset` in the bytes of the transaction at `seq`,
-    /// which wrote it.
+    /// The value lies at `at` in the bytes of the transaction at `seq`, which wrote it.
     At {
         /// The writing transaction, and so the version.
         seq: Seq,
-        /// Where the value starts.
-        offset: u32,
-        /// Its length.
-        len: u32,
+        /// Where in its bytes.
+        at: ValueAt,
     },
 }
 
@@ -183,12 +234,15 @@ pub(super) fn decode_state_record(bytes: &[u8]) -> Result<StateRecord, StoreErro
             version: Version::from_seq(seq),
         }));
     }
-    let place = <[u8; 8]>::try_from(value)
-        .map_err(|_| corrupt(format!("a value's place in {} bytes, not 8", value.len())))?;
+    let at = ValueAt::decode(value).ok_or_else(|| {
+        corrupt(format!(
+            "a value's place in {} bytes, not {VALUE_AT_BYTES}",
+            value.len()
+        ))
+    })?;
     Ok(StateRecord::At {
         seq: Seq(seq & !STATE_AT),
-        offset: u32::from_be_bytes([place[0], place[1], place[2], place[3]]),
-        len: u32::from_be_bytes([place[4], place[5], place[6], place[7]]),
+        at,
     })
 }
 
@@ -246,13 +300,8 @@ pub(super) fn decode_history_seq(record_key: &[u8], prefix_len: usize) -> Result
 pub(super) enum HistoryWrite {
     /// The value written, copied into the record.
     Put(Vec<u8>),
-    /// The value written is `len` bytes at `offset` in the writing transaction's bytes.
-    PutAt {
-        /// Where the value starts.
-        offset: u32,
-        /// Its length.
-        len: u32,
-    },
+    /// The value written lies here in the writing transaction's bytes.
+    PutAt(ValueAt),
     /// The key was deleted.
     Delete,
 }
@@ -260,20 +309,17 @@ pub(super) enum HistoryWrite {
 /// A history record's value: tag, tx id, then the value, its place in the transaction's
 /// bytes, or nothing for a delete.
 pub(super) fn encode_history_value(tx_id: &TxId, write: &HistoryWrite) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + 8);
+    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + VALUE_AT_BYTES);
     let tag = match write {
         HistoryWrite::Put(_) => TAG_PUT,
-        HistoryWrite::PutAt { .. } => TAG_PUT_AT,
+        HistoryWrite::PutAt(_) => TAG_PUT_AT,
         HistoryWrite::Delete => TAG_DELETE,
     };
     out.push(tag);
     out.extend_from_slice(tx_id.as_bytes());
     match write {
         HistoryWrite::Put(value) => out.extend_from_slice(value),
-        HistoryWrite::PutAt { offset, len } => {
-            out.extend_from_slice(&offset.to_be_bytes());
-            out.extend_from_slice(&len.to_be_bytes());
-        }
+        HistoryWrite::PutAt(at) => at.encode(&mut out),
         HistoryWrite::Delete => {}
     }
     out
@@ -293,16 +339,10 @@ pub(super) fn decode_history_value(bytes: &[u8]) -> Result<(TxId, HistoryWrite),
     id.copy_from_slice(&header[1..]);
     match header[0] {
         TAG_PUT => Ok((TxId(id), HistoryWrite::Put(body.to_vec()))),
-        TAG_PUT_AT => match <[u8; 8]>::try_from(body) {
-            Ok(place) => Ok((
-                TxId(id),
-                HistoryWrite::PutAt {
-                    offset: u32::from_be_bytes([place[0], place[1], place[2], place[3]]),
-                    len: u32::from_be_bytes([place[4], place[5], place[6], place[7]]),
-                },
-            )),
-            Err(_) => Err(corrupt(format!(
-                "a value's place in {} bytes, not 8",
+        TAG_PUT_AT => match ValueAt::decode(body) {
+            Some(at) => Ok((TxId(id), HistoryWrite::PutAt(at))),
+            None => Err(corrupt(format!(
+                "a value's place in {} bytes, not {VALUE_AT_BYTES}",
                 body.len()
             ))),
         },
@@ -455,6 +495,220 @@ pub(super) fn decode_transaction_key(bytes: &[u8]) -> Result<Seq, StoreError> {
         )),
         Some(seq) => Ok(Seq(seq)),
     }
+}
+
+/// `'e' contract 0x00`: what every event-index record of `contract` starts with.
+pub(super) fn event_prefix(contract: &str) -> Vec<u8> {
+    ns_prefix(EVENT, contract, U64_BYTES + 4)
+}
+
+/// The event-index record key of the event at `index` among the events of the
+/// transaction at `seq`, emitted by `contract`: a contract's events sort in stream order.
+pub(super) fn event_key(contract: &str, seq: Seq, index: u32) -> Vec<u8> {
+    let mut out = event_prefix(contract);
+    out.extend_from_slice(&seq.0.to_be_bytes());
+    out.extend_from_slice(&index.to_be_bytes());
+    out
+}
+
+/// The event-index record keys bounding `contract`'s events from the one at `(seq,
+/// index)` through the last one of seq `through`; `None` when that is empty.
+pub(super) fn event_range(
+    contract: &str,
+    (seq, index): (Seq, u32),
+    through: Seq,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    if seq > through {
+        return None;
+    }
+    let upper = match through.0.checked_add(1) {
+        Some(next) => event_key(contract, Seq(next), 0),
+        None => {
+            let mut upper = event_prefix(contract);
+            if let Some(last) = upper.last_mut() {
+                *last = NS_AFTER;
+            }
+            upper
+        }
+    };
+    Some((event_key(contract, seq, index), upper))
+}
+
+/// The seq and index of an event-index record key found under a prefix `prefix_len`
+/// bytes long.
+pub(super) fn decode_event_key(
+    record_key: &[u8],
+    prefix_len: usize,
+) -> Result<(Seq, u32), StoreError> {
+    let tail = record_key.get(prefix_len..).unwrap_or_default();
+    match split_u64(tail) {
+        Some((seq, index)) if seq > 0 && index.len() == 4 => Ok((
+            Seq(seq),
+            u32::from_be_bytes([index[0], index[1], index[2], index[3]]),
+        )),
+        _ => Err(StoreError::corrupt(
+            "event key",
+            format!(
+                "{} bytes after the contract, not a seq and an index",
+                tail.len()
+            ),
+        )),
+    }
+}
+
+/// Where an indexed event's payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EventPayload<'a> {
+    /// Copied into the record.
+    Copied(&'a [u8]),
+    /// Inside the emitting transaction's bytes.
+    At(ValueAt),
+}
+
+/// An event-index record's value: tag, tx id, the event's name (length u32be, then the
+/// name), then the payload or its place in the transaction's bytes.
+pub(super) fn encode_event_value(tx_id: &TxId, name: &str, payload: EventPayload<'_>) -> Vec<u8> {
+    let body = match payload {
+        EventPayload::Copied(payload) => payload.len(),
+        EventPayload::At(_) => VALUE_AT_BYTES,
+    };
+    let mut out = Vec::with_capacity(HISTORY_HEADER_BYTES + 4 + name.len() + body);
+    out.push(match payload {
+        EventPayload::Copied(_) => TAG_PUT,
+        EventPayload::At(_) => TAG_PUT_AT,
+    });
+    out.extend_from_slice(tx_id.as_bytes());
+    // A transaction's bytes bound its events' names far below u32::MAX.
+    let name_len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&name_len.to_be_bytes());
+    out.extend_from_slice(name.as_bytes());
+    match payload {
+        EventPayload::Copied(payload) => out.extend_from_slice(payload),
+        EventPayload::At(at) => at.encode(&mut out),
+    }
+    out
+}
+
+/// Decodes an event-index record's value into the emitting tx id, the event's name and
+/// its payload.
+pub(super) fn decode_event_value(
+    bytes: &[u8],
+) -> Result<(TxId, String, EventPayload<'_>), StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("event value", detail);
+    let Some((header, rest)) = bytes.split_first_chunk::<HISTORY_HEADER_BYTES>() else {
+        return Err(corrupt(format!(
+            "{} bytes, fewer than its header",
+            bytes.len()
+        )));
+    };
+    let mut id = [0u8; TX_ID_BYTES];
+    id.copy_from_slice(&header[1..]);
+    let Some((name_len, rest)) = rest.split_first_chunk::<4>() else {
+        return Err(corrupt("no name length".to_string()));
+    };
+    let Some((name, body)) = rest.split_at_checked(u32::from_be_bytes(*name_len) as usize) else {
+        return Err(corrupt(format!(
+            "a name of {} bytes in {}",
+            u32::from_be_bytes(*name_len),
+            rest.len()
+        )));
+    };
+    let name = String::from_utf8(name.to_vec())
+        .map_err(|_| corrupt("a name that is not UTF-8".to_string()))?;
+    let payload = match header[0] {
+        TAG_PUT => EventPayload::Copied(body),
+        TAG_PUT_AT => EventPayload::At(ValueAt::decode(body).ok_or_else(|| {
+            corrupt(format!(
+                "a payload's place in {} bytes, not {VALUE_AT_BYTES}",
+                body.len()
+            ))
+        })?),
+        tag => return Err(corrupt(format!("unknown tag {tag}"))),
+    };
+    Ok((TxId(id), name, payload))
+}
+
+/// The tx-id record key of the commit whose last transaction is at `last`.
+pub(super) fn tx_ids_key(last: Seq) -> [u8; 1 + U64_BYTES] {
+    prefixed_u64(TX_IDS, last.0)
+}
+
+/// A tx-id record's value: the first seq of the commit, then the id of each of its
+/// transactions in seq order.
+pub(super) fn encode_tx_ids<'a>(
+    first: Seq,
+    ids: impl ExactSizeIterator<Item = &'a TxId>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(U64_BYTES + ids.len() * TX_ID_BYTES);
+    out.extend_from_slice(&first.0.to_be_bytes());
+    for id in ids {
+        out.extend_from_slice(id.as_bytes());
+    }
+    out
+}
+
+/// A decoded tx-id record: the ids of the seqs from `first` on.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TxIdRun<'a> {
+    first: Seq,
+    ids: &'a [u8],
+}
+
+impl TxIdRun<'_> {
+    /// Each seq of the run with its id, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (Seq, TxId)> + '_ {
+        self.ids
+            .chunks_exact(TX_ID_BYTES)
+            .enumerate()
+            .map(|(i, id)| {
+                let mut bytes = [0u8; TX_ID_BYTES];
+                bytes.copy_from_slice(id);
+                (Seq(self.first.0 + i as u64), TxId(bytes))
+            })
+    }
+}
+
+/// Decodes a tx-id record ([`encode_tx_ids`]).
+pub(super) fn decode_tx_ids<'a>(key: &[u8], value: &'a [u8]) -> Result<TxIdRun<'a>, StoreError> {
+    let corrupt = |detail: String| StoreError::corrupt("tx-id record", detail);
+    let last = match decode_prefixed_u64(TX_IDS, key) {
+        Some(0) | None => {
+            return Err(corrupt(format!(
+                "key of {} bytes, not a seq from 1",
+                key.len()
+            )));
+        }
+        Some(last) => last,
+    };
+    let (first, ids) =
+        split_u64(value).ok_or_else(|| corrupt(format!("{} bytes for seq {last}", value.len())))?;
+    let count = (ids.len() / TX_ID_BYTES) as u64;
+    if count == 0
+        || ids.len() % TX_ID_BYTES != 0
+        || first == 0
+        || first.checked_add(count - 1) != Some(last)
+    {
+        return Err(corrupt(format!(
+            "{} bytes from seq {first} for seq {last}",
+            value.len()
+        )));
+    }
+    Ok(TxIdRun {
+        first: Seq(first),
+        ids,
+    })
+}
+
+/// The format record's value.
+pub(super) fn encode_format(format: u64) -> [u8; U64_BYTES] {
+    format.to_be_bytes()
+}
+
+/// Decodes the format record's value.
+pub(super) fn decode_format(bytes: &[u8]) -> Result<u64, StoreError> {
+    <[u8; U64_BYTES]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .map_err(|_| StoreError::corrupt("format", format!("{} bytes, not a number", bytes.len())))
 }
 
 /// The seal record key of block `number`.
@@ -697,26 +951,24 @@ mod tests {
             Err(StoreError::Corrupt { .. })
         ));
         assert!(decode_state_record(&encode_state_value(Seq(0), b"x")).is_err());
+        let at = ValueAt {
+            offset: 70_000,
+            len: 5000,
+            crc: 0xdead_beef,
+        };
         assert_eq!(
-            decode_state_record(&encode_state_value_at(Seq(9), 70_000, 5000)),
-            Ok(StateRecord::At {
-                seq: Seq(9),
-                offset: 70_000,
-                len: 5000
-            })
+            decode_state_record(&encode_state_value_at(Seq(9), at)),
+            Ok(StateRecord::At { seq: Seq(9), at })
         );
-        assert!(decode_state_record(&encode_state_value_at(Seq(0), 1, 1)).is_err());
-        let mut torn = encode_state_value_at(Seq(9), 1, 1);
+        assert!(decode_state_record(&encode_state_value_at(Seq(0), at)).is_err());
+        let mut torn = encode_state_value_at(Seq(9), at);
         torn.pop();
         assert!(decode_state_record(&torn).is_err());
 
         let id = TxId([7; 32]);
         for write in [
             HistoryWrite::Put(b"v".to_vec()),
-            HistoryWrite::PutAt {
-                offset: 70_000,
-                len: 1024,
-            },
+            HistoryWrite::PutAt(at),
             HistoryWrite::Delete,
         ] {
             assert_eq!(
@@ -724,7 +976,7 @@ mod tests {
                 Ok((id, write))
             );
         }
-        let mut short = encode_history_value(&id, &HistoryWrite::PutAt { offset: 1, len: 2 });
+        let mut short = encode_history_value(&id, &HistoryWrite::PutAt(at));
         short.pop();
         assert!(decode_history_value(&short).is_err());
         let mut bad = encode_history_value(&id, &HistoryWrite::Delete);
@@ -783,5 +1035,90 @@ mod tests {
         assert!(decode_seal_index(&index_key, &[0; 3]).is_err());
         assert_eq!(decode_height(&encode_height(Seq(11))), Ok(Seq(11)));
         assert!(decode_height(b"1234").is_err());
+    }
+
+    #[test]
+    fn event_keys_sort_in_stream_order_and_stay_within_their_contract() {
+        let key = |contract: &str, seq: u64, index: u32| event_key(contract, Seq(seq), index);
+        assert!(key("c", 1, 9) < key("c", 2, 0));
+        assert!(key("c", 2, 0) < key("c", 2, 1));
+        assert!(key("c", u64::MAX, u32::MAX) < key("c\u{1}", 1, 0));
+        let (lo, hi) = event_range("c", (Seq(2), 1), Seq(5)).unwrap();
+        for inside in [key("c", 2, 1), key("c", 3, 0), key("c", 5, u32::MAX)] {
+            assert!(lo <= inside && inside < hi);
+        }
+        for outside in [
+            key("c", 2, 0),
+            key("c", 6, 0),
+            key("cd", 3, 0),
+            key("b", 3, 0),
+        ] {
+            assert!(!(lo <= outside && outside < hi));
+        }
+        assert_eq!(event_range("c", (Seq(6), 0), Seq(5)), None);
+        let (lo, hi) = event_range("c", (Seq(1), 0), Seq(u64::MAX)).unwrap();
+        let last = key("c", u64::MAX, u32::MAX);
+        assert!(lo <= last && last < hi && key("cd", 1, 0) >= hi);
+        let prefix_len = event_prefix("c").len();
+        assert_eq!(
+            decode_event_key(&key("c", 7, 3), prefix_len),
+            Ok((Seq(7), 3))
+        );
+        assert!(decode_event_key(&key("c", 0, 3), prefix_len).is_err());
+        assert!(decode_event_key(&event_prefix("c"), prefix_len).is_err());
+    }
+
+    #[test]
+    fn event_values_and_tx_id_runs_round_trip_and_garbage_is_corrupt() {
+        let id = TxId([9; 32]);
+        let at = ValueAt::new(40, b"a payload").unwrap();
+        for payload in [
+            EventPayload::Copied(b"small"),
+            EventPayload::Copied(b""),
+            EventPayload::At(at),
+        ] {
+            let value = encode_event_value(&id, "minted", payload);
+            assert_eq!(
+                decode_event_value(&value),
+                Ok((id, "minted".to_string(), payload))
+            );
+        }
+        let value = encode_event_value(&id, "minted", EventPayload::At(at));
+        assert!(decode_event_value(&value[..value.len() - 1]).is_err());
+        assert!(decode_event_value(&value[..HISTORY_HEADER_BYTES + 2]).is_err());
+        let mut bad = value.clone();
+        bad[0] = 7;
+        assert!(decode_event_value(&bad).is_err());
+        let mut long_name = value.clone();
+        long_name[HISTORY_HEADER_BYTES..HISTORY_HEADER_BYTES + 4]
+            .copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_event_value(&long_name).is_err());
+        let not_utf8 = encode_event_value(&id, "\u{e9}", EventPayload::Copied(b""));
+        let mut not_utf8 = not_utf8.clone();
+        not_utf8[HISTORY_HEADER_BYTES + 4] = 0xff;
+        assert!(decode_event_value(&not_utf8).is_err());
+
+        let ids = [TxId([1; 32]), TxId([2; 32]), TxId([3; 32])];
+        let value = encode_tx_ids(Seq(7), ids.iter());
+        let run = decode_tx_ids(&tx_ids_key(Seq(9)), &value).unwrap();
+        assert_eq!(
+            run.iter().collect::<Vec<_>>(),
+            vec![(Seq(7), ids[0]), (Seq(8), ids[1]), (Seq(9), ids[2])]
+        );
+        for (key, value) in [
+            (tx_ids_key(Seq(8)), value.clone()),
+            (tx_ids_key(Seq(9)), value[..value.len() - 1].to_vec()),
+            (tx_ids_key(Seq(9)), value[..U64_BYTES].to_vec()),
+            (tx_ids_key(Seq(2)), encode_tx_ids(Seq(0), ids.iter())),
+            (tx_ids_key(Seq(0)), encode_tx_ids(Seq(0), ids[..1].iter())),
+            (seal_key(BlockNumber(9)), value.clone()),
+        ] {
+            assert!(matches!(
+                decode_tx_ids(&key, &value),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
+        assert_eq!(decode_format(&encode_format(FORMAT)), Ok(FORMAT));
+        assert!(decode_format(b"2").is_err());
     }
 }

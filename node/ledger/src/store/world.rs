@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use runnel_runtime::{NsRwSet, StateError, StateView, VersionedValue};
+use runnel_runtime::{ContractEvent, NsRwSet, StateError, StateView, VersionedValue};
 
 use super::digest::{DigestCache, StateHash};
 use super::overlay::{Chain, Overlay};
@@ -24,6 +24,8 @@ struct StagedTx {
     /// Its writes (namespace and writes only; none for an invalid transaction). Lent to
     /// the commit batch while a commit runs.
     writes: Vec<NsRwSet>,
+    /// Its contract events (none for an invalid transaction), lent likewise.
+    events: Vec<ContractEvent>,
     /// Its bytes as ordered, shared with the commit batch while a commit runs.
     transaction: Arc<Vec<u8>>,
 }
@@ -179,6 +181,19 @@ impl WorldState {
         writes: &[NsRwSet],
         transaction: Vec<u8>,
     ) -> Result<(), StoreError> {
+        self.stage_with_events(record, writes, Vec::new(), transaction)
+    }
+
+    /// [`WorldState::stage`] for a transaction that emitted `events`, in its order: a
+    /// valid transaction's go into the store's event index with its commit
+    /// ([`Store::events`]).
+    pub fn stage_with_events(
+        &self,
+        record: TxRecord,
+        writes: &[NsRwSet],
+        events: Vec<ContractEvent>,
+        transaction: Vec<u8>,
+    ) -> Result<(), StoreError> {
         let inner = &*self.inner;
         let _stage = lock(&inner.stage_lock);
         let expected = self.staged_height().next();
@@ -259,6 +274,11 @@ impl WorldState {
             txs.by_seq.insert(
                 seq.0,
                 StagedTx {
+                    events: if record.code.is_valid() {
+                        events
+                    } else {
+                        Vec::new()
+                    },
                     record,
                     writes: kept,
                     transaction: Arc::new(transaction),
@@ -346,6 +366,7 @@ impl WorldState {
                 batch.push_shared(
                     staged_tx.record.clone(),
                     std::mem::take(&mut staged_tx.writes),
+                    std::mem::take(&mut staged_tx.events),
                     Arc::clone(&staged_tx.transaction),
                 );
             }
@@ -359,6 +380,7 @@ impl WorldState {
             for tx in batch.txs {
                 if let Some(staged_tx) = txs.by_seq.get_mut(&tx.record.seq.0) {
                     staged_tx.writes = tx.writes;
+                    staged_tx.events = tx.events;
                 }
             }
             return Err(error);

@@ -90,7 +90,10 @@ fn validate(
         code,
         timestamp_ms,
     };
-    shared.world.stage(record, &writes, transaction)?;
+    // The store indexes the events with the commit; stage 3 announces them after it.
+    shared
+        .world
+        .stage_with_events(record, &writes, events.clone(), transaction)?;
     stamp(shared, tx_id, Stage::Validated, tx::now_us());
     shared.hub.status(TxStatus {
         tx_id,

@@ -9,8 +9,10 @@
 
 use std::collections::HashSet;
 
+use prost::Message;
+
 use crate::ids::ValidationCode;
-use crate::proto::{ContractEvent, NsRwSet, RangeRead};
+use crate::proto::{ContractEvent, NsRwSet, RangeRead, ResponsePayload};
 use crate::store::{check_key, check_namespace};
 
 /// Most namespaces one transaction's read/write sets name.
@@ -25,6 +27,17 @@ pub const TX_RANGE_READS_MAX: usize = 1024;
 pub const TX_RANGE_KEYS_MAX: usize = 1 << 16;
 /// Most contract events in one transaction.
 pub const TX_EVENTS_MAX: usize = 1024;
+
+/// The rules of this module applied to a transaction's response payload as it carries it
+/// (the encoded `ResponsePayload` its endorsers signed): `BAD_PAYLOAD` when the bytes do
+/// not decode, as stage 1 decides; `BAD_RWSET` when its read/write sets or events break a
+/// rule, as stage 2 decides; `Ok` otherwise. For tools and fuzzing: the validator checks
+/// the payload it has already decoded. A payload this passes can be staged and committed
+/// whatever the state.
+pub fn check_rwset(payload: &[u8]) -> Result<(), ValidationCode> {
+    let payload = ResponsePayload::decode(payload).map_err(|_| ValidationCode::BadPayload)?;
+    check(&payload.rwsets, &payload.events)
+}
 
 /// `Ok` when `rwsets` and `events` keep every rule; else the code that says they do not.
 pub(crate) fn check(rwsets: &[NsRwSet], events: &[ContractEvent]) -> Result<(), ValidationCode> {

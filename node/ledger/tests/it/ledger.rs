@@ -4,6 +4,7 @@ use prost::Message;
 use runnel_ledger::identity::{NetworkKeys, Role, Signer};
 use runnel_ledger::ids::{Seq, ValidationCode};
 use runnel_ledger::ledger::{Ledger, LedgerConfig, LedgerError, ProposalAnswer, ProposalCall};
+use runnel_ledger::store::EventAt;
 use runnel_ledger::trace::Stage;
 use runnel_ledger::tx;
 
@@ -113,6 +114,51 @@ fn deploy_submit_evaluate_trace_and_reopen() {
     drop(ledger);
     let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
     assert_eq!(history(&ledger), newest_first);
+}
+
+#[test]
+fn a_peer_store_moved_away_is_rebuilt_from_the_orderers_log_events_and_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = EventAt {
+        seq: Seq(1),
+        index: 0,
+    };
+    let (events, height) = {
+        let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+        ledger.deploy("token", "1", token_wasm(), "").unwrap();
+        ledger.deploy("kv", "1", kv_wasm(), "").unwrap();
+        let admin = ledger_signer(dir.path(), Role::Admin);
+        for amount in [b"5", b"6", b"7"] {
+            ledger
+                .submit_as(&admin, "token", "mint", &[b"Org1/alice", amount])
+                .unwrap();
+            ledger.submit("kv", "put", &[b"k", amount]).unwrap();
+        }
+        let (events, _) = ledger.committed_events("token", start, 100).unwrap();
+        assert_eq!(events.len(), 3);
+        let height = ledger.durable_height();
+        ledger.close();
+        (events, height)
+    };
+    // What an operator does with a store of another format (`StoreError::Format`).
+    std::fs::rename(dir.path().join("state"), dir.path().join("state.old")).unwrap();
+    let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+    let mut statuses = ledger.statuses();
+    while ledger.durable_height() < height {
+        // Each status a wake-up; the height is what is waited for.
+        let _ = statuses.blocking_recv();
+    }
+    assert_eq!(
+        ledger.committed_events("token", start, 100).unwrap(),
+        (events, ledger.durable_height())
+    );
+    assert_eq!(ledger.key_history("kv", b"k", None, 10).unwrap().len(), 3);
+    assert_eq!(
+        ledger
+            .evaluate("token", "balance", &[b"Org1/alice"])
+            .unwrap(),
+        b"18"
+    );
 }
 
 #[test]

@@ -20,12 +20,12 @@ use runnel_ledger::proto::{
     ValidationCode,
 };
 use runnel_ledger::tx;
-use runnel_server::ApiConfig;
 use runnel_server::proto::admin_client::AdminClient;
 use runnel_server::proto::deliver_client::DeliverClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::trace_client::TraceClient;
+use runnel_server::{ADMIN_QUEUE_MAX, ApiConfig};
 use tokio_stream::StreamExt;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
@@ -790,6 +790,54 @@ async fn contract_events_replay_then_go_live_and_resume_from_a_checkpoint() {
     node.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_of_a_quiet_contract_cost_the_reads_they_return() {
+    let node = Node::default().await;
+    node.deploy("token", token_wasm()).await;
+    node.deploy("kv", kv_wasm()).await;
+    let mut expected = vec![mint(&node, 1).await];
+    // Many transactions of another contract between the quiet one's two events.
+    let busy = 300;
+    let ledger = node.ledger.clone();
+    tokio::task::spawn_blocking(move || {
+        for i in 0..busy {
+            let key = format!("k{i}");
+            ledger.submit("kv", "put", &[key.as_bytes(), b"v"]).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    expected.push(mint(&node, 2).await);
+    assert!(expected[1] - expected[0] > busy);
+
+    let store = node.ledger.internals().world().store();
+    let before = store.records_read();
+    let mut gateway = node.gateway().await;
+    let mut stream = gateway
+        .contract_events(ContractEventsRequest {
+            contract: "token".into(),
+            start: Some(Start::StartSeq(1)),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seqs = Vec::new();
+    while seqs.len() < expected.len() {
+        seqs.push(next(&mut stream).await.seq);
+    }
+    assert_eq!(seqs, expected);
+    // The stream has read the store to its end, and then once more after subscribing:
+    // each event is a record of the event index, plus, for a payload kept inside its
+    // transaction's bytes, its place and those bytes. Nothing of the transactions between.
+    let read = store.records_read() - before;
+    assert!(
+        read <= 3 * expected.len() as u64,
+        "{read} records read for {} events among {busy} other transactions",
+        expected.len()
+    );
+    node.stop().await;
+}
+
 // ---------------------------------------------------------------------------------------
 // Deliver, Query, Admin, Trace
 
@@ -1096,6 +1144,80 @@ async fn an_admin_deploys_by_signing_the_proposal_and_the_transaction() {
         .await
         .unwrap_err();
     assert_status(&status, Code::AlreadyExists, "ALREADY_DEPLOYED");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_admin_calls_is_refused_with_queue_full_and_reads_go_on() {
+    let node = Node::default().await;
+    let admin = node.admin();
+    let channel = node.channel().await;
+    // Many more calls at once than the admin thread and its queue hold. Each deploys a
+    // contract of its own name, so each is endorsed in full.
+    let flood = 8 * (ADMIN_QUEUE_MAX + 1);
+    let calls: Vec<_> = (0..flood)
+        .map(|i| {
+            let request = DeployRequest {
+                name: format!("kv{i}"),
+                version: "1.0".into(),
+                code: kv_wasm().to_vec(),
+                ..DeployRequest::default()
+            }
+            .encode_to_vec();
+            let proposal = node.proposal(&admin, "_lifecycle", "deploy", &[&request]);
+            let mut client = AdminClient::new(channel.clone())
+                .max_encoding_message_size(64 * MIB)
+                .max_decoding_message_size(64 * MIB);
+            tokio::spawn(async move {
+                client
+                    .deploy_contract(DeployContractRequest {
+                        proposal: Some(proposal),
+                    })
+                    .await
+            })
+        })
+        .collect();
+    // Reads, which run on the blocking pool, are answered meanwhile.
+    let info = node
+        .query()
+        .await
+        .get_network_info(GetNetworkInfoRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.channel, node.ledger.channel());
+    let (mut endorsed, mut refused) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(response) => {
+                assert!(response.into_inner().definition.is_some());
+                endorsed += 1;
+            }
+            Err(status) => {
+                assert_status(&status, Code::ResourceExhausted, "QUEUE_FULL");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        endorsed >= 1 && refused >= 1,
+        "{endorsed} endorsed, {refused} refused"
+    );
+    // Once the flood has passed, an admin call is served again.
+    let request = DeployRequest {
+        name: "after".into(),
+        version: "1.0".into(),
+        code: kv_wasm().to_vec(),
+        ..DeployRequest::default()
+    }
+    .encode_to_vec();
+    AdminClient::new(channel)
+        .max_encoding_message_size(64 * MIB)
+        .deploy_contract(DeployContractRequest {
+            proposal: Some(node.proposal(&admin, "_lifecycle", "deploy", &[&request])),
+        })
+        .await
+        .unwrap();
     node.stop().await;
 }
 
