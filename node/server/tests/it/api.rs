@@ -132,7 +132,7 @@ fn sign(signer: &Signer, transaction: &[u8]) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn assert_status(status: &Status, code: Code, name: &str) {
+pub(crate) fn assert_status(status: &Status, code: Code, name: &str) {
     assert_eq!(status.code(), code, "{status:?}");
     assert!(
         status.message().starts_with(&format!("{name}: ")),

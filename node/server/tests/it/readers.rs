@@ -22,6 +22,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Identity};
 use tonic::{Code, Request, Status};
 
+use crate::api::assert_status;
 use crate::api_tls::{server_tls, tls_file};
 use crate::node::Node;
 
@@ -122,16 +123,7 @@ async fn reads(channel: &Channel, grant: Option<&[u8]>) -> Vec<Result<(), Status
 fn assert_refused(results: &[Result<(), Status>], name: &str, why: &str) {
     assert_eq!(results.len(), 5);
     for result in results {
-        let status = result.as_ref().expect_err(why);
-        assert_eq!(status.code(), Code::Unauthenticated, "{why}: {status:?}");
-        assert_eq!(
-            status
-                .metadata()
-                .get("runnel-error-code")
-                .and_then(|v| v.to_str().ok()),
-            Some(name),
-            "{why}: {status:?}"
-        );
+        assert_status(result.as_ref().expect_err(why), Code::Unauthenticated, name);
     }
 }
 
