@@ -103,6 +103,8 @@ pub struct ApiSection {
     pub streams_max: usize,
     /// Most live server streams one connection holds at once.
     pub streams_per_connection_max: usize,
+    /// Most live server streams one reader holds at once, over all its connections.
+    pub streams_per_identity_max: usize,
     /// Most connections open at once.
     pub connections_max: usize,
     /// Most connections open at once from one address.
@@ -111,6 +113,8 @@ pub struct ApiSection {
     pub commit_waits_max: usize,
     /// Most `CommitStatus` calls one connection has waiting at once.
     pub commit_waits_per_connection_max: usize,
+    /// Most `CommitStatus` calls one reader has waiting at once, over all its connections.
+    pub commit_waits_per_identity_max: usize,
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once.
     pub admission_queue_max: usize,
@@ -255,10 +259,12 @@ impl Default for NodeConfig {
                 connection_streams_max: api.connection_streams_max,
                 streams_max: api.streams_max,
                 streams_per_connection_max: api.streams_per_connection_max,
+                streams_per_identity_max: api.streams_per_identity_max,
                 connections_max: api.connections_max,
                 connections_per_address_max: api.connections_per_address_max,
                 commit_waits_max: api.commit_waits_max,
                 commit_waits_per_connection_max: api.commit_waits_per_connection_max,
+                commit_waits_per_identity_max: api.commit_waits_per_identity_max,
                 admission_queue_max: api.admission_queue_max,
                 admission_queue_bytes_max: api.admission_queue_bytes_max,
                 cors_origins: api.cors_origins.clone(),
@@ -396,10 +402,12 @@ impl NodeConfig {
             connection_streams_max: self.api.connection_streams_max,
             streams_max: self.api.streams_max,
             streams_per_connection_max: self.api.streams_per_connection_max,
+            streams_per_identity_max: self.api.streams_per_identity_max,
             connections_max: self.api.connections_max,
             connections_per_address_max: self.api.connections_per_address_max,
             commit_waits_max: self.api.commit_waits_max,
             commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
+            commit_waits_per_identity_max: self.api.commit_waits_per_identity_max,
             admission_queue_max: self.api.admission_queue_max,
             admission_queue_bytes_max: self.api.admission_queue_bytes_max,
             cors_origins: self.api.cors_origins.clone(),
@@ -494,10 +502,13 @@ connection_streams_max = 256
 # one client cannot hold them all.
 streams_max = 1024
 streams_per_connection_max = 64
+# ... and that one reader holds over all its connections, when reads are for members.
+streams_per_identity_max = 256
 # Most CommitStatus calls (and Submit calls that wait for a status) waiting at once, and
 # on one connection.
 commit_waits_max = 16384
 commit_waits_per_connection_max = 1024
+commit_waits_per_identity_max = 4096
 # Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
 # once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096

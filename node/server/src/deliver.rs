@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::heights::Mark;
+use super::shares::Caller;
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, validation_code};
 use crate::block;
@@ -40,10 +41,10 @@ impl Deliver for DeliverService {
         &self,
         request: Request<DeliverTransactionsRequest>,
     ) -> Result<Response<Self::TransactionsStream>, Status> {
-        let connection = request.remote_addr();
+        let caller = Caller::of(&request);
         let next = first_seq(request.into_inner().start_seq);
         let shared = self.shared.clone();
-        stream::start(&self.shared, connection, move |sink| {
+        stream::start(&self.shared, caller, move |sink| {
             transactions(shared, next, sink)
         })
     }
@@ -54,11 +55,11 @@ impl Deliver for DeliverService {
         &self,
         request: Request<DeliverBlocksRequest>,
     ) -> Result<Response<Self::BlocksStream>, Status> {
-        let connection = request.remote_addr();
+        let caller = Caller::of(&request);
         let request = request.into_inner();
         let next = BlockNumber(request.start_block.max(1));
         let shared = self.shared.clone();
-        stream::start(&self.shared, connection, move |sink| {
+        stream::start(&self.shared, caller, move |sink| {
             blocks(shared, next, request.with_transactions, sink)
         })
     }

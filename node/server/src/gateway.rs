@@ -9,7 +9,7 @@ use prost::Message;
 use tokio::sync::broadcast;
 use tonic::{Code, Request, Response, Status};
 
-use super::shares::Share;
+use super::shares::{Caller, Share};
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
 use crate::ids::{Seq, TxId, ValidationCode};
@@ -70,7 +70,7 @@ impl Gateway for GatewayService {
         &self,
         request: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
-        let connection = request.remote_addr();
+        let caller = Caller::of(&request);
         let SubmitRequest {
             transaction,
             wait_for,
@@ -79,7 +79,7 @@ impl Gateway for GatewayService {
         // A call that will wait takes its place first: one that cannot wait is refused
         // before its transaction is ordered, never after.
         let share = match wait_for {
-            Some(_) => Some(self.shared.wait_shares.take(connection)?),
+            Some(_) => Some(self.shared.wait_shares.take(caller)?),
             None => None,
         };
         let (tx_id, seq) = self.shared.submit(transaction).await?;
@@ -98,7 +98,7 @@ impl Gateway for GatewayService {
         &self,
         request: Request<CommitStatusRequest>,
     ) -> Result<Response<CommitStatusResponse>, Status> {
-        let share = self.shared.wait_shares.take(request.remote_addr())?;
+        let share = self.shared.wait_shares.take(Caller::of(&request))?;
         let request = request.into_inner();
         let tx_id = tx_id(&request.tx_id)?;
         let wait_for = wait_phase(request.wait_for)?.unwrap_or(Phase::Committed);
@@ -113,7 +113,7 @@ impl Gateway for GatewayService {
         &self,
         request: Request<ContractEventsRequest>,
     ) -> Result<Response<Self::ContractEventsStream>, Status> {
-        let connection = request.remote_addr();
+        let caller = Caller::of(&request);
         let request = request.into_inner();
         lifecycle::check_name(&request.contract)
             .map_err(|e| status::error(Code::InvalidArgument, e.code(), e))?;
@@ -132,7 +132,7 @@ impl Gateway for GatewayService {
             },
         };
         let shared = self.shared.clone();
-        stream::start(&self.shared, connection, move |sink| {
+        stream::start(&self.shared, caller, move |sink| {
             events(shared, request.contract, next, sink)
         })
     }

@@ -114,6 +114,9 @@ pub struct ApiConfig {
     pub streams_max: usize,
     /// Most live server streams one connection holds at once.
     pub streams_per_connection_max: usize,
+    /// Most live server streams one reader holds at once over all its connections, when
+    /// reads are for members (a reader is then known).
+    pub streams_per_identity_max: usize,
     /// Most connections open at once; at the bound the server stops accepting until one
     /// closes ([`connections`]).
     pub connections_max: usize,
@@ -125,6 +128,9 @@ pub struct ApiConfig {
     pub commit_waits_max: usize,
     /// Most of those one connection has waiting at once.
     pub commit_waits_per_connection_max: usize,
+    /// Most `CommitStatus` calls one reader has waiting at once over all its
+    /// connections, when reads are for members.
+    pub commit_waits_per_identity_max: usize,
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once ([`admission`]); more are refused with `RESOURCE_EXHAUSTED`.
     pub admission_queue_max: usize,
@@ -154,10 +160,12 @@ impl Default for ApiConfig {
             connection_streams_max: 256,
             streams_max: 1024,
             streams_per_connection_max: 64,
+            streams_per_identity_max: 256,
             connections_max: 4096,
             connections_per_address_max: 1024,
             commit_waits_max: 16_384,
             commit_waits_per_connection_max: 1024,
+            commit_waits_per_identity_max: 4096,
             admission_queue_max: 4096,
             admission_queue_bytes_max: 256 << 20,
             stream_queue_depth: 64,
@@ -293,6 +301,10 @@ impl Server {
                     "streams_per_connection_max",
                     self.config.streams_per_connection_max,
                 ),
+                (
+                    "streams_per_identity_max",
+                    self.config.streams_per_identity_max,
+                ),
             ),
             wait_shares: shares::Shares::new(
                 "TOO_MANY_WAITS",
@@ -301,6 +313,10 @@ impl Server {
                 (
                     "commit_waits_per_connection_max",
                     self.config.commit_waits_per_connection_max,
+                ),
+                (
+                    "commit_waits_per_identity_max",
+                    self.config.commit_waits_per_identity_max,
                 ),
             ),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
@@ -632,9 +648,9 @@ impl Shared {
     /// A live stream's place: its connection's share, then one of the node's permits.
     fn stream_permit(
         &self,
-        connection: Option<SocketAddr>,
+        caller: shares::Caller,
     ) -> Result<(shares::Share, OwnedSemaphorePermit), Status> {
-        let share = self.stream_shares.take(connection)?;
+        let share = self.stream_shares.take(caller)?;
         let permit = self.streams.clone().try_acquire_owned().map_err(|_| {
             status::error(
                 Code::ResourceExhausted,

@@ -11,7 +11,6 @@
 //! read: the store has everything.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,7 +47,7 @@ impl<T> Sink<T> {
 /// stream's final status.
 pub(super) fn start<T, F, Fut>(
     shared: &Arc<Shared>,
-    connection: Option<SocketAddr>,
+    caller: super::shares::Caller,
     run: F,
 ) -> Result<Response<Items<T>>, Status>
 where
@@ -56,7 +55,7 @@ where
     F: FnOnce(Sink<T>) -> Fut,
     Fut: Future<Output = Result<(), Status>> + Send + 'static,
 {
-    let permit = shared.stream_permit(connection)?;
+    let permit = shared.stream_permit(caller)?;
     let (tx, rx) = mpsc::channel(shared.config.stream_queue_depth.max(1));
     let work = run(Sink { tx: tx.clone() });
     let stopping = shared.stopping.clone();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tonic::{Code, Request, Response, Status};
 
+use super::shares::Caller;
 use super::stream::{self, Items, Sink};
 use super::{Shared, shutting_down, status, tx_id};
 use crate::ids::TxId;
@@ -59,7 +60,7 @@ impl Trace for TraceService {
     ) -> Result<Response<Self::TraceStreamStream>, Status> {
         // Subscribed now: the stream holds every trace completed from this call on.
         let completed = self.shared.ledger.completed_traces();
-        stream::start(&self.shared, request.remote_addr(), move |sink| {
+        stream::start(&self.shared, Caller::of(&request), move |sink| {
             forward(completed, sink)
         })
     }

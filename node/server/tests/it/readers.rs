@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use runnel_ledger::identity::{
-    NetworkIdentities, Role, Signer, TLS_CA_FILE, TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE,
-};
+use runnel_ledger::identity::{NetworkIdentities, Role, Signer, TLS_CA_FILE};
 use runnel_ledger::proto::{
     CommitStatusRequest, ContractEventsRequest, DeliverBlocksRequest, GetNetworkInfoRequest,
     ListContractsRequest, TraceStreamRequest,
@@ -244,7 +242,63 @@ async fn under_members_every_read_needs_an_identity_of_the_network() {
         "a forged grant over a TLS client certificate",
     );
 
-    // Writes are checked by their own signatures, not by read access: not refused here.
-    let _ = (TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_reader_holds_its_share_of_the_streams_over_all_its_connections() {
+    let api = |dir: &Path| ApiConfig {
+        read_access: ReadAccess::Members,
+        streams_per_identity_max: 2,
+        tls: Some(server_tls(dir)),
+        ..ApiConfig::default()
+    };
+    let node = Node::serve(&["Org1", "Org2"], api, false).await;
+    let anyone = node.tls_channel().await;
+    let channel = QueryClient::new(anyone.clone())
+        .get_network_info(GetNetworkInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .channel;
+    let now = tx::now_ms();
+    let org1 = node.client();
+    let mine = grant(&org1, &org1, &channel, now - 1000, 60_000);
+    let org2 = node.identity("Org2", Role::Client);
+    let theirs = grant(&org2, &org2, &channel, now - 1000, 60_000);
+    let open = |grant: Vec<u8>| {
+        let node = &node;
+        async move {
+            // A connection of its own each time.
+            let connection = node.tls_channel().await;
+            let mut request = Request::new(DeliverBlocksRequest::default());
+            request
+                .metadata_mut()
+                .insert_bin(READ_GRANT_HEADER, MetadataValue::from_bytes(&grant));
+            DeliverClient::new(connection).blocks(request).await
+        }
+    };
+    let held = [
+        open(mine.clone()).await.unwrap(),
+        open(mine.clone()).await.unwrap(),
+    ];
+    let refused = open(mine.clone()).await.unwrap_err();
+    assert_status(&refused, Code::ResourceExhausted, "TOO_MANY_STREAMS");
+    assert!(refused.message().contains("this identity"), "{refused:?}");
+    // Another member is served meanwhile, and the reader again once it closes one.
+    let other = open(theirs).await.expect("another reader's share");
+    drop(held);
+    let deadline = tokio::time::Instant::now() + crate::node::WAIT;
+    loop {
+        match open(mine.clone()).await {
+            Ok(_) => break,
+            Err(status) if tokio::time::Instant::now() < deadline => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("the shares never came back: {status:?}"),
+        }
+    }
+    drop(other);
     node.stop().await;
 }
