@@ -30,6 +30,20 @@ pub enum StoreError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The store was written in a format this code does not read (an older Runnel's, or
+    /// a newer one's). Nothing in it is read.
+    #[error(
+        "store at {path} is of format {found}, but this Runnel reads format {expected} only: {}",
+        format_hint(*found, *expected)
+    )]
+    Format {
+        /// The store's directory.
+        path: String,
+        /// Its format (1: written before the store recorded its format).
+        found: u32,
+        /// The format this code reads.
+        expected: u32,
+    },
     /// A transaction's seq is not the next one.
     #[error("transaction out of order: expected seq {expected}, got {got}")]
     OutOfOrder {
@@ -108,6 +122,17 @@ pub enum StoreError {
         /// The snapshot's height.
         height: Seq,
     },
+}
+
+/// What to do with a store of format `found`.
+fn format_hint(found: u32, expected: u32) -> &'static str {
+    if found < expected {
+        "its seals' Merkle leaves do not cover the orderer's timestamps, which it did not keep \
+         per seq; start the peer on an empty directory to receive the ledger again from the \
+         orderer"
+    } else {
+        "it was written by a newer Runnel"
+    }
 }
 
 impl StoreError {

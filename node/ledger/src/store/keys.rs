@@ -25,6 +25,17 @@ pub(super) const SEAL: u8 = b'b';
 pub(super) const SEAL_INDEX: u8 = b'c';
 /// The metadata record holding the durable height.
 pub(super) const HEIGHT_KEY: &[u8] = b"mheight";
+/// The metadata record holding the store's format ([`STORE_FORMAT`]).
+pub(super) const FORMAT_KEY: &[u8] = b"mformat";
+
+/// The layout of the records this code writes and reads. Format 1 (no format record)
+/// kept no orderer's timestamp per seq, and its seals' Merkle leaves held the
+/// transactions' bytes alone; format 2 keeps the timestamp beside each transaction's
+/// place, as the leaves of its seals hold it. Another format is refused when the store
+/// opens, never read.
+pub const STORE_FORMAT: u32 = 2;
+/// The format of a store that holds records but no format record.
+pub const STORE_FORMAT_UNMARKED: u32 = 1;
 
 /// Ends a namespace inside a key (namespaces never hold it).
 const NS_END: u8 = 0x00;
@@ -353,26 +364,40 @@ pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
     prefixed_u64(TRANSACTION, seq.0)
 }
 
-/// Bytes of one place in the transactions' file: `offset u64be ++ len u32be`.
-const PLACE_BYTES: usize = U64_BYTES + 4;
+/// Bytes of an encoded length in the transactions' file.
+const LEN_BYTES: usize = 4;
+/// Bytes of one ordered transaction's entry: `offset u64be ++ len u32be ++
+/// timestamp_ms u64be`.
+const PLACE_BYTES: usize = U64_BYTES + LEN_BYTES + U64_BYTES;
+
+/// Where an ordered transaction's bytes lie in the transactions' file, and the orderer's
+/// timestamp for its seq (what its Merkle leaf holds with the bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TxPlace {
+    /// Its bytes.
+    pub at: RecordAt,
+    /// The orderer's clock when it assigned the seq, Unix milliseconds.
+    pub timestamp_ms: u64,
+}
 
 /// The value of the ordered-transaction record of a run of seqs `first ..= first +
 /// places.len() - 1` (keyed by the last): where each one's bytes lie in the store's
-/// transaction file. A run of one is its place alone; a longer run is `first u64be`
-/// followed by the places in seq order.
-pub(super) fn encode_transaction_run(first: Seq, places: &[RecordAt]) -> Vec<u8> {
+/// transaction file, and its timestamp. A run of one is its entry alone; a longer run is
+/// `first u64be` followed by the entries in seq order.
+pub(super) fn encode_transaction_run(first: Seq, places: &[TxPlace]) -> Vec<u8> {
     let mut value = Vec::with_capacity(U64_BYTES + places.len() * PLACE_BYTES);
     if places.len() > 1 {
         value.extend_from_slice(&first.0.to_be_bytes());
     }
-    for at in places {
-        value.extend_from_slice(&at.offset.to_be_bytes());
-        value.extend_from_slice(&at.len.to_be_bytes());
+    for place in places {
+        value.extend_from_slice(&place.at.offset.to_be_bytes());
+        value.extend_from_slice(&place.at.len.to_be_bytes());
+        value.extend_from_slice(&place.timestamp_ms.to_be_bytes());
     }
     value
 }
 
-/// A decoded ordered-transaction record: the places of seqs `first ..= last`.
+/// A decoded ordered-transaction record: the entries of seqs `first ..= last`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TransactionRun<'a> {
     pub first: Seq,
@@ -381,25 +406,27 @@ pub(super) struct TransactionRun<'a> {
 }
 
 impl TransactionRun<'_> {
-    /// Where the bytes of `seq` lie, if the run holds it.
-    pub fn place(&self, seq: Seq) -> Option<RecordAt> {
+    /// Where the bytes of `seq` lie and its timestamp, if the run holds it.
+    pub fn place(&self, seq: Seq) -> Option<TxPlace> {
         if seq < self.first || seq > self.last {
             return None;
         }
         let at = usize::try_from(seq.0 - self.first.0).ok()? * PLACE_BYTES;
-        Some(RecordAt {
-            kind: TRANSACTION,
-            offset: u64_at(self.places, at),
-            len: u32::from_be_bytes(
-                self.places[at + U64_BYTES..at + PLACE_BYTES]
-                    .try_into()
-                    .expect("a place's length is 4 bytes"),
-            ),
+        let len_at = at + U64_BYTES;
+        let mut len = [0u8; LEN_BYTES];
+        len.copy_from_slice(&self.places[len_at..len_at + LEN_BYTES]);
+        Some(TxPlace {
+            at: RecordAt {
+                kind: TRANSACTION,
+                offset: u64_at(self.places, at),
+                len: u32::from_be_bytes(len),
+            },
+            timestamp_ms: u64_at(self.places, len_at + LEN_BYTES),
         })
     }
 
-    /// Each seq of the run with its place, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (Seq, RecordAt)> + '_ {
+    /// Each seq of the run with its entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (Seq, TxPlace)> + '_ {
         (self.first.0..=self.last.0).filter_map(|seq| Some((Seq(seq), self.place(Seq(seq))?)))
     }
 }
@@ -572,6 +599,18 @@ pub(super) fn decode_height(bytes: &[u8]) -> Result<Seq, StoreError> {
         .map_err(|_| StoreError::corrupt("height", format!("{} bytes, not a seq", bytes.len())))
 }
 
+/// The format record's value: [`STORE_FORMAT`], u32 big-endian.
+pub(super) fn encode_format() -> [u8; 4] {
+    STORE_FORMAT.to_be_bytes()
+}
+
+/// Decodes the format record's value.
+pub(super) fn decode_format(bytes: &[u8]) -> Result<u32, StoreError> {
+    <[u8; 4]>::try_from(bytes)
+        .map(u32::from_be_bytes)
+        .map_err(|_| StoreError::corrupt("format", format!("{} bytes, not 4", bytes.len())))
+}
+
 /// Splits a leading big-endian u64 off `bytes`.
 fn split_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
     let (word, rest) = bytes.split_first_chunk::<U64_BYTES>()?;
@@ -639,12 +678,19 @@ mod tests {
 
     #[test]
     fn a_run_of_transaction_places_round_trips_and_a_damaged_one_is_corrupt() {
-        let at = |offset: u64, len: u32| RecordAt {
-            kind: TRANSACTION,
-            offset,
-            len,
+        let at = |offset: u64, len: u32, timestamp_ms: u64| TxPlace {
+            at: RecordAt {
+                kind: TRANSACTION,
+                offset,
+                len,
+            },
+            timestamp_ms,
         };
-        let places = [at(10, 100), at(130, 7), at(5_000_000_000, 70_000)];
+        let places = [
+            at(10, 100, 1_700_000_000_000),
+            at(130, 7, 1_700_000_000_000),
+            at(5_000_000_000, 70_000, u64::MAX),
+        ];
         let key = transaction_key(Seq(9));
         let value = encode_transaction_run(Seq(7), &places);
         let run = decode_transaction_run(&key, &value).unwrap();
@@ -783,5 +829,7 @@ mod tests {
         assert!(decode_seal_index(&index_key, &[0; 3]).is_err());
         assert_eq!(decode_height(&encode_height(Seq(11))), Ok(Seq(11)));
         assert!(decode_height(b"1234").is_err());
+        assert_eq!(decode_format(&encode_format()), Ok(STORE_FORMAT));
+        assert!(decode_format(b"12345").is_err());
     }
 }
