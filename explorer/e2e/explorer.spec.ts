@@ -243,7 +243,11 @@ test("blocks: live list, a block's seal with its signature checked, and an inclu
   await row.getByRole("button", { name: /Verify the inclusion/ }).click();
   const proof = page.getByTestId("inclusion-check");
   await expect(proof).toHaveAttribute("data-state", "verified");
-  await expect(proof).toContainText(`seq ${(await submitted.getStatus()).seq} is in block #${block}`);
+  const status = await submitted.getStatus();
+  await expect(proof).toContainText(`seq ${status.seq}, ordered at `);
+  await expect(proof).toContainText(`is in block #${block}`);
+  // The orderer's time the leaf holds is the transaction's, to the millisecond.
+  await expect(proof.getByTestId("proof-time")).toContainText(`(${status.timestampMs} ms)`);
   await snap("block");
 
   // The same check from the transaction's own page.

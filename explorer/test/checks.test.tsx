@@ -94,7 +94,7 @@ describe("ProofResult", () => {
     signedSeal: new Uint8Array(),
     transactions: [],
   };
-  const proof = { block, transaction: new Uint8Array([1]), seq: 11n, path: [new Uint8Array(32)] };
+  const proof = { block, transaction: new Uint8Array([1]), seq: 11n, timestampMs: 1_700_000_000_123n, path: [new Uint8Array(32)] };
   const base = { orderer, leaf: "33".repeat(32), computedRoot: "22".repeat(32), transactionId: "44".repeat(32) };
 
   test.each<[InclusionCheck, string, string]>([
@@ -108,5 +108,15 @@ describe("ProofResult", () => {
     expect(check?.textContent).toContain(words);
     if (state !== "verified") expect(check?.textContent).not.toContain("✓");
     expect(check?.textContent).toContain("33".repeat(32));
+    // The orderer's time the leaf holds, as a date and as the exact milliseconds.
+    expect(check?.querySelector("[data-testid=proof-time]")?.textContent).toBe("2023-11-14 22:13:20.123 UTC (1700000000123 ms)");
+  });
+
+  test("a timestamp beyond the range of dates is shown as such, exactly, without breaking the page", () => {
+    const result: InclusionCheck = { ...base, leaf: "", valid: false, reason: "the path does not lead to the seal's Merkle root" };
+    const el = mount(<ProofResult proof={{ ...proof, timestampMs: 2n ** 64n - 1n }} result={result} />);
+    const check = el.querySelector<HTMLElement>("[data-testid=inclusion-check]");
+    expect(check?.dataset.state).toBe("failed");
+    expect(check?.querySelector("[data-testid=proof-time]")?.textContent).toBe("not a date (18446744073709551615 ms)");
   });
 });

@@ -84,7 +84,7 @@ export interface CommittedTransaction {
   readonly transactionId: string;
   /** Its validation code's name: `"VALID"`, `"MVCC_READ_CONFLICT"`, ... */
   readonly code: string;
-  /** The orderer's clock when it ordered it, Unix milliseconds (0 for a `DUPLICATE_TXID`). */
+  /** The orderer's clock when it ordered it, Unix milliseconds (its block's seal covers it). */
   readonly timestampMs: bigint;
   /** The encoded `SignedTransaction`, exactly as ordered. */
   readonly bytes: Uint8Array;

@@ -1,13 +1,13 @@
 /**
  * Checks of what the orderer signed, made by the client without trusting the node: a
  * block's seal, and a transaction's inclusion proof (RFC 6962 audit path from the
- * transaction's hash to the seal's Merkle root). The same rules as the node's
- * node/ledger/src/block.rs: the orderer's certificate must chain to one of the network's
- * organisation CAs, which the caller gives (msp.ts), never to one the answer carries, with
- * the role orderer, valid at the seal's own time. SHA-256 comes from the platform, and the
- * Ed25519 signature is checked with WebCrypto in Node.js and browsers alike. A check
- * answers with a value, `valid` and the reason when not; it never throws on bad input, and
- * without trusted CAs it is never valid.
+ * transaction's leaf, its bytes with the orderer's timestamp, to the seal's Merkle root).
+ * The same rules as the node's node/ledger/src/block.rs: the orderer's certificate must
+ * chain to one of the network's organisation CAs, which the caller gives (msp.ts), never to
+ * one the answer carries, with the role orderer, valid at the seal's own time. SHA-256
+ * comes from the platform, and the Ed25519 signature is checked with WebCrypto in Node.js
+ * and browsers alike. A check answers with a value, `valid` and the reason when not; it
+ * never throws on bad input, and without trusted CAs it is never valid.
  */
 
 import { fromBinary } from "@bufbuild/protobuf";
@@ -23,6 +23,17 @@ import { ED25519 } from "./x509.js";
 /** What the orderer signs for a seal: this domain, then sha256 of the `BlockSeal` bytes. */
 export const SEAL_DOMAIN = "runnel.seal.v1";
 
+/**
+ * What a block's Merkle leaf hashes first: a transaction's leaf is sha256 of this domain,
+ * the orderer's timestamp for it (Unix milliseconds, u64 big-endian) and its
+ * `SignedTransaction` bytes, so the orderer's seal covers the time the transaction was
+ * validated at as well as its bytes.
+ */
+export const LEAF_DOMAIN = "runnel.leaf.v1";
+
+/** The largest u64: a leaf's timestamp is eight bytes. */
+const U64_MAX = 0xffff_ffff_ffff_ffffn;
+
 /** The reason of a check made without trusted CAs. */
 export const NO_TRUSTED_CA = "no trusted orderer CA given";
 
@@ -30,10 +41,12 @@ export const NO_TRUSTED_CA = "no trusted orderer CA given";
 export interface InclusionProof {
   /** The block holding it: its seal, as the orderer signed it (no transaction list). */
   readonly block: Block;
-  /** The encoded `SignedTransaction`, exactly as ordered: sha256 of it is the leaf. */
+  /** The encoded `SignedTransaction`, exactly as ordered: hashed into the leaf. */
   readonly transaction: Uint8Array;
   /** The transaction's seq. */
   readonly seq: bigint;
+  /** The orderer's clock when it ordered the transaction, Unix milliseconds: hashed into the leaf. */
+  readonly timestampMs: bigint;
   /** Sibling hashes, leaf to root. */
   readonly path: readonly Uint8Array[];
 }
@@ -69,7 +82,10 @@ export interface SealCheck {
 
 /** The outcome of {@link verifyInclusionProof}. */
 export interface InclusionCheck extends SealCheck {
-  /** Hex sha256 of the transaction: the Merkle leaf. */
+  /**
+   * Hex Merkle leaf: sha256 of {@link LEAF_DOMAIN}, the proof's timestamp and the
+   * transaction; empty when the timestamp is not a u64.
+   */
   readonly leaf: string;
   /** Hex root the path leads to from the leaf; equal to the seal's `txRoot` when included. */
   readonly computedRoot: string;
@@ -133,22 +149,24 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
 }
 
 /**
- * Checks that `proof` proves transaction `transactionId` is at `proof.seq` in
- * `proof.block`: the proof's transaction is that one (the id of the proposal it embeds),
- * the audit path leads from its hash to the seal's Merkle root (RFC 9162 section
- * 2.1.3.2), and the seal verifies ({@link verifySeal}) against `options.trustedCas`.
+ * Checks that `proof` proves transaction `transactionId`, ordered at `proof.timestampMs`,
+ * is at `proof.seq` in `proof.block`: the proof's transaction is that one (the id of the
+ * proposal it embeds), the audit path leads from its leaf (its bytes with that timestamp)
+ * to the seal's Merkle root (RFC 9162 section 2.1.3.2), and the seal verifies
+ * ({@link verifySeal}) against `options.trustedCas`. A proof whose timestamp or
+ * transaction was changed leads to another root.
  */
 export async function verifyInclusionProof(
   proof: InclusionProof,
   transactionId: string,
   options: VerifyOptions,
 ): Promise<InclusionCheck> {
-  const leafBytes = await sha256(proof.transaction);
-  const leaf = toHex(leafBytes);
+  const leafBytes = await transactionLeaf(proof.timestampMs, proof.transaction);
+  const leaf = leafBytes === undefined ? "" : toHex(leafBytes);
   const carried = await carriedTransactionId(proof.transaction);
   const { firstSeq, lastSeq } = proof.block;
   const root =
-    proof.seq < firstSeq || proof.seq > lastSeq
+    leafBytes === undefined || proof.seq < firstSeq || proof.seq > lastSeq
       ? undefined
       : await auditRoot(leafBytes, proof.seq - firstSeq, lastSeq - firstSeq + 1n, proof.path);
   const computedRoot = root === undefined ? "" : toHex(root);
@@ -159,6 +177,7 @@ export async function verifyInclusionProof(
   if (carried !== transactionId.toLowerCase()) {
     return fail(`the proof is for transaction ${carried}, not ${transactionId}`);
   }
+  if (leafBytes === undefined) return fail(`timestamp ${proof.timestampMs} is not a u64`);
   if (proof.seq < firstSeq || proof.seq > lastSeq) return fail(`seq ${proof.seq} is outside the block`);
   if (!sealCheck.valid) return result;
   if (computedRoot !== proof.block.txRoot) return fail("the path does not lead to the seal's Merkle root");
@@ -181,6 +200,18 @@ async function carriedTransactionId(signedTransaction: Uint8Array): Promise<stri
     return undefined;
   }
   return idOf(proposal.nonce, proposal.creator);
+}
+
+/**
+ * The Merkle leaf of `transaction` ordered at `timestampMs`: sha256 of {@link LEAF_DOMAIN},
+ * the timestamp as u64 big-endian and the bytes (node/ledger/src/block.rs `leaf`);
+ * undefined if the timestamp is not a u64.
+ */
+async function transactionLeaf(timestampMs: bigint, transaction: Uint8Array): Promise<Uint8Array | undefined> {
+  if (typeof timestampMs !== "bigint" || timestampMs < 0n || timestampMs > U64_MAX) return undefined;
+  const timestamp = new Uint8Array(8);
+  new DataView(timestamp.buffer).setBigUint64(0, timestampMs, false);
+  return sha256(concat(utf8Bytes(LEAF_DOMAIN), timestamp, transaction));
 }
 
 /** The root an audit path leads to from `leaf` at `index` of `count` leaves; undefined if malformed. */

@@ -129,6 +129,7 @@ export class Query {
       block: toBlock(response.block),
       transaction: response.transaction,
       seq: response.proof.seq,
+      timestampMs: response.proof.timestampMs,
       path: response.proof.path,
     };
   }

@@ -254,6 +254,30 @@ describe("queries", () => {
     await expect(query.getInclusionProof("ab".repeat(32))).rejects.toMatchObject({ errorName: "TX_NOT_SEALED" });
   });
 
+  test("an inclusion proof carries the orderer's timestamp, which the seal covers: altered, it fails", async () => {
+    using gateway = await gatewayAs();
+    const query = gateway.getQuery();
+    const { blockHeight } = await query.getNetworkInfo();
+    const submitted = await gateway.getNetwork(CHANNEL).getContract("kv").submitAsync("put", { arguments: [uniqueKey("sealed-time"), "t"] });
+    const status = await submitted.getStatus();
+    // Blocks seal behind the stream: wait for the one holding it.
+    const blocks = await gateway.getNetwork(CHANNEL).getBlockEvents({ startBlock: blockHeight + 1n });
+    for await (const block of blocks) {
+      if (block.lastSeq >= status.seq) break;
+    }
+    const id = submitted.getTransactionId();
+    const proof = await query.getInclusionProof(id);
+    expect(proof.timestampMs).toBe(status.timestampMs);
+    const trustedCas = await loadNetworkCas(inject("runnelDir"));
+    expect(await verifyInclusionProof(proof, id, { trustedCas })).toMatchObject({ valid: true });
+    for (const timestampMs of [proof.timestampMs + 1n, proof.timestampMs - 1n, proof.timestampMs + 86_400_000n, 0n]) {
+      expect(await verifyInclusionProof({ ...proof, timestampMs }, id, { trustedCas })).toMatchObject({
+        valid: false,
+        reason: "the path does not lead to the seal's Merkle root",
+      });
+    }
+  });
+
   test("block events are consecutive and chained by hash", async () => {
     using gateway = await gatewayAs();
     const kv = gateway.getNetwork(CHANNEL).getContract("kv");

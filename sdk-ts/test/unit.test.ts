@@ -32,6 +32,13 @@ const x509 = await import("../src/x509-library.js").then(() => import("@peculiar
 
 const sha256 = (data: Uint8Array | string) => createHash("sha256").update(data).digest();
 
+/** A block's Merkle leaf as node/ledger/src/block.rs makes it: sha256("runnel.leaf.v1" || timestamp u64be || bytes). */
+function orderedLeaf(timestampMs: bigint, transaction: Uint8Array): Buffer {
+  const timestamp = Buffer.alloc(8);
+  timestamp.writeBigUInt64BE(timestampMs);
+  return sha256(Buffer.concat([Buffer.from("runnel.leaf.v1"), timestamp, transaction]));
+}
+
 describe("transaction formats (node/ledger/src/tx.rs)", () => {
   test("tx id is sha256(nonce || creator) in lowercase hex", async () => {
     const nonce = new Uint8Array(24).fill(7);
@@ -428,21 +435,39 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     const net = await network();
     const trustedCas = [net.caPem];
     const [first, second] = [await signedTransaction(1), await signedTransaction(2)];
-    const block = await sealedBlock(net.ordererKeys, net.orderer, { leaves: [sha256(first.bytes), sha256(second.bytes)] });
-    const proof = { block, transaction: first.bytes, seq: 40n, path: [leafHash(sha256(second.bytes))] };
+    const [firstAt, secondAt] = [1_700_000_000_001n, 1_700_000_000_002n];
+    const block = await sealedBlock(net.ordererKeys, net.orderer, {
+      leaves: [orderedLeaf(firstAt, first.bytes), orderedLeaf(secondAt, second.bytes)],
+    });
+    const proof = { block, transaction: first.bytes, seq: 40n, timestampMs: firstAt, path: [leafHash(orderedLeaf(secondAt, second.bytes))] };
     expect(await verifyInclusionProof(proof, first.id, { trustedCas })).toMatchObject({
       valid: true,
       transactionId: first.id,
-      leaf: sha256(first.bytes).toString("hex"),
+      leaf: orderedLeaf(firstAt, first.bytes).toString("hex"),
       computedRoot: block.txRoot,
     });
+    // The same bytes at another time are another leaf: a changed timestamp leads elsewhere.
+    for (const timestampMs of [firstAt + 1n, firstAt - 1n, secondAt, 0n, 2n ** 64n - 1n]) {
+      expect(await verifyInclusionProof({ ...proof, timestampMs }, first.id, { trustedCas })).toMatchObject({
+        valid: false,
+        leaf: orderedLeaf(timestampMs, first.bytes).toString("hex"),
+        reason: "the path does not lead to the seal's Merkle root",
+      });
+    }
+    for (const timestampMs of [-1n, 2n ** 64n]) {
+      expect(await verifyInclusionProof({ ...proof, timestampMs }, first.id, { trustedCas })).toMatchObject({
+        valid: false,
+        leaf: "",
+        reason: `timestamp ${timestampMs} is not a u64`,
+      });
+    }
     expect(await verifyInclusionProof(proof, first.id.toUpperCase(), { trustedCas })).toMatchObject({ valid: true });
     // A valid proof of another transaction, answered for the one asked about.
     expect(await verifyInclusionProof(proof, second.id, { trustedCas })).toMatchObject({
       valid: false,
       reason: `the proof is for transaction ${first.id}, not ${second.id}`,
     });
-    const secondProof = { block, transaction: second.bytes, seq: 41n, path: [leafHash(sha256(first.bytes))] };
+    const secondProof = { block, transaction: second.bytes, seq: 41n, timestampMs: secondAt, path: [leafHash(orderedLeaf(firstAt, first.bytes))] };
     expect(await verifyInclusionProof(secondProof, second.id, { trustedCas })).toMatchObject({ valid: true });
     expect(await verifyInclusionProof({ ...secondProof, seq: 40n }, second.id, { trustedCas })).toMatchObject({
       valid: false,

@@ -2,16 +2,17 @@ import { verifyInclusionProof, type InclusionCheck, type InclusionProof } from "
 import type { JSX } from "preact";
 import { useFeed, useLoad } from "../live/hooks";
 import { trustedCas, useNetworkCa } from "../live/network-ca";
-import { hex } from "../model/format";
+import { dateTime, hex } from "../model/format";
 import { CheckVerdict } from "./CheckVerdict";
 import { Hash } from "./Hash";
 import { LedgerText } from "./LedgerText";
 
 /**
  * Fetches a transaction's inclusion proof and checks it here, in the browser, against the
- * network CAs the user gave: the proof's transaction is the one asked about, its hash is
- * the Merkle leaf, the audit path leads from it to the seal's root, and the seal is
- * signed by an orderer of those CAs. Without a network CA it says so, and shows no ✓.
+ * network CAs the user gave: the proof's transaction is the one asked about, its bytes
+ * with the orderer's timestamp hash to the Merkle leaf, the audit path leads from it to
+ * the seal's root, and the seal is signed by an orderer of those CAs. Without a network
+ * CA it says so, and shows no ✓.
  */
 export function InclusionProofCheck(props: { transactionId: string }): JSX.Element {
   const feed = useFeed();
@@ -25,7 +26,7 @@ export function InclusionProofCheck(props: { transactionId: string }): JSX.Eleme
   return <ProofResult proof={check.value.proof} result={check.value.result} />;
 }
 
-/** What an inclusion check found, with the leaf, the path and both roots. */
+/** What an inclusion check found, with the ordered time, the leaf, the path and both roots. */
 export function ProofResult(props: { proof: InclusionProof; result: InclusionCheck }): JSX.Element {
   const { proof, result } = props;
   return (
@@ -35,7 +36,7 @@ export function ProofResult(props: { proof: InclusionProof; result: InclusionChe
       verified={[
         "Inclusion verified",
         <>
-          transaction seq {proof.seq.toString()} is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by the orderer{" "}
+          transaction seq {proof.seq.toString()}, ordered at {orderedTime(proof.timestampMs)}, is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by the orderer{" "}
           <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
         </>,
       ]}
@@ -43,7 +44,11 @@ export function ProofResult(props: { proof: InclusionProof; result: InclusionChe
       unverified="the seal this proof leads to"
     >
       <dl class="facts">
-        <dt>Leaf (sha256 of the transaction)</dt>
+        <dt>Ordered at (the orderer's time, in the leaf)</dt>
+        <dd data-testid="proof-time">
+          {orderedTime(proof.timestampMs)} <span class="muted">({proof.timestampMs.toString()} ms)</span>
+        </dd>
+        <dt>Leaf (sha256 of "runnel.leaf.v1", the ordered time and the transaction)</dt>
         <dd>
           <Hash value={result.leaf} full />
         </dd>
@@ -72,4 +77,9 @@ export function ProofResult(props: { proof: InclusionProof; result: InclusionChe
       </dl>
     </CheckVerdict>
   );
+}
+
+/** The proof's timestamp as a date, or "not a date" beyond the range of dates (a node's answer is not trusted). */
+function orderedTime(ms: bigint): string {
+  return Number.isNaN(new Date(Number(ms)).getTime()) ? "not a date" : dateTime(ms);
 }

@@ -126,7 +126,10 @@ pub fn ordered_tx(data: &[u8]) {
     let (kept, bytes) = ordered.clone().encode();
     assert_eq!(kept, ordered);
     assert_eq!(OrderedTx::decode(&bytes).as_ref(), Ok(&ordered));
-    assert_eq!(ordered.hash(), block::tx_hash(&ordered.transaction));
+    assert_eq!(
+        ordered.leaf(),
+        block::leaf(ordered.timestamp_ms, &ordered.transaction)
+    );
     transaction(&ordered.transaction);
 }
 
@@ -210,8 +213,8 @@ pub fn signed_seal(data: &[u8]) {
         );
     }
     let mut chain = SealChain::genesis();
-    let hashes = [block::tx_hash(data)];
-    let refused = chain.accept(data, &hashes, fixtures::msp());
+    let leaves = [block::leaf(0, data)];
+    let refused = chain.accept(data, &leaves, fixtures::msp());
     assert!(refused.is_err(), "a forged seal was accepted");
     let _ = refused.map_err(|e| e.code());
     assert_eq!(chain, SealChain::genesis());

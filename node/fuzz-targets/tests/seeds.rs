@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use prost::Message;
-use runnel_ledger::block::SealChain;
+use runnel_ledger::block::{self, SealChain};
 use runnel_ledger::identity::{Role, Signer};
 use runnel_ledger::ids::Seq;
 use runnel_ledger::lifecycle::{FN_DEFINITION, FN_DEPLOY, LIFECYCLE_NAMESPACE};
@@ -361,10 +361,10 @@ fn write_seeds() {
     let mut chain = SealChain::genesis();
     let first = chain.seal_next(
         &orderer,
-        &[tx::sha256(&put_tx), tx::sha256(&deploy_tx)],
+        &[block::leaf(now, &put_tx), block::leaf(now, &deploy_tx)],
         now,
     );
-    let second = chain.seal_next(&orderer, &[tx::sha256(b"third")], now + 1);
+    let second = chain.seal_next(&orderer, &[block::leaf(now, b"third")], now + 1);
     write("signed_seal", "block-1", &first.bytes);
     write("signed_seal", "block-2", &second.bytes);
 

@@ -14,8 +14,12 @@
 //! delivered seal with [`SealChain::accept`] before it moves past it.
 //!
 //! A seal's `tx_root` is the Merkle tree hash of RFC 6962 section 2.1 over the block's
-//! transactions. The leaves are the [`tx_hash`] (SHA-256) of each transaction's
-//! `SignedTransaction` bytes, in seq order, and:
+//! transactions, in seq order. The leaf of a transaction is its [`leaf`]: the SHA-256 of
+//! [`LEAF_DOMAIN`], the orderer's timestamp for its seq (Unix milliseconds, u64
+//! big-endian) and its `SignedTransaction` bytes, so that the orderer's signature covers
+//! the time every peer validates the transaction at, as well as its bytes. The tag and
+//! the timestamp have fixed lengths, so one leaf never reads as another's timestamp and
+//! bytes. Then:
 //!
 //! - the empty tree hashes to the SHA-256 of nothing;
 //! - a leaf `d` hashes to `SHA-256(0x00 ‖ d)`;
@@ -48,9 +52,18 @@ const NODE_PREFIX: u8 = 0x01;
 /// Milliseconds per second: seal timestamps are milliseconds, certificate validity seconds.
 const MS_PER_SECOND: u64 = 1_000;
 
-/// The Merkle leaf of a transaction: SHA-256 of its `SignedTransaction` bytes.
-pub fn tx_hash(signed_transaction: &[u8]) -> Hash {
-    sha256(signed_transaction)
+/// Domain tag of a block's Merkle leaves ([`leaf`]).
+pub const LEAF_DOMAIN: &[u8] = b"runnel.leaf.v1";
+
+/// The Merkle leaf of the transaction the orderer ordered at `timestamp_ms` (Unix
+/// milliseconds): `SHA-256("runnel.leaf.v1" ‖ timestamp_ms u64be ‖ SignedTransaction
+/// bytes)`. RFC 6962's leaf prefix is added over it when the tree is hashed.
+pub fn leaf(timestamp_ms: u64, signed_transaction: &[u8]) -> Hash {
+    let mut hasher = Sha256::new();
+    hasher.update(LEAF_DOMAIN);
+    hasher.update(timestamp_ms.to_be_bytes());
+    hasher.update(signed_transaction);
+    hasher.finalize().into()
 }
 
 fn leaf_hash(leaf: &Hash) -> Hash {
@@ -156,36 +169,33 @@ pub struct Seal {
     pub last: Seq,
     /// SHA-256 of the previous block's `BlockSeal` bytes; [`GENESIS_HASH`] for block 1.
     pub previous_hash: Hash,
-    /// [`merkle_root`] over the [`tx_hash`] of each transaction, in seq order.
+    /// [`merkle_root`] over the [`leaf`] of each transaction, in seq order.
     pub tx_root: Hash,
     /// Unix milliseconds, the orderer's clock when it sealed.
     pub timestamp_ms: u64,
 }
 
 impl Seal {
-    /// The seal of block `number` over `tx_hashes` (seqs first..=first+len-1), chained to
-    /// `previous_hash`.
+    /// The seal of block `number` over the transactions whose [`leaf`]s are `leaves`
+    /// (seqs first..=first+len-1), chained to `previous_hash`.
     ///
     /// # Panics
     ///
-    /// If `tx_hashes` is empty: a block holds at least one transaction.
+    /// If `leaves` is empty: a block holds at least one transaction.
     pub fn new(
         number: BlockNumber,
         first: Seq,
-        tx_hashes: &[Hash],
+        leaves: &[Hash],
         previous_hash: Hash,
         timestamp_ms: u64,
     ) -> Seal {
-        assert!(
-            !tx_hashes.is_empty(),
-            "a block holds at least one transaction"
-        );
+        assert!(!leaves.is_empty(), "a block holds at least one transaction");
         Seal {
             number,
             first,
-            last: Seq(first.0 + (tx_hashes.len() as u64 - 1)),
+            last: Seq(first.0 + (leaves.len() as u64 - 1)),
             previous_hash,
-            tx_root: merkle_root(tx_hashes),
+            tx_root: merkle_root(leaves),
             timestamp_ms,
         }
     }
@@ -364,15 +374,17 @@ impl SealChain {
     }
 
     /// Verifies a delivered `SignedSeal` (bytes) as the next one, for a block whose
-    /// transactions hash to `tx_hashes` (in seq order). In order: it decodes; the orderer
-    /// certificate verifies through `msp` at the seal's own time, and its role is
-    /// orderer; the signature verifies; the number, first seq and previous hash are the
-    /// next ones; the seal covers `tx_hashes.len()` transactions; `tx_root` is their
-    /// [`merkle_root`]. On success the chain advances past it; on error it is unchanged.
+    /// transactions, each with the timestamp it was delivered with, have the [`leaf`]s
+    /// `leaves` (in seq order). In order: it decodes; the orderer certificate verifies
+    /// through `msp` at the seal's own time, and its role is orderer; the signature
+    /// verifies; the number, first seq and previous hash are the next ones; the seal
+    /// covers `leaves.len()` transactions; `tx_root` is their [`merkle_root`], so a
+    /// transaction's bytes or timestamp changed after sealing is [`BlockError::TxRoot`].
+    /// On success the chain advances past it; on error it is unchanged.
     pub fn accept(
         &mut self,
         signed_seal: &[u8],
-        tx_hashes: &[Hash],
+        leaves: &[Hash],
         msp: &Msp,
     ) -> Result<SignedSealed, BlockError> {
         let (sealed, signed) = decode_parts(signed_seal)?;
@@ -401,35 +413,36 @@ impl SealChain {
         if seal.previous_hash != self.hash {
             return Err(BlockError::PreviousHash);
         }
-        let count = tx_hashes.len() as u64;
+        let count = leaves.len() as u64;
         if seal.tx_count() != count {
             return Err(BlockError::TxCount {
                 expected: count,
                 got: seal.tx_count(),
             });
         }
-        if seal.tx_root != merkle_root(tx_hashes) {
+        if seal.tx_root != merkle_root(leaves) {
             return Err(BlockError::TxRoot);
         }
         *self = SealChain::after(&sealed);
         Ok(sealed)
     }
 
-    /// For the orderer side: builds and signs the next seal over `tx_hashes` and advances.
+    /// For the orderer side: builds and signs the next seal over the transactions whose
+    /// [`leaf`]s are `leaves`, and advances.
     ///
     /// # Panics
     ///
-    /// If `tx_hashes` is empty: a block holds at least one transaction.
+    /// If `leaves` is empty: a block holds at least one transaction.
     pub fn seal_next(
         &mut self,
         orderer: &Signer,
-        tx_hashes: &[Hash],
+        leaves: &[Hash],
         timestamp_ms: u64,
     ) -> SignedSealed {
         let seal = Seal::new(
             self.next_number(),
             self.next_first(),
-            tx_hashes,
+            leaves,
             self.hash,
             timestamp_ms,
         );
@@ -439,14 +452,15 @@ impl SealChain {
     }
 }
 
-/// The proof that the transaction at `seq` is in `block`, whose transactions hash to
-/// `tx_hashes` (in seq order). Refused with [`BlockError::NotInBlock`] if `seq` is outside
-/// the block, and with [`BlockError::TxCount`] or [`BlockError::TxRoot`] if `tx_hashes`
-/// are not the block's.
+/// The proof that the transaction at `seq`, ordered at `timestamp_ms`, is in `block`,
+/// whose transactions' [`leaf`]s are `leaves` (in seq order; the one at `seq` from that
+/// timestamp). Refused with [`BlockError::NotInBlock`] if `seq` is outside the block, and
+/// with [`BlockError::TxCount`] or [`BlockError::TxRoot`] if `leaves` are not the block's.
 pub fn prove(
     block: &SignedSealed,
-    tx_hashes: &[Hash],
+    leaves: &[Hash],
     seq: Seq,
+    timestamp_ms: u64,
 ) -> Result<InclusionProof, BlockError> {
     let seal = &block.seal;
     let not_in_block = || BlockError::NotInBlock {
@@ -456,7 +470,7 @@ pub fn prove(
     if !seal.contains(seq) {
         return Err(not_in_block());
     }
-    let count = tx_hashes.len() as u64;
+    let count = leaves.len() as u64;
     if seal.tx_count() != count {
         return Err(BlockError::TxCount {
             expected: count,
@@ -465,20 +479,22 @@ pub fn prove(
     }
     let offset = seq.0 - seal.first.0;
     let index = usize::try_from(offset).map_err(|_| not_in_block())?;
-    let path = inclusion_path(tx_hashes, index);
-    if !verify_inclusion(&tx_hashes[index], offset, count, &path, &seal.tx_root) {
+    let path = inclusion_path(leaves, index);
+    if !verify_inclusion(&leaves[index], offset, count, &path, &seal.tx_root) {
         return Err(BlockError::TxRoot);
     }
     Ok(InclusionProof {
         block: seal.number.0,
         seq: seq.0,
         path: path.iter().map(|hash| hash.to_vec()).collect(),
+        timestamp_ms,
     })
 }
 
 /// Checks that `proof` places the transaction `signed_transaction` (its `SignedTransaction`
-/// bytes) at `proof.seq` in the block sealed by `seal`. The seal itself must have been
-/// verified ([`SealChain::accept`]) or be trusted.
+/// bytes), ordered at `proof.timestamp_ms`, at `proof.seq` in the block sealed by `seal`:
+/// a proof whose timestamp or transaction was changed does not verify. The seal itself
+/// must have been verified ([`SealChain::accept`]) or be trusted.
 pub fn verify_proof(
     proof: &InclusionProof,
     signed_transaction: &[u8],
@@ -500,7 +516,7 @@ pub fn verify_proof(
         .map(|hash| Hash::try_from(hash.as_slice()))
         .collect::<Result<Vec<Hash>, _>>()
         .map_err(|_| BlockError::BadProof)?;
-    let leaf = tx_hash(signed_transaction);
+    let leaf = leaf(proof.timestamp_ms, signed_transaction);
     let index = seq.0 - seal.first.0;
     if verify_inclusion(&leaf, index, seal.tx_count(), &path, &seal.tx_root) {
         Ok(())
@@ -549,7 +565,9 @@ pub enum BlockError {
         got: u64,
     },
     /// The seal's `tx_root` is not the Merkle root of the given transactions.
-    #[error("seal's tx_root is not the Merkle root of the block's transactions")]
+    #[error(
+        "seal's tx_root is not the Merkle root of the block's transactions (their bytes and ordered timestamps)"
+    )]
     TxRoot,
     /// The seq is outside the block.
     #[error("seq {seq} is not in block {block}")]
@@ -670,7 +688,7 @@ mod tests {
 
     fn leaves(n: usize) -> Vec<Hash> {
         (0..n)
-            .map(|i| tx_hash(format!("transaction {i}").as_bytes()))
+            .map(|i| leaf(1_000 + i as u64, format!("transaction {i}").as_bytes()))
             .collect()
     }
 
@@ -726,7 +744,7 @@ mod tests {
                     "{m}/{n}"
                 );
 
-                let other = tx_hash(b"another transaction");
+                let other = super::leaf(1_000, b"another transaction");
                 assert!(!verify_inclusion(&other, index, count, &path, &root));
 
                 for wrong in (0..count + 2).filter(|&i| i != index) {
@@ -770,7 +788,7 @@ mod tests {
 
     #[test]
     fn hostile_paths_are_refused_without_panicking() {
-        let leaf = tx_hash(b"tx");
+        let leaf = leaf(1_000, b"tx");
         let root = merkle_root(&[leaf]);
         let long = vec![root; 200];
         for (index, count) in [(0, 1), (0, u64::MAX), (u64::MAX - 1, u64::MAX), (5, 3)] {
@@ -823,21 +841,30 @@ mod tests {
         Fixture { net, msp, orderer }
     }
 
-    /// The SignedTransaction bytes of seqs `first..first + n`.
-    fn transactions(first: u64, n: u64) -> Vec<Vec<u8>> {
+    /// The orderer's timestamps and SignedTransaction bytes of seqs `first..first + n`.
+    fn transactions(first: u64, n: u64) -> Vec<(u64, Vec<u8>)> {
         (first..first + n)
-            .map(|seq| format!("signed transaction at {seq}").into_bytes())
+            .map(|seq| {
+                let timestamp_ms = 1_700_000_000_000 + seq;
+                (
+                    timestamp_ms,
+                    format!("signed transaction at {seq}").into_bytes(),
+                )
+            })
             .collect()
     }
 
-    fn hashes(transactions: &[Vec<u8>]) -> Vec<Hash> {
-        transactions.iter().map(|tx| tx_hash(tx)).collect()
+    fn block_leaves(transactions: &[(u64, Vec<u8>)]) -> Vec<Hash> {
+        transactions
+            .iter()
+            .map(|(timestamp_ms, tx)| leaf(*timestamp_ms, tx))
+            .collect()
     }
 
     /// Runs `accept` on `chain`, expecting an error and the chain unchanged.
-    fn refused(chain: &mut SealChain, bytes: &[u8], tx_hashes: &[Hash], msp: &Msp) -> BlockError {
+    fn refused(chain: &mut SealChain, bytes: &[u8], leaves: &[Hash], msp: &Msp) -> BlockError {
         let before = chain.clone();
-        let error = chain.accept(bytes, tx_hashes, msp).unwrap_err();
+        let error = chain.accept(bytes, leaves, msp).unwrap_err();
         assert_eq!(*chain, before, "chain moved on {error}");
         error
     }
@@ -910,7 +937,7 @@ mod tests {
         let mut previous = GENESIS_HASH;
         let mut first = 1;
         for (i, size) in [3u64, 1, 5].into_iter().enumerate() {
-            let block = hashes(&transactions(first, size));
+            let block = block_leaves(&transactions(first, size));
             let sealed = orderer_chain.seal_next(&f.orderer, &block, now_ms());
             assert_eq!(sealed.seal.number, BlockNumber(i as u64 + 1));
             assert_eq!(sealed.seal.first, Seq(first));
@@ -1116,14 +1143,17 @@ mod tests {
         let mut chain = SealChain::genesis();
         chain.seal_next(&f.orderer, &leaves(4), now_ms());
         let txs = transactions(5, 7);
-        let block = hashes(&txs);
+        let block = block_leaves(&txs);
         let sealed = chain.seal_next(&f.orderer, &block, now_ms());
         let seal = &sealed.seal;
         assert_eq!(seal.first, Seq(5));
 
-        for (tx, seq) in txs.iter().zip(5..) {
-            let proof = prove(&sealed, &block, Seq(seq)).unwrap();
-            assert_eq!((proof.block, proof.seq), (2, seq));
+        for ((timestamp_ms, tx), seq) in txs.iter().zip(5..) {
+            let proof = prove(&sealed, &block, Seq(seq), *timestamp_ms).unwrap();
+            assert_eq!(
+                (proof.block, proof.seq, proof.timestamp_ms),
+                (2, seq, *timestamp_ms)
+            );
             let decoded = InclusionProof::decode(proof.encode_to_vec().as_slice()).unwrap();
             assert_eq!(verify_proof(&decoded, tx, seal), Ok(()));
 
@@ -1131,6 +1161,24 @@ mod tests {
                 verify_proof(&proof, b"another transaction", seal),
                 Err(BlockError::BadProof)
             );
+            // The transaction's bytes at another time are another leaf.
+            for altered in [
+                timestamp_ms + 1,
+                timestamp_ms - 1,
+                timestamp_ms ^ (1 << 40),
+                0,
+                u64::MAX,
+            ] {
+                let other_time = InclusionProof {
+                    timestamp_ms: altered,
+                    ..proof.clone()
+                };
+                assert_eq!(
+                    verify_proof(&other_time, tx, seal),
+                    Err(BlockError::BadProof),
+                    "timestamp {altered}"
+                );
+            }
             let other_seq = InclusionProof {
                 seq: if seq == 5 { 6 } else { 5 },
                 ..proof.clone()
@@ -1159,9 +1207,10 @@ mod tests {
             block: 2,
             seq: 12,
             path: Vec::new(),
+            timestamp_ms: txs[0].0,
         };
         assert_eq!(
-            verify_proof(&outside, &txs[0], seal),
+            verify_proof(&outside, &txs[0].1, seal),
             Err(BlockError::NotInBlock {
                 seq: Seq(12),
                 block: BlockNumber(2)
@@ -1169,7 +1218,7 @@ mod tests {
         );
         for seq in [4, 12] {
             assert_eq!(
-                prove(&sealed, &block, Seq(seq)),
+                prove(&sealed, &block, Seq(seq), txs[0].0),
                 Err(BlockError::NotInBlock {
                     seq: Seq(seq),
                     block: BlockNumber(2)
@@ -1177,12 +1226,67 @@ mod tests {
             );
         }
         assert!(matches!(
-            prove(&sealed, &block[..6], Seq(5)),
+            prove(&sealed, &block[..6], Seq(5), txs[0].0),
             Err(BlockError::TxCount { .. })
         ));
         let mut reordered = block.clone();
         reordered.swap(0, 1);
-        assert_eq!(prove(&sealed, &reordered, Seq(5)), Err(BlockError::TxRoot));
+        assert_eq!(
+            prove(&sealed, &reordered, Seq(5), txs[0].0),
+            Err(BlockError::TxRoot)
+        );
+    }
+
+    #[test]
+    fn a_leaf_is_the_domain_tag_the_timestamp_and_the_bytes() {
+        let tx = b"signed transaction";
+        let timestamp_ms: u64 = 1_700_000_000_123;
+        assert_eq!(
+            leaf(timestamp_ms, tx),
+            naive_sha256(&[b"runnel.leaf.v1", &timestamp_ms.to_be_bytes(), tx])
+        );
+        // Fixed-length fields: moving bytes between the timestamp and the transaction
+        // makes another leaf.
+        let mut shifted = timestamp_ms.to_be_bytes()[1..].to_vec();
+        shifted.extend_from_slice(tx);
+        assert_ne!(leaf(timestamp_ms >> 8, &shifted), leaf(timestamp_ms, tx));
+        assert_ne!(leaf(timestamp_ms, tx), leaf(timestamp_ms + 1, tx));
+        assert_ne!(leaf(timestamp_ms, tx), sha256(tx));
+    }
+
+    #[test]
+    fn a_seal_does_not_verify_when_any_transactions_timestamp_changes() {
+        let f = fixture();
+        for size in [1u64, 2, 3, 5, 8] {
+            let txs = transactions(1, size);
+            let sealed = SealChain::genesis().seal_next(&f.orderer, &block_leaves(&txs), now_ms());
+            let mut chain = SealChain::genesis();
+            assert!(
+                chain
+                    .clone()
+                    .accept(&sealed.bytes, &block_leaves(&txs), &f.msp)
+                    .is_ok()
+            );
+            for i in 0..txs.len() {
+                for altered in [txs[i].0 + 1, txs[i].0 - 1, 0, u64::MAX] {
+                    let mut delivered = txs.clone();
+                    delivered[i].0 = altered;
+                    let error =
+                        refused(&mut chain, &sealed.bytes, &block_leaves(&delivered), &f.msp);
+                    assert_eq!(error, BlockError::TxRoot, "tx {i} of {size} at {altered}");
+                    assert_eq!(error.code(), "TX_ROOT_MISMATCH");
+                }
+            }
+            // Two transactions' timestamps swapped are refused too.
+            if size > 1 && txs[0].0 != txs[1].0 {
+                let mut swapped = txs.clone();
+                let (a, b) = (swapped[0].0, swapped[1].0);
+                swapped[0].0 = b;
+                swapped[1].0 = a;
+                let error = refused(&mut chain, &sealed.bytes, &block_leaves(&swapped), &f.msp);
+                assert_eq!(error, BlockError::TxRoot);
+            }
+        }
     }
 
     #[test]

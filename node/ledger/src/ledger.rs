@@ -52,7 +52,8 @@ use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, 
 use crate::records::SyncMode;
 use crate::sig::SigCheck;
 use crate::store::{
-    EventAt, HistoryEntry, SealRecord, Snapshot, StoreError, StoredEvent, TxRecord, WorldState,
+    EventAt, HistoryEntry, SealRecord, Snapshot, StoreError, StoredEvent, TxBytes, TxRecord,
+    WorldState,
 };
 use crate::trace::{CompletedTrace, Stage, Trace, TraceBook};
 use crate::tx;
@@ -235,9 +236,9 @@ pub struct StoredTx {
     pub tx_id: TxId,
     /// Its validation code.
     pub code: ValidationCode,
-    /// The orderer's clock when it ordered it, Unix milliseconds. `None` for a
-    /// `DUPLICATE_TXID`: the ledger keeps one record per id, the first one's.
-    pub timestamp_ms: Option<u64>,
+    /// The orderer's clock when it ordered it, Unix milliseconds (what its block's seal
+    /// covers with its bytes).
+    pub timestamp_ms: u64,
     /// The encoded `SignedTransaction`, exactly as ordered.
     pub bytes: Vec<u8>,
 }
@@ -773,7 +774,7 @@ impl Ledger {
     /// The transaction at `seq`, validated (staged) or durable.
     pub fn transaction_at(&self, seq: Seq) -> Result<Option<StoredTx>, LedgerError> {
         match self.world.transaction(seq)? {
-            Some(bytes) => self.stored(seq, bytes).map(Some),
+            Some(tx) => self.stored(tx).map(Some),
             None => Ok(None),
         }
     }
@@ -788,7 +789,7 @@ impl Ledger {
             .store()
             .transactions(from, limit)?
             .into_iter()
-            .map(|(seq, bytes)| self.stored(seq, bytes))
+            .map(|tx| self.stored(tx))
             .collect()
     }
 
@@ -821,7 +822,7 @@ impl Ledger {
             if seq > durable {
                 break;
             }
-            let (code, _) = self.code_at(seq, &tx_id)?;
+            let code = self.code_at(seq, &tx_id)?;
             out.push((seq, tx_id, code));
         }
         Ok(out)
@@ -996,10 +997,16 @@ impl Ledger {
         transaction_id(signed_transaction).map_err(|e| OrderError::Malformed(e.to_string()))
     }
 
-    /// A stored transaction with its id, code and time from the tx index.
-    fn stored(&self, seq: Seq, bytes: Vec<u8>) -> Result<StoredTx, LedgerError> {
-        let tx_id = transaction_id(&bytes).unwrap_or_else(|_| TxId(crate::block::tx_hash(&bytes)));
-        let (code, timestamp_ms) = self.code_at(seq, &tx_id)?;
+    /// A stored transaction with its id, its code from the tx index and the orderer's
+    /// timestamp of its seq.
+    fn stored(&self, tx: TxBytes) -> Result<StoredTx, LedgerError> {
+        let TxBytes {
+            seq,
+            timestamp_ms,
+            bytes,
+        } = tx;
+        let tx_id = transaction_id(&bytes).unwrap_or_else(|_| TxId(tx::sha256(&bytes)));
+        let code = self.code_at(seq, &tx_id)?;
         Ok(StoredTx {
             seq,
             tx_id,
@@ -1009,21 +1016,16 @@ impl Ledger {
         })
     }
 
-    /// The code and timestamp of the transaction `tx_id` at `seq`, from the id's record:
-    /// the first transaction of an id has its own; a later one is a `DUPLICATE_TXID`,
-    /// without a timestamp.
-    fn code_at(
-        &self,
-        seq: Seq,
-        tx_id: &TxId,
-    ) -> Result<(ValidationCode, Option<u64>), LedgerError> {
+    /// The code of the transaction `tx_id` at `seq`, from the id's record: the first
+    /// transaction of an id has its own; a later one is a `DUPLICATE_TXID`.
+    fn code_at(&self, seq: Seq, tx_id: &TxId) -> Result<ValidationCode, LedgerError> {
         let record = self.world.tx(tx_id)?.ok_or_else(|| {
             LedgerError::BadResult(format!("transaction {tx_id} at seq {seq} has no record"))
         })?;
         Ok(if record.seq == seq {
-            (record.code, Some(record.timestamp_ms))
+            record.code
         } else {
-            (ValidationCode::DuplicateTxid, None)
+            ValidationCode::DuplicateTxid
         })
     }
 
@@ -1091,8 +1093,9 @@ impl Ledger {
     }
 
     /// Proof that a sealed transaction is in its block: the block's signed seal, the
-    /// transaction's bytes and the Merkle audit path from its hash to the seal's root.
-    /// `None` while the transaction is unknown or not yet sealed.
+    /// transaction's bytes, and the Merkle audit path from its leaf (the bytes with the
+    /// orderer's timestamp, which the proof carries) to the seal's root. `None` while the
+    /// transaction is unknown or not yet sealed.
     pub fn prove(&self, tx_id: &TxId) -> Result<Option<Proof>, LedgerError> {
         let Some((record, Some(number))) = self.transaction(tx_id)? else {
             return Ok(None);
@@ -1106,19 +1109,21 @@ impl Ledger {
         let sealed = crate::block::decode_signed_seal(&seal.bytes).map_err(corrupt)?;
         let count = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
         let transactions = store.transactions(seal.first, count)?;
-        let hashes: Vec<tx::Hash> = transactions
+        let leaves: Vec<tx::Hash> = transactions
             .iter()
-            .map(|(_, bytes)| crate::block::tx_hash(bytes))
+            .map(|tx| crate::block::leaf(tx.timestamp_ms, &tx.bytes))
             .collect();
-        let proof = crate::block::prove(&sealed, &hashes, record.seq).map_err(corrupt)?;
-        let transaction = transactions
-            .into_iter()
-            .find(|(seq, _)| *seq == record.seq)
-            .map(|(_, bytes)| bytes)
-            .unwrap_or_default();
+        let Some(proven) = transactions.into_iter().find(|tx| tx.seq == record.seq) else {
+            return Err(LedgerError::BadResult(format!(
+                "block {number}: seq {} is not stored",
+                record.seq
+            )));
+        };
+        let proof = crate::block::prove(&sealed, &leaves, proven.seq, proven.timestamp_ms)
+            .map_err(corrupt)?;
         Ok(Some(Proof {
             seal: sealed,
-            transaction,
+            transaction: proven.bytes,
             proof,
         }))
     }

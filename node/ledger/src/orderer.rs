@@ -147,7 +147,8 @@ pub struct OrderedTx {
     /// Its place in the stream.
     pub seq: Seq,
     /// The orderer's clock when it assigned `seq`, Unix milliseconds: the time every
-    /// peer uses to validate it (certificate expiry), so all reach the same verdict.
+    /// peer uses to validate it (certificate expiry, the proposal's time window), so all
+    /// reach the same verdict. The block's seal covers it, in the transaction's leaf.
     pub timestamp_ms: u64,
     /// The encoded `SignedTransaction`, exactly as submitted.
     pub transaction: Vec<u8>,
@@ -187,9 +188,10 @@ impl OrderedTx {
         })
     }
 
-    /// The Merkle leaf of this transaction in its block.
-    pub fn hash(&self) -> Hash {
-        crate::block::tx_hash(&self.transaction)
+    /// The Merkle leaf of this transaction in its block: its bytes with its timestamp
+    /// ([`crate::block::leaf`]).
+    pub fn leaf(&self) -> Hash {
+        crate::block::leaf(self.timestamp_ms, &self.transaction)
     }
 }
 

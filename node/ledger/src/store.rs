@@ -12,19 +12,21 @@
 //! | `'s' ns 0x00 key` | `seq u64be ++ value`, or `(seq \| 1 << 63) u64be ++ place` (a delete removes the key) |
 //! | `'h' ns 0x00 len(key) u32be key (u64::MAX - seq) u64be` | `tag u8 (0 put, 1 delete, 2 put at a place) ++ tx_id [32] ++ value or place` |
 //! | `'t' tx_id [32]` | `seq u64be ++ code u8 ++ timestamp_ms u64be` |
-//! | `'o' last u64be` | where the bytes of each transaction a commit wrote (seqs `first ..= last`) lie in the transactions' file: `offset u64be ++ len u32be` for a commit of one, else `first u64be` and that per seq |
+//! | `'o' last u64be` | for each transaction a commit wrote (seqs `first ..= last`), where its bytes lie in the transactions' file and the orderer's timestamp for its seq: `offset u64be ++ len u32be ++ timestamp_ms u64be` for a commit of one, else `first u64be` and that per seq |
 //! | `'i' last u64be` | the ids of the transactions a commit wrote: `first u64be ++ tx_id [32]` per seq |
 //! | `'e' contract 0x00 seq u64be index u32be` | `tag u8 (0 copied, 2 at a place) ++ tx_id [32] ++ len(name) u32be ++ name ++ payload or place` |
 //! | `'b' number u64be` | `first u64be ++ last u64be ++ seal bytes` (the seal is opaque) |
 //! | `'c' last u64be` | `number u64be ++ first u64be`: the seal index, by last seq covered |
 //! | `'m' "height"` | the last durable seq, `u64be` |
-//! | `'m' "format"` | the layout's version, `u64be` (written by the first commit) |
+//! | `'m' "format"` | the layout of these records, `u64be` ([`STORE_FORMAT`]), written with the first commit |
 //!
 //! A namespace is 1 to [`NAMESPACE_BYTES_MAX`] bytes with no `0x00`, so `ns 0x00` ends it
 //! unambiguously and `ns 0x01` bounds its state. A history key spells out the key's length,
 //! so the entries of `ab` never mix with those of `abc`; the inverted seq makes ascending
 //! iteration newest first. Every record read back is decoded and checked: one that does not
-//! decode is [`StoreError::Corrupt`], never a panic and never skipped.
+//! decode is [`StoreError::Corrupt`], never a panic and never skipped. A store of another
+//! format than [`STORE_FORMAT`] (an older one has no format record) is refused when it
+//! opens ([`StoreError::Format`]), never read.
 //!
 //! A value of 64 bytes or more in a history record or an event's payload, and of 4 KiB
 //! or more in a state record, is not copied when the writing transaction's stored bytes
@@ -106,6 +108,7 @@ pub use digest::StateHash;
 pub use durable::Store;
 pub(crate) use durable::lock_dir;
 pub use error::StoreError;
+pub use keys::FORMAT as STORE_FORMAT;
 pub(crate) use keys::{check_key, check_namespace};
 pub use world::{Snapshot, WorldState};
 
@@ -127,6 +130,18 @@ pub struct TxRecord {
     pub code: ValidationCode,
     /// The orderer's timestamp, in milliseconds since the Unix epoch.
     pub timestamp_ms: u64,
+}
+
+/// A transaction's bytes as the orderer delivered them, at their place in the stream,
+/// with the orderer's timestamp for that place: what its Merkle leaf is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxBytes {
+    /// Its place in the ordered stream.
+    pub seq: Seq,
+    /// The orderer's clock when it assigned `seq`, Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The encoded `SignedTransaction`, exactly as ordered (valid or not).
+    pub bytes: Vec<u8>,
 }
 
 /// One write to a key, as kept in the key's history.

@@ -213,7 +213,7 @@ pub(super) fn committed_transaction(tx: StoredTx) -> CommittedTransaction {
         seq: tx.seq.0,
         tx_id: tx.tx_id.to_hex(),
         code: validation_code(tx.code),
-        timestamp_ms: tx.timestamp_ms.unwrap_or(0),
+        timestamp_ms: tx.timestamp_ms,
         transaction: tx.bytes,
     }
 }

@@ -97,6 +97,9 @@ pub fn streaming(seal_max_txs: usize, seal_max_delay: Duration) -> OrdererConfig
 pub struct Seen {
     /// Transactions with their seqs.
     pub txs: Vec<(Seq, Vec<u8>)>,
+    /// The Merkle leaf of each transaction seen, from its bytes and the timestamp it
+    /// came with: what the seals are checked against.
+    pub leaves: HashMap<Seq, Hash>,
     /// Seals: number, first and last seq.
     pub seals: Vec<(BlockNumber, Seq, Seq)>,
     /// The seals accepted.
@@ -117,10 +120,6 @@ pub fn read_until(
     done: impl Fn(&Seen) -> bool,
 ) {
     let deadline = Instant::now() + PATIENCE;
-    let mut hashes: HashMap<Seq, Hash> = HashMap::new();
-    for (seq, bytes) in &seen.txs {
-        hashes.insert(*seq, runnel_ledger::block::tx_hash(bytes));
-    }
     while !done(seen) {
         assert!(Instant::now() < deadline, "stream stalled");
         let Some(item) = delivery.next(Duration::from_millis(50)).expect("delivery") else {
@@ -130,7 +129,7 @@ pub fn read_until(
             Delivered::Tx(ordered) => {
                 let expected = seen.txs.last().map_or(ordered.seq, |(seq, _)| seq.next());
                 assert_eq!(ordered.seq, expected, "transactions in seq order, no gap");
-                hashes.insert(ordered.seq, ordered.hash());
+                seen.leaves.insert(ordered.seq, ordered.leaf());
                 seen.txs.push((ordered.seq, ordered.transaction));
                 seen.order.push('t');
             }
@@ -140,7 +139,12 @@ pub fn read_until(
             }
             Delivered::Seal(sealed) => {
                 let range: Vec<Hash> = (sealed.seal.first.0..=sealed.seal.last.0)
-                    .map(|seq| *hashes.get(&Seq(seq)).expect("seal after its transactions"))
+                    .map(|seq| {
+                        *seen
+                            .leaves
+                            .get(&Seq(seq))
+                            .expect("seal after its transactions")
+                    })
                     .collect();
                 let accepted = chain
                     .accept(&sealed.bytes, &range, msp)

@@ -9,7 +9,11 @@
 //! | kind | payload |
 //! |---|---|
 //! | `'t'` | an encoded `OrderedTx`; the n-th one has seq n |
-//! | `'s'` | the encoded `SignedSeal` of the next block |
+//! | `'S'` | the encoded `SignedSeal` of the next block |
+//!
+//! A seal's Merkle leaves hold each transaction's timestamp with its bytes
+//! ([`crate::block::leaf`]). Seals of kind `'s'`, written by an older Runnel, held the
+//! bytes alone: a log holding one is refused when it opens.
 //!
 //! An index in memory (seq and block number to file offset) is rebuilt from the file on
 //! open. Sequencing appends under one lock, so the log holds seqs `1..=height` with no
@@ -49,7 +53,11 @@ use crate::tx::{self, Hash};
 
 /// Record kinds in the log.
 const TX: u8 = b't';
-const SEAL: u8 = b's';
+/// A seal whose Merkle leaves hold each transaction's timestamp with its bytes.
+const SEAL: u8 = b'S';
+/// A seal written by an older Runnel, whose leaves held the transactions' bytes alone:
+/// refused, since no peer of this version accepts it.
+const SEAL_BYTES_ONLY: u8 = b's';
 
 /// The log's file name in the orderer's directory.
 pub const LOG_FILE: &str = "orderer.log";
@@ -101,7 +109,8 @@ struct State {
     head: Seq,
     /// The last seq a finished flush covered.
     durable: Seq,
-    /// Hashes and arrival times of the transactions after the last seal.
+    /// Merkle leaves (bytes with timestamp) and arrival times of the transactions after
+    /// the last seal.
     unsealed: VecDeque<(Hash, Instant)>,
     /// The latest transactions appended, oldest first, up to [`RECENT_BYTES_MAX`] of
     /// them: a delivery that keeps up reads them here, not back from the log.
@@ -270,12 +279,12 @@ impl Inner {
             match due {
                 Some(wait) if wait.is_zero() => {
                     let count = state.unsealed.len().min(max_txs);
-                    let hashes: Vec<Hash> = state
+                    let leaves: Vec<Hash> = state
                         .unsealed
                         .drain(..count)
-                        .map(|(hash, _)| hash)
+                        .map(|(leaf, _)| leaf)
                         .collect();
-                    let sealed = state.chain.seal_next(&self.signer, &hashes, tx::now_ms());
+                    let sealed = state.chain.seal_next(&self.signer, &leaves, tx::now_ms());
                     match state.log.append(SEAL, &sealed.bytes) {
                         Ok(at) => state.seals.push(at),
                         Err(error) => {
@@ -360,6 +369,15 @@ impl SoloOrderer {
             match at.kind {
                 TX => txs.push(at),
                 SEAL => seals.push(at),
+                SEAL_BYTES_ONLY => {
+                    return Err(OrderError::Corrupt(format!(
+                        "{} holds a seal (at byte {}) of an older format, whose Merkle leaves \
+                         do not cover the transactions' timestamps; move the log away to start \
+                         afresh",
+                        dir.join(LOG_FILE).display(),
+                        at.offset
+                    )));
+                }
                 other => {
                     return Err(OrderError::Corrupt(format!(
                         "record of unknown kind {other} at byte {}",
@@ -406,7 +424,7 @@ impl SoloOrderer {
             .iter()
             .map(|at| {
                 let bytes = reader.read(*at).map_err(log_error)?;
-                Ok((OrderedTx::decode(&bytes)?.hash(), now))
+                Ok((OrderedTx::decode(&bytes)?.leaf(), now))
             })
             .collect::<Result<VecDeque<_>, OrderError>>()?;
         let inner = Arc::new(Inner {
@@ -511,7 +529,7 @@ impl SoloOrderer {
                     continue;
                 }
             };
-            let hash = block::tx_hash(&signed_transaction);
+            let leaf = block::leaf(now_ms, &signed_transaction);
             seq = seq.next();
             let (ordered, bytes) = OrderedTx {
                 seq,
@@ -519,7 +537,7 @@ impl SoloOrderer {
                 transaction: signed_transaction,
             }
             .encode();
-            batch.push((ordered, bytes, hash));
+            batch.push((ordered, bytes, leaf));
             answers.push(Ok(Ordered {
                 seq,
                 tx_id,
@@ -537,10 +555,10 @@ impl SoloOrderer {
         {
             Ok(places) => {
                 let now = Instant::now();
-                for (at, (ordered, _, hash)) in places.into_iter().zip(batch) {
+                for (at, (ordered, _, leaf)) in places.into_iter().zip(batch) {
                     state.txs.push(at);
                     state.head = ordered.seq;
-                    state.unsealed.push_back((hash, now));
+                    state.unsealed.push_back((leaf, now));
                     state.remember(ordered);
                 }
             }

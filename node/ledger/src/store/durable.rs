@@ -14,11 +14,11 @@ use runnel_runtime::{Version, VersionedValue};
 use super::filter::{KeyFilter, Loader};
 use super::keys::{
     self, EventPayload, FORMAT, FORMAT_KEY, HEIGHT_KEY, HistoryWrite, SEAL, SEAL_INDEX,
-    STATE_PREFIX, StateRecord, TRANSACTION_RECORD, TX_IDS_END, TX_PREFIX, ValueAt,
+    STATE_PREFIX, StateRecord, TRANSACTION_RECORD, TX_IDS_END, TX_PREFIX, TxPlace, ValueAt,
 };
 use super::{
-    BatchTx, CommitBatch, EventAt, HistoryEntry, SealRecord, StoreError, StoredEvent, TxRecord,
-    check_namespace, lock,
+    BatchTx, CommitBatch, EventAt, HistoryEntry, SealRecord, StoreError, StoredEvent, TxBytes,
+    TxRecord, check_namespace, lock,
 };
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
@@ -427,14 +427,14 @@ impl Store {
         let place = self
             .transaction_place(seq)?
             .ok_or_else(|| corrupt(format!("seq {seq} has no transaction")))?;
-        if u64::from(at.offset) + u64::from(at.len) > u64::from(place.len) {
+        if u64::from(at.offset) + u64::from(at.len) > u64::from(place.at.len) {
             return Err(corrupt(format!(
                 "{} bytes at {} in seq {seq}'s {} bytes",
-                at.len, at.offset, place.len
+                at.len, at.offset, place.at.len
             )));
         }
         self.count_read(1);
-        let value = self.transactions.read_part(place, at.offset, at.len)?;
+        let value = self.transactions.read_part(place.at, at.offset, at.len)?;
         if crc32fast::hash(&value) != at.crc {
             return Err(corrupt(format!(
                 "the {} bytes at {} in seq {seq} do not match their checksum",
@@ -456,20 +456,18 @@ impl Store {
         }
     }
 
-    /// The bytes of the transaction at `seq`, as the orderer delivered them (valid or
-    /// not), once durable.
-    pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The transaction at `seq`, its bytes as the orderer delivered them (valid or not)
+    /// with the orderer's timestamp, once durable.
+    pub fn transaction(&self, seq: Seq) -> Result<Option<TxBytes>, StoreError> {
         match self.transaction_place(seq)? {
-            Some(at) => {
-                self.count_read(1);
-                Ok(Some(self.transactions.read(at)?))
-            }
+            Some(place) => self.read_transaction(seq, place).map(Some),
             None => Ok(None),
         }
     }
 
-    /// Where the bytes of the transaction at `seq` lie in the transactions' file.
-    fn transaction_place(&self, seq: Seq) -> Result<Option<RecordAt>, StoreError> {
+    /// Where the bytes of the transaction at `seq` lie in the transactions' file, and the
+    /// orderer's timestamp of it.
+    fn transaction_place(&self, seq: Seq) -> Result<Option<TxPlace>, StoreError> {
         if seq > self.height() || seq == Seq::ZERO {
             return Ok(None);
         }
@@ -486,8 +484,18 @@ impl Store {
         Ok(keys::decode_transaction_run(&key, &value)?.place(seq))
     }
 
+    /// The transaction at `seq`, from its entry.
+    fn read_transaction(&self, seq: Seq, place: TxPlace) -> Result<TxBytes, StoreError> {
+        self.count_read(1);
+        Ok(TxBytes {
+            seq,
+            timestamp_ms: place.timestamp_ms,
+            bytes: self.transactions.read(place.at)?,
+        })
+    }
+
     /// Up to `limit` durable transactions from seq `from` on, in ascending seq order.
-    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<TxBytes>, StoreError> {
         self.transactions_below(from, self.height().next(), limit)
     }
 
@@ -498,7 +506,7 @@ impl Store {
         from: Seq,
         end: Seq,
         limit: usize,
-    ) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+    ) -> Result<Vec<TxBytes>, StoreError> {
         if end <= from {
             return Ok(Vec::new());
         }
@@ -509,15 +517,14 @@ impl Store {
         for item in records {
             self.count_read(1);
             let (key, value) = item?;
-            for (seq, at) in keys::decode_transaction_run(&key, &value)?.iter() {
+            for (seq, place) in keys::decode_transaction_run(&key, &value)?.iter() {
                 if seq < from {
                     continue;
                 }
                 if seq >= end || out.len() >= limit {
                     return Ok(out);
                 }
-                self.count_read(1);
-                out.push((seq, self.transactions.read(at)?));
+                out.push(self.read_transaction(seq, place)?);
             }
         }
         Ok(out)
@@ -668,7 +675,15 @@ impl Store {
             self.transactions.sync()?;
         }
         // `append_all` gives a place for each payload it appends.
-        let places: Vec<RecordAt> = places.into_iter().flatten().collect();
+        let places: Vec<TxPlace> = places
+            .into_iter()
+            .flatten()
+            .zip(&batch.txs)
+            .map(|(at, tx)| TxPlace {
+                at,
+                timestamp_ms: tx.record.timestamp_ms,
+            })
+            .collect();
         assert_eq!(
             places.len(),
             batch.txs.len(),
@@ -774,6 +789,10 @@ impl Store {
         // The checks above make the height advance by exactly the batch's transactions.
         assert_eq!(new_height.0 - height.0, batch.txs.len() as u64);
         writes.insert(HEIGHT_KEY, &keys::encode_height(new_height)[..]);
+        // The first commit says how every record is laid out, with the first records.
+        if height == Seq::ZERO {
+            writes.insert(FORMAT_KEY, &keys::encode_format(FORMAT)[..]);
+        }
 
         self.db.apply_batch(writes)?;
         // Readers already see the batch in sled; the height follows it at once.
@@ -930,7 +949,8 @@ fn open_transactions(dir: &Path, db: &sled::Db, height: Seq) -> Result<RecordFil
                         "transaction record",
                         format!("the record of seq {height} does not hold it"),
                     )
-                })?;
+                })?
+                .at;
             records
                 .iter()
                 .position(|at| *at == place)
@@ -1152,7 +1172,7 @@ mod tests {
             .write(true)
             .open(dir.path().join(TRANSACTIONS_FILE))
             .unwrap();
-        std::os::unix::fs::FileExt::write_all_at(&file, b"q", place.offset + 100).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, b"q", place.at.offset + 100).unwrap();
         assert!(matches!(
             store.events("token", from(1, 0), Seq(3), 100),
             Err(StoreError::Corrupt { .. })
@@ -1233,55 +1253,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_store_of_another_format_is_refused_with_what_to_do() {
-        let dir = tempfile::tempdir().unwrap();
-        // Empty, it opens, and its first commit gives it this code's format.
-        let store = Store::open(dir.path()).unwrap();
-        let mut batch = CommitBatch::new();
-        batch.push_tx(
-            record(1, ValidationCode::Valid),
-            Vec::new(),
-            b"tx1".to_vec(),
-        );
-        store.commit(&batch).unwrap();
-        assert_eq!(
-            store.db.get(FORMAT_KEY).unwrap().as_deref(),
-            Some(&keys::encode_format(FORMAT)[..])
-        );
-        drop(store);
-        let store = Store::open(dir.path()).unwrap();
-        // A store of format 1 had no format record.
-        store.db.remove(FORMAT_KEY).unwrap();
-        store.db.flush().unwrap();
-        drop(store);
-        let refused = Store::open(dir.path()).unwrap_err();
-        assert_eq!(
-            refused,
-            StoreError::Format {
-                path: dir.path().display().to_string(),
-                found: 1,
-                expected: FORMAT,
-            }
-        );
-        assert!(
-            refused.to_string().contains("move the directory away"),
-            "{refused}"
-        );
-        // Nor does a store of a later format open.
-        let db = sled::open(dir.path()).unwrap();
-        db.insert(FORMAT_KEY, &keys::encode_format(FORMAT + 1)[..])
-            .unwrap();
-        db.flush().unwrap();
-        drop(db);
-        let refused = loop {
-            // sled's own lock outlives its handle briefly.
-            match Store::open(dir.path()) {
-                Err(StoreError::Sled(_)) => std::thread::sleep(Duration::from_millis(10)),
-                other => break other.unwrap_err(),
-            }
-        };
-        assert!(matches!(refused, StoreError::Format { found, .. } if found == FORMAT + 1));
+    /// Transaction `seq` as the store gives it back, with [`record`]'s timestamp.
+    fn ordered(seq: u64, bytes: &[u8]) -> TxBytes {
+        TxBytes {
+            seq: Seq(seq),
+            timestamp_ms: record(seq, ValidationCode::Valid).timestamp_ms,
+            bytes: bytes.to_vec(),
+        }
     }
 
     #[test]
@@ -1377,13 +1355,13 @@ mod tests {
             .write(true)
             .open(dir.path().join(TRANSACTIONS_FILE))
             .unwrap();
-        std::os::unix::fs::FileExt::write_all_at(&file, b"H", place.offset).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, b"H", place.at.offset).unwrap();
         assert!(matches!(
             store.transaction(Seq(1)),
             Err(StoreError::Corrupt { .. })
         ));
         assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 3);
-        std::os::unix::fs::FileExt::write_all_at(&file, b"z", place.offset + 100).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, b"z", place.at.offset + 100).unwrap();
         assert!(matches!(
             store.history("ns", b"k", None, 10),
             Err(StoreError::Corrupt { .. })
@@ -1574,13 +1552,16 @@ mod tests {
             assert_eq!(store.transaction(Seq::ZERO).unwrap(), None);
             assert_eq!(store.transaction(Seq(9)).unwrap(), None);
             for seq in 1..=8 {
-                assert_eq!(store.transaction(Seq(seq)).unwrap(), Some(bytes(seq)));
+                assert_eq!(
+                    store.transaction(Seq(seq)).unwrap(),
+                    Some(ordered(seq, &bytes(seq)))
+                );
             }
             for from in 0..=9 {
                 for limit in [1, 2, 5, 100] {
-                    let expected: Vec<(Seq, Vec<u8>)> = (from.max(1)..=8)
+                    let expected: Vec<TxBytes> = (from.max(1)..=8)
                         .take(limit)
-                        .map(|seq| (Seq(seq), bytes(seq)))
+                        .map(|seq| ordered(seq, &bytes(seq)))
                         .collect();
                     assert_eq!(
                         store.transactions(Seq(from), limit).unwrap(),
@@ -1591,7 +1572,9 @@ mod tests {
             }
             assert_eq!(
                 store.transactions_below(Seq(3), Seq(7), 100).unwrap(),
-                (3..7).map(|seq| (Seq(seq), bytes(seq))).collect::<Vec<_>>()
+                (3..7)
+                    .map(|seq| ordered(seq, &bytes(seq)))
+                    .collect::<Vec<_>>()
             );
         };
         check(&store);
@@ -1648,6 +1631,121 @@ mod tests {
     }
 
     #[test]
+    fn every_seq_keeps_the_orderers_timestamp_beside_its_bytes_a_duplicate_id_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let first = record(1, ValidationCode::Valid);
+        // Seq 3 repeats seq 1's id, ordered later: the tx index keeps seq 1's record.
+        let duplicate = TxRecord {
+            seq: Seq(3),
+            code: ValidationCode::DuplicateTxid,
+            timestamp_ms: 9_000,
+            ..first.clone()
+        };
+        let mut batch = CommitBatch::new();
+        batch.push_tx(first.clone(), Vec::new(), b"tx1".to_vec());
+        batch.push_tx(
+            record(2, ValidationCode::Valid),
+            Vec::new(),
+            b"tx2".to_vec(),
+        );
+        batch.push_tx(duplicate, Vec::new(), b"tx1".to_vec());
+        store.commit(&batch).unwrap();
+        // A commit of one transaction is stored in a record of its own kind.
+        let mut one = CommitBatch::new();
+        one.push_tx(
+            record(4, ValidationCode::Valid),
+            Vec::new(),
+            b"tx4".to_vec(),
+        );
+        store.commit(&one).unwrap();
+        let expected = |seq: u64, timestamp_ms: u64, bytes: &[u8]| TxBytes {
+            seq: Seq(seq),
+            timestamp_ms,
+            bytes: bytes.to_vec(),
+        };
+        let all = vec![
+            expected(1, 1_001, b"tx1"),
+            expected(2, 1_002, b"tx2"),
+            expected(3, 9_000, b"tx1"),
+            expected(4, 1_004, b"tx4"),
+        ];
+        let check = |store: &Store| {
+            assert_eq!(store.transactions(Seq(1), 100).unwrap(), all);
+            for tx in &all {
+                assert_eq!(store.transaction(tx.seq).unwrap().as_ref(), Some(tx));
+            }
+            assert_eq!(store.tx(&first.tx_id).unwrap(), Some(first.clone()));
+        };
+        check(&store);
+        drop(store);
+        check(&Store::open(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn a_store_of_another_format_is_refused_at_open_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        // A store never committed to has no format yet, and opens.
+        drop(Store::open(dir.path()).unwrap());
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = CommitBatch::new();
+        batch.push_tx(
+            record(1, ValidationCode::Valid),
+            vec![put("ns", b"k", b"v")],
+            b"tx1".to_vec(),
+        );
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            store.db.get(FORMAT_KEY).unwrap().as_deref(),
+            Some(&keys::encode_format(FORMAT)[..])
+        );
+        // An older Runnel's store: records and no format record (format 1).
+        store.db.remove(FORMAT_KEY).unwrap();
+        store.db.flush().unwrap();
+        drop(store);
+        let path = dir.path().display().to_string();
+        for _ in 0..2 {
+            let error = Store::open(dir.path()).unwrap_err();
+            assert_eq!(
+                error,
+                StoreError::Format {
+                    path: path.clone(),
+                    found: 1,
+                    expected: FORMAT,
+                }
+            );
+            let message = error.to_string();
+            assert!(message.contains("of format 1"), "{message}");
+            assert!(message.contains("empty directory"), "{message}");
+            assert!(message.contains("move the directory away"), "{message}");
+        }
+        // Nothing was written by the refusals; a newer Runnel's format is refused too.
+        {
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            assert_eq!(db.get(FORMAT_KEY).unwrap(), None);
+            db.insert(FORMAT_KEY, &keys::encode_format(FORMAT + 1)[..])
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let error = Store::open(dir.path()).unwrap_err();
+        assert!(
+            matches!(error, StoreError::Format { found, .. } if found == FORMAT + 1),
+            "{error}"
+        );
+        assert!(error.to_string().contains("newer Runnel"), "{error}");
+        // A format record that does not decode is corruption.
+        {
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            db.insert(FORMAT_KEY, &b"v2"[..]).unwrap();
+            db.flush().unwrap();
+        }
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::Corrupt { what: "format", .. })
+        ));
+    }
+
+    #[test]
     fn commit_writes_state_history_index_seal_and_height_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -1682,7 +1780,7 @@ mod tests {
         assert_eq!(store.tx(&invalid.tx_id).unwrap(), Some(invalid));
         assert_eq!(store.seal(BlockNumber(1)).unwrap(), Some(seal.clone()));
         assert_eq!(store.last_seal().unwrap(), Some(seal));
-        assert_eq!(store.transaction(Seq(2)).unwrap(), Some(b"tx2".to_vec()));
+        assert_eq!(store.transaction(Seq(2)).unwrap(), Some(ordered(2, b"tx2")));
         assert_eq!(store.block_of(Seq(2)).unwrap(), Some(BlockNumber(1)));
         assert_eq!(store.block_of(Seq(3)).unwrap(), None);
         // Reopened, the store knows again how far the seals reach.
@@ -1721,10 +1819,7 @@ mod tests {
         );
         store.commit(&batch).unwrap();
         let all = store.transactions(Seq(1), 10).unwrap();
-        assert_eq!(
-            all,
-            vec![(Seq(1), b"tx1".to_vec()), (Seq(2), b"tx2".to_vec())]
-        );
+        assert_eq!(all, vec![ordered(1, b"tx1"), ordered(2, b"tx2")]);
         drop(store);
         assert_eq!(RecordFile::open(&path).unwrap().records.len(), 2);
     }
@@ -1760,11 +1855,7 @@ mod tests {
         store.commit(&batch).unwrap();
         assert_eq!(
             store.transactions(Seq(1), 10).unwrap(),
-            vec![
-                (Seq(1), b"tx1".to_vec()),
-                (Seq(2), b"tx2".to_vec()),
-                (Seq(3), b"tx3".to_vec())
-            ]
+            vec![ordered(1, b"tx1"), ordered(2, b"tx2"), ordered(3, b"tx3")]
         );
         drop(store);
         let path = dir.path().join(TRANSACTIONS_FILE);

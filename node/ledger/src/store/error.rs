@@ -21,21 +21,6 @@ pub enum StoreError {
         /// The store's directory.
         path: String,
     },
-    /// The directory holds a store of another layout than this code reads (format 1
-    /// stores, from before the contract-event index, have no format record).
-    #[error(
-        "store at {path} is of format {found}, and this version of Runnel reads format \
-         {expected} only: move the directory away, and the peer rebuilds it from its \
-         orderer's log"
-    )]
-    Format {
-        /// The store's directory.
-        path: String,
-        /// The format it holds.
-        found: u64,
-        /// The format this code reads.
-        expected: u64,
-    },
     /// A stored record does not decode: the database is damaged. Nothing built on it
     /// can be trusted, so the operation stops here.
     #[error("stored {what} is corrupt: {detail}")]
@@ -44,6 +29,20 @@ pub enum StoreError {
         what: &'static str,
         /// What is wrong with it.
         detail: String,
+    },
+    /// The store was written in a format this code does not read (an older Runnel's, or
+    /// a newer one's; format 1 stores have no format record). Nothing in it is read.
+    #[error(
+        "store at {path} is of format {found}, but this Runnel reads format {expected} only: {}",
+        format_hint(*found, *expected)
+    )]
+    Format {
+        /// The store's directory.
+        path: String,
+        /// Its format (1: written before the store recorded its format).
+        found: u64,
+        /// The format this code reads.
+        expected: u64,
     },
     /// A transaction's seq is not the next one.
     #[error("transaction out of order: expected seq {expected}, got {got}")]
@@ -123,6 +122,17 @@ pub enum StoreError {
         /// The snapshot's height.
         height: Seq,
     },
+}
+
+/// What to do with a store of format `found`.
+fn format_hint(found: u64, expected: u64) -> &'static str {
+    if found < expected {
+        "it lacks what this one keeps (the contract-event index, the orderer's timestamp of \
+         each seq, which its seals' Merkle leaves cover); move the directory away, or start \
+         the peer on an empty directory, and it receives the ledger again from its orderer"
+    } else {
+        "it was written by a newer Runnel"
+    }
 }
 
 impl StoreError {

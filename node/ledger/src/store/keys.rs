@@ -33,10 +33,14 @@ pub(super) const TX_IDS_END: [u8; 1] = [TX_IDS + 1];
 pub(super) const HEIGHT_KEY: &[u8] = b"mheight";
 /// The metadata record holding the store's format ([`FORMAT`]).
 pub(super) const FORMAT_KEY: &[u8] = b"mformat";
-/// The layout this code reads and writes. Format 1 (no format record) had neither the
-/// contract-event index nor the tx-id records, and kept no checksum beside a pointer to
-/// a value inside a transaction's bytes.
-pub(super) const FORMAT: u64 = 2;
+/// The layout this code reads and writes; another is refused when the store opens,
+/// never read. Format 1 (no format record) had neither the contract-event index nor the
+/// tx-id records, kept no checksum beside a pointer to a value inside a transaction's
+/// bytes, and kept no orderer's timestamp per seq (its seals' Merkle leaves held the
+/// transactions' bytes alone). Format 2 had the index, the tx-id records and the
+/// checksums, but no timestamps. Format 3 keeps the timestamp beside each transaction's
+/// place, as the leaves of its seals hold it.
+pub const FORMAT: u64 = 3;
 
 /// Ends a namespace inside a key (namespaces never hold it).
 const NS_END: u8 = 0x00;
@@ -393,26 +397,40 @@ pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
     prefixed_u64(TRANSACTION, seq.0)
 }
 
-/// Bytes of one place in the transactions' file: `offset u64be ++ len u32be`.
-const PLACE_BYTES: usize = U64_BYTES + 4;
+/// Bytes of an encoded length in the transactions' file.
+const LEN_BYTES: usize = 4;
+/// Bytes of one ordered transaction's entry: `offset u64be ++ len u32be ++
+/// timestamp_ms u64be`.
+const PLACE_BYTES: usize = U64_BYTES + LEN_BYTES + U64_BYTES;
+
+/// Where an ordered transaction's bytes lie in the transactions' file, and the orderer's
+/// timestamp for its seq (what its Merkle leaf holds with the bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TxPlace {
+    /// Its bytes.
+    pub at: RecordAt,
+    /// The orderer's clock when it assigned the seq, Unix milliseconds.
+    pub timestamp_ms: u64,
+}
 
 /// The value of the ordered-transaction record of a run of seqs `first ..= first +
 /// places.len() - 1` (keyed by the last): where each one's bytes lie in the store's
-/// transaction file. A run of one is its place alone; a longer run is `first u64be`
-/// followed by the places in seq order.
-pub(super) fn encode_transaction_run(first: Seq, places: &[RecordAt]) -> Vec<u8> {
+/// transaction file, and its timestamp. A run of one is its entry alone; a longer run is
+/// `first u64be` followed by the entries in seq order.
+pub(super) fn encode_transaction_run(first: Seq, places: &[TxPlace]) -> Vec<u8> {
     let mut value = Vec::with_capacity(U64_BYTES + places.len() * PLACE_BYTES);
     if places.len() > 1 {
         value.extend_from_slice(&first.0.to_be_bytes());
     }
-    for at in places {
-        value.extend_from_slice(&at.offset.to_be_bytes());
-        value.extend_from_slice(&at.len.to_be_bytes());
+    for place in places {
+        value.extend_from_slice(&place.at.offset.to_be_bytes());
+        value.extend_from_slice(&place.at.len.to_be_bytes());
+        value.extend_from_slice(&place.timestamp_ms.to_be_bytes());
     }
     value
 }
 
-/// A decoded ordered-transaction record: the places of seqs `first ..= last`.
+/// A decoded ordered-transaction record: the entries of seqs `first ..= last`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TransactionRun<'a> {
     pub first: Seq,
@@ -421,25 +439,27 @@ pub(super) struct TransactionRun<'a> {
 }
 
 impl TransactionRun<'_> {
-    /// Where the bytes of `seq` lie, if the run holds it.
-    pub fn place(&self, seq: Seq) -> Option<RecordAt> {
+    /// Where the bytes of `seq` lie and its timestamp, if the run holds it.
+    pub fn place(&self, seq: Seq) -> Option<TxPlace> {
         if seq < self.first || seq > self.last {
             return None;
         }
         let at = usize::try_from(seq.0 - self.first.0).ok()? * PLACE_BYTES;
-        Some(RecordAt {
-            kind: TRANSACTION,
-            offset: u64_at(self.places, at),
-            len: u32::from_be_bytes(
-                self.places[at + U64_BYTES..at + PLACE_BYTES]
-                    .try_into()
-                    .expect("a place's length is 4 bytes"),
-            ),
+        let len_at = at + U64_BYTES;
+        let mut len = [0u8; LEN_BYTES];
+        len.copy_from_slice(&self.places[len_at..len_at + LEN_BYTES]);
+        Some(TxPlace {
+            at: RecordAt {
+                kind: TRANSACTION,
+                offset: u64_at(self.places, at),
+                len: u32::from_be_bytes(len),
+            },
+            timestamp_ms: u64_at(self.places, len_at + LEN_BYTES),
         })
     }
 
-    /// Each seq of the run with its place, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (Seq, RecordAt)> + '_ {
+    /// Each seq of the run with its entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (Seq, TxPlace)> + '_ {
         (self.first.0..=self.last.0).filter_map(|seq| Some((Seq(seq), self.place(Seq(seq))?)))
     }
 }
@@ -893,12 +913,19 @@ mod tests {
 
     #[test]
     fn a_run_of_transaction_places_round_trips_and_a_damaged_one_is_corrupt() {
-        let at = |offset: u64, len: u32| RecordAt {
-            kind: TRANSACTION,
-            offset,
-            len,
+        let at = |offset: u64, len: u32, timestamp_ms: u64| TxPlace {
+            at: RecordAt {
+                kind: TRANSACTION,
+                offset,
+                len,
+            },
+            timestamp_ms,
         };
-        let places = [at(10, 100), at(130, 7), at(5_000_000_000, 70_000)];
+        let places = [
+            at(10, 100, 1_700_000_000_000),
+            at(130, 7, 1_700_000_000_000),
+            at(5_000_000_000, 70_000, u64::MAX),
+        ];
         let key = transaction_key(Seq(9));
         let value = encode_transaction_run(Seq(7), &places);
         let run = decode_transaction_run(&key, &value).unwrap();

@@ -11,7 +11,7 @@ use runnel_runtime::{ContractEvent, NsRwSet, StateError, StateView, VersionedVal
 use super::digest::{DigestCache, StateHash};
 use super::overlay::{Chain, Overlay};
 use super::{
-    BatchTx, CommitBatch, SealRecord, Store, StoreError, TxRecord, keys, lock, read, write,
+    BatchTx, CommitBatch, SealRecord, Store, StoreError, TxBytes, TxRecord, keys, lock, read, write,
 };
 use crate::ids::{Seq, TxId};
 use crate::records::SyncMode;
@@ -28,6 +28,17 @@ struct StagedTx {
     events: Vec<ContractEvent>,
     /// Its bytes as ordered, shared with the commit batch while a commit runs.
     transaction: Arc<Vec<u8>>,
+}
+
+impl StagedTx {
+    /// Its bytes with its place and the orderer's timestamp, as the store gives them.
+    fn bytes(&self) -> TxBytes {
+        TxBytes {
+            seq: self.record.seq,
+            timestamp_ms: self.record.timestamp_ms,
+            bytes: self.transaction.to_vec(),
+        }
+    }
 }
 
 /// Staged transactions not yet durable, or whose commit has not returned yet.
@@ -441,18 +452,19 @@ impl WorldState {
         self.inner.store.tx(tx_id)
     }
 
-    /// The bytes of the transaction at `seq` as ordered, staged or durable.
-    pub fn transaction(&self, seq: Seq) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The transaction at `seq` as ordered (bytes and the orderer's timestamp), staged or
+    /// durable.
+    pub fn transaction(&self, seq: Seq) -> Result<Option<TxBytes>, StoreError> {
         // Staged first: a commit writes sled before the staged record goes.
         if let Some(staged_tx) = read(&self.inner.txs).by_seq.get(&seq.0) {
-            return Ok(Some(staged_tx.transaction.to_vec()));
+            return Ok(Some(staged_tx.bytes()));
         }
         self.inner.store.transaction(seq)
     }
 
     /// Up to `limit` transactions from seq `from` on, staged or durable, in ascending seq
     /// order.
-    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+    pub fn transactions(&self, from: Seq, limit: usize) -> Result<Vec<TxBytes>, StoreError> {
         let (durable_end, staged) = {
             let txs = read(&self.inner.txs);
             // A seq up to the staged height leaves the staged records only once its commit
@@ -462,11 +474,11 @@ impl WorldState {
                 Some(first) => Seq(*first),
                 None => self.staged_height().next(),
             };
-            let staged: Vec<(Seq, Vec<u8>)> = txs
+            let staged: Vec<TxBytes> = txs
                 .by_seq
                 .range(from.0..)
                 .take(limit)
-                .map(|(seq, staged_tx)| (Seq(*seq), staged_tx.transaction.to_vec()))
+                .map(|(_, staged_tx)| staged_tx.bytes())
                 .collect();
             (end, staged)
         };

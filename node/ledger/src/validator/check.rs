@@ -20,7 +20,8 @@ pub(crate) struct Checked {
     pub seq: Seq,
     pub tx_id: TxId,
     pub code: ValidationCode,
-    pub hash: Hash,
+    /// Its Merkle leaf, from the timestamp it was validated at (for the seal check).
+    pub leaf: Hash,
     /// When the orderer ordered it (Unix milliseconds).
     pub timestamp_ms: u64,
     /// The contract events of a valid transaction (none for an invalid one).
@@ -71,7 +72,7 @@ fn validate(
         seq,
         timestamp_ms,
         tx_id,
-        hash,
+        leaf,
         transaction,
         outcome,
     } = verified;
@@ -106,7 +107,7 @@ fn validate(
         seq,
         tx_id,
         code,
-        hash,
+        leaf,
         timestamp_ms,
         events,
     })

@@ -100,8 +100,9 @@ struct Committer {
     staged: VecDeque<Checked>,
     /// The orderer's durable mark.
     orderer_durable: Seq,
-    /// Leaf hashes of transactions not yet covered by a verified seal.
-    hashes: BTreeMap<Seq, Hash>,
+    /// Merkle leaves (bytes with timestamp) of transactions not yet covered by a
+    /// verified seal.
+    leaves: BTreeMap<Seq, Hash>,
     /// Seals received, not yet verified (their transactions are still coming).
     seals: VecDeque<SignedSealed>,
     /// Seals verified, waiting for their last transaction to be committed, with the
@@ -135,8 +136,9 @@ fn store_error(error: impl std::fmt::Display) -> ValidatorError {
 }
 
 impl Committer {
-    /// Picks up after the last committed seal: the hashes of the durable transactions
-    /// after it are read back, since the next seal covers them.
+    /// Picks up after the last committed seal: the leaves of the durable transactions
+    /// after it are read back (bytes and timestamps as stored), since the next seal
+    /// covers them.
     fn resume(shared: &Shared, last_seal: Option<SealRecord>) -> Result<Committer, ValidatorError> {
         let chain = match &last_seal {
             None => SealChain::genesis(),
@@ -144,23 +146,23 @@ impl Committer {
                 SealChain::after(&block::decode_signed_seal(&record.bytes).map_err(store_error)?)
             }
         };
-        let mut hashes = BTreeMap::new();
+        let mut leaves = BTreeMap::new();
         let store = shared.world.store();
         let mut from = chain.next_first();
         loop {
             let page = store.transactions(from, 1024).map_err(store_error)?;
-            let Some((last, _)) = page.last() else {
+            let Some(last) = page.last() else {
                 break;
             };
-            from = last.next();
-            for (seq, bytes) in &page {
-                hashes.insert(*seq, block::tx_hash(bytes));
+            from = last.seq.next();
+            for tx in &page {
+                leaves.insert(tx.seq, block::leaf(tx.timestamp_ms, &tx.bytes));
             }
         }
         Ok(Committer {
             staged: VecDeque::new(),
             orderer_durable: Seq::ZERO,
-            hashes,
+            leaves,
             seals: VecDeque::new(),
             verified: VecDeque::new(),
             chain,
@@ -168,7 +170,7 @@ impl Committer {
     }
 
     fn take(&mut self, item: Checked) {
-        self.hashes.insert(item.seq, item.hash);
+        self.leaves.insert(item.seq, item.leaf);
         self.staged.push_back(item);
     }
 
@@ -222,23 +224,25 @@ impl Committer {
         Ok(())
     }
 
-    /// Verifies every received seal whose transactions have all been validated.
+    /// Verifies every received seal whose transactions have all been validated, over
+    /// the leaves of the bytes and timestamps they were validated with: a seal that does
+    /// not cover exactly those stops the peer.
     fn verify_seals(&mut self, shared: &Shared) -> Result<(), ValidatorError> {
         while let Some(sealed) = self.seals.front() {
             let (first, last) = (sealed.seal.first, sealed.seal.last);
-            if !self.hashes.contains_key(&last) {
+            if !self.leaves.contains_key(&last) {
                 return Ok(());
             }
             let range: Vec<Hash> = self
-                .hashes
+                .leaves
                 .range(first..=last)
-                .map(|(_, hash)| *hash)
+                .map(|(_, leaf)| *leaf)
                 .collect();
             let accepted = self
                 .chain
                 .accept(&sealed.bytes, &range, &shared.msp)
                 .map_err(|e| ValidatorError::Stream(format!("seal {}: {e}", sealed.seal.number)))?;
-            self.hashes = self.hashes.split_off(&last.next());
+            self.leaves = self.leaves.split_off(&last.next());
             self.verified.push_back((
                 SealRecord {
                     number: accepted.seal.number,

@@ -29,8 +29,8 @@ pub(crate) struct Verified {
     pub seq: Seq,
     pub timestamp_ms: u64,
     pub tx_id: TxId,
-    /// The Merkle leaf of the transaction (for seal checks).
-    pub hash: Hash,
+    /// The Merkle leaf of the transaction with its timestamp (for seal checks).
+    pub leaf: Hash,
     /// The transaction as delivered, for the block store.
     pub transaction: Vec<u8>,
     pub outcome: Result<Decoded, ValidationCode>,
@@ -120,12 +120,11 @@ pub(crate) fn run(shared: &Shared, jobs: &Receiver<Job>, out: &Sender<Verified>)
 /// returns to verify. A transaction that cannot be decoded is recorded under the hash
 /// of its bytes as its id.
 fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
-    let hash = ordered.hash();
     let mut verified = Verified {
         seq: ordered.seq,
         timestamp_ms: ordered.timestamp_ms,
-        tx_id: TxId(hash),
-        hash,
+        tx_id: TxId(tx::sha256(&ordered.transaction)),
+        leaf: ordered.leaf(),
         transaction: Vec::new(),
         outcome: Err(ValidationCode::BadPayload),
     };

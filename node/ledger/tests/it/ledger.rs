@@ -75,6 +75,17 @@ fn deploy_submit_evaluate_trace_and_reopen() {
         assert!(
             runnel_ledger::block::verify_proof(&proof.proof, &other, &proof.seal.seal).is_err()
         );
+        // The proof carries the orderer's timestamp of the transaction, which its leaf
+        // holds: the record's, and no other.
+        assert_eq!(proof.proof.timestamp_ms, record.timestamp_ms);
+        let retimed = runnel_ledger::proto::InclusionProof {
+            timestamp_ms: record.timestamp_ms + 1,
+            ..proof.proof.clone()
+        };
+        assert!(
+            runnel_ledger::block::verify_proof(&retimed, &proof.transaction, &proof.seal.seal)
+                .is_err()
+        );
         ledger.close();
     }
     let ledger = Ledger::open(dir.path(), config(&["ignored on reopen"])).unwrap();

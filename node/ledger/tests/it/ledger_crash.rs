@@ -95,7 +95,7 @@ fn check_replay(ledger: &Ledger) -> Seq {
         height.0,
         "one stored transaction per seq"
     );
-    // The orderer's log holds the same bytes at the same seqs.
+    // The orderer's log holds the same bytes and timestamps at the same seqs.
     let mut delivery = ledger
         .internals()
         .orderer()
@@ -104,13 +104,19 @@ fn check_replay(ledger: &Ledger) -> Seq {
     let mut from_orderer = Vec::new();
     while (from_orderer.len() as u64) < height.0 {
         if let Some(Delivered::Tx(tx)) = delivery.next(Duration::from_secs(5)).unwrap() {
-            from_orderer.push((tx.seq, tx.transaction));
+            from_orderer.push(tx);
         }
     }
-    for ((seq, bytes), (oseq, obytes)) in stored.iter().zip(&from_orderer) {
+    for (peer_tx, orderer_tx) in stored.iter().zip(&from_orderer) {
+        let (seq, bytes) = (&peer_tx.seq, &peer_tx.bytes);
+        // The same bytes at the same seq, with the same timestamp: what the seals cover.
         assert_eq!(
-            (seq, bytes),
-            (oseq, obytes),
+            (peer_tx.seq, peer_tx.timestamp_ms, &peer_tx.bytes),
+            (
+                orderer_tx.seq,
+                orderer_tx.timestamp_ms,
+                &orderer_tx.transaction
+            ),
             "peer and orderer agree at {seq}"
         );
         let (tx_id, transaction) = decode(bytes);
@@ -222,7 +228,7 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
             assert_eq!((record.seq, record.code), (*seq, ValidationCode::Valid));
         }
         // Replaying a committed transaction is refused.
-        let (any_seq, bytes) = ledger
+        let stored = ledger
             .internals()
             .world()
             .store()
@@ -230,6 +236,7 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
             .unwrap()
             .pop()
             .unwrap();
+        let (any_seq, bytes) = (stored.seq, stored.bytes);
         let (tx_id, _) = decode(&bytes);
         assert_eq!(
             ledger.internals().world().tx(&tx_id).unwrap().unwrap().seq,

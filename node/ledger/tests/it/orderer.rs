@@ -9,8 +9,9 @@ use runnel_ledger::block::SealChain;
 use runnel_ledger::identity::{NetworkIdentities, Role};
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::{
-    Delivered, OrderError, Orderer, OrdererConfig, OrderingMode, SoloOrderer,
+    Delivered, OrderError, OrderedTx, Orderer, OrdererConfig, OrderingMode, SoloOrderer,
 };
+use runnel_ledger::records::RecordFile;
 use runnel_testing::orderer::{
     Net, Seen, read_until, streaming, transaction, transaction_with_payload,
 };
@@ -346,6 +347,99 @@ fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
     assert_eq!(
         seen.txs.into_iter().map(|(_, b)| b).collect::<Vec<_>>(),
         sent
+    );
+}
+
+#[test]
+fn a_log_holding_a_seal_of_the_older_leaf_format_is_refused_and_left_as_it_was() {
+    // An older Runnel's log: its seals' leaves were the transactions' bytes alone, kept as
+    // records of kind 's'. A peer of this version would refuse every such seal.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let path = dir.path().join("orderer.log");
+    let now = runnel_ledger::tx::now_ms();
+    let bytes = transaction(&client, "main", "old");
+    {
+        let mut log = RecordFile::open(&path).unwrap().file;
+        let ordered = OrderedTx {
+            seq: Seq(1),
+            timestamp_ms: now,
+            transaction: bytes.clone(),
+        };
+        log.append(b't', &ordered.into_bytes()).unwrap();
+        let sealed = SealChain::genesis().seal_next(
+            &net.signer("Org1", Role::Orderer),
+            &[runnel_ledger::tx::sha256(&bytes)],
+            now,
+        );
+        log.append(b's', &sealed.bytes).unwrap();
+        log.handle().unwrap().sync().unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let error = SoloOrderer::open(
+        dir.path(),
+        OrdererConfig::default(),
+        net.msp.clone(),
+        net.signer("Org1", Role::Orderer),
+    )
+    .unwrap_err();
+    assert!(matches!(error, OrderError::Corrupt(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("older format"), "{message}");
+    assert!(message.contains("timestamps"), "{message}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the log is unchanged"
+    );
+}
+
+#[test]
+fn a_reopened_log_seals_the_transactions_it_held_unsealed_with_their_stored_times() {
+    // Seqs 1-3 are ordered and durable, but the orderer stops before it seals them; once
+    // reopened it seals them over the timestamps it gave them before, which a peer that
+    // received them then accepts.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let mut before = Seen::default();
+    {
+        let orderer = net.open(dir.path(), streaming(100, Duration::from_secs(3600)));
+        for i in 0..3 {
+            orderer
+                .submit(transaction(&client, "main", &format!("{i}")))
+                .unwrap();
+        }
+        let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
+        let mut chain = SealChain::genesis();
+        read_until(&mut *delivery, &mut chain, &net.msp, &mut before, |s| {
+            s.txs.len() == 3 && s.durable == Seq(3)
+        });
+        assert!(before.seals.is_empty());
+        orderer.close();
+    }
+    let orderer = net.open(dir.path(), streaming(3, Duration::from_millis(10)));
+    orderer
+        .submit(transaction(&client, "main", "after"))
+        .unwrap();
+    // The peer resumes at seq 4 holding the leaves it computed from the first stream.
+    let mut delivery = orderer.deliver(Seq(4), BlockNumber(1)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut seen = Seen {
+        txs: before.txs.clone(),
+        leaves: before.leaves.clone(),
+        ..Seen::default()
+    };
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 2
+    });
+    assert_eq!(
+        seen.seals,
+        vec![
+            (BlockNumber(1), Seq(1), Seq(3)),
+            (BlockNumber(2), Seq(4), Seq(4))
+        ]
     );
 }
 

@@ -3,23 +3,26 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration as StdDuration;
+use std::time::{Duration as StdDuration, Instant};
 
 use prost::Message;
 use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
 use runnel_ledger::identity::{Msp, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
-use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
+use runnel_ledger::orderer::{
+    Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig, SoloOrderer,
+};
 use runnel_ledger::proto::{
     DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
 };
 use runnel_ledger::store::WorldState;
 use runnel_ledger::trace::{Stage, TraceBook};
 use runnel_ledger::tx;
-use runnel_ledger::validator::{Hub, Phase, Validator, ValidatorConfig};
+use runnel_ledger::validator::{Hub, Phase, Validator, ValidatorConfig, ValidatorError};
 use runnel_runtime::{Runtime, RuntimeConfig};
 
+use runnel_testing::orderer::PATIENCE;
 use runnel_testing::{ORGS, kv_wasm, network, signer};
 
 /// One peer with every role in process: world state, orderer, validator, endorsers.
@@ -34,6 +37,12 @@ struct Peer {
     peers: Vec<Endorser>,
 }
 
+/// How the orderer cuts blocks: at most this many transactions, or after this delay.
+type Sealing = (usize, StdDuration);
+
+/// Three transactions a block, or 20 ms.
+const SEALING: Sealing = (3, StdDuration::from_millis(20));
+
 impl Peer {
     fn open(dir: &Path) -> Peer {
         Peer::open_with(dir, runnel_ledger::tx::PROPOSAL_WINDOW)
@@ -42,14 +51,25 @@ impl Peer {
     /// A peer whose endorsers and orderer admit proposals within `admit_window` of their
     /// clocks, while its validator keeps the network's default window.
     fn open_with(dir: &Path, admit_window: StdDuration) -> Peer {
+        Peer::start(dir, admit_window, SEALING, |orderer| orderer)
+    }
+
+    /// A peer whose orderer seals as `sealing` says, and whose validator reads the stream
+    /// through `stream` (given the orderer, it answers what the validator delivers from).
+    fn start(
+        dir: &Path,
+        admit_window: StdDuration,
+        sealing: Sealing,
+        stream: impl FnOnce(Arc<SoloOrderer>) -> Arc<dyn Orderer>,
+    ) -> Peer {
         let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
         let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
         let orderer = Arc::new(
             SoloOrderer::open(
                 &dir.join("orderer"),
                 OrdererConfig {
-                    seal_max_txs: 3,
-                    seal_max_delay: StdDuration::from_millis(20),
+                    seal_max_txs: sealing.0,
+                    seal_max_delay: sealing.1,
                     proposal_window: admit_window,
                     // The orderer refuses a replay it remembers; remembering one id lets
                     // these tests order replays, to see what the validator makes of them.
@@ -71,7 +91,7 @@ impl Peer {
             },
             msp.clone(),
             world.clone(),
-            &*orderer,
+            &*stream(orderer.clone()),
             hub.clone(),
             traces.clone(),
         )
@@ -454,4 +474,186 @@ fn a_proposal_dated_outside_the_window_of_the_orderers_timestamp_is_invalid() {
         assert_eq!(code, expected, "{minutes_off} minutes off");
     }
     peer.close();
+}
+
+/// The orderer's stream with the timestamp of the transaction at `seq` moved by
+/// `shift_ms` on its way to the peer, after the orderer sealed it: what anyone between the
+/// orderer and a peer could do.
+struct Retimed {
+    orderer: Arc<SoloOrderer>,
+    seq: Seq,
+    shift_ms: u64,
+}
+
+struct RetimedDelivery {
+    inner: Box<dyn Delivery>,
+    seq: Seq,
+    shift_ms: u64,
+}
+
+impl Orderer for Retimed {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        self.orderer.submit(signed_transaction)
+    }
+
+    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
+        Ok(Box::new(RetimedDelivery {
+            inner: self.orderer.deliver(from, next_block)?,
+            seq: self.seq,
+            shift_ms: self.shift_ms,
+        }))
+    }
+
+    fn height(&self) -> Seq {
+        self.orderer.height()
+    }
+
+    fn durable_height(&self) -> Seq {
+        self.orderer.durable_height()
+    }
+}
+
+impl Delivery for RetimedDelivery {
+    fn next(&mut self, timeout: StdDuration) -> Result<Option<Delivered>, OrderError> {
+        Ok(match self.inner.next(timeout)? {
+            Some(Delivered::Tx(mut ordered)) if ordered.seq == self.seq => {
+                ordered.timestamp_ms += self.shift_ms;
+                Some(Delivered::Tx(ordered))
+            }
+            other => other,
+        })
+    }
+}
+
+/// Waits until `done` holds, for as long as anything that should happen may take.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(StdDuration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_timestamp_altered_after_sealing_is_refused_at_the_seal() {
+    // Block 1 is the deploy and two puts (seqs 1-3). On the way to the peer, seq 3's
+    // timestamp is moved 20 minutes on: its proposal is then outside the window, and the
+    // peer's verdict would differ from every other peer's. The seal covers the timestamp
+    // the orderer gave it, so the peer stops at the seal instead, as it does for changed
+    // bytes, and never stores it. Unmoved, the same stream is sealed and stored.
+    let twenty_minutes_ms = 20 * 60 * 1000;
+    for shift_ms in [0, twenty_minutes_ms] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = Peer::start(
+            dir.path(),
+            runnel_ledger::tx::PROPOSAL_WINDOW,
+            (3, StdDuration::from_secs(3600)),
+            |orderer| {
+                Arc::new(Retimed {
+                    orderer,
+                    seq: Seq(3),
+                    shift_ms,
+                })
+            },
+        );
+        let client = signer("Org3", Role::Client);
+        assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+        let p = proposal(&client, "kv", "put", put("k2", "v"));
+        let e = peer.peers[2].endorse(&p).unwrap();
+        let (seq, code) = submit(&peer, e.tx_id, assemble(&client, &p, &[e]));
+        assert_eq!((seq, code), (Seq(2), ValidationCode::Valid));
+
+        let p = proposal(&client, "kv", "put", put("k3", "v"));
+        let e = peer.peers[2].endorse(&p).unwrap();
+        let mut watch = peer.hub.watch(e.tx_id);
+        let ordered = peer.orderer.submit(assemble(&client, &p, &[e])).unwrap();
+        assert_eq!(ordered.seq, Seq(3));
+        let validated = watch.next_blocking().unwrap();
+        let store = peer.world.store();
+        if shift_ms == 0 {
+            assert_eq!(validated.code, ValidationCode::Valid);
+            wait_until("block 1", || store.last_seal().unwrap().is_some());
+            let seal = store.last_seal().unwrap().unwrap();
+            assert_eq!(
+                (seal.number, seal.first, seal.last),
+                (BlockNumber(1), Seq(1), Seq(3))
+            );
+            assert!(peer.validator.failure().is_none());
+        } else {
+            // What the peer validated is what it was sent...
+            assert_eq!(validated.code, ValidationCode::TimestampOutOfWindow);
+            // ...and the seal refuses it.
+            wait_until("the refusal", || peer.validator.failure().is_some());
+            let failure = peer.validator.failure().unwrap();
+            let message = failure.to_string();
+            assert!(matches!(failure, ValidatorError::Stream(_)), "{message}");
+            assert!(message.contains("seal 1"), "{message}");
+            assert!(message.contains("tx_root"), "{message}");
+            assert!(message.contains("ordered timestamps"), "{message}");
+            assert!(peer.validator.stopped());
+            assert_eq!(store.last_seal().unwrap(), None);
+            assert_eq!(store.block_of(Seq(3)).unwrap(), None);
+        }
+        peer.close();
+    }
+}
+
+#[test]
+fn a_restarted_peer_checks_the_next_seal_against_the_times_it_stored() {
+    // Seqs 1-3 are committed before any seal (the orderer would seal only at 100 or after
+    // an hour). Restarted with a cadence of 3, the orderer seals them at once; the peer
+    // checks that seal against the leaves it rebuilds from its store, whose timestamps
+    // are the ones it validated with.
+    let dir = tempfile::tempdir().unwrap();
+    let client = signer("Org1", Role::Client);
+    {
+        let peer = Peer::start(
+            dir.path(),
+            runnel_ledger::tx::PROPOSAL_WINDOW,
+            (100, StdDuration::from_secs(3600)),
+            |orderer| orderer,
+        );
+        for key in ["a", "b", "c"] {
+            let bytes = runnel_testing::orderer::transaction(&client, "main", key);
+            peer.orderer.submit(bytes).unwrap();
+        }
+        wait_until("seqs 1-3 durable", || peer.world.durable_height() == Seq(3));
+        assert_eq!(peer.world.store().last_seal().unwrap(), None);
+        peer.close();
+    }
+    let peer = Peer::start(
+        dir.path(),
+        runnel_ledger::tx::PROPOSAL_WINDOW,
+        (3, StdDuration::from_secs(3600)),
+        |orderer| orderer,
+    );
+    let store = peer.world.store();
+    wait_until("block 1", || {
+        store.last_seal().unwrap().is_some() || peer.validator.failure().is_some()
+    });
+    assert_eq!(peer.validator.failure(), None);
+    let seal = store.last_seal().unwrap().unwrap();
+    assert_eq!(
+        (seal.number, seal.first, seal.last),
+        (BlockNumber(1), Seq(1), Seq(3))
+    );
+    let stored: Vec<u64> = store
+        .transactions(Seq(1), 10)
+        .unwrap()
+        .iter()
+        .map(|tx| tx.timestamp_ms)
+        .collect();
+    assert_eq!(stored.len(), 3);
+    for (seq, timestamp_ms) in (1..=3).zip(stored) {
+        let record = peer.world.tx(&tx_id_at(&peer, Seq(seq))).unwrap().unwrap();
+        assert_eq!(record.timestamp_ms, timestamp_ms, "seq {seq}");
+    }
+    peer.close();
+}
+
+/// The id of the transaction stored at `seq`.
+fn tx_id_at(peer: &Peer, seq: Seq) -> runnel_ledger::ids::TxId {
+    let stored = peer.world.transaction(seq).unwrap().unwrap();
+    let (_, _, proposal) = tx::decode_transaction(&stored.bytes).unwrap();
+    tx::tx_id(&proposal)
 }

@@ -13,7 +13,8 @@ use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
 use runnel_ledger::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use runnel_ledger::store::{
-    CommitBatch, HistoryEntry, SealRecord, Snapshot, Store, StoreError, TxRecord, WorldState,
+    CommitBatch, HistoryEntry, SealRecord, Snapshot, Store, StoreError, TxBytes, TxRecord,
+    WorldState,
 };
 use runnel_runtime::{KvWrite, NsRwSet, Version, VersionedValue};
 
@@ -33,6 +34,20 @@ fn record_with(seq: u64, code: ValidationCode) -> TxRecord {
 /// The bytes of transaction `seq` as ordered.
 fn tx_bytes(seq: u64) -> Vec<u8> {
     format!("ordered transaction {seq}").into_bytes()
+}
+
+/// Transaction `seq` as the store gives it back: its bytes with its record's timestamp.
+fn ordered(seq: u64) -> TxBytes {
+    ordered_as(seq, tx_bytes(seq))
+}
+
+/// [`ordered`] with `bytes`.
+fn ordered_as(seq: u64, bytes: Vec<u8>) -> TxBytes {
+    TxBytes {
+        seq: Seq(seq),
+        timestamp_ms: record(seq).timestamp_ms,
+        bytes,
+    }
 }
 
 /// The seal of block `number`, covering seqs `first..=last`.
@@ -292,7 +307,7 @@ fn tx_index_seals_and_height_survive_reopen() {
     );
     assert_eq!(store.tx(&tx_id(4)).unwrap(), None);
     // The invalid transaction keeps its bytes too.
-    assert_eq!(store.transaction(Seq(2)).unwrap(), Some(tx_bytes(2)));
+    assert_eq!(store.transaction(Seq(2)).unwrap(), Some(ordered(2)));
     assert_eq!(store.seal(BlockNumber(0)).unwrap(), None);
     assert_eq!(store.seal(BlockNumber(1)).unwrap(), Some(seal(1, 1, 1)));
     assert_eq!(store.seal(BlockNumber(4)).unwrap(), None);
@@ -342,7 +357,7 @@ fn bad_batches_are_refused_and_write_nothing() {
     assert_eq!(store.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
     assert_eq!(store.tx(&tx_id(2)).unwrap(), None);
-    assert_eq!(store.transaction(Seq(1)).unwrap(), Some(tx_bytes(1)));
+    assert_eq!(store.transaction(Seq(1)).unwrap(), Some(ordered(1)));
     assert_eq!(store.transaction(Seq(2)).unwrap(), None);
     assert_eq!(store.last_seal().unwrap(), None);
 }
@@ -507,14 +522,11 @@ fn seals_that_do_not_continue_the_chain_are_refused_and_write_nothing() {
     );
     assert_eq!(world.durable_height(), Seq(4));
     assert_eq!(world.staged_height(), Seq(5));
-    assert_eq!(world.transaction(Seq(5)).unwrap(), Some(tx_bytes(5)));
+    assert_eq!(world.transaction(Seq(5)).unwrap(), Some(ordered(5)));
     world
         .commit_staged(Seq(5), vec![seal(2, 3, 4), seal(3, 5, 5)])
         .unwrap();
-    assert_eq!(
-        world.store().transaction(Seq(5)).unwrap(),
-        Some(tx_bytes(5))
-    );
+    assert_eq!(world.store().transaction(Seq(5)).unwrap(), Some(ordered(5)));
     assert_eq!(world.tx(&tx_id(5)).unwrap(), Some(record(5)));
     check_blocks(world.store(), &[(1, 1, 2), (2, 3, 4), (3, 5, 5)], 6);
 }
@@ -522,8 +534,8 @@ fn seals_that_do_not_continue_the_chain_are_refused_and_write_nothing() {
 #[test]
 fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let all = |seqs: std::ops::RangeInclusive<u64>| -> Vec<(Seq, Vec<u8>)> {
-        seqs.map(|seq| (Seq(seq), if seq == 3 { Vec::new() } else { tx_bytes(seq) }))
+    let all = |seqs: std::ops::RangeInclusive<u64>| -> Vec<TxBytes> {
+        seqs.map(|seq| ordered_as(seq, if seq == 3 { Vec::new() } else { tx_bytes(seq) }))
             .collect()
     };
     {
@@ -539,9 +551,9 @@ fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
         // Empty bytes are kept as such, told apart from none.
         world.stage(record(3), &[], Vec::new()).unwrap();
         // Visible through the world state at once, not yet in the store.
-        for (seq, bytes) in all(1..=3) {
-            assert_eq!(world.transaction(seq).unwrap(), Some(bytes));
-            assert_eq!(world.store().transaction(seq).unwrap(), None);
+        for tx in all(1..=3) {
+            assert_eq!(world.store().transaction(tx.seq).unwrap(), None);
+            assert_eq!(world.transaction(tx.seq).unwrap(), Some(tx));
         }
         assert_eq!(world.transaction(Seq(0)).unwrap(), None);
         assert_eq!(world.transaction(Seq(4)).unwrap(), None);
@@ -550,11 +562,14 @@ fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
 
         world.commit_staged(Seq(2), Vec::new()).unwrap();
         // Durable 1..=2, staged 3: one answer across both.
-        for (seq, bytes) in all(1..=2) {
-            assert_eq!(world.store().transaction(seq).unwrap(), Some(bytes));
+        for tx in all(1..=2) {
+            assert_eq!(world.store().transaction(tx.seq).unwrap(), Some(tx));
         }
         assert_eq!(world.store().transaction(Seq(3)).unwrap(), None);
-        assert_eq!(world.transaction(Seq(3)).unwrap(), Some(Vec::new()));
+        assert_eq!(
+            world.transaction(Seq(3)).unwrap(),
+            Some(ordered_as(3, Vec::new()))
+        );
         assert_eq!(world.transactions(Seq(0), 10).unwrap(), all(1..=3));
         assert_eq!(world.transactions(Seq(2), 10).unwrap(), all(2..=3));
         assert_eq!(world.transactions(Seq(1), 2).unwrap(), all(1..=2));
@@ -568,13 +583,13 @@ fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
         assert_eq!(world.store().transactions(Seq(1), 10).unwrap(), all(1..=3));
         // Staged only: gone after the reopen.
         stage(&world, Vec::new());
-        assert_eq!(world.transaction(Seq(4)).unwrap(), Some(tx_bytes(4)));
+        assert_eq!(world.transaction(Seq(4)).unwrap(), Some(ordered(4)));
     }
     let world = WorldState::open(dir.path()).unwrap();
     assert_eq!(world.durable_height(), Seq(3));
-    for (seq, bytes) in all(1..=3) {
-        assert_eq!(world.transaction(seq).unwrap(), Some(bytes.clone()));
-        assert_eq!(world.store().transaction(seq).unwrap(), Some(bytes));
+    for tx in all(1..=3) {
+        assert_eq!(world.transaction(tx.seq).unwrap(), Some(tx.clone()));
+        assert_eq!(world.store().transaction(tx.seq).unwrap(), Some(tx));
     }
     assert_eq!(world.transaction(Seq(4)).unwrap(), None);
     assert_eq!(world.transactions(Seq(0), usize::MAX).unwrap(), all(1..=3));
@@ -757,7 +772,7 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
     let snapshot = world.snapshot();
     assert_eq!(snapshot.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(snapshot.get("ns", b"x").unwrap(), None);
-    assert_eq!(world.transaction(Seq(2)).unwrap(), Some(tx_bytes(2)));
+    assert_eq!(world.transaction(Seq(2)).unwrap(), Some(ordered(2)));
     world.commit_staged(Seq(2), vec![seal(1, 1, 2)]).unwrap();
     assert_eq!(world.tx(&tx_id(2)).unwrap(), Some(invalid.clone()));
     assert_eq!(world.store().tx(&tx_id(2)).unwrap(), Some(invalid));
@@ -770,10 +785,7 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
         world.store().seal(BlockNumber(1)).unwrap(),
         Some(seal(1, 1, 2))
     );
-    assert_eq!(
-        world.store().transaction(Seq(2)).unwrap(),
-        Some(tx_bytes(2))
-    );
+    assert_eq!(world.store().transaction(Seq(2)).unwrap(), Some(ordered(2)));
     assert_eq!(
         world.store().block_of(Seq(2)).unwrap(),
         Some(BlockNumber(1))
@@ -834,10 +846,23 @@ fn a_duplicate_tx_id_never_replaces_the_first_record() {
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
     world.commit_staged(Seq(1), Vec::new()).unwrap();
     duplicate.seq = Seq(3);
+    duplicate.timestamp_ms = 42;
     world.stage(duplicate, &[], tx_bytes(3)).unwrap();
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
     world.commit_staged(Seq(3), Vec::new()).unwrap();
     assert_eq!(world.tx(&tx_id(1)).unwrap(), Some(record(1)));
+    // Each seq keeps the orderer's timestamp it came with, a duplicate's too.
+    assert_eq!(
+        world.store().transactions(Seq(1), 10).unwrap(),
+        vec![
+            ordered(1),
+            ordered(2),
+            TxBytes {
+                timestamp_ms: 42,
+                ..ordered(3)
+            },
+        ]
+    );
 }
 
 #[test]
@@ -1155,11 +1180,11 @@ proptest! {
                     let height = snapshot.height().0 as usize;
                     check_against_model(&snapshot, &states[height], start, end, limit);
                     let from = start as u64;
-                    let expected: Vec<(Seq, Vec<u8>)> = bytes
+                    let expected: Vec<TxBytes> = bytes
                         .iter()
                         .enumerate()
-                        .map(|(i, b)| (Seq(i as u64 + 1), b.clone()))
-                        .filter(|(seq, _)| seq.0 >= from)
+                        .map(|(i, b)| ordered_as(i as u64 + 1, b.clone()))
+                        .filter(|tx| tx.seq.0 >= from)
                         .take(limit)
                         .collect();
                     prop_assert_eq!(world.transactions(Seq(from), limit).unwrap(), expected);
@@ -1180,7 +1205,10 @@ proptest! {
             let durable = world.durable_height().0;
             let staged = world.staged_height().0;
             for seq in 0..=staged + 1 {
-                let expected = seq.checked_sub(1).and_then(|i| bytes.get(i as usize)).cloned();
+                let expected = seq
+                    .checked_sub(1)
+                    .and_then(|i| bytes.get(i as usize))
+                    .map(|b| ordered_as(seq, b.clone()));
                 prop_assert_eq!(world.transaction(Seq(seq)).unwrap(), expected.clone());
                 let durable_bytes = expected.filter(|_| seq <= durable);
                 prop_assert_eq!(world.store().transaction(Seq(seq)).unwrap(), durable_bytes);

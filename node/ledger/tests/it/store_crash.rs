@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use runnel_ledger::ids::{BlockNumber, Seq, TxId, ValidationCode};
-use runnel_ledger::store::{SealRecord, TxRecord, WorldState};
+use runnel_ledger::store::{SealRecord, TxBytes, TxRecord, WorldState};
 use runnel_runtime::{KvWrite, NsRwSet, Version, VersionedValue};
 
 /// Set (to the store directory) when this binary runs as the writer.
@@ -53,6 +53,15 @@ fn transaction(seq: u64) -> Vec<u8> {
     format!("transaction {seq};")
         .repeat(1 + (seq % 7) as usize)
         .into_bytes()
+}
+
+/// Transaction `seq` as the store gives it back: its bytes and its record's timestamp.
+fn ordered(seq: u64) -> TxBytes {
+    TxBytes {
+        seq: Seq(seq),
+        timestamp_ms: record(seq).timestamp_ms,
+        bytes: transaction(seq),
+    }
 }
 
 /// The seal of block `number`.
@@ -167,7 +176,7 @@ fn check_replay(world: &WorldState, height: u64) {
     }
 
     for seq in 1..=height {
-        let expected = Some(transaction(seq));
+        let expected = Some(ordered(seq));
         assert_eq!(
             store.transaction(Seq(seq)).unwrap(),
             expected,
@@ -183,9 +192,7 @@ fn check_replay(world: &WorldState, height: u64) {
         assert_eq!(store.transaction(Seq(seq)).unwrap(), None, "bytes {seq}");
         assert_eq!(world.transaction(Seq(seq)).unwrap(), None, "bytes {seq}");
     }
-    let all: Vec<(Seq, Vec<u8>)> = (1..=height)
-        .map(|seq| (Seq(seq), transaction(seq)))
-        .collect();
+    let all: Vec<TxBytes> = (1..=height).map(ordered).collect();
     assert_eq!(store.transactions(Seq::ZERO, usize::MAX).unwrap(), all);
     assert_eq!(world.transactions(Seq(1), usize::MAX).unwrap(), all);
 

@@ -1059,6 +1059,15 @@ async fn queries_read_transactions_keys_history_contracts_and_the_network() {
     let mut forged = proof.transaction.clone();
     forged[0] ^= 1;
     assert!(runnel_ledger::block::verify_proof(&inclusion, &forged, &sealed.seal).is_err());
+    // The orderer's timestamp travels in the proof and is hashed into the leaf.
+    assert!(inclusion.timestamp_ms > 0);
+    let retimed = runnel_ledger::proto::InclusionProof {
+        timestamp_ms: inclusion.timestamp_ms - 1,
+        ..inclusion.clone()
+    };
+    assert!(
+        runnel_ledger::block::verify_proof(&retimed, &proof.transaction, &sealed.seal).is_err()
+    );
     let status = query
         .get_inclusion_proof(GetInclusionProofRequest {
             tx_id: "ef".repeat(32),

@@ -492,8 +492,8 @@ export type CommittedTransaction = Message<"runnel.v1.CommittedTransaction"> & {
   code: ValidationCode;
 
   /**
-   * The orderer's clock when it ordered the transaction; 0 for a DUPLICATE_TXID, which
-   * shares the record of the first transaction with its id.
+   * The orderer's clock when it ordered the transaction at this seq (its block's seal
+   * covers it with the transaction's bytes).
    *
    * @generated from field: uint64 timestamp_ms = 4;
    */
@@ -840,9 +840,11 @@ export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest
   messageDesc(file_runnel_v1_api, 26);
 
 /**
- * Check it without trusting the node: sha256(transaction) is the leaf; `proof.path` leads
- * from it to `block.seal.tx_root` (RFC 6962); `block.signed_seal` carries the orderer's
- * certificate and its signature over "runnel.seal.v1" || `block.hash`.
+ * Check it without trusting the node: sha256("runnel.leaf.v1" || `proof.timestamp_ms` as u64
+ * big-endian || `transaction`) is the leaf; `proof.path` leads from it to
+ * `block.seal.tx_root` (RFC 6962); `block.signed_seal` carries the orderer's certificate and
+ * its signature over "runnel.seal.v1" || `block.hash`. A changed timestamp or transaction
+ * leads elsewhere.
  *
  * @generated from message runnel.v1.GetInclusionProofResponse
  */
@@ -1811,7 +1813,8 @@ export const Query: GenService<{
   },
   /**
    * Proof that a sealed transaction is in its block: the block's signed seal, the
-   * transaction's bytes and the Merkle audit path from its hash to the seal's tx_root.
+   * transaction's bytes, and the Merkle audit path from its leaf (its bytes with the
+   * orderer's timestamp) to the seal's tx_root.
    * NOT_FOUND (TX_NOT_SEALED) while the transaction is unknown or not yet sealed.
    *
    * @generated from rpc runnel.v1.Query.GetInclusionProof

@@ -15,11 +15,14 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/block.proto.
  */
 export const file_runnel_v1_block: GenFile = /*@__PURE__*/
-  fileDesc("ChVydW5uZWwvdjEvYmxvY2sucHJvdG8SCXJ1bm5lbC52MSJ+CglCbG9ja1NlYWwSDgoGbnVtYmVyGAEgASgEEhEKCWZpcnN0X3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBBIVCg1wcmV2aW91c19oYXNoGAQgASgMEg8KB3R4X3Jvb3QYBSABKAwSFAoMdGltZXN0YW1wX21zGAYgASgEIj4KClNpZ25lZFNlYWwSDAoEc2VhbBgBIAEoDBIPCgdvcmRlcmVyGAIgASgMEhEKCXNpZ25hdHVyZRgDIAEoDCI6Cg5JbmNsdXNpb25Qcm9vZhINCgVibG9jaxgBIAEoBBILCgNzZXEYAiABKAQSDAoEcGF0aBgDIAMoDCJDCglPcmRlcmVkVHgSCwoDc2VxGAEgASgEEhMKC3RyYW5zYWN0aW9uGAIgASgMEhQKDHRpbWVzdGFtcF9tcxgDIAEoBGIGcHJvdG8z");
+  fileDesc("ChVydW5uZWwvdjEvYmxvY2sucHJvdG8SCXJ1bm5lbC52MSJ+CglCbG9ja1NlYWwSDgoGbnVtYmVyGAEgASgEEhEKCWZpcnN0X3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBBIVCg1wcmV2aW91c19oYXNoGAQgASgMEg8KB3R4X3Jvb3QYBSABKAwSFAoMdGltZXN0YW1wX21zGAYgASgEIj4KClNpZ25lZFNlYWwSDAoEc2VhbBgBIAEoDBIPCgdvcmRlcmVyGAIgASgMEhEKCXNpZ25hdHVyZRgDIAEoDCJQCg5JbmNsdXNpb25Qcm9vZhINCgVibG9jaxgBIAEoBBILCgNzZXEYAiABKAQSDAoEcGF0aBgDIAMoDBIUCgx0aW1lc3RhbXBfbXMYBCABKAQiQwoJT3JkZXJlZFR4EgsKA3NlcRgBIAEoBBITCgt0cmFuc2FjdGlvbhgCIAEoDBIUCgx0aW1lc3RhbXBfbXMYAyABKARiBnByb3RvMw");
 
 /**
  * The boundary of one block: which seqs it covers, the seal before it, and the RFC 6962
- * Merkle root over its transactions.
+ * Merkle root over its transactions. A transaction's leaf is
+ * sha256("runnel.leaf.v1" || timestamp_ms as u64 big-endian || SignedTransaction bytes),
+ * with the timestamp of its OrderedTx: the orderer's signature covers the time every peer
+ * validates the transaction at, not only its bytes.
  *
  * @generated from message runnel.v1.BlockSeal
  */
@@ -53,7 +56,7 @@ export type BlockSeal = Message<"runnel.v1.BlockSeal"> & {
   previousHash: Uint8Array;
 
   /**
-   * Merkle root over sha256 of each SignedTransaction, in seq order
+   * Merkle root over each transaction's leaf (above), in seq order
    *
    * @generated from field: bytes tx_root = 5;
    */
@@ -109,8 +112,8 @@ export const SignedSealSchema: GenMessage<SignedSeal> = /*@__PURE__*/
   messageDesc(file_runnel_v1_block, 1);
 
 /**
- * Proof that the transaction at `seq` is in block `block`: the RFC 6962 audit path from
- * its leaf to the block's tx_root.
+ * Proof that the transaction at `seq`, ordered at `timestamp_ms`, is in block `block`: the
+ * RFC 6962 audit path from its leaf (see BlockSeal) to the block's tx_root.
  *
  * @generated from message runnel.v1.InclusionProof
  */
@@ -131,6 +134,13 @@ export type InclusionProof = Message<"runnel.v1.InclusionProof"> & {
    * @generated from field: repeated bytes path = 3;
    */
   path: Uint8Array[];
+
+  /**
+   * the orderer's clock when it assigned seq: part of the leaf
+   *
+   * @generated from field: uint64 timestamp_ms = 4;
+   */
+  timestampMs: bigint;
 };
 
 /**
@@ -159,7 +169,7 @@ export type OrderedTx = Message<"runnel.v1.OrderedTx"> & {
   transaction: Uint8Array;
 
   /**
-   * Unix milliseconds, the orderer's clock when it assigned seq
+   * Unix milliseconds, the orderer's clock when it assigned seq;
    *
    * @generated from field: uint64 timestamp_ms = 3;
    */
