@@ -115,6 +115,8 @@ pub struct ApiSection {
     pub commit_waits_per_connection_max: usize,
     /// Most `CommitStatus` calls one reader has waiting at once, over all its connections.
     pub commit_waits_per_identity_max: usize,
+    /// The longest a `CommitStatus` call waits, in seconds.
+    pub commit_wait_max_s: u64,
     /// Most `Endorse` and `Evaluate` calls, and as many `Submit` calls, queued for the
     /// ledger at once.
     pub admission_queue_max: usize,
@@ -265,6 +267,7 @@ impl Default for NodeConfig {
                 commit_waits_max: api.commit_waits_max,
                 commit_waits_per_connection_max: api.commit_waits_per_connection_max,
                 commit_waits_per_identity_max: api.commit_waits_per_identity_max,
+                commit_wait_max_s: api.commit_wait_max.as_secs(),
                 admission_queue_max: api.admission_queue_max,
                 admission_queue_bytes_max: api.admission_queue_bytes_max,
                 cors_origins: api.cors_origins.clone(),
@@ -408,6 +411,7 @@ impl NodeConfig {
             commit_waits_max: self.api.commit_waits_max,
             commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
             commit_waits_per_identity_max: self.api.commit_waits_per_identity_max,
+            commit_wait_max: Duration::from_secs(self.api.commit_wait_max_s.max(1)),
             admission_queue_max: self.api.admission_queue_max,
             admission_queue_bytes_max: self.api.admission_queue_bytes_max,
             cors_origins: self.api.cors_origins.clone(),
@@ -509,6 +513,8 @@ streams_per_identity_max = 256
 commit_waits_max = 16384
 commit_waits_per_connection_max = 1024
 commit_waits_per_identity_max = 4096
+# The longest a CommitStatus call waits, whatever its deadline (seconds).
+commit_wait_max_s = 600
 # Most Endorse and Evaluate calls, and as many Submit calls, queued for the ledger at
 # once; more are refused with RESOURCE_EXHAUSTED.
 admission_queue_max = 4096

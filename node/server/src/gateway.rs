@@ -141,7 +141,31 @@ impl Gateway for GatewayService {
 impl GatewayService {
     /// Waits until `tx_id` reaches `wait_for` on this peer, holding its connection's
     /// `share` of the waits meanwhile; its status then.
+    /// A wait ends at [`crate::ApiConfig::commit_wait_max`] at the latest, whatever the
+    /// client's deadline: `DEADLINE_EXCEEDED` / `WAIT_TIMEOUT`.
     async fn wait_status(
+        &self,
+        tx_id: TxId,
+        wait_for: Phase,
+        share: Share,
+    ) -> Result<CommitStatusResponse, Status> {
+        let most = self.shared.config.commit_wait_max;
+        tokio::time::timeout(most, self.wait_status_unbounded(tx_id, wait_for, share))
+            .await
+            .unwrap_or_else(|_| {
+                Err(status::error(
+                    Code::DeadlineExceeded,
+                    "WAIT_TIMEOUT",
+                    format_args!(
+                        "transaction {tx_id} did not reach {wait_for:?} here within {} s, \
+                         the longest this node waits (commit_wait_max_s); ask again",
+                        most.as_secs_f64()
+                    ),
+                ))
+            })
+    }
+
+    async fn wait_status_unbounded(
         &self,
         tx_id: TxId,
         wait_for: Phase,

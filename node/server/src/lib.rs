@@ -128,6 +128,9 @@ pub struct ApiConfig {
     pub commit_waits_max: usize,
     /// Most of those one connection has waiting at once.
     pub commit_waits_per_connection_max: usize,
+    /// The longest a `CommitStatus` call (or a `Submit` that waits) waits, whatever its
+    /// deadline: then it ends with `DEADLINE_EXCEEDED`, and its place is free again.
+    pub commit_wait_max: Duration,
     /// Most `CommitStatus` calls one reader has waiting at once over all its
     /// connections, when reads are for members.
     pub commit_waits_per_identity_max: usize,
@@ -166,6 +169,7 @@ impl Default for ApiConfig {
             commit_waits_max: 16_384,
             commit_waits_per_connection_max: 1024,
             commit_waits_per_identity_max: 4096,
+            commit_wait_max: Duration::from_secs(10 * 60),
             admission_queue_max: 4096,
             admission_queue_bytes_max: 256 << 20,
             stream_queue_depth: 64,

@@ -451,6 +451,33 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_wait_ends_at_the_nodes_longest_wait_whatever_the_clients_deadline() {
+    let node = Node::start(
+        &["Org1"],
+        ApiConfig {
+            commit_wait_max: std::time::Duration::from_millis(300),
+            commit_waits_per_connection_max: 1,
+            ..open_api()
+        },
+    )
+    .await;
+    let mut gateway = node.gateway().await;
+    // A transaction that never comes, asked about without a deadline, twice: the first
+    // wait ends at the node's bound and gives its connection's one place back.
+    for _ in 0..2 {
+        let status = gateway
+            .commit_status(CommitStatusRequest {
+                tx_id: "cd".repeat(32),
+                wait_for: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_status(&status, Code::DeadlineExceeded, "WAIT_TIMEOUT");
+    }
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_call_bigger_than_a_proposal_is_refused_from_its_frame_header() {
     // The Gateway service takes 32 MiB messages, for Submit; Endorse, Evaluate and the
     // Admin calls carry one proposal (8 MiB at most) and refuse more before reading it.
