@@ -204,3 +204,22 @@ pub(crate) fn accept(
     });
     ReceiverStream::new(connections)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_address_holds_at_most_its_share_of_the_connections() {
+        let table = Arc::new(PerAddress::default());
+        let greedy: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let held: Vec<AddressShare> = (0..3).map(|_| table.take(greedy, 3).unwrap()).collect();
+        assert!(table.take(greedy, 3).is_none(), "past its share");
+        let theirs = table.take(other, 3).expect("another address is let in");
+        drop(held);
+        assert!(table.take(greedy, 3).is_some(), "given back");
+        drop(theirs);
+        assert!(table.open.lock().unwrap().is_empty(), "forgotten at zero");
+    }
+}
