@@ -555,9 +555,10 @@ mode = "streaming"
 seal_max_txs = 500
 # ... or when its first transaction has waited this long (milliseconds).
 seal_max_delay_ms = 250
-# Transaction ids the orderer remembers to refuse a replay (about 50 bytes each); an id
-# is kept two proposal windows. Past this count the oldest go early, and a replay of one
-# is ordered again (peers record it as DUPLICATE_TXID).
+# Transaction ids the orderer remembers to refuse a replay (about 60 bytes each); an id
+# is kept while its proposal is inside the window. Past this count the ids of the oldest
+# proposals go early, and proposals dated at or before them are refused
+# (TIMESTAMP_OUT_OF_WINDOW: their clients sign new ones), so no replay is ordered.
 replay_ids_max = 4194304
 # The orderer a peer orders through (role "peer" only).
 # endpoint = "http://127.0.0.1:7050"

@@ -86,12 +86,14 @@ pub struct OrdererConfig {
     pub sync: SyncMode,
     /// How far a proposal's timestamp may lie from the orderer's clock
     /// ([`tx::PROPOSAL_WINDOW`]; the network's `proposal_window_s`). A transaction outside
-    /// is refused, so the orderer need only remember the ids of the last two windows to
-    /// refuse every replay.
+    /// is refused, so the orderer need only remember the ids of proposals still inside
+    /// the window to refuse every replay.
     pub proposal_window: Duration,
-    /// Most transaction ids the orderer remembers to refuse replays (about 50 bytes
-    /// each). Past it, the oldest are forgotten before their window ends: a replay of
-    /// one is ordered again, and peers record it as `DUPLICATE_TXID`.
+    /// Most transaction ids the orderer remembers to refuse replays (about 60 bytes
+    /// each). Past it, the ids of the oldest proposals are forgotten before their window
+    /// ends, and any proposal dated at or before them is refused
+    /// (`TIMESTAMP_OUT_OF_WINDOW`), since it could be a replay of one. 0 remembers none
+    /// and lets every replay through: for tests of what peers make of replays.
     pub replay_ids_max: usize,
 }
 
@@ -293,6 +295,17 @@ pub enum OrderError {
     /// The proposal's timestamp is too far from the orderer's clock.
     #[error(transparent)]
     OutsideWindow(tx::OutsideWindow),
+    /// The proposal is dated at or before transactions the orderer forgot for want of
+    /// room (`replay_ids_max`): it cannot tell it from a replay.
+    #[error(
+        "the proposal is dated {proposal_ms} ms, at or before {floor_ms} ms, where this orderer no longer remembers every transaction it ordered (replay_ids_max), so it cannot tell this one from a replay; sign a new proposal"
+    )]
+    BeyondReplayMemory {
+        /// The proposal's timestamp.
+        proposal_ms: u64,
+        /// The timestamp of the latest proposal forgotten early.
+        floor_ms: u64,
+    },
     /// A reader (a peer) holds more of the stream than this orderer's log: the log was
     /// rolled back or replaced, and must not hand out those seqs again.
     #[error(
@@ -347,7 +360,9 @@ impl OrderError {
             OrderError::WrongChannel { .. } => "WRONG_CHANNEL",
             OrderError::Submitter(error) => error.creator_code(),
             OrderError::BadSignature => "BAD_CREATOR_SIGNATURE",
-            OrderError::OutsideWindow(_) => "TIMESTAMP_OUT_OF_WINDOW",
+            OrderError::OutsideWindow(_) | OrderError::BeyondReplayMemory { .. } => {
+                "TIMESTAMP_OUT_OF_WINDOW"
+            }
             OrderError::Duplicate(_) => "DUPLICATE_TXID",
             OrderError::Behind { .. } => "ORDERER_BEHIND",
             OrderError::Locked(_) => "LOCKED",
@@ -360,19 +375,22 @@ impl OrderError {
     }
 }
 
-/// The orderer's admission checks (everything but sequencing and replays); the
-/// transaction's id.
+/// A transaction admission let through: its id, and its proposal's timestamp (what the
+/// replay memory keeps it by).
+pub(crate) type Admitted = (TxId, u64);
+
+/// The orderer's admission checks (everything but sequencing and replays).
 pub(crate) fn admit(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<TxId, OrderError> {
-    let (tx_id, check) = admission(config, msp, signed_transaction)?;
+) -> Result<Admitted, OrderError> {
+    let (admitted, check) = admission(config, msp, signed_transaction)?;
     // Remembered when valid: a validator in this process need not verify it again.
     if !msp.signatures().verify_one(&check) {
         return Err(OrderError::BadSignature);
     }
-    Ok(tx_id)
+    Ok(admitted)
 }
 
 /// [`admit`] for several transactions, their submitter signatures verified as one batch.
@@ -380,11 +398,14 @@ pub(crate) fn admit_batch(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transactions: &[Vec<u8>],
-) -> Vec<Result<TxId, OrderError>> {
-    let mut admitted: Vec<Result<(TxId, Option<sig::SigCheck>), OrderError>> = signed_transactions
-        .iter()
-        .map(|bytes| admission(config, msp, bytes).map(|(tx_id, check)| (tx_id, Some(check))))
-        .collect();
+) -> Vec<Result<Admitted, OrderError>> {
+    let mut admitted: Vec<Result<(Admitted, Option<sig::SigCheck>), OrderError>> =
+        signed_transactions
+            .iter()
+            .map(|bytes| {
+                admission(config, msp, bytes).map(|(admitted, check)| (admitted, Some(check)))
+            })
+            .collect();
     let checks: Vec<sig::SigCheck> = admitted
         .iter_mut()
         .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
@@ -394,9 +415,9 @@ pub(crate) fn admit_batch(
     admitted
         .into_iter()
         .map(|admitted| {
-            let (tx_id, _) = admitted?;
+            let (admitted, _) = admitted?;
             match verdicts.next() {
-                Some(true) => Ok(tx_id),
+                Some(true) => Ok(admitted),
                 _ => Err(OrderError::BadSignature),
             }
         })
@@ -408,7 +429,7 @@ fn admission(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<(TxId, sig::SigCheck), OrderError> {
+) -> Result<(Admitted, sig::SigCheck), OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -443,5 +464,5 @@ fn admission(
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    Ok((tx::tx_id(&proposal), check))
+    Ok(((tx::tx_id(&proposal), proposal.timestamp_ms), check))
 }

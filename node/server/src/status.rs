@@ -101,7 +101,9 @@ pub(crate) fn order_code(error: &OrderError) -> Code {
         OrderError::Malformed(_) | OrderError::WrongChannel { .. } => Code::InvalidArgument,
         OrderError::Submitter(error) => identity_code(error),
         OrderError::BadSignature => Code::Unauthenticated,
-        OrderError::OutsideWindow(_) => Code::FailedPrecondition,
+        OrderError::OutsideWindow(_) | OrderError::BeyondReplayMemory { .. } => {
+            Code::FailedPrecondition
+        }
         OrderError::Duplicate(_) => Code::AlreadyExists,
         OrderError::Locked(_) | OrderError::Closed | OrderError::Log(_) => Code::Unavailable,
         OrderError::Corrupt(_) | OrderError::Behind { .. } => Code::DataLoss,

@@ -2,27 +2,47 @@
 //! transaction bytes, or the same transaction submitted twice at once, is refused
 //! instead of being stored again by the orderer and every peer.
 //!
-//! Admission refuses a proposal whose timestamp lies more than the window `W` from the
-//! orderer's clock. A transaction that arrived at time `t` has a timestamp of at most
-//! `t + W`, so after `t + 2W` no copy of it can be admitted again: its id is kept that
-//! long and no longer. Ids are kept by their first 128 bits (no one can find another
-//! transaction whose id shares them), in arrival order, up to a count; past it the oldest
-//! go early, and a replay of one of those is ordered and marked `DUPLICATE_TXID` by the
-//! peers, as every replay was before.
+//! Admission refuses a proposal whose timestamp `p` lies more than the window `W` from
+//! the orderer's clock, so a copy of it can be admitted only until `p + W`: its id is kept
+//! that long and no longer, by its first 128 bits (no one can find another transaction
+//! whose id shares them), in the order of the proposals' timestamps. Memory is bounded by
+//! a count: past it, the id with the oldest proposal goes early, and the memory's *floor*
+//! rises to that proposal's timestamp. A transaction whose proposal is dated at or before
+//! the floor may be a replay of a forgotten id, so it is refused
+//! ([`Seen::BeyondMemory`]): its client signs a new proposal. The floor only ever passes
+//! the timestamps of proposals already ordered, so a replay is never ordered twice,
+//! whatever the load.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use crate::ids::TxId;
 
-/// Recently ordered ids, each with the time after which it can no longer be admitted.
+/// What the memory says of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Not ordered within the window: it is remembered now.
+    New,
+    /// Ordered already: a replay.
+    Replay,
+    /// Its proposal is dated at or before `floor_ms`, where ids have been forgotten for
+    /// want of room: it cannot be told from a replay.
+    BeyondMemory {
+        /// The timestamp of the latest proposal forgotten early.
+        floor_ms: u64,
+    },
+}
+
+/// Recently ordered ids, in the order of their proposals' timestamps.
 #[derive(Debug)]
 pub(crate) struct RecentIds {
     ids: HashSet<u128>,
-    /// `(forget after, Unix ms; id)`, in arrival order: the times never decrease.
-    by_arrival: VecDeque<(u64, u128)>,
-    keep_ms: u64,
+    /// `(proposal timestamp, Unix ms; id)`.
+    by_proposal: BTreeSet<(u64, u128)>,
+    window_ms: u64,
     max: usize,
+    /// Proposals dated at or before this may be of forgotten ids.
+    floor_ms: Option<u64>,
     /// Ids forgotten before their time because the count was reached.
     forgotten_early: u64,
 }
@@ -35,59 +55,74 @@ fn key(tx_id: &TxId) -> u128 {
 
 impl RecentIds {
     /// Ids of transactions admitted within `window` of their proposal's timestamp, at
-    /// most `max` of them.
+    /// most `max` of them; none at all for 0, which lets every replay through (for tests
+    /// of what peers make of replays; runnel.toml takes 1 at least).
     pub fn new(window: Duration, max: usize) -> RecentIds {
         RecentIds {
             ids: HashSet::new(),
-            by_arrival: VecDeque::new(),
-            keep_ms: u64::try_from(window.as_millis())
-                .unwrap_or(u64::MAX / 2)
-                .saturating_mul(2),
-            max: max.max(1),
+            by_proposal: BTreeSet::new(),
+            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX / 2),
+            max,
+            floor_ms: None,
             forgotten_early: 0,
         }
     }
 
-    /// Remembers `tx_id`, ordered at `arrived_ms`; false when it is already remembered (a
-    /// replay), which changes nothing.
-    pub fn insert(&mut self, tx_id: &TxId, arrived_ms: u64) -> bool {
-        self.expire(arrived_ms);
+    /// Remembers `tx_id`, whose proposal is dated `proposal_ms`, at `now_ms`; anything but
+    /// [`Seen::New`] changes nothing.
+    pub fn insert(&mut self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
+        if self.max == 0 {
+            return Seen::New;
+        }
+        self.expire(now_ms);
+        if let Some(floor_ms) = self.floor_ms
+            && proposal_ms <= floor_ms
+        {
+            return Seen::BeyondMemory { floor_ms };
+        }
         let key = key(tx_id);
         if !self.ids.insert(key) {
-            return false;
+            return Seen::Replay;
         }
-        self.by_arrival
-            .push_back((arrived_ms.saturating_add(self.keep_ms), key));
-        while self.by_arrival.len() > self.max {
-            self.pop_front();
+        self.by_proposal.insert((proposal_ms, key));
+        while self.by_proposal.len() > self.max {
+            let Some((dated_ms, forgotten)) = self.by_proposal.pop_first() else {
+                break;
+            };
+            self.ids.remove(&forgotten);
+            self.floor_ms = Some(self.floor_ms.map_or(dated_ms, |floor| floor.max(dated_ms)));
             if self.forgotten_early.is_multiple_of(1 << 20) {
                 tracing::warn!(
                     replay_ids_max = self.max,
-                    "the orderer forgets transaction ids before their window ends: a replay of one would be ordered again (and marked DUPLICATE_TXID by the peers); raise [ordering] replay_ids_max"
+                    floor_ms = dated_ms,
+                    "the orderer forgets transaction ids before their window ends: proposals dated at or before the oldest forgotten are refused (TIMESTAMP_OUT_OF_WINDOW) until the window passes it; raise [ordering] replay_ids_max"
                 );
             }
             self.forgotten_early += 1;
         }
-        true
+        Seen::New
     }
 
-    /// Remembers an id found in the log at open, arrived at `arrived_ms` (oldest first).
+    /// Remembers an id found in the log at open, its proposal dated `proposal_ms`, in any
+    /// order: the ids kept and the floor are the same whatever the order of the calls.
     /// Ids too old to be admitted again are skipped.
-    pub fn restore(&mut self, tx_id: &TxId, arrived_ms: u64, now_ms: u64) {
-        if arrived_ms.saturating_add(self.keep_ms) >= now_ms {
-            self.insert(tx_id, arrived_ms);
+    pub fn restore(&mut self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) {
+        if proposal_ms.saturating_add(self.window_ms) >= now_ms {
+            self.insert(tx_id, proposal_ms, now_ms);
         }
     }
 
-    /// How long an id is kept after its arrival, in milliseconds.
-    pub fn keep_ms(&self) -> u64 {
-        self.keep_ms
+    /// How far back in the log, by the orderer's timestamps, a transaction whose copy
+    /// could still be admitted may lie: it was admitted within a window of its proposal,
+    /// which may be admitted again for a window more.
+    pub fn log_horizon_ms(&self) -> u64 {
+        self.window_ms.saturating_mul(2)
     }
 
     /// Ids remembered now.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.by_arrival.len()
+        self.by_proposal.len()
     }
 
     /// Ids forgotten before their time since the orderer opened.
@@ -96,18 +131,12 @@ impl RecentIds {
         self.forgotten_early
     }
 
+    /// Forgets the ids whose proposals can no longer be admitted at `now_ms`.
     fn expire(&mut self, now_ms: u64) {
-        while self
-            .by_arrival
-            .front()
-            .is_some_and(|(forget_after, _)| *forget_after < now_ms)
+        while let Some(&(dated_ms, key)) = self.by_proposal.first()
+            && dated_ms.saturating_add(self.window_ms) < now_ms
         {
-            self.pop_front();
-        }
-    }
-
-    fn pop_front(&mut self) {
-        if let Some((_, key)) = self.by_arrival.pop_front() {
+            self.by_proposal.pop_first();
             self.ids.remove(&key);
         }
     }
@@ -122,37 +151,58 @@ mod tests {
     }
 
     #[test]
-    fn a_replay_within_two_windows_is_refused_and_after_them_forgotten() {
+    fn a_replay_within_its_window_is_refused_and_after_it_forgotten() {
+        // A window of 10 s: a proposal dated 1,000 can be admitted until 11,000.
         let mut recent = RecentIds::new(Duration::from_secs(10), 100);
-        assert!(recent.insert(&id(1), 1_000));
-        assert!(!recent.insert(&id(1), 1_500));
-        assert!(recent.insert(&id(2), 2_000));
-        // 1 arrived at 1,000: kept through 21,000.
-        assert!(!recent.insert(&id(1), 21_000));
-        assert!(recent.insert(&id(3), 21_001));
-        assert!(recent.insert(&id(1), 21_002), "forgotten after two windows");
-        assert_eq!(recent.len(), 3, "2, 3 and 1 again");
+        assert_eq!(recent.insert(&id(1), 1_000, 1_200), Seen::New);
+        assert_eq!(recent.insert(&id(1), 1_000, 1_500), Seen::Replay);
+        assert_eq!(recent.insert(&id(2), 2_000, 2_100), Seen::New);
+        assert_eq!(recent.insert(&id(1), 1_000, 11_000), Seen::Replay);
+        assert_eq!(recent.insert(&id(3), 11_001, 11_001), Seen::New);
+        assert_eq!(
+            recent.len(),
+            2,
+            "1 is forgotten: admission refuses it by now"
+        );
     }
 
     #[test]
-    fn past_the_count_the_oldest_go_first_and_are_counted() {
+    fn past_the_count_the_oldest_proposals_go_and_nothing_dated_before_them_is_taken() {
         let mut recent = RecentIds::new(Duration::from_secs(60), 2);
-        for n in 1..=3 {
-            assert!(recent.insert(&id(n), 1_000));
-        }
+        // Arrival order is not proposal order: 3 is dated before 1 and 2.
+        assert_eq!(recent.insert(&id(1), 5_000, 5_000), Seen::New);
+        assert_eq!(recent.insert(&id(2), 6_000, 6_000), Seen::New);
+        assert_eq!(recent.insert(&id(3), 4_000, 6_500), Seen::New);
+        // 3 had the oldest proposal: forgotten, and the floor rises to 4,000.
         assert_eq!(recent.len(), 2);
         assert_eq!(recent.forgotten_early(), 1);
-        assert!(recent.insert(&id(1), 1_000), "1 was forgotten early");
-        assert!(!recent.insert(&id(3), 1_000));
+        assert_eq!(
+            recent.insert(&id(3), 4_000, 7_000),
+            Seen::BeyondMemory { floor_ms: 4_000 },
+            "a replay of a forgotten id is still refused"
+        );
+        assert_eq!(
+            recent.insert(&id(4), 3_500, 7_000),
+            Seen::BeyondMemory { floor_ms: 4_000 }
+        );
+        assert_eq!(recent.insert(&id(1), 5_000, 7_000), Seen::Replay);
+        // Newer proposals go on; each past the count raises the floor.
+        assert_eq!(recent.insert(&id(5), 7_000, 7_000), Seen::New);
+        assert_eq!(
+            recent.insert(&id(1), 5_000, 7_100),
+            Seen::BeyondMemory { floor_ms: 5_000 }
+        );
+        assert_eq!(recent.insert(&id(2), 6_000, 7_100), Seen::Replay);
     }
 
     #[test]
     fn restore_skips_ids_too_old_to_be_admitted_again() {
         let mut recent = RecentIds::new(Duration::from_secs(10), 100);
         recent.restore(&id(1), 1_000, 30_000);
-        recent.restore(&id(2), 15_000, 30_000);
+        recent.restore(&id(2), 25_000, 30_000);
         assert_eq!(recent.len(), 1);
-        assert!(recent.insert(&id(1), 30_000));
-        assert!(!recent.insert(&id(2), 30_000));
+        assert_eq!(recent.insert(&id(1), 1_000, 30_000), Seen::New);
+        assert_eq!(recent.insert(&id(2), 25_000, 30_000), Seen::Replay);
+        assert_eq!(recent.log_horizon_ms(), 20_000);
     }
 }

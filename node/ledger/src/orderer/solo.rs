@@ -38,14 +38,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::replay::RecentIds;
+use super::replay::{RecentIds, Seen};
 use super::{
-    Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, OrderingMode,
-    admit, admit_batch,
+    Admitted, Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig,
+    OrderingMode, admit, admit_batch,
 };
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, Signer};
-use crate::ids::{BlockNumber, Seq, TxId};
+use crate::ids::{BlockNumber, Seq};
 use crate::metrics::Histogram;
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
@@ -80,19 +80,18 @@ fn recent_ids(
 ) -> Result<RecentIds, OrderError> {
     let mut recent = RecentIds::new(config.proposal_window, config.replay_ids_max);
     let now_ms = tx::now_ms();
-    let mut found = Vec::new();
-    for at in txs.iter().rev().take(config.replay_ids_max) {
+    // Newest first, back to the horizon: what the memory keeps (the newest proposals) and
+    // its floor (the newest of the others) do not depend on the order of the inserts, and
+    // the memory holds no more than its count meanwhile.
+    for at in txs.iter().rev() {
         let ordered = OrderedTx::decode(&reader.read(*at).map_err(log_error)?)?;
-        if ordered.timestamp_ms.saturating_add(recent.keep_ms()) < now_ms {
+        if ordered.timestamp_ms.saturating_add(recent.log_horizon_ms()) < now_ms {
             break;
         }
         // Every transaction in the log passed admission, so it decodes.
         if let Ok((_, _, proposal)) = tx::decode_transaction(&ordered.transaction) {
-            found.push((tx::tx_id(&proposal), ordered.timestamp_ms));
+            recent.restore(&tx::tx_id(&proposal), proposal.timestamp_ms, now_ms);
         }
-    }
-    for (tx_id, arrived_ms) in found.into_iter().rev() {
-        recent.restore(&tx_id, arrived_ms, now_ms);
     }
     Ok(recent)
 }
@@ -505,7 +504,7 @@ impl SoloOrderer {
     /// one lock, then wakes the flusher, the deliveries and the sealer once for all.
     fn sequence(
         &self,
-        admitted: Vec<(Vec<u8>, Result<TxId, OrderError>)>,
+        admitted: Vec<(Vec<u8>, Result<Admitted, OrderError>)>,
         received_us: u64,
     ) -> Vec<Result<Ordered, OrderError>> {
         let mut answers = Vec::with_capacity(admitted.len());
@@ -515,12 +514,15 @@ impl SoloOrderer {
         let mut batch = Vec::with_capacity(admitted.len());
         let mut seq = state.head;
         for (signed_transaction, admitted) in admitted {
-            let tx_id = match admitted.and_then(|tx_id| {
+            let tx_id = match admitted.and_then(|(tx_id, proposal_ms)| {
                 self.inner.check(&state)?;
-                if state.replays.insert(&tx_id, now_ms) {
-                    Ok(tx_id)
-                } else {
-                    Err(OrderError::Duplicate(tx_id))
+                match state.replays.insert(&tx_id, proposal_ms, now_ms) {
+                    Seen::New => Ok(tx_id),
+                    Seen::Replay => Err(OrderError::Duplicate(tx_id)),
+                    Seen::BeyondMemory { floor_ms } => Err(OrderError::BeyondReplayMemory {
+                        proposal_ms,
+                        floor_ms,
+                    }),
                 }
             }) {
                 Ok(tx_id) => tx_id,
@@ -596,8 +598,8 @@ impl SoloOrderer {
 impl Orderer for SoloOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         let received_us = tx::now_us();
-        let tx_id = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
-        let mut ordered = self.sequence(vec![(signed_transaction, Ok(tx_id))], received_us);
+        let admitted = admit(&self.inner.config, &self.inner.msp, &signed_transaction)?;
+        let mut ordered = self.sequence(vec![(signed_transaction, Ok(admitted))], received_us);
         ordered.pop().unwrap_or(Err(OrderError::Closed))
     }
 

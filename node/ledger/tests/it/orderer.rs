@@ -535,6 +535,67 @@ fn a_replay_is_refused_in_a_batch_alone_and_after_a_reopen_and_old_proposals_not
     assert_eq!(orderer.height(), Seq(2));
 }
 
+/// More transactions than the replay memory holds: the oldest proposals' ids go, and a
+/// replay of one of them is refused all the same, as is anything dated before them,
+/// also after a reopen. Fresh proposals are ordered throughout.
+#[test]
+fn past_the_replay_memory_a_replay_of_a_forgotten_id_is_still_refused() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let config = OrdererConfig {
+        replay_ids_max: 3,
+        ..OrdererConfig::default()
+    };
+    // Proposals a millisecond apart, so that their order is their timestamps'.
+    let dated = |key: &str, ms: u64| {
+        let mut proposal = runnel_ledger::tx::new_proposal("main", "kv", "put", vec![], &client);
+        proposal.timestamp_ms = ms;
+        proposal.nonce = key.as_bytes().to_vec();
+        proposal.nonce.resize(24, 0);
+        let transaction = runnel_ledger::proto::Transaction {
+            proposal: Some(runnel_ledger::tx::sign_proposal(&client, &proposal)),
+            ..Default::default()
+        };
+        prost::Message::encode_to_vec(&runnel_ledger::tx::sign_transaction(&client, &transaction))
+    };
+    let now = runnel_ledger::tx::now_ms();
+    let first = dated("first", now - 10);
+    {
+        let orderer = net.open(dir.path(), config.clone());
+        orderer.submit(first.clone()).unwrap();
+        for (i, key) in ["b", "c", "d"].into_iter().enumerate() {
+            orderer.submit(dated(key, now - 9 + i as u64)).unwrap();
+        }
+        // `first` had the oldest proposal of four: forgotten, yet its replay is refused.
+        let replay = orderer.submit(first.clone()).unwrap_err();
+        assert_eq!(replay.code(), "TIMESTAMP_OUT_OF_WINDOW", "{replay}");
+        assert!(replay.to_string().contains("replay_ids_max"), "{replay}");
+        let older = orderer.submit(dated("older", now - 20)).unwrap_err();
+        assert_eq!(older.code(), "TIMESTAMP_OUT_OF_WINDOW");
+        // Remembered ones are duplicates; fresh ones are ordered.
+        assert_eq!(
+            orderer.submit(dated("d", now - 7)).unwrap_err().code(),
+            "DUPLICATE_TXID"
+        );
+        assert_eq!(orderer.submit(dated("e", now)).unwrap().seq, Seq(5));
+        assert_eq!(orderer.height(), Seq(5));
+        orderer.close();
+    }
+    // Read back from the log: the newest three are remembered, and the oldest ones,
+    // beyond them, refused.
+    let orderer = net.open(dir.path(), config);
+    assert_eq!(
+        orderer.submit(dated("e", now)).unwrap_err().code(),
+        "DUPLICATE_TXID"
+    );
+    assert_eq!(
+        orderer.submit(first).unwrap_err().code(),
+        "TIMESTAMP_OUT_OF_WINDOW"
+    );
+    assert_eq!(orderer.height(), Seq(5));
+}
+
 #[test]
 fn a_reader_further_on_than_the_log_is_refused() {
     let net = Net::new();

@@ -71,9 +71,9 @@ impl Peer {
                     seal_max_txs: sealing.0,
                     seal_max_delay: sealing.1,
                     proposal_window: admit_window,
-                    // The orderer refuses a replay it remembers; remembering one id lets
-                    // these tests order replays, to see what the validator makes of them.
-                    replay_ids_max: 1,
+                    // The orderer refuses every replay; remembering none lets these tests
+                    // order replays, to see what the validator makes of them.
+                    replay_ids_max: 0,
                     ..OrdererConfig::default()
                 },
                 msp.clone(),
