@@ -421,10 +421,14 @@ mod tests {
         assert_eq!(fits.await.unwrap().unwrap(), 40);
         // Everything handled: the bytes come back (just after the answers go out), and
         // one call bigger than the bound still goes alone.
-        while batcher.bytes.used.load(Ordering::Acquire) > 0 {
-            tokio::task::yield_now().await;
-        }
+        let settled = || async {
+            while batcher.bytes.used.load(Ordering::Acquire) > 0 {
+                tokio::task::yield_now().await;
+            }
+        };
+        settled().await;
         assert_eq!(batcher.call(100).await.unwrap(), 100);
+        settled().await;
         assert_eq!(batcher.call(500).await.unwrap(), 500);
     }
 }
