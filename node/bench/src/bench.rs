@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 
 use super::unary::{Dialer, Gateway};
 use crate::floor::CryptoFloor;
-use runnel_client::{Connection, channel_name, connect, signer, status};
+use runnel_client::{Connection, ReadGrants, channel_name, connect, signer, status};
 
 /// Closed-loop clients that share a connection unless --connections says otherwise.
 const CLIENTS_PER_CONNECTION: usize = 16;
@@ -329,7 +329,9 @@ async fn run(args: &BenchArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
 
-    let dialer = Dialer::new(&args.connection)?;
+    // A node whose reads are for members wants a grant with each CommitStatus.
+    let grants = ReadGrants::new(plan.signer.clone(), plan.channel.clone());
+    let dialer = Dialer::new(&args.connection, grants)?;
     let stamps: Stamps = Arc::default();
     let traces = tokio::spawn(follow_traces(first.clone(), stamps.clone()));
     if args.keys > 0 {

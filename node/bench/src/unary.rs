@@ -32,7 +32,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName}
 use tokio_rustls::rustls::{self, RootCertStore};
 use tonic::{Code, Status};
 
-use runnel_client::{CALL_TIMEOUT, Connection, TlsFiles, tls_files};
+use runnel_client::{CALL_TIMEOUT, Connection, ReadGrants, TlsFiles, tls_files};
 
 /// Flow-control windows: large enough that a stream never waits for a window update,
 /// and the connection's window is topped up rarely.
@@ -48,6 +48,9 @@ const ANSWER_BYTES_MAX: usize = 64 << 20;
 /// commands). Clones share it.
 #[derive(Clone)]
 pub(crate) struct Dialer {
+    /// Read grants for the calls that are reads (`CommitStatus`), for a node whose reads
+    /// are for members.
+    grants: ReadGrants,
     url: String,
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
@@ -57,7 +60,7 @@ pub(crate) struct Dialer {
 
 impl Dialer {
     /// Reads what `connection` names: its URL, and its TLS files for an https:// one.
-    pub(crate) fn new(connection: &Connection) -> Result<Dialer> {
+    pub(crate) fn new(connection: &Connection, grants: ReadGrants) -> Result<Dialer> {
         let url = connection.url.clone();
         let uri: Uri = url.parse().map_err(|e| anyhow!("bad --url {url}: {e}"))?;
         let authority = uri
@@ -78,6 +81,7 @@ impl Dialer {
             None
         };
         Ok(Dialer {
+            grants,
             url,
             scheme,
             authority,
@@ -110,6 +114,7 @@ impl Dialer {
             send,
             scheme: self.scheme.clone(),
             authority: self.authority.clone(),
+            grants: self.grants.clone(),
         })
     }
 }
@@ -128,6 +133,7 @@ pub(crate) struct Unary {
     send: h2::client::SendRequest<Bytes>,
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
+    grants: ReadGrants,
 }
 
 impl Unary {
@@ -155,7 +161,16 @@ impl Unary {
     ) -> Result<A, Status> {
         let transport = |e: h2::Error| Status::unavailable(format!("HTTP/2: {e}"));
         let mut send = self.send.clone().ready().await.map_err(transport)?;
-        let head = Request::builder()
+        let mut head = Request::builder();
+        if runnel_server::readers::is_read(path)
+            && let Some(grant) = self.grants.current()
+        {
+            head = head.header(
+                runnel_server::readers::READ_GRANT_HEADER,
+                grant.as_encoded_bytes(),
+            );
+        }
+        let head = head
             .method(Method::POST)
             .uri(
                 Uri::builder()

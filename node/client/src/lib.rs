@@ -127,22 +127,31 @@ impl ReadGrants {
     }
 }
 
+impl ReadGrants {
+    /// The grant to send now (the value of [`runnel_server::readers::READ_GRANT_HEADER`]),
+    /// a new one signed when the last is half through its life; none without a signer.
+    pub fn current(&self) -> Option<MetadataValue<Binary>> {
+        let grants = self.inner.as_ref()?;
+        let mut current = grants
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if now_ms() >= current.1 {
+            *current = Self::sign(&grants.signer, &grants.channel);
+        }
+        Some(current.0.clone())
+    }
+}
+
 impl tonic::service::Interceptor for ReadGrants {
     fn call(
         &mut self,
         mut request: tonic::Request<()>,
     ) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(grants) = &self.inner {
-            let mut current = grants
-                .current
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if now_ms() >= current.1 {
-                *current = Self::sign(&grants.signer, &grants.channel);
-            }
+        if let Some(grant) = self.current() {
             request
                 .metadata_mut()
-                .insert_bin(runnel_server::readers::READ_GRANT_HEADER, current.0.clone());
+                .insert_bin(runnel_server::readers::READ_GRANT_HEADER, grant);
         }
         Ok(request)
     }

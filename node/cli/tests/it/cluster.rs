@@ -84,6 +84,41 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
     assert_eq!(peer2.text(&["query", "kv", "get", "k0"]), "\"v0\"");
     assert_eq!(peer1.text(&["query", "kv", "get", "k5"]), "\"v5\"");
 
+    // The load generator against a peer whose reads are for members: it waits for each
+    // status with a separate CommitStatus call, a read, which carries its read grant.
+    let out = dir.path().join("bench");
+    let report = peer1.text(&[
+        "bench",
+        "--keys",
+        "0",
+        "--clients",
+        "2",
+        "--count",
+        "20",
+        "--duration",
+        "60",
+        "--warmup",
+        "0",
+        "--separate-status",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // Every transaction it measured was valid: "(n of n valid)".
+    let counts = report
+        .split_once(" valid)")
+        .and_then(|(before, _)| before.rsplit_once('('))
+        .map(|(_, counts)| counts.split(" of ").collect::<Vec<_>>());
+    assert!(
+        matches!(counts.as_deref(), Some([valid, all]) if valid == all && *valid != "0"),
+        "{report}"
+    );
+    // Each of its transactions was committed before it returned.
+    let after = peer1.json(&["status"])["heights"]["committed"]
+        .as_u64()
+        .unwrap();
+    assert!(after > height, "the load committed nothing");
+    height = after;
+
     // A peer that stops misses what is ordered meanwhile and catches up from the orderer.
     assert!(peer2.stop().success());
     for i in 6..9 {
