@@ -470,14 +470,11 @@ fn cors_layer(config: &ApiConfig) -> Result<Option<CorsLayer>, ApiError> {
 
 /// The answer to a path no service has: gRPC's `UNIMPLEMENTED`.
 pub async fn unimplemented() -> axum::response::Response {
-    let (parts, ()) = status::error(
+    status::response(status::error(
         Code::Unimplemented,
         "UNIMPLEMENTED",
         "no such service or method on this node",
-    )
-    .into_http::<()>()
-    .into_parts();
-    axum::response::Response::from_parts(parts, axum::body::Body::empty())
+    ))
 }
 
 /// Binds `config.listen` and serves `ledger` until `shutdown` completes.

@@ -17,7 +17,7 @@ use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
 use tokio_stream::StreamExt as _;
-use tonic::{Code, Status};
+use tonic::Code;
 
 use crate::status;
 
@@ -86,7 +86,7 @@ pub async fn check(
     if head.len() == FRAME_HEADER_BYTES {
         let length = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
         if length > max {
-            return refusal(status::error(
+            return status::response(status::error(
                 Code::ResourceExhausted,
                 "MESSAGE_TOO_LARGE",
                 format_args!(
@@ -103,11 +103,6 @@ pub async fn check(
         .chain(rest);
     next.run(Request::from_parts(parts, Body::from_stream(stream)))
         .await
-}
-
-fn refusal(status: Status) -> Response {
-    let (parts, ()) = status.into_http::<()>().into_parts();
-    Response::from_parts(parts, Body::empty())
 }
 
 #[cfg(test)]

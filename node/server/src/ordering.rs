@@ -311,6 +311,5 @@ async fn peers_check(
              with a peer's certificate of the network",
         ),
     };
-    let (parts, ()) = refusal.into_http::<()>().into_parts();
-    axum::response::Response::from_parts(parts, axum::body::Body::empty())
+    status::response(refusal)
 }

@@ -261,7 +261,12 @@ impl Readers {
                 &signed.signature,
             )
             .map_err(bad_grant)?;
-        Ok((identity, grant.not_after_ms))
+        // Remembered no longer than the grant, nor than the certificate, holds.
+        let cert_ends_ms = u64::try_from(identity.not_after)
+            .unwrap_or(0)
+            .saturating_mul(1000);
+        let not_after_ms = grant.not_after_ms.min(cert_ends_ms);
+        Ok((identity, not_after_ms))
     }
 }
 
@@ -296,8 +301,7 @@ pub async fn check(
                     _ => break,
                 }
             }
-            let (parts, ()) = status.into_http::<()>().into_parts();
-            Response::from_parts(parts, axum::body::Body::empty())
+            status::response(status)
         }
     }
 }
@@ -332,4 +336,40 @@ pub fn grant_header(
     lifetime_ms: u64,
 ) -> String {
     BASE64.encode(signed_grant(signer, channel, not_before_ms, lifetime_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::{NetworkIdentities, Role, Signer};
+
+    #[test]
+    fn a_grant_is_remembered_no_longer_than_its_certificate_holds() {
+        let network = NetworkIdentities::generate(&["Org1"], time::Duration::days(1)).unwrap();
+        let org = &network.orgs[0];
+        // A certificate that ends within the grant's life.
+        let brief = org
+            .ca
+            .issue(Role::Client, "brief.Org1", time::Duration::minutes(2))
+            .unwrap();
+        let signer = Signer::new(&brief).unwrap();
+        let readers = Readers::new(
+            ReadAccess::Members,
+            Arc::new(network.msp().unwrap()),
+            "main".into(),
+        );
+        let now_ms = tx::now_ms();
+        let header = grant_header(&signer, "main", now_ms, READ_GRANT_LIFETIME_MAX_MS);
+        let identity = readers.granted(header.as_bytes(), now_ms).unwrap();
+        let cert_ends_ms = u64::try_from(identity.not_after).unwrap() * 1000;
+        assert!(cert_ends_ms < now_ms + READ_GRANT_LIFETIME_MAX_MS);
+        // Still inside the grant, past the certificate: checked again, and refused.
+        let after = cert_ends_ms + 1000;
+        let refused = readers.granted(header.as_bytes(), after).unwrap_err();
+        assert_eq!(refused.code(), Code::Unauthenticated);
+        assert!(
+            refused.message().starts_with("BAD_READ_GRANT"),
+            "{refused:?}"
+        );
+    }
 }

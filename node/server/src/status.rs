@@ -36,6 +36,13 @@ pub const ERROR_CODE_HEADER: &str = "runnel-error-code";
 /// The response header holding the validation code an error amounts to.
 pub const VALIDATION_CODE_HEADER: &str = "runnel-validation-code";
 
+/// `status` as a whole HTTP answer (headers only, gRPC's trailers-only form): what a
+/// middleware in front of the services answers with when it refuses a call.
+pub fn response(status: Status) -> axum::response::Response {
+    let (parts, ()) = status.into_http::<()>().into_parts();
+    axum::response::Response::from_parts(parts, axum::body::Body::empty())
+}
+
 /// A status with `code`, the message `"{name}: {message}"` and the headers above.
 pub fn error(code: Code, name: &str, message: impl Display) -> Status {
     let mut status = Status::new(code, format!("{name}: {message}"));
