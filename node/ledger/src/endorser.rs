@@ -29,7 +29,8 @@ use runnel_runtime::{CallContext, Creator, InvokeError, KvRead, NsRwSet, Runtime
 use crate::identity::{Identity, IdentityError, Msp, Role, Signer};
 use crate::ids::TxId;
 use crate::lifecycle::{
-    self, DEFAULT_LIFECYCLE_POLICY, FN_DEFINITION, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE,
+    self, DEFAULT_LIFECYCLE_POLICY, FN_APPROVE, FN_DEFINITION, FN_DEPLOY, FN_UPGRADE,
+    LIFECYCLE_NAMESPACE,
     LifecycleError,
 };
 use crate::policy::{Policy, PolicyError};
@@ -488,6 +489,15 @@ impl Endorser {
         ))
     }
 
+    /// The caller of a lifecycle function: the proposal's creator's organisation.
+    fn caller<'a>(&'a self, checked: &'a Checked) -> lifecycle::Caller<'a> {
+        lifecycle::Caller {
+            org: &checked.creator.org,
+            orgs: &self.orgs,
+            approvals: &self.lifecycle_policy,
+        }
+    }
+
     fn simulate_lifecycle(
         &self,
         checked: &Checked,
@@ -505,6 +515,22 @@ impl Endorser {
             .into());
         };
         match proposal.function.as_str() {
+            FN_APPROVE => {
+                let request = DeployRequest::decode(arg.as_slice())
+                    .map_err(|e| LifecycleError::BadRequest(e.to_string()))?;
+                let approved = lifecycle::approve(
+                    &request,
+                    lifecycle_view.as_ref(),
+                    &self.runtime,
+                    self.caller(checked),
+                )?;
+                Ok(payload(
+                    checked.hash,
+                    approved.definition.encode_to_vec(),
+                    vec![approved.lifecycle_rwset],
+                    Vec::new(),
+                ))
+            }
             FN_DEPLOY | FN_UPGRADE => {
                 let request = DeployRequest::decode(arg.as_slice())
                     .map_err(|e| LifecycleError::BadRequest(e.to_string()))?;
@@ -515,7 +541,7 @@ impl Endorser {
                     lifecycle_view.as_ref(),
                     snapshot.view(&request.name),
                     &self.runtime,
-                    &self.orgs,
+                    self.caller(checked),
                     ctx,
                 )?;
                 let mut rwsets = vec![deployment.lifecycle_rwset];

@@ -42,12 +42,15 @@ use runnel_runtime::{Runtime, RuntimeConfig};
 use tokio::sync::broadcast;
 
 use crate::endorser::{Checked, EndorseError, Endorsed, Endorser, EndorserConfig};
-use crate::identity::{Msp, NetworkIdentities, NetworkKeys, Role, Signer};
+use crate::identity::{
+    IDENTITIES_DIR, Msp, NETWORK_FILE, NetworkDefinition, NetworkIdentities, NetworkKeys, Role,
+    Signer,
+};
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
-use crate::lifecycle::{self, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
+use crate::lifecycle::{self, FN_APPROVE, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::metrics::Histogram;
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
-use crate::policy::Endorser as PolicyEndorser;
+use crate::policy::{Endorser as PolicyEndorser, Policy};
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
 use crate::records::SyncMode;
 use crate::sig::SigCheck;
@@ -199,8 +202,10 @@ pub struct Committed {
 /// A signed proposal to endorse, or only to evaluate ([`Ledger::run_proposals`]).
 #[derive(Debug, Clone)]
 pub enum ProposalCall {
-    /// Endorse it: the answer is a transaction to sign and submit.
-    Endorse(SignedProposal),
+    /// Endorse it: the answer is a transaction to sign and submit. The organisations
+    /// named endorse it (those of them this ledger acts for, here; the others are
+    /// [`Prepared::needs`]); none named: as the policy in force needs.
+    Endorse(SignedProposal, Vec<String>),
     /// Evaluate it: the answer is the function's result; nothing is submitted.
     Evaluate(SignedProposal),
 }
@@ -224,6 +229,11 @@ pub struct Prepared {
     pub transaction: Transaction,
     /// What the function returned, as endorsed.
     pub result: Vec<u8>,
+    /// The organisations whose peers must still endorse it, each once, before it
+    /// satisfies the policy in force (or the organisations asked for): other
+    /// processes' peers, which a gateway asks ([`Ledger::endorse_signed`]). Empty: the
+    /// transaction is ready to sign.
+    pub needs: Vec<String>,
 }
 
 /// A transaction as the ledger holds it at its place in the stream.
@@ -283,13 +293,24 @@ pub struct Proof {
     pub proof: crate::proto::InclusionProof,
 }
 
-/// An organisation's identities, as the ledger uses them.
+/// The endorsements of one call by this ledger's peers.
+#[derive(Default)]
+struct Endorsements {
+    /// The first endorsement, when it does not count (its org was not asked for): its
+    /// payload is the one the others must match.
+    reference: Option<Endorsed>,
+    /// The endorsements that go into the transaction, the first one first.
+    counted: Vec<Endorsed>,
+}
+
+/// An organisation this ledger acts for, with the identities it holds of it: always its
+/// peer (it endorses as that peer); its admin and client only where one process stands
+/// for the organisation's people too (an embedded ledger, a dev node).
 struct Org {
     name: String,
     peer: Endorser,
-    admin: Endorser,
-    client: Signer,
-    admin_signer: Signer,
+    admin: Option<Signer>,
+    client: Option<Signer>,
 }
 
 /// Every role of a Runnel network in one process (see the module doc).
@@ -302,6 +323,7 @@ pub struct Ledger {
     hub: Arc<Hub>,
     traces: Arc<TraceBook>,
     orgs: Vec<Org>,
+    network: NetworkDefinition,
     channel: String,
     orderer_config: OrdererConfig,
     proposal_bytes_max: usize,
@@ -317,6 +339,44 @@ impl std::fmt::Debug for Ledger {
 
 fn identity_error(e: impl std::fmt::Display) -> LedgerError {
     LedgerError::Identity(e.to_string())
+}
+
+/// The organisations a ledger over `keys` acts for: `org`, or every organisation whose
+/// peer key it holds. A node acting for one organisation refuses to start holding
+/// another's private key: organisations do not share keys.
+fn acting_for(keys: &NetworkKeys, org: Option<&str>) -> Result<Vec<String>, LedgerError> {
+    match org {
+        None => {
+            let names: Vec<String> = keys
+                .orgs
+                .iter()
+                .filter(|name| keys.signer(name, Role::Peer).is_some())
+                .cloned()
+                .collect();
+            if names.is_empty() {
+                return Err(LedgerError::Identity(format!(
+                    "no peer key of any organisation ({}) in the node's {IDENTITIES_DIR}/",
+                    keys.orgs.join(", ")
+                )));
+            }
+            Ok(names)
+        }
+        Some(org) if keys.orgs.iter().any(|name| name == org) => {
+            if let Some(foreign) = keys.held().iter().find(|key| key.org != org) {
+                return Err(LedgerError::Identity(format!(
+                    "this node acts for {org} but holds a private key of {} \
+                     ({IDENTITIES_DIR}/{}/{}.key): a node holds its own organisation's keys only; \
+                     remove it",
+                    foreign.org, foreign.org, foreign.name
+                )));
+            }
+            Ok(vec![org.to_string()])
+        }
+        Some(org) => Err(LedgerError::Identity(format!(
+            "no organisation {org} in the network ({})",
+            keys.orgs.join(", ")
+        ))),
+    }
 }
 
 impl Ledger {
@@ -349,35 +409,38 @@ impl Ledger {
         config: LedgerConfig,
         orderer: Option<Arc<dyn Orderer>>,
     ) -> Result<Ledger, LedgerError> {
-        let identities = dir.join("identities");
-        if !identities.exists() {
+        if !dir.join(IDENTITIES_DIR).exists() {
             let orgs: Vec<&str> = config.orgs.iter().map(String::as_str).collect();
-            let network = NetworkIdentities::generate(&orgs, config.identity_validity)
+            NetworkIdentities::generate(&orgs, config.identity_validity)
+                .map_err(identity_error)?
+                .write(dir, &config.endorser.channel)
                 .map_err(identity_error)?;
-            let staging = dir.join("identities.new");
-            network.write(&staging).map_err(identity_error)?;
-            std::fs::rename(&staging, &identities).map_err(identity_error)?;
         }
-        let keys = NetworkKeys::load(&identities).map_err(identity_error)?;
+        let keys = NetworkKeys::load(dir).map_err(identity_error)?;
+        let network = keys.definition().clone();
+        if network.channel != config.endorser.channel {
+            return Err(LedgerError::Identity(format!(
+                "the network definition ({NETWORK_FILE}) is of channel `{}`, the node's settings say `{}`",
+                network.channel, config.endorser.channel
+            )));
+        }
+        let names = acting_for(&keys, config.org.as_deref())?;
         let msp = Arc::new(keys.msp().map_err(identity_error)?);
         msp.signatures().trust_own(config.trust_own_signatures);
         let signer = |org: &str, role: Role| -> Result<Signer, LedgerError> {
-            keys.signer(org, role)
-                .cloned()
-                .ok_or_else(|| LedgerError::Identity(format!("no {role} identity for {org}")))
+            keys.signer(org, role).cloned().ok_or_else(|| {
+                LedgerError::Identity(format!(
+                    "no {role} key of {org} in {}/{IDENTITIES_DIR}/{org}",
+                    dir.display()
+                ))
+            })
         };
+        // The definition governs lifecycle approvals, whatever the settings say.
+        let mut config = config;
+        config.endorser.lifecycle_policy = network.lifecycle_policy.clone();
+        config.validator.lifecycle_policy = network.lifecycle_policy.clone();
 
         let world = Arc::new(WorldState::open_with(&dir.join("state"), config.sync)?);
-        let names: Vec<String> = match &config.org {
-            None => keys.orgs.clone(),
-            Some(org) if keys.orgs.contains(org) => vec![org.clone()],
-            Some(org) => {
-                return Err(LedgerError::Identity(format!(
-                    "no organisation {org} in the network ({})",
-                    keys.orgs.join(", ")
-                )));
-            }
-        };
         let mut validator_config = config.validator.clone();
         validator_config.workers =
             crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());
@@ -427,9 +490,8 @@ impl Ledger {
                 Ok(Org {
                     name: name.clone(),
                     peer: endorser(signer(name, Role::Peer)?)?,
-                    admin: endorser(signer(name, Role::Admin)?)?,
-                    client: signer(name, Role::Client)?,
-                    admin_signer: signer(name, Role::Admin)?,
+                    admin: keys.signer(name, Role::Admin).cloned(),
+                    client: keys.signer(name, Role::Client).cloned(),
                 })
             })
             .collect::<Result<Vec<Org>, LedgerError>>()?;
@@ -442,6 +504,7 @@ impl Ledger {
             hub,
             traces,
             orgs,
+            network,
             channel: config.endorser.channel.clone(),
             orderer_config: config.orderer.clone(),
             proposal_bytes_max: config.endorser.proposal_bytes_max,
@@ -507,6 +570,16 @@ impl Ledger {
         &self.channel
     }
 
+    /// The network's definition: its organisations, their CAs and endpoints.
+    pub fn network(&self) -> &NetworkDefinition {
+        &self.network
+    }
+
+    /// The organisations this ledger endorses for (its peers' organisations).
+    pub fn own_orgs(&self) -> Vec<String> {
+        self.orgs.iter().map(|org| org.name.clone()).collect()
+    }
+
     /// A digest of the world state at the validated height: `(height, SHA-256, keys)`
     /// ([`WorldState::state_hash`]); commits go on while it is computed.
     pub fn state_hash(&self) -> Result<crate::store::StateHash, LedgerError> {
@@ -518,7 +591,7 @@ impl Ledger {
         let last_block = self.world.store().last_seal()?.map(|seal| seal.number);
         Ok(LedgerInfo {
             channel: self.channel.clone(),
-            orgs: self.orgs.iter().map(|org| org.name.clone()).collect(),
+            orgs: self.network.org_names(),
             mode: self.orderer_config.mode,
             seal_max_txs: self.orderer_config.seal_txs(),
             seal_max_delay: self.orderer_config.seal_max_delay,
@@ -539,7 +612,18 @@ impl Ledger {
         function: &str,
         args: &[&[u8]],
     ) -> Result<Committed, LedgerError> {
-        self.submit_as(&self.orgs[0].client, contract, function, args)
+        self.submit_as(self.client()?, contract, function, args)
+    }
+
+    /// The client identity of the first organisation this ledger acts for, when it holds
+    /// one (an embedded ledger or dev node does; a node of a network does not).
+    fn client(&self) -> Result<&Signer, LedgerError> {
+        self.orgs[0].client.as_ref().ok_or_else(|| {
+            LedgerError::Identity(format!(
+                "this node holds no client key of {}: submit through a client",
+                self.orgs[0].name
+            ))
+        })
     }
 
     /// [`Ledger::submit`] signed by `creator`.
@@ -591,7 +675,7 @@ impl Ledger {
         function: &str,
         args: &[&[u8]],
     ) -> Result<Vec<u8>, LedgerError> {
-        let creator = &self.orgs[0].client;
+        let creator = self.client()?;
         let args = args.iter().map(|a| a.to_vec()).collect();
         let proposal = tx::new_proposal(&self.channel, contract, function, args, creator);
         Ok(self.orgs[0]
@@ -605,14 +689,20 @@ impl Ledger {
         Ok(self.orgs[0].peer.evaluate(signed)?)
     }
 
-    /// Endorses a proposal signed elsewhere with as many organisations' peers (admins,
-    /// for `_lifecycle`) as the policy in force needs, and returns the transaction for
-    /// its creator to sign. Stamps the endorsement stages of its trace.
-    pub fn endorse_signed(&self, signed: &SignedProposal) -> Result<Prepared, LedgerError> {
+    /// Endorses a proposal signed elsewhere with the peers of the organisations this
+    /// ledger acts for, as many as the policy in force needs (or those of `orgs`, when
+    /// named), and returns the transaction for its creator to sign, with the
+    /// organisations whose peers must still endorse it ([`Prepared::needs`]). Stamps the
+    /// endorsement stages of its trace.
+    pub fn endorse_signed(
+        &self,
+        signed: &SignedProposal,
+        orgs: &[String],
+    ) -> Result<Prepared, LedgerError> {
         let started_us = tx::now_us();
         let proposal = self.decode_proposal(signed)?;
-        let endorsed = self.endorse(&proposal.contract, signed, None)?;
-        self.prepared(signed, &proposal.contract, endorsed, started_us)
+        let (endorsed, needs) = self.endorse(&proposal.contract, signed, None, orgs)?;
+        self.prepared(signed, &proposal.contract, endorsed, needs, started_us)
     }
 
     /// [`Ledger::endorse_signed`] of a proposal the first organisation's peer has checked
@@ -621,12 +711,13 @@ impl Ledger {
         &self,
         signed: &SignedProposal,
         checked: Result<Checked, EndorseError>,
+        orgs: &[String],
     ) -> Result<Prepared, LedgerError> {
         let started_us = tx::now_us();
         let checked = checked?;
         let contract = checked.contract().to_string();
-        let endorsed = self.endorse(&contract, signed, Some(checked))?;
-        self.prepared(signed, &contract, endorsed, started_us)
+        let (endorsed, needs) = self.endorse(&contract, signed, Some(checked), orgs)?;
+        self.prepared(signed, &contract, endorsed, needs, started_us)
     }
 
     /// The transaction of `signed` with its endorsements, for its creator to sign; stamps
@@ -635,22 +726,22 @@ impl Ledger {
         &self,
         signed: &SignedProposal,
         contract: &str,
-        endorsed: Vec<Endorsed>,
+        endorsed: Endorsements,
+        needs: Vec<String>,
         started_us: u64,
     ) -> Result<Prepared, LedgerError> {
         let ended_us = tx::now_us();
-        let mut endorsed = endorsed.into_iter();
-        let Some(first) = endorsed.next() else {
+        let Endorsements { reference, counted } = endorsed;
+        let Some(first) = reference.or_else(|| counted.first().cloned()) else {
             return Err(LedgerError::Unendorsable(contract.to_string()));
         };
         let tx_id = first.tx_id;
-        let result = first.result;
         let transaction = Transaction {
             proposal: Some(signed.clone()),
             payload: first.response.payload,
-            endorsements: std::iter::once(first.response.endorsement)
-                .chain(endorsed.map(|e| e.response.endorsement))
-                .flatten()
+            endorsements: counted
+                .into_iter()
+                .filter_map(|e| e.response.endorsement)
                 .collect(),
         };
         self.traces.mark(tx_id, Stage::EndorseStart, started_us);
@@ -658,7 +749,8 @@ impl Ledger {
         Ok(Prepared {
             tx_id,
             transaction,
-            result,
+            result: first.result,
+            needs,
         })
     }
 
@@ -680,11 +772,11 @@ impl Ledger {
         &self,
         calls: Vec<ProposalCall>,
     ) -> impl Iterator<Item = ProposalAnswer> + '_ {
-        let (kinds, signed): (Vec<bool>, Vec<SignedProposal>) = calls
+        let (kinds, signed): (Vec<Option<Vec<String>>>, Vec<SignedProposal>) = calls
             .into_iter()
             .map(|call| match call {
-                ProposalCall::Endorse(signed) => (true, signed),
-                ProposalCall::Evaluate(signed) => (false, signed),
+                ProposalCall::Endorse(signed, orgs) => (Some(orgs), signed),
+                ProposalCall::Evaluate(signed) => (None, signed),
             })
             .unzip();
         let peer = &self.orgs[0].peer;
@@ -694,8 +786,8 @@ impl Ledger {
             .zip(kinds)
             .zip(checked)
             .map(move |((signed, endorse), checked)| {
-                if endorse {
-                    ProposalAnswer::Endorsed(self.endorse_checked(&signed, checked))
+                if let Some(orgs) = endorse {
+                    ProposalAnswer::Endorsed(self.endorse_checked(&signed, checked, &orgs))
                 } else {
                     ProposalAnswer::Evaluated(
                         checked
@@ -886,6 +978,11 @@ impl Ledger {
         self.define(FN_UPGRADE, name, version, code, policy)
     }
 
+    /// Approves the definition for as many organisations as the lifecycle policy needs,
+    /// each approval a transaction signed by that organisation's admin, then commits it
+    /// as the first organisation's admin (whose commit is its own organisation's
+    /// approval). Only a ledger holding those admins' keys can: one process standing
+    /// for every organisation, or a one-organisation network.
     fn define(
         &self,
         function: &str,
@@ -901,7 +998,40 @@ impl Ledger {
             code: code.to_vec(),
             ..DeployRequest::default()
         };
-        let admin = &self.orgs[0].admin_signer;
+        let orgs = self.network.org_names();
+        let approvals = Policy::parse(&self.network.lifecycle_policy, &orgs)
+            .map_err(|e| LedgerError::Policy(e.to_string()))?;
+        let first = &self.orgs[0];
+        let committer = first.admin.as_ref().ok_or_else(|| {
+            LedgerError::Identity(format!(
+                "this node holds no admin key of {}: an organisation's admin approves and \
+                 commits contract definitions",
+                first.name
+            ))
+        })?;
+        let mut approving = vec![PolicyEndorser::new(self.orgs[0].name.clone(), Role::Admin)];
+        for org in &self.orgs[1..] {
+            if approvals.is_satisfied_by(&approving) {
+                break;
+            }
+            let Some(approver) = org.admin.as_ref() else {
+                continue;
+            };
+            self.lifecycle_call(approver, FN_APPROVE, &request)?;
+            approving.push(PolicyEndorser::new(org.name.clone(), Role::Admin));
+        }
+        let committed = self.lifecycle_call(committer, function, &request)?;
+        ContractDefinition::decode(committed.result.as_slice())
+            .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))
+    }
+
+    /// Runs `_lifecycle.function(request)` as a transaction signed by `admin`.
+    fn lifecycle_call(
+        &self,
+        admin: &Signer,
+        function: &str,
+        request: &DeployRequest,
+    ) -> Result<Committed, LedgerError> {
         let proposal = tx::new_proposal(
             &self.channel,
             LIFECYCLE_NAMESPACE,
@@ -909,10 +1039,8 @@ impl Ledger {
             vec![request.encode_to_vec()],
             admin,
         );
-        let signed = tx::sign_proposal(admin, &proposal);
-        let committed = self.run(admin, &signed)?;
-        ContractDefinition::decode(committed.result.as_slice())
-            .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))
+        let signed = self.sign_own_proposal(admin, &proposal);
+        self.run(admin, &signed)
     }
 
     /// Endorses, orders and waits for one signed proposal.
@@ -921,7 +1049,15 @@ impl Ledger {
             tx_id,
             transaction,
             result,
-        } = self.endorse_signed(signed)?;
+            needs,
+        } = self.endorse_signed(signed, &[])?;
+        if !needs.is_empty() {
+            return Err(LedgerError::Unendorsable(format!(
+                "{} (it needs endorsements of {}, whose peers are other processes)",
+                tx_id,
+                needs.join(", ")
+            )));
+        }
         let bytes = self.sign_own_transaction(creator, &transaction);
 
         let mut watch = self.hub.watch_commit(tx_id);
@@ -1036,47 +1172,107 @@ impl Ledger {
         }
     }
 
-    /// Endorsements from the organisations' peers (admins, for `_lifecycle`), added in
-    /// order until the policy in force is satisfied.
+    /// Endorsements from the peers of the organisations this ledger acts for, added in
+    /// order until the policy in force is satisfied, and the other organisations whose
+    /// peers must endorse too (the fewest, [`Policy::orgs_to_ask`]). With `orgs` named,
+    /// those of them this ledger acts for endorse, and the others are needed.
     ///
     /// `checked`, if given, is `signed` as the first organisation's peer checked it: the
     /// first endorser (every endorser shares its configuration and MSP) endorses it
-    /// without checking it again.
+    /// without checking it again. The first endorsement runs whatever is asked: it
+    /// reports a contract's own error or a missing contract, and its payload is the one
+    /// every other endorsement must match.
     fn endorse(
         &self,
         contract: &str,
         signed: &SignedProposal,
-        mut checked: Option<Checked>,
-    ) -> Result<Vec<Endorsed>, LedgerError> {
-        let lifecycle_call = contract == LIFECYCLE_NAMESPACE;
-        let snapshot = self.world.snapshot();
-        let policy = lifecycle::endorsement_policy(
-            &*snapshot.view(LIFECYCLE_NAMESPACE),
-            contract,
-            self.orgs[0].peer.lifecycle_policy(),
-            &self.msp.orgs(),
-        );
-        let mut endorsed = Vec::new();
-        let mut endorsers = Vec::new();
-        for org in &self.orgs {
-            let (endorser, role) = if lifecycle_call {
-                (&org.admin, Role::Admin)
-            } else {
-                (&org.peer, Role::Peer)
-            };
-            // The first endorsement reports a contract's own error or a missing
-            // contract, whatever the policy.
-            endorsed.push(match checked.take() {
-                Some(checked) => endorser.endorse_checked(checked)?,
-                None => endorser.endorse(signed)?,
-            });
-            endorsers.push(PolicyEndorser::new(org.name.clone(), role));
-            match &policy {
-                Ok(policy) if !policy.is_satisfied_by(&endorsers) => continue,
-                _ => return Ok(endorsed),
-            }
+        checked: Option<Checked>,
+        orgs: &[String],
+    ) -> Result<(Endorsements, Vec<String>), LedgerError> {
+        let wanted = |org: &str| orgs.is_empty() || orgs.iter().any(|o| o == org);
+        let first_org = self
+            .orgs
+            .iter()
+            .find(|org| wanted(&org.name))
+            .unwrap_or(&self.orgs[0]);
+        let first = match checked {
+            Some(checked) => first_org.peer.endorse_checked(checked)?,
+            None => first_org.peer.endorse(signed)?,
+        };
+        let mut endorsements = Endorsements::default();
+        let mut have = Vec::new();
+        if wanted(&first_org.name) {
+            endorsements.counted.push(first.clone());
+            have.push(PolicyEndorser::new(first_org.name.clone(), Role::Peer));
+        } else {
+            endorsements.reference = Some(first.clone());
         }
-        Err(LedgerError::Unendorsable(contract.to_string()))
+        let local = |name: &str| self.orgs.iter().any(|org| org.name == name);
+        if !orgs.is_empty() {
+            for org in &self.orgs {
+                if org.name != first_org.name && wanted(&org.name) {
+                    endorsements.counted.push(org.peer.endorse(signed)?);
+                }
+            }
+            let needs = orgs.iter().filter(|org| !local(org)).cloned().collect();
+            return Ok((endorsements, needs));
+        }
+        let Ok(policy) = self.policy_of(contract, signed, &first) else {
+            // Not deployed, or a definition no policy can be read from: the validator
+            // decides; the first endorsement is all there is to give.
+            return Ok((endorsements, Vec::new()));
+        };
+        for org in &self.orgs {
+            if policy.is_satisfied_by(&have) {
+                return Ok((endorsements, Vec::new()));
+            }
+            if org.name == first_org.name {
+                continue;
+            }
+            endorsements.counted.push(org.peer.endorse(signed)?);
+            have.push(PolicyEndorser::new(org.name.clone(), Role::Peer));
+        }
+        let others: Vec<String> = self
+            .network
+            .org_names()
+            .into_iter()
+            .filter(|org| !local(org))
+            .collect();
+        match policy.orgs_to_ask(&have, &others) {
+            Some(needs) => Ok((endorsements, needs)),
+            None => Err(LedgerError::Unendorsable(contract.to_string())),
+        }
+    }
+
+    /// The endorsement policy a transaction of `signed` must satisfy, as of the state
+    /// now: the contract's; for `_lifecycle`, the one its call needs
+    /// ([`lifecycle::transaction_policy`]), read from `first`'s payload.
+    fn policy_of(
+        &self,
+        contract: &str,
+        signed: &SignedProposal,
+        first: &Endorsed,
+    ) -> Result<Policy, LedgerError> {
+        let orgs = self.network.org_names();
+        if contract == LIFECYCLE_NAMESPACE {
+            let proposal = self.decode_proposal(signed)?;
+            let creator = self
+                .msp
+                .identify(&proposal.creator)
+                .map_err(|e| LedgerError::Policy(e.to_string()))?;
+            let payload = crate::proto::ResponsePayload::decode(first.response.payload.as_slice())
+                .map_err(|e| LedgerError::BadResult(e.to_string()))?;
+            return lifecycle::transaction_policy(
+                &proposal.function,
+                &creator.org,
+                &payload.rwsets,
+                &orgs,
+            )
+            .map_err(|e| LedgerError::Policy(e.to_string()));
+        }
+        let snapshot = self.world.snapshot();
+        lifecycle::endorsement_policy(&*snapshot.view(LIFECYCLE_NAMESPACE), contract, &orgs)
+            .map_err(|e| LedgerError::Policy(e.to_string()))
     }
 
     /// A transaction's record (seq, validation code, orderer time) and its block once

@@ -13,12 +13,21 @@
 //! the definition in the state the validator has applied up to that point
 //! ([`endorsement_policy`]).
 //!
-//! A lifecycle transaction is governed by the lifecycle policy (default
-//! [`DEFAULT_LIFECYCLE_POLICY`], a majority of the orgs' admins: each org's admin
-//! approves by endorsing the deploy proposal with its admin identity). Only lifecycle
-//! transactions may write `_lifecycle`, and only a lifecycle transaction may write a
-//! namespace other than its own contract's (the optional init call writes the new
-//! contract's namespace).
+//! - `approvals/<name>/<sequence, 20 digits>/<org>`: an organisation's approval of the
+//!   definition with that sequence: sha256 of the encoded [`ContractDefinition`].
+//!
+//! Organisations approve a definition one by one, Fabric's way: each org's admin sends
+//! an `approve` transaction, endorsed by a peer of its own org ([`transaction_policy`]).
+//! A `deploy` (sequence 1) or `upgrade` commits the definition once approvals of it on
+//! the ledger meet the lifecycle policy (default [`DEFAULT_LIFECYCLE_POLICY`], a
+//! majority of the orgs), counting the committing admin's own org, whose approval the
+//! commit records. A commit is endorsed as the contract it defines will be (its policy),
+//! since its init call writes the contract's state. The validator checks all of it again
+//! at the transaction's place in the stream ([`check_transaction`]), so no endorser can
+//! commit a definition the organisations did not approve. Only lifecycle transactions
+//! may write `_lifecycle`, and only a lifecycle transaction may write a namespace other
+//! than its own contract's (the optional init call writes the new contract's
+//! namespace).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,7 +44,8 @@ use crate::proto::{ContractDefinition, DeployRequest};
 
 /// The system namespace that holds contract definitions and code.
 pub const LIFECYCLE_NAMESPACE: &str = "_lifecycle";
-/// Who must endorse a lifecycle transaction unless the network says otherwise.
+/// Whose approvals put a contract definition in force unless the network says otherwise
+/// (a policy over the orgs' admins, each approval standing for its org's admin).
 pub const DEFAULT_LIFECYCLE_POLICY: &str = "MAJORITY admin";
 /// A contract's endorsement policy when its deploy request names none (Fabric's
 /// default: a majority of the orgs' peers).
@@ -45,7 +55,11 @@ pub const CONTRACT_NAME_BYTES_MAX: usize = 64;
 /// Longest version label, in bytes.
 pub const CONTRACT_VERSION_BYTES_MAX: usize = 64;
 
-/// Lifecycle function: define a new contract (args: one encoded [`DeployRequest`]).
+/// Lifecycle function: approve a definition for the caller's organisation (args: one
+/// encoded [`DeployRequest`]).
+pub const FN_APPROVE: &str = "approve";
+/// Lifecycle function: commit the first definition of a contract (args: one encoded
+/// [`DeployRequest`]).
 pub const FN_DEPLOY: &str = "deploy";
 /// Lifecycle function: replace the definition of a deployed contract.
 pub const FN_UPGRADE: &str = "upgrade";
@@ -59,7 +73,9 @@ pub enum LifecycleError {
     #[error("malformed lifecycle request: {0}")]
     BadRequest(String),
     /// No such lifecycle function.
-    #[error("`_lifecycle` has no function `{0}` (it has: deploy, upgrade, definition)")]
+    #[error(
+        "`_lifecycle` has no function `{0}` (it has: approve, deploy, upgrade, definition)"
+    )]
     UnknownFunction(String),
     /// The contract name is not acceptable.
     #[error(
@@ -111,6 +127,34 @@ pub enum LifecycleError {
         /// Why.
         error: InvokeError,
     },
+    /// The definition lacks the approvals the lifecycle policy needs.
+    #[error(
+        "contract `{name}` sequence {sequence} is not approved by enough organisations \
+         (lifecycle policy `{policy}`): approved by [{}], not by [{}]",
+        approved.join(", "),
+        missing.join(", ")
+    )]
+    NotApproved {
+        /// The contract.
+        name: String,
+        /// The sequence being committed.
+        sequence: u64,
+        /// The lifecycle policy.
+        policy: String,
+        /// The organisations whose approval of exactly this definition is recorded
+        /// (the committing one's included).
+        approved: Vec<String>,
+        /// The others.
+        missing: Vec<String>,
+    },
+    /// An approval of a sequence already committed.
+    #[error("contract `{name}` is at sequence {current}; approve a later one")]
+    StaleSequence {
+        /// The contract.
+        name: String,
+        /// Its sequence in force.
+        current: u64,
+    },
     /// The state could not be read.
     #[error(transparent)]
     State(#[from] StateError),
@@ -140,6 +184,8 @@ impl LifecycleError {
             LifecycleError::CodeNotStored(_) => "CODE_NOT_STORED",
             LifecycleError::InvalidCode(_) => "INVALID_CODE",
             LifecycleError::Init { error, .. } => error.code(),
+            LifecycleError::NotApproved { .. } => "NOT_APPROVED",
+            LifecycleError::StaleSequence { .. } => "STALE_SEQUENCE",
             LifecycleError::State(_) => "STATE_UNAVAILABLE",
             LifecycleError::Corrupt { .. } => "INTERNAL",
         }
@@ -152,6 +198,50 @@ pub const DEFINITION_PREFIX: &[u8] = b"contracts/";
 /// The `_lifecycle` key of a contract's definition.
 pub fn definition_key(name: &str) -> Vec<u8> {
     [DEFINITION_PREFIX, name.as_bytes()].concat()
+}
+
+/// What every approval key in `_lifecycle` starts with.
+pub const APPROVAL_PREFIX: &[u8] = b"approvals/";
+
+/// The `_lifecycle` prefix of every approval of contract `name`.
+pub fn approvals_prefix(name: &str) -> Vec<u8> {
+    format!("approvals/{name}/").into_bytes()
+}
+
+/// The `_lifecycle` key of `org`'s approval of contract `name`'s definition `sequence`
+/// (zero-padded, so that a scan lists sequences in order).
+pub fn approval_key(name: &str, sequence: u64, org: &str) -> Vec<u8> {
+    format!("approvals/{name}/{sequence:020}/{org}").into_bytes()
+}
+
+/// An approval key's parts: contract, sequence, organisation.
+pub fn parse_approval_key(key: &[u8]) -> Option<(&str, u64, &str)> {
+    let rest = std::str::from_utf8(key.strip_prefix(APPROVAL_PREFIX)?).ok()?;
+    let mut parts = rest.splitn(3, '/');
+    let name = parts.next()?;
+    let sequence = parts.next()?;
+    let org = parts.next()?;
+    if sequence.len() != 20 || !sequence.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((name, sequence.parse().ok()?, org))
+}
+
+/// What an organisation's approval of `definition` holds: sha256 of its encoding.
+pub fn definition_hash(definition: &ContractDefinition) -> [u8; 32] {
+    crate::tx::sha256(&definition.encode_to_vec())
+}
+
+/// The `init_hash` of a definition whose commit calls `function(args)`; empty for none.
+pub fn init_hash(function: &str, args: &[Vec<u8>]) -> Vec<u8> {
+    if function.is_empty() {
+        return Vec::new();
+    }
+    let call = crate::proto::InitCall {
+        function: function.to_string(),
+        args: args.to_vec(),
+    };
+    crate::tx::sha256(&call.encode_to_vec()).to_vec()
 }
 
 /// The `_lifecycle` key of a stored module.
@@ -261,36 +351,68 @@ fn satisfiable_by_peers(policy: &Policy, orgs: &[String]) -> bool {
     policy.is_satisfied_by(&peers)
 }
 
-/// The roles whose endorsements count for a transaction invoking `contract`: peers, which
-/// run contracts; for `_lifecycle`, also admins, whose endorsements are their
-/// organisations' approvals of a deploy or upgrade. A client endorsing its own writes
+/// The roles whose endorsements count for a transaction invoking `contract`: peers,
+/// which run contracts (`_lifecycle` too). A client or admin endorsing its own writes
 /// counts for nothing, whatever the policy names.
-pub fn endorser_roles(contract: &str) -> &'static [Role] {
-    if contract == LIFECYCLE_NAMESPACE {
-        &[Role::Peer, Role::Admin]
-    } else {
-        &[Role::Peer]
-    }
+pub fn endorser_roles(_contract: &str) -> &'static [Role] {
+    &[Role::Peer]
 }
 
-/// The endorsement policy in force for transactions invoking `contract`, as of the state
-/// `lifecycle` shows: the lifecycle policy for `_lifecycle`, else the contract's
-/// definition's policy.
+/// The endorsement policy in force for transactions invoking `contract` (not
+/// `_lifecycle`: see [`transaction_policy`]), as of the state `lifecycle` shows: the
+/// contract's definition's policy.
 pub fn endorsement_policy(
     lifecycle: &dyn StateView,
     contract: &str,
-    lifecycle_policy: &Policy,
     orgs: &[String],
 ) -> Result<Policy, LifecycleError> {
-    if contract == LIFECYCLE_NAMESPACE {
-        return Ok(lifecycle_policy.clone());
-    }
     let (definition, _) = read_definition(lifecycle, contract)?
         .ok_or_else(|| LifecycleError::NotDeployed(contract.to_string()))?;
     Policy::parse(&definition.policy, orgs).map_err(|e| LifecycleError::Corrupt {
         name: contract.to_string(),
         detail: format!("stored policy no longer parses: {e}"),
     })
+}
+
+/// The endorsement policy of a `_lifecycle` transaction calling `function`, signed by an
+/// admin of `creator_org`, with read/write sets `rwsets`: an approval needs a peer of
+/// the approving organisation; a commit the policy of the definition it writes (its
+/// init call writes the contract's state, which the contract's endorsers vouch for).
+pub fn transaction_policy(
+    function: &str,
+    creator_org: &str,
+    rwsets: &[NsRwSet],
+    orgs: &[String],
+) -> Result<Policy, LifecycleError> {
+    match function {
+        FN_APPROVE => {
+            let principal = format!("'{creator_org}.peer'");
+            Ok(Policy::parse(&principal, orgs)?)
+        }
+        FN_DEPLOY | FN_UPGRADE => {
+            let definition = written_definitions(rwsets)
+                .next()
+                .ok_or_else(|| LifecycleError::BadRequest("it writes no definition".into()))??;
+            Ok(Policy::parse(&definition.policy, orgs)?)
+        }
+        other => Err(LifecycleError::UnknownFunction(other.to_string())),
+    }
+}
+
+/// The definitions `rwsets` write in `_lifecycle`, decoded.
+fn written_definitions(
+    rwsets: &[NsRwSet],
+) -> impl Iterator<Item = Result<ContractDefinition, LifecycleError>> + '_ {
+    rwsets
+        .iter()
+        .filter(|set| set.namespace == LIFECYCLE_NAMESPACE)
+        .flat_map(|set| &set.writes)
+        .filter(|write| write.key.starts_with(DEFINITION_PREFIX))
+        .map(|write| {
+            ContractDefinition::decode(write.value.as_slice()).map_err(|e| {
+                LifecycleError::BadRequest(format!("a written definition does not decode: {e}"))
+            })
+        })
 }
 
 /// The outcome of a deploy or upgrade call.
@@ -304,18 +426,28 @@ pub struct Deployment {
     pub init: Option<Simulation>,
 }
 
-/// Deploy (`upgrade == false`) or upgrade a contract: checks the request against the
-/// state `lifecycle` shows, validates and compiles the code, and runs the init call (if
-/// any) against `contract_state` (a view of the contract's own namespace).
-pub fn deploy(
+/// Who is calling a lifecycle function, and under which rules.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// The organisation of the admin who signed the proposal.
+    pub org: &'a str,
+    /// The network's organisations.
+    pub orgs: &'a [String],
+    /// Whose approvals put a definition in force.
+    pub approvals: &'a Policy,
+}
+
+/// The definition `request` names at `sequence`, checked, with its code installed in
+/// `runtime`; records in `rwset` the code's write when the request brings code not yet
+/// stored.
+fn request_definition(
     request: &DeployRequest,
-    upgrade: bool,
+    sequence: u64,
     lifecycle: &dyn StateView,
-    contract_state: Arc<dyn StateView>,
     runtime: &Runtime,
     orgs: &[String],
-    ctx: &CallContext,
-) -> Result<Deployment, LifecycleError> {
+    rwset: &mut RwSetBuilder,
+) -> Result<(ContractDefinition, Arc<Contract>), LifecycleError> {
     check_name(&request.name)?;
     check_version(&request.version)?;
     let policy_text = if request.policy.trim().is_empty() {
@@ -324,29 +456,11 @@ pub fn deploy(
         &request.policy
     };
     // Stored in canonical form: shorthands are expanded against today's orgs, so the
-    // policy's meaning is fixed at deploy time.
+    // policy's meaning is fixed when it is approved.
     let policy = Policy::parse(policy_text, orgs)?;
     if !satisfiable_by_peers(&policy, orgs) {
         return Err(LifecycleError::UnsatisfiablePolicy(policy.to_string()));
     }
-    let policy = policy.to_string();
-
-    let mut rwset = RwSetBuilder::default();
-    let key = definition_key(&request.name);
-    let current = read_definition(lifecycle, &request.name)?;
-    rwset.read(&key, current.as_ref().map(|(_, version)| *version));
-    let sequence = match (current, upgrade) {
-        (Some((definition, _)), false) => {
-            return Err(LifecycleError::AlreadyDeployed {
-                name: request.name.clone(),
-                sequence: definition.sequence,
-            });
-        }
-        (None, true) => return Err(LifecycleError::NotDeployed(request.name.clone())),
-        (Some((definition, _)), true) => definition.sequence + 1,
-        (None, false) => 1,
-    };
-
     let (hash, contract) = if request.code.is_empty() {
         let hash: [u8; 32] = request.code_hash.as_slice().try_into().map_err(|_| {
             LifecycleError::BadRequest("send the code, or its 32-byte sha256 as code_hash".into())
@@ -370,14 +484,123 @@ pub fn deploy(
         }
         (hash, contract)
     };
-
     let definition = ContractDefinition {
         name: request.name.clone(),
         version: request.version.clone(),
         sequence,
         code_hash: hash.0.to_vec(),
-        policy,
+        policy: policy.to_string(),
+        init_hash: init_hash(&request.init_function, &request.init_args),
     };
+    Ok((definition, contract))
+}
+
+/// The outcome of an approve call.
+#[derive(Debug, Clone)]
+pub struct Approved {
+    /// The definition approved.
+    pub definition: ContractDefinition,
+    /// What the call wrote in `_lifecycle`: the approval (and the code, if new).
+    pub lifecycle_rwset: NsRwSet,
+}
+
+/// Approves the definition `request` names for `caller`'s organisation: at
+/// `request.sequence`, or the next one when 0.
+pub fn approve(
+    request: &DeployRequest,
+    lifecycle: &dyn StateView,
+    runtime: &Runtime,
+    caller: Caller<'_>,
+) -> Result<Approved, LifecycleError> {
+    check_name(&request.name)?;
+    let current = read_definition(lifecycle, &request.name)?.map_or(0, |(d, _)| d.sequence);
+    let sequence = match request.sequence {
+        0 => current + 1,
+        n if n <= current => {
+            return Err(LifecycleError::StaleSequence {
+                name: request.name.clone(),
+                current,
+            });
+        }
+        n => n,
+    };
+    let mut rwset = RwSetBuilder::default();
+    let (definition, _) =
+        request_definition(request, sequence, lifecycle, runtime, caller.orgs, &mut rwset)?;
+    rwset.write(
+        approval_key(&request.name, sequence, caller.org),
+        definition_hash(&definition).to_vec(),
+    );
+    Ok(Approved {
+        definition,
+        lifecycle_rwset: rwset.build(LIFECYCLE_NAMESPACE),
+    })
+}
+
+/// Deploy (`upgrade == false`) or upgrade a contract: checks the request against the
+/// state `lifecycle` shows and the approvals recorded there (the caller's organisation's
+/// own is this commit, which records it), validates and compiles the code, and runs the
+/// init call (if any) against `contract_state` (a view of the contract's own namespace).
+pub fn deploy(
+    request: &DeployRequest,
+    upgrade: bool,
+    lifecycle: &dyn StateView,
+    contract_state: Arc<dyn StateView>,
+    runtime: &Runtime,
+    caller: Caller<'_>,
+    ctx: &CallContext,
+) -> Result<Deployment, LifecycleError> {
+    check_name(&request.name)?;
+    let mut rwset = RwSetBuilder::default();
+    let key = definition_key(&request.name);
+    let current = read_definition(lifecycle, &request.name)?;
+    rwset.read(&key, current.as_ref().map(|(_, version)| *version));
+    let sequence = match (current, upgrade) {
+        (Some((definition, _)), false) => {
+            return Err(LifecycleError::AlreadyDeployed {
+                name: request.name.clone(),
+                sequence: definition.sequence,
+            });
+        }
+        (None, true) => return Err(LifecycleError::NotDeployed(request.name.clone())),
+        (Some((definition, _)), true) => definition.sequence + 1,
+        (None, false) => 1,
+    };
+    let (definition, contract) =
+        request_definition(request, sequence, lifecycle, runtime, caller.orgs, &mut rwset)?;
+
+    let hash = definition_hash(&definition);
+    let mut approved = Vec::new();
+    let mut missing = Vec::new();
+    for org in caller.orgs {
+        let key = approval_key(&request.name, sequence, org);
+        let stored = lifecycle.get(&key)?;
+        if org == caller.org {
+            if stored.as_ref().is_none_or(|s| s.value != hash) {
+                rwset.write(key, hash.to_vec());
+            }
+            approved.push(org.clone());
+            continue;
+        }
+        rwset.read(&key, stored.as_ref().map(|s| s.version));
+        match stored {
+            Some(stored) if stored.value == hash => approved.push(org.clone()),
+            _ => missing.push(org.clone()),
+        }
+    }
+    let approvers: Vec<Endorser> = approved
+        .iter()
+        .map(|org| Endorser::new(org.clone(), Role::Admin))
+        .collect();
+    if !caller.approvals.is_satisfied_by(&approvers) {
+        return Err(LifecycleError::NotApproved {
+            name: request.name.clone(),
+            sequence,
+            policy: caller.approvals.to_string(),
+            approved,
+            missing,
+        });
+    }
     rwset.write(key, definition.encode_to_vec());
 
     let init = if request.init_function.is_empty() {
@@ -404,6 +627,105 @@ pub fn deploy(
         lifecycle_rwset: rwset.build(LIFECYCLE_NAMESPACE),
         init,
     })
+}
+
+/// Checks a valid-so-far `_lifecycle` transaction at its place in the stream, against
+/// the state `lifecycle` shows there: it writes only what its function may (an approval
+/// only its creator's organisation's; a commit the next sequence of one definition, of
+/// code stored or written with it); code is stored under its own hash; and a commit's
+/// definition is approved, by approvals recorded before it or in it, as the lifecycle
+/// policy needs. The code a failure gives.
+pub fn check_transaction(
+    function: &str,
+    creator_org: &str,
+    rwsets: &[NsRwSet],
+    lifecycle: &dyn StateView,
+    orgs: &[String],
+    approvals: &Policy,
+) -> Result<(), crate::ids::ValidationCode> {
+    use crate::ids::ValidationCode::{
+        BadPayload, EndorsementPolicyFailure, IllegalWriteset, MvccReadConflict,
+    };
+    let store = |_: StateError| MvccReadConflict;
+    let committing = matches!(function, FN_DEPLOY | FN_UPGRADE);
+    if !committing && function != FN_APPROVE {
+        return Err(IllegalWriteset);
+    }
+    let mut definition: Option<ContractDefinition> = None;
+    let mut own_approval: Option<(Vec<u8>, &[u8])> = None;
+    let mut code_written = Vec::new();
+    for write in rwsets
+        .iter()
+        .filter(|set| set.namespace == LIFECYCLE_NAMESPACE)
+        .flat_map(|set| &set.writes)
+    {
+        if write.is_delete {
+            return Err(IllegalWriteset);
+        }
+        if let Some(hex_hash) = write.key.strip_prefix(b"code/".as_slice()) {
+            if hex::encode(crate::tx::sha256(&write.value)).as_bytes() != hex_hash {
+                return Err(IllegalWriteset);
+            }
+            code_written.push(hex_hash.to_vec());
+        } else if let Some((_, _, org)) = parse_approval_key(&write.key) {
+            if org != creator_org || own_approval.is_some() || write.value.len() != 32 {
+                return Err(IllegalWriteset);
+            }
+            own_approval = Some((write.key.clone(), &write.value));
+        } else if write.key.starts_with(DEFINITION_PREFIX) && committing {
+            if definition.is_some() {
+                return Err(IllegalWriteset);
+            }
+            let decoded =
+                ContractDefinition::decode(write.value.as_slice()).map_err(|_| BadPayload)?;
+            if write.key != definition_key(&decoded.name) {
+                return Err(IllegalWriteset);
+            }
+            definition = Some(decoded);
+        } else {
+            return Err(IllegalWriteset);
+        }
+    }
+    let Some(definition) = definition else {
+        // An approval writes its org's approval and nothing it may not.
+        return match (committing, own_approval) {
+            (false, Some(_)) => Ok(()),
+            _ => Err(IllegalWriteset),
+        };
+    };
+    let current = read_definition(lifecycle, &definition.name)
+        .map_err(|_| BadPayload)?
+        .map_or(0, |(d, _)| d.sequence);
+    if definition.sequence != current + 1 || (function == FN_DEPLOY) != (current == 0) {
+        return Err(IllegalWriteset);
+    }
+    let code = definition_code_hash(&definition).map_err(|_| BadPayload)?;
+    let code_hex = code.to_hex().into_bytes();
+    if !code_written.contains(&code_hex) && read_code(lifecycle, &code).map_err(|_| BadPayload)?.is_none() {
+        return Err(IllegalWriteset);
+    }
+    let hash = definition_hash(&definition);
+    let mut approvers = Vec::new();
+    for org in orgs {
+        let key = approval_key(&definition.name, definition.sequence, org);
+        let approval = match &own_approval {
+            Some((own_key, value)) if *own_key == key => Some(value.to_vec()),
+            _ => lifecycle.get(&key).map_err(store)?.map(|stored| stored.value),
+        };
+        if approval.as_deref() == Some(hash.as_slice()) {
+            approvers.push(Endorser::new(org.clone(), Role::Admin));
+        }
+    }
+    if let Some((own_key, _)) = &own_approval
+        && *own_key != approval_key(&definition.name, definition.sequence, creator_org)
+    {
+        return Err(IllegalWriteset);
+    }
+    if approvals.is_satisfied_by(&approvers) {
+        Ok(())
+    } else {
+        Err(EndorsementPolicyFailure)
+    }
 }
 
 /// Collects reads and writes into a canonical [`NsRwSet`] (sorted by key, each key once).

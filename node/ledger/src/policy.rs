@@ -281,7 +281,51 @@ impl Policy {
     pub fn evaluate(&self, endorsers: &[Endorser]) -> Evaluation {
         eval::evaluate(&self.tree, endorsers)
     }
+
+    /// The fewest organisations of `candidates` whose peers, one endorsement each,
+    /// satisfy the policy together with `have`: of the smallest sets that do, the one
+    /// earliest in `candidates`' order (so a gateway lists its preferred orgs first).
+    /// `None` when even all of them do not. Over [`PLAN_EXACT_ORGS_MAX`] candidates, orgs
+    /// are added in order until the policy is met, which may ask more than the fewest.
+    pub fn orgs_to_ask(&self, have: &[Endorser], candidates: &[String]) -> Option<Vec<String>> {
+        let satisfied = |orgs: &[&String]| {
+            let mut endorsers = have.to_vec();
+            endorsers.extend(orgs.iter().map(|org| Endorser::new(*org, Role::Peer)));
+            self.is_satisfied_by(&endorsers)
+        };
+        if satisfied(&[]) {
+            return Some(Vec::new());
+        }
+        let n = candidates.len();
+        if n > PLAN_EXACT_ORGS_MAX {
+            let all: Vec<&String> = candidates.iter().collect();
+            return (1..=n)
+                .find(|&k| satisfied(&all[..k]))
+                .map(|k| candidates[..k].to_vec());
+        }
+        for size in 1..=n {
+            // Combinations of `size` indices in lexicographic order.
+            let mut picked: Vec<usize> = (0..size).collect();
+            loop {
+                let orgs: Vec<&String> = picked.iter().map(|&i| &candidates[i]).collect();
+                if satisfied(&orgs) {
+                    return Some(orgs.into_iter().cloned().collect());
+                }
+                let Some(at) = (0..size).rev().find(|&i| picked[i] < n - size + i) else {
+                    break;
+                };
+                picked[at] += 1;
+                for i in at + 1..size {
+                    picked[i] = picked[i - 1] + 1;
+                }
+            }
+        }
+        None
+    }
 }
+
+/// Most candidate organisations [`Policy::orgs_to_ask`] searches exhaustively (2^n sets).
+pub const PLAN_EXACT_ORGS_MAX: usize = 12;
 
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -91,6 +91,27 @@ impl CertificateAuthority {
         &self.cert_pem
     }
 
+    /// The CA's private key, PKCS#8 PEM: what issues the org's identities. It belongs
+    /// with the org's CA operator, never on a node.
+    pub fn key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
+    /// The CA of a certificate and key written before ([`Self::cert_pem`],
+    /// [`Self::key_pem`]): an Ed25519 CA naming its organisation in O.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, IdentityError> {
+        let cert_der = super::certificate_der(cert_pem, "CA certificate")?;
+        let msp = super::Msp::new([cert_der.as_slice()])?;
+        let org = msp.orgs().remove(0);
+        let (issuer, cert_der) = reload_issuer(cert_pem, key_pem, &PKCS_ED25519)?;
+        Ok(CertificateAuthority {
+            org,
+            issuer,
+            cert_der,
+            cert_pem: cert_pem.to_string(),
+        })
+    }
+
     /// Issues a certificate for `name` with `role` in this CA's organisation, valid from
     /// now for `valid_for`.
     pub fn issue(
@@ -132,6 +153,43 @@ impl CertificateAuthority {
             key_pem: key.serialize_pem(),
         })
     }
+}
+
+/// An issuer from a CA certificate and its key (PEM), the key of `algorithm`; the
+/// certificate's DER.
+fn reload_issuer(
+    cert_pem: &str,
+    key_pem: &str,
+    algorithm: &'static rcgen::SignatureAlgorithm,
+) -> Result<(Issuer<'static, KeyPair>, Vec<u8>), IdentityError> {
+    let malformed = |what: &'static str| {
+        move |e: rcgen::Error| IdentityError::Malformed {
+            what,
+            message: e.to_string(),
+        }
+    };
+    let key = KeyPair::from_pem_and_sign_algo(key_pem, algorithm)
+        .map_err(malformed("CA private key"))?;
+    let cert_der = super::certificate_der(cert_pem, "CA certificate")?;
+    let expected = x509_parser::parse_x509_certificate(&cert_der)
+        .map_err(|e| IdentityError::Malformed {
+            what: "CA certificate",
+            message: e.to_string(),
+        })?
+        .1
+        .public_key()
+        .subject_public_key
+        .data
+        .to_vec();
+    if key.public_key_raw() != expected.as_slice() {
+        return Err(IdentityError::Malformed {
+            what: "CA private key",
+            message: "it is not the key of the CA certificate".into(),
+        });
+    }
+    let issuer =
+        Issuer::from_ca_cert_pem(cert_pem, key).map_err(malformed("CA certificate"))?;
+    Ok((issuer, cert_der))
 }
 
 /// Signs on behalf of an identity: its certificate and Ed25519 key.
@@ -236,6 +294,21 @@ impl TlsAuthority {
     /// The TLS CA certificate, PEM: what a client trusts to reach the org's node.
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// The TLS CA's private key, PKCS#8 PEM (kept with the org's CA, never on a node).
+    pub fn key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
+    /// The TLS CA of a certificate and key written before, for `org`.
+    pub fn from_pem(org: &str, cert_pem: &str, key_pem: &str) -> Result<Self, IdentityError> {
+        let (issuer, _) = reload_issuer(cert_pem, key_pem, &PKCS_ECDSA_P256_SHA256)?;
+        Ok(TlsAuthority {
+            org: org.to_string(),
+            issuer,
+            cert_pem: cert_pem.to_string(),
+        })
     }
 
     /// A TLS server certificate for `name` (its CN), valid for each of `hosts` (DNS names

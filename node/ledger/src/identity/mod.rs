@@ -7,18 +7,27 @@
 //!   certificate once, not per transaction.
 //! - [`NetworkIdentities`] generates a CA and standard identities per organisation, and
 //!   a TLS CA ([`TlsAuthority`], ECDSA P-256) with the org's node's TLS certificates.
+//! - [`NetworkDefinition`] is what every member shares (`network.json`): the orgs' CA
+//!   and TLS CA certificates, endpoints and policies; [`NetworkKeys`] a directory's own
+//!   keys beside it.
 //! - [`Signer`] signs with an identity's key; [`Identity::verify`] checks a signature.
 
 mod authority;
+mod definition;
 mod msp;
 mod network;
 mod role;
 
 pub use authority::{CertificateAuthority, IssuedIdentity, Signer, TlsAuthority};
+pub use definition::{
+    DEFAULT_CONFIG_POLICY, NETWORK_FILE, NetworkDefinition, OrdererNode, OrgDefinition, PeerNode,
+    certificate_der,
+};
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
 pub use network::{
-    NetworkIdentities, NetworkKeys, OrgIdentities, OrgTls, TLS_CA_FILE, TLS_CLIENT_CERT_FILE,
-    TLS_CLIENT_KEY_FILE, TLS_LOCAL_HOSTS, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE,
+    HeldKey, IDENTITIES_DIR, NetworkIdentities, NetworkKeys, OrgIdentities, OrgTls, TLS_CA_FILE,
+    TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE, TLS_LOCAL_HOSTS, TLS_SERVER_CERT_FILE,
+    TLS_SERVER_KEY_FILE, write_identity, write_key,
 };
 pub use role::{Role, UnknownRole};
 

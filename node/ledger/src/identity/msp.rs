@@ -241,6 +241,12 @@ impl Msp {
         &self.signatures
     }
 
+    /// The identity a certificate (DER) holds, checked as [`Msp::verify`] checks it but
+    /// at no particular time: what a directory's keys are, whatever their validity.
+    pub fn identify(&self, cert_der: &[u8]) -> Result<Identity, IdentityError> {
+        self.verify_uncached(cert_der, Sha256::digest(cert_der).into())
+    }
+
     /// Number of cached certificates.
     pub fn cached(&self) -> usize {
         self.cache.read().map(|c| c.len()).unwrap_or(0)

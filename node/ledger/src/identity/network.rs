@@ -7,7 +7,10 @@ use std::path::Path;
 
 use time::Duration;
 
-use super::{CertificateAuthority, IdentityError, IssuedIdentity, Msp, Role, Signer, TlsAuthority};
+use super::{
+    CertificateAuthority, IdentityError, IssuedIdentity, Msp, NETWORK_FILE, NetworkDefinition, Role,
+    Signer, TlsAuthority,
+};
 
 /// The host names every TLS server certificate holds: a node is always reachable by
 /// them from its own host.
@@ -58,12 +61,7 @@ impl OrgIdentities {
 
     /// A signer for the identity with `role`.
     pub fn signer(&self, role: Role) -> Result<Signer, IdentityError> {
-        Signer::new(match role {
-            Role::Admin => &self.admin,
-            Role::Client => &self.client,
-            Role::Peer => &self.peer,
-            Role::Orderer => &self.orderer,
-        })
+        Signer::new(self.identity(role))
     }
 }
 
@@ -134,14 +132,20 @@ const CA_FILE: &str = "ca.pem";
 const ROLES: [Role; 4] = [Role::Admin, Role::Peer, Role::Client, Role::Orderer];
 
 impl NetworkIdentities {
-    /// Writes the network under `dir`: per organisation a directory holding `ca.pem`
-    /// (the CA certificate) and `<role>.pem` / `<role>.key` for each identity, and `tls/`
-    /// holding `ca.pem` (the TLS CA certificate), `server.pem` / `server.key` (the node's
-    /// TLS server certificate) and `client.pem` / `client.key` (a TLS client certificate).
-    /// Keys are readable by the owner only; the CAs' keys are not written.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+    /// Writes the whole network as one directory for one process standing for every
+    /// organisation (an embedded ledger, a dev node, `runnel init --one-node`): its
+    /// definition ([`NETWORK_FILE`], channel `channel`) and under `identities/` per
+    /// organisation `<role>.pem` / `<role>.key` for each identity, `ca.pem` (the CA
+    /// certificate), and `tls/` holding `ca.pem` (the TLS CA certificate), `server.pem` /
+    /// `server.key` (the node's TLS server certificate) and `client.pem` / `client.key`
+    /// (a TLS client certificate). Keys are readable by the owner only; the CAs' keys are
+    /// not written. The identities are written aside and renamed into place last.
+    pub fn write(&self, dir: &Path, channel: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        NetworkDefinition::of(self, channel).write(dir)?;
+        let staging = dir.join("identities.new");
         for org in &self.orgs {
-            let org_dir = dir.join(org.org());
+            let org_dir = staging.join(org.org());
             std::fs::create_dir_all(org_dir.join(TLS_DIR))?;
             std::fs::write(org_dir.join(CA_FILE), org.ca.cert_pem())?;
             std::fs::write(org_dir.join(TLS_CA_FILE), org.tls.ca.cert_pem())?;
@@ -153,18 +157,31 @@ impl NetworkIdentities {
                 write_key(&org_dir.join(key), &identity.key_pem)?;
             }
             for role in ROLES {
-                let identity = match role {
-                    Role::Admin => &org.admin,
-                    Role::Client => &org.client,
-                    Role::Peer => &org.peer,
-                    Role::Orderer => &org.orderer,
-                };
-                std::fs::write(org_dir.join(format!("{role}.pem")), &identity.cert_pem)?;
-                write_key(&org_dir.join(format!("{role}.key")), &identity.key_pem)?;
+                write_identity(&org_dir, role.as_str(), org.identity(role))?;
             }
         }
-        Ok(())
+        std::fs::rename(&staging, dir.join(IDENTITIES_DIR))
     }
+}
+
+impl OrgIdentities {
+    /// The identity with `role`.
+    pub fn identity(&self, role: Role) -> &IssuedIdentity {
+        match role {
+            Role::Admin => &self.admin,
+            Role::Client => &self.client,
+            Role::Peer => &self.peer,
+            Role::Orderer => &self.orderer,
+        }
+    }
+}
+
+/// Writes `identity` as `<name>.pem` and `<name>.key` in `dir` (the key readable by its
+/// owner only, never over an existing one).
+pub fn write_identity(dir: &Path, name: &str, identity: &IssuedIdentity) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(format!("{name}.pem")), &identity.cert_pem)?;
+    write_key(&dir.join(format!("{name}.key")), &identity.key_pem)
 }
 
 /// The directory of an organisation's TLS files, inside its directory.
@@ -173,7 +190,7 @@ const TLS_DIR: &str = "tls";
 /// Writes a private key into a new file readable by its owner only, from its first
 /// byte: the file is created with mode 0600 (`O_CREAT | O_EXCL`), never made private
 /// afterwards, and an existing file is not overwritten.
-fn write_key(path: &Path, key_pem: &str) -> std::io::Result<()> {
+pub fn write_key(path: &Path, key_pem: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -185,12 +202,26 @@ fn write_key(path: &Path, key_pem: &str) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// A network as a node reads it back from disk ([`NetworkIdentities::write`]).
+/// One private key a directory holds, with the certificate it belongs to.
+pub struct HeldKey {
+    /// The organisation of its certificate.
+    pub org: String,
+    /// The file stem it is stored under (`peer`, `admin`, `alice`, ...).
+    pub name: String,
+    /// The role of its certificate.
+    pub role: Role,
+    /// Signs with it.
+    pub signer: Signer,
+}
+
+/// A node's or a member's directory as read back from disk: the public network
+/// definition (`network.json`) and the private keys it holds, each
+/// `identities/<org>/<name>.key` beside its certificate `<name>.pem`.
 pub struct NetworkKeys {
-    /// The organisations, sorted by name.
+    /// The organisations, in the definition's order.
     pub orgs: Vec<String>,
-    ca_certs: Vec<Vec<u8>>,
-    signers: Vec<(String, Role, Signer)>,
+    definition: NetworkDefinition,
+    keys: Vec<HeldKey>,
 }
 
 impl std::fmt::Debug for NetworkKeys {
@@ -202,67 +233,135 @@ impl std::fmt::Debug for NetworkKeys {
 }
 
 impl NetworkKeys {
-    /// Reads every organisation directory under `dir`.
+    /// Reads `dir`'s network definition and every key under `dir/identities/<org>/`.
+    /// Each key's certificate must be issued by its directory's organisation's CA as the
+    /// definition names it; a key without its certificate, or one that does not match
+    /// it, is refused.
     pub fn load(dir: &Path) -> Result<NetworkKeys, IdentityError> {
         let unreadable = |what: &'static str, e: std::io::Error| IdentityError::Malformed {
             what,
             message: e.to_string(),
         };
-        let mut orgs: Vec<String> = std::fs::read_dir(dir)
-            .map_err(|e| unreadable("identity directory", e))?
-            .filter_map(Result::ok)
-            .filter(|entry| entry.path().join(CA_FILE).is_file())
-            .filter_map(|entry| entry.file_name().into_string().ok())
-            .collect();
-        orgs.sort();
-        let mut ca_certs = Vec::new();
-        let mut signers = Vec::new();
-        for org in &orgs {
-            let org_dir = dir.join(org);
-            let read = |name: String| {
-                std::fs::read_to_string(org_dir.join(&name))
-                    .map_err(|e| unreadable("identity file", e))
-            };
-            let ca_pem = read(CA_FILE.to_string())?;
-            let (_, pem) = x509_parser::pem::parse_x509_pem(ca_pem.as_bytes()).map_err(|e| {
-                IdentityError::Malformed {
-                    what: "CA certificate PEM",
-                    message: e.to_string(),
-                }
-            })?;
-            ca_certs.push(pem.contents);
-            for role in ROLES {
-                let signer =
-                    Signer::from_pem(&read(format!("{role}.pem"))?, &read(format!("{role}.key"))?)?;
-                signers.push((org.clone(), role, signer));
-            }
-        }
-        if orgs.is_empty() {
+        if !dir.join(NETWORK_FILE).is_file() {
             return Err(IdentityError::Malformed {
-                what: "identity directory",
-                message: format!("no organisation under {}", dir.display()),
+                what: "network directory",
+                message: format!(
+                    "{} has no {NETWORK_FILE}: give the directory `runnel init` made for this \
+                     node or member (a directory made by an older runnel must be made again)",
+                    dir.display()
+                ),
             });
         }
+        let definition = NetworkDefinition::load(dir)?;
+        let msp = definition.msp()?;
+        let identities = dir.join(IDENTITIES_DIR);
+        let mut keys = Vec::new();
+        let org_dirs = match std::fs::read_dir(&identities) {
+            Ok(entries) => entries.filter_map(Result::ok).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(unreadable("identity directory", e)),
+        };
+        for org_dir in org_dirs {
+            let Ok(org) = org_dir.file_name().into_string() else {
+                continue;
+            };
+            if !org_dir.path().is_dir() {
+                continue;
+            }
+            let mut files: Vec<_> = std::fs::read_dir(org_dir.path())
+                .map_err(|e| unreadable("identity directory", e))?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "key"))
+                .collect();
+            files.sort();
+            for key_path in files {
+                keys.push(held_key(&msp, &org, &key_path)?);
+            }
+        }
+        keys.sort_by(|a, b| (&a.org, &a.name).cmp(&(&b.org, &b.name)));
         Ok(NetworkKeys {
-            orgs,
-            ca_certs,
-            signers,
+            orgs: definition.org_names(),
+            definition,
+            keys,
         })
     }
 
-    /// The membership service trusting the loaded CAs.
-    pub fn msp(&self) -> Result<Msp, IdentityError> {
-        Msp::new(self.ca_certs.iter().map(Vec::as_slice))
+    /// The public network definition.
+    pub fn definition(&self) -> &NetworkDefinition {
+        &self.definition
     }
 
-    /// The signer of `org`'s identity with `role`.
+    /// The membership service trusting the definition's CAs.
+    pub fn msp(&self) -> Result<Msp, IdentityError> {
+        self.definition.msp()
+    }
+
+    /// The signer of `org`'s identity with `role`: the one stored under the role's name
+    /// (`peer.key`) if there is one, else the first of that role.
     pub fn signer(&self, org: &str, role: Role) -> Option<&Signer> {
-        self.signers
+        let of_role = |key: &&HeldKey| key.org == org && key.role == role;
+        self.keys
             .iter()
-            .find(|(o, r, _)| o == org && *r == role)
-            .map(|(_, _, signer)| signer)
+            .filter(of_role)
+            .find(|key| key.name == role.as_str())
+            .or_else(|| self.keys.iter().find(of_role))
+            .map(|key| &key.signer)
+    }
+
+    /// The signer stored as `identities/<org>/<name>.key`.
+    pub fn named(&self, org: &str, name: &str) -> Option<&HeldKey> {
+        self.keys
+            .iter()
+            .find(|key| key.org == org && key.name == name)
+    }
+
+    /// Every key held.
+    pub fn held(&self) -> &[HeldKey] {
+        &self.keys
     }
 }
+
+/// The key at `key_path` and its certificate beside it, checked against the network.
+fn held_key(msp: &Msp, org: &str, key_path: &Path) -> Result<HeldKey, IdentityError> {
+    let refused = |message: String| IdentityError::Malformed {
+        what: "identity file",
+        message: format!("{}: {message}", key_path.display()),
+    };
+    let cert_path = key_path.with_extension("pem");
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|e| refused(format!("{}: {e}", path.display())))
+    };
+    let cert_pem = read(&cert_path)?;
+    let key_pem = read(key_path)?;
+    let signer = Signer::from_pem(&cert_pem, &key_pem).map_err(|e| refused(e.to_string()))?;
+    let identity = msp
+        .identify(signer.cert_der())
+        .map_err(|e| refused(format!("its certificate is not the network's: {e}")))?;
+    if identity.verifying_key().to_bytes() != signer.public_key() {
+        return Err(refused("the key is not the key of its certificate".into()));
+    }
+    if identity.org != org {
+        return Err(refused(format!(
+            "its certificate is {}'s, under {org}'s directory",
+            identity.org
+        )));
+    }
+    let name = key_path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_default()
+        .to_string();
+    Ok(HeldKey {
+        org: org.to_string(),
+        name,
+        role: identity.role,
+        signer,
+    })
+}
+
+/// The directory of identities inside a node's or member's directory.
+pub const IDENTITIES_DIR: &str = "identities";
 
 #[cfg(test)]
 mod tests {

@@ -130,11 +130,23 @@ fn verdict(
         return Ok(code);
     }
     let snapshot = shared.world.snapshot();
-    let Some(policy) = policies.get(shared, &snapshot, &decoded.contract)? else {
+    let Some(policy) = policies.get(shared, &snapshot, decoded)? else {
         return Ok(ValidationCode::ContractNotFound);
     };
     if !policy.is_satisfied_by(&decoded.endorsers) {
         return Ok(ValidationCode::EndorsementPolicyFailure);
+    }
+    if let Some((function, creator_org)) = &decoded.lifecycle
+        && let Err(code) = lifecycle::check_transaction(
+            function,
+            creator_org,
+            &decoded.payload.rwsets,
+            &*snapshot.view(LIFECYCLE_NAMESPACE),
+            &shared.orgs,
+            &shared.lifecycle_policy,
+        )
+    {
+        return Ok(code);
     }
     for set in &decoded.payload.rwsets {
         for read in &set.reads {
@@ -210,15 +222,24 @@ fn range_unchanged(snapshot: &Snapshot, ns: &str, range: &RangeRead) -> Result<b
 }
 
 impl Policies {
-    /// The policy in force for `contract` at `snapshot`; `None` when it is not deployed.
+    /// The policy in force for `decoded` at `snapshot`; `None` when its contract is not
+    /// deployed (or a `_lifecycle` call has no policy: it is not a transaction).
     fn get(
         &mut self,
         shared: &Shared,
         snapshot: &Snapshot,
-        contract: &str,
+        decoded: &Decoded,
     ) -> Result<Option<Arc<Policy>>, StoreError> {
-        if contract == LIFECYCLE_NAMESPACE {
-            return Ok(Some(shared.lifecycle_policy.clone()));
+        let contract = decoded.contract.as_str();
+        if let Some((function, creator_org)) = &decoded.lifecycle {
+            return Ok(lifecycle::transaction_policy(
+                function,
+                creator_org,
+                &decoded.payload.rwsets,
+                &shared.orgs,
+            )
+            .ok()
+            .map(Arc::new));
         }
         let Some(definition) =
             snapshot.get(LIFECYCLE_NAMESPACE, &lifecycle::definition_key(contract))?
@@ -232,12 +253,7 @@ impl Policies {
             return Ok(Some(policy.clone()));
         }
         let view = snapshot.view(LIFECYCLE_NAMESPACE);
-        match lifecycle::endorsement_policy(
-            &*view,
-            contract,
-            &shared.lifecycle_policy,
-            &shared.orgs,
-        ) {
+        match lifecycle::endorsement_policy(&*view, contract, &shared.orgs) {
             Ok(policy) => {
                 let policy = Arc::new(policy);
                 self.by_contract

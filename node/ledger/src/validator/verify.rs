@@ -44,6 +44,9 @@ pub(crate) struct Decoded {
     pub payload: ResponsePayload,
     /// Distinct endorsers whose certificates and signatures verified.
     pub endorsers: Vec<PolicyEndorser>,
+    /// For a `_lifecycle` transaction, its function and its creator's organisation,
+    /// which decide its policy and what it may write.
+    pub lifecycle: Option<(String, String)>,
 }
 
 /// A decoded transaction with the signatures still to verify.
@@ -216,11 +219,14 @@ fn check(
         });
         endorsers.push(policy_endorser(&identity));
     }
+    let lifecycle = (proposal.contract == LIFECYCLE_NAMESPACE)
+        .then(|| (proposal.function.clone(), creator.org.clone()));
     Ok(Pending {
         decoded: Decoded {
             contract: proposal.contract,
             payload,
             endorsers,
+            lifecycle,
         },
         creator: creator_check,
         endorsements,

@@ -27,11 +27,18 @@ fn runtime() -> Arc<Runtime> {
     Arc::new(Runtime::new(config).unwrap())
 }
 
+/// The lifecycle policy of these tests' network: one org's approval, which its commit
+/// is, so that a deploy is one transaction (approvals: the pipeline and ledger tests).
+const ONE_APPROVAL: &str = "ANY admin";
+
 /// A peer: one org's endorser over a state (shared or its own).
 fn endorser(org: &str, role: Role, state: &Arc<WorldState>) -> Endorser {
     let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
     Endorser::new(
-        EndorserConfig::default(),
+        EndorserConfig {
+            lifecycle_policy: ONE_APPROVAL.into(),
+            ..EndorserConfig::default()
+        },
         msp,
         signer(org, role),
         runtime(),
@@ -104,7 +111,11 @@ fn proposal(signer: &Signer, contract: &str, function: &str, args: &[&str]) -> S
 }
 
 fn lifecycle_proposal(function: &str, request: &DeployRequest) -> SignedProposal {
-    let admin = signer("Org1", Role::Admin);
+    lifecycle_proposal_as("Org1", function, request)
+}
+
+fn lifecycle_proposal_as(org: &str, function: &str, request: &DeployRequest) -> SignedProposal {
+    let admin = signer(org, Role::Admin);
     let proposal = tx::new_proposal(
         "main",
         LIFECYCLE_NAMESPACE,
@@ -225,16 +236,14 @@ fn two_endorsers_produce_byte_identical_payloads() {
         endorser("Org1", Role::Peer, &states[0]),
         endorser("Org2", Role::Peer, &states[1]),
     ];
+    let request = DeployRequest {
+        name: "token".into(),
+        version: "1".into(),
+        code: token_wasm().to_vec(),
+        ..DeployRequest::default()
+    };
     let deploy = admin
-        .endorse(&lifecycle_proposal(
-            "deploy",
-            &DeployRequest {
-                name: "token".into(),
-                version: "1".into(),
-                code: token_wasm().to_vec(),
-                ..DeployRequest::default()
-            },
-        ))
+        .endorse(&lifecycle_proposal("deploy", &request))
         .unwrap();
     for state in &states {
         commit(state, &deploy);
@@ -481,10 +490,18 @@ fn deploy_and_upgrade_are_versioned_definitions_governed_by_the_lifecycle_policy
         .unwrap();
     let upgrade_body = payload(&upgrade);
     assert_eq!(upgrade_body.rwsets.len(), 1);
+    let written: Vec<&[u8]> = upgrade_body.rwsets[0]
+        .writes
+        .iter()
+        .map(|w| w.key.as_slice())
+        .collect();
     assert_eq!(
-        upgrade_body.rwsets[0].writes.len(),
-        1,
-        "only the definition is written; the code is already stored"
+        written,
+        [
+            lifecycle::approval_key("kv", 2, "Org1").as_slice(),
+            lifecycle::definition_key("kv").as_slice()
+        ],
+        "the committing org's approval and the definition; the code is already stored"
     );
     commit(&net.state, &upgrade);
 
@@ -502,36 +519,18 @@ fn deploy_and_upgrade_are_versioned_definitions_governed_by_the_lifecycle_policy
     let orgs: Vec<String> = ORGS.iter().map(|s| s.to_string()).collect();
     let only_org1 = [PolicyEndorser::new("Org1", Role::Peer)];
     let policy_at = |snapshot: &runnel_ledger::store::Snapshot| {
-        lifecycle::endorsement_policy(
-            snapshot.view(LIFECYCLE_NAMESPACE).as_ref(),
-            "kv",
-            net.peer1.lifecycle_policy(),
-            &orgs,
-        )
-        .unwrap()
+        lifecycle::endorsement_policy(snapshot.view(LIFECYCLE_NAMESPACE).as_ref(), "kv", &orgs)
+            .unwrap()
     };
     assert!(policy_at(&snapshot_v1).is_satisfied_by(&only_org1));
     assert!(!policy_at(&snapshot_v2).is_satisfied_by(&only_org1));
 
-    // Lifecycle transactions need a majority of org admins; peers do not count.
-    let lifecycle_policy = lifecycle::endorsement_policy(
-        snapshot_v2.view(LIFECYCLE_NAMESPACE).as_ref(),
-        LIFECYCLE_NAMESPACE,
-        net.peer1.lifecycle_policy(),
-        &orgs,
-    )
-    .unwrap();
-    let admins = [
-        PolicyEndorser::new("Org1", Role::Admin),
-        PolicyEndorser::new("Org3", Role::Admin),
-    ];
-    assert!(lifecycle_policy.is_satisfied_by(&admins));
-    assert!(!lifecycle_policy.is_satisfied_by(&admins[..1]));
-    let peers: Vec<_> = ORGS
-        .iter()
-        .map(|o| PolicyEndorser::new(*o, Role::Peer))
-        .collect();
-    assert!(!lifecycle_policy.is_satisfied_by(&peers));
+    // An approval is endorsed by a peer of the approving org; admins endorse nothing.
+    let approval = lifecycle::transaction_policy("approve", "Org3", &[], &orgs).unwrap();
+    assert!(approval.is_satisfied_by(&[PolicyEndorser::new("Org3", Role::Peer)]));
+    assert!(!approval.is_satisfied_by(&[PolicyEndorser::new("Org1", Role::Peer)]));
+    assert!(!approval.is_satisfied_by(&[PolicyEndorser::new("Org3", Role::Admin)]));
+    assert_eq!(lifecycle::endorser_roles(LIFECYCLE_NAMESPACE), [Role::Peer]);
 
     // The definition's history is the list of every definition it had, newest first.
     let history = net

@@ -12,7 +12,7 @@ use runnel_testing::{kv_wasm, token_wasm};
 
 /// Org1's identity with `role`, from the ledger's directory, as an embedder loads it.
 fn ledger_signer(dir: &std::path::Path, role: Role) -> Signer {
-    NetworkKeys::load(&dir.join("identities"))
+    NetworkKeys::load(dir)
         .unwrap()
         .signer("Org1", role)
         .unwrap()
@@ -233,11 +233,11 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     let mut forged_read = read(b"v");
     forged_read.signature[0] ^= 1;
     let answers = ledger.run_proposals(vec![
-        ProposalCall::Endorse(proposal(b"a")),
-        ProposalCall::Endorse(forged),
+        ProposalCall::Endorse(proposal(b"a"), Vec::new()),
+        ProposalCall::Endorse(forged, Vec::new()),
         ProposalCall::Evaluate(read(b"v")),
         ProposalCall::Evaluate(forged_read),
-        ProposalCall::Endorse(proposal(b"b")),
+        ProposalCall::Endorse(proposal(b"b"), Vec::new()),
     ]);
     let mut prepared = Vec::new();
     let mut evaluated = Vec::new();

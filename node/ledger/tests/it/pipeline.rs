@@ -9,12 +9,12 @@ use prost::Message;
 use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
 use runnel_ledger::identity::{Msp, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
-use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
+use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_ledger::orderer::{
     Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig, SoloOrderer,
 };
 use runnel_ledger::proto::{
-    DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
+    ContractDefinition, DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
 };
 use runnel_ledger::store::WorldState;
 use runnel_ledger::trace::{Stage, TraceBook};
@@ -33,12 +33,16 @@ struct Peer {
     hub: Arc<Hub>,
     traces: Arc<TraceBook>,
     /// Admin endorsers of every org (deploys), then peer endorsers of every org.
-    admins: Vec<Endorser>,
     peers: Vec<Endorser>,
 }
 
 /// How the orderer cuts blocks: at most this many transactions, or after this delay.
 type Sealing = (usize, StdDuration);
+
+/// The lifecycle policy of most tests here: one org's approval, which its commit is, so
+/// that a deploy is one transaction and the seqs after it stay as the tests count them.
+/// Approvals have tests of their own.
+const ONE_APPROVAL: &str = "ANY admin";
 
 /// Three transactions a block, or 20 ms.
 const SEALING: Sealing = (3, StdDuration::from_millis(20));
@@ -61,6 +65,18 @@ impl Peer {
         admit_window: StdDuration,
         sealing: Sealing,
         stream: impl FnOnce(Arc<SoloOrderer>) -> Arc<dyn Orderer>,
+    ) -> Peer {
+        Peer::start_with(dir, admit_window, sealing, stream, ONE_APPROVAL)
+    }
+
+    /// [`Peer::start`] in a network whose contract definitions need the approvals
+    /// `lifecycle_policy` names.
+    fn start_with(
+        dir: &Path,
+        admit_window: StdDuration,
+        sealing: Sealing,
+        stream: impl FnOnce(Arc<SoloOrderer>) -> Arc<dyn Orderer>,
+        lifecycle_policy: &str,
     ) -> Peer {
         let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
         let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
@@ -87,6 +103,7 @@ impl Peer {
             // Two stage-1 workers, so that their results are put back in seq order.
             ValidatorConfig {
                 workers: 2,
+                lifecycle_policy: lifecycle_policy.to_string(),
                 ..ValidatorConfig::default()
             },
             msp.clone(),
@@ -107,6 +124,7 @@ impl Peer {
             Endorser::new(
                 EndorserConfig {
                     proposal_window: admit_window,
+                    lifecycle_policy: lifecycle_policy.to_string(),
                     ..EndorserConfig::default()
                 },
                 msp.clone(),
@@ -117,7 +135,6 @@ impl Peer {
             .unwrap()
         };
         Peer {
-            admins: ORGS.iter().map(|org| endorser(org, Role::Admin)).collect(),
             peers: ORGS.iter().map(|org| endorser(org, Role::Peer)).collect(),
             world,
             orderer,
@@ -180,24 +197,41 @@ fn proposal(
     )
 }
 
-/// Deploys (or upgrades) kv under `policy`, endorsed by the admins of Org1 and Org2.
+/// Deploys (or upgrades) kv under `policy`, committed by Org1's admin (its org's
+/// approval, which is all [`ONE_APPROVAL`] needs) and endorsed by every org's peer.
 fn deploy(peer: &Peer, policy: &str, upgrade: bool) -> ValidationCode {
-    let admin = signer("Org1", Role::Admin);
-    let request = DeployRequest {
+    let function = if upgrade { "upgrade" } else { "deploy" };
+    lifecycle_call(peer, "Org1", function, &kv_request(policy, upgrade), &peer.peers)
+}
+
+/// The request that defines kv under `policy`, version 1 (2 for an upgrade).
+fn kv_request(policy: &str, upgrade: bool) -> DeployRequest {
+    DeployRequest {
         name: "kv".into(),
         version: if upgrade { "2" } else { "1" }.into(),
         policy: policy.into(),
         code: kv_wasm().to_vec(),
         ..DeployRequest::default()
-    };
-    let function = if upgrade { "upgrade" } else { "deploy" };
+    }
+}
+
+/// Submits `_lifecycle.function(request)` signed by `org`'s admin and endorsed by
+/// `endorsers`; its code.
+fn lifecycle_call(
+    peer: &Peer,
+    org: &str,
+    function: &str,
+    request: &DeployRequest,
+    endorsers: &[Endorser],
+) -> ValidationCode {
+    let admin = signer(org, Role::Admin);
     let proposal = proposal(
         &admin,
         LIFECYCLE_NAMESPACE,
         function,
         vec![request.encode_to_vec()],
     );
-    let endorsed: Vec<Endorsed> = peer.admins[..2]
+    let endorsed: Vec<Endorsed> = endorsers
         .iter()
         .map(|e| e.endorse(&proposal).unwrap())
         .collect();
@@ -207,6 +241,86 @@ fn deploy(peer: &Peer, policy: &str, upgrade: bool) -> ValidationCode {
         assemble(&admin, &proposal, &endorsed),
     )
     .1
+}
+
+/// The definition a commit of `request` at `sequence` puts in force.
+fn committed_definition(request: &DeployRequest, sequence: u64) -> ContractDefinition {
+    let policy = runnel_ledger::policy::Policy::parse(
+        &request.policy,
+        &ORGS.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    ContractDefinition {
+        name: request.name.clone(),
+        version: request.version.clone(),
+        sequence,
+        code_hash: tx::sha256(&request.code).to_vec(),
+        policy: policy.to_string(),
+        init_hash: Vec::new(),
+    }
+}
+
+/// Orders a commit of `request` (sequence 1) whose payload records its creator's
+/// approval and the definition, as an honest endorser would once the approvals were
+/// there, signed by every org's peer key directly: what peers colluding could send.
+fn submit_forged_commit(
+    peer: &Peer,
+    admin: &Signer,
+    deploy: &SignedProposal,
+    request: &DeployRequest,
+) -> (Seq, ValidationCode) {
+    let definition = committed_definition(request, 1);
+    let proposal_hash = tx::sha256(&deploy.proposal);
+    let code_hash = hex::encode(tx::sha256(&request.code));
+    let write = |key: Vec<u8>, value: Vec<u8>| runnel_ledger::proto::KvWrite {
+        key,
+        value,
+        is_delete: false,
+    };
+    let payload = ResponsePayload {
+        proposal_hash: proposal_hash.to_vec(),
+        result: definition.encode_to_vec(),
+        rwsets: vec![runnel_ledger::proto::NsRwSet {
+            namespace: LIFECYCLE_NAMESPACE.into(),
+            reads: vec![runnel_ledger::proto::KvRead {
+                key: lifecycle::definition_key("kv"),
+                version: None,
+            }],
+            range_reads: Vec::new(),
+            writes: vec![
+                write(
+                    lifecycle::approval_key("kv", 1, "Org1"),
+                    lifecycle::definition_hash(&definition).to_vec(),
+                ),
+                write(format!("code/{code_hash}").into_bytes(), request.code.clone()),
+                write(lifecycle::definition_key("kv"), definition.encode_to_vec()),
+            ],
+        }],
+        events: Vec::new(),
+    }
+    .encode_to_vec();
+    let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&payload));
+    let endorsements = ORGS
+        .iter()
+        .map(|org| {
+            let peer_signer = signer(org, Role::Peer);
+            Endorsement {
+                endorser: peer_signer.cert_der().to_vec(),
+                signature: peer_signer.sign(&message).to_vec(),
+            }
+        })
+        .collect();
+    let transaction = Transaction {
+        proposal: Some(deploy.clone()),
+        payload,
+        endorsements,
+    };
+    let tx_id = tx::tx_id(&runnel_ledger::proto::Proposal::decode(deploy.proposal.as_slice()).unwrap());
+    submit(
+        peer,
+        tx_id,
+        tx::sign_transaction(admin, &transaction).encode_to_vec(),
+    )
 }
 
 fn put(key: &str, value: &str) -> Vec<Vec<u8>> {
@@ -380,6 +494,81 @@ fn invalid_transactions_are_recorded_with_fabrics_codes_and_write_nothing() {
     assert_eq!(
         submit(&peer, both[0].tx_id, assemble(&client, &p, &both)).1,
         ValidationCode::Valid
+    );
+    peer.close();
+}
+
+#[test]
+fn a_definition_commits_only_with_the_approvals_the_lifecycle_policy_names() {
+    // Three orgs, a majority (two) must approve. The validator checks the approvals at
+    // the commit's place in the stream, whatever its endorsers say: a commit endorsed
+    // by every peer but approved by its own org alone is invalid, and so is an approval
+    // written for another org.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::start_with(
+        dir.path(),
+        runnel_ledger::tx::PROPOSAL_WINDOW,
+        SEALING,
+        |orderer| orderer,
+        "MAJORITY admin",
+    );
+    let request = kv_request("ANY peer", false);
+    let admin = signer("Org1", Role::Admin);
+    let deploy = proposal(
+        &admin,
+        LIFECYCLE_NAMESPACE,
+        "deploy",
+        vec![request.encode_to_vec()],
+    );
+    // Honest endorsers refuse it, naming the missing approvals.
+    let error = peer.peers[0].endorse(&deploy).unwrap_err();
+    assert_eq!(error.code(), "NOT_APPROVED", "{error}");
+    assert!(error.to_string().contains("Org2"), "{error}");
+    // Every peer colluding signs the payload an honest commit would have, had Org2
+    // approved: the validator finds no approval of Org2 on the ledger.
+    assert_eq!(
+        submit_forged_commit(&peer, &admin, &deploy, &request),
+        (Seq(1), ValidationCode::EndorsementPolicyFailure)
+    );
+    // An approval endorsed by another org's peer does not count (an approval's policy is
+    // the approving org's peer).
+    let approve = |org: &str, endorser: &Endorser| {
+        lifecycle_call(&peer, org, "approve", &request, std::slice::from_ref(endorser))
+    };
+    assert_eq!(
+        approve("Org2", &peer.peers[0]),
+        ValidationCode::EndorsementPolicyFailure
+    );
+    assert_eq!(approve("Org2", &peer.peers[1]), ValidationCode::Valid);
+    let approvals = peer
+        .world
+        .snapshot()
+        .get(LIFECYCLE_NAMESPACE, &lifecycle::approval_key("kv", 1, "Org2"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(approvals.value.len(), 32);
+    // Now Org1's commit (its own approval) makes a majority; the same forged payload,
+    // ordered now, would be valid too: the approvals are what counts.
+    assert!(
+        lifecycle::definition_hash(&committed_definition(&request, 1))
+            == approvals.value.as_slice()
+    );
+    assert_eq!(
+        lifecycle_call(&peer, "Org1", "deploy", &request, &peer.peers),
+        ValidationCode::Valid
+    );
+    // An upgrade is a new sequence: Org2's approval of sequence 1 does not carry over.
+    let upgrade = kv_request("ANY peer", true);
+    let admin = signer("Org1", Role::Admin);
+    let proposal = proposal(
+        &admin,
+        LIFECYCLE_NAMESPACE,
+        "upgrade",
+        vec![upgrade.encode_to_vec()],
+    );
+    assert_eq!(
+        peer.peers[0].endorse(&proposal).unwrap_err().code(),
+        "NOT_APPROVED"
     );
     peer.close();
 }

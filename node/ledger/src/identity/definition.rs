@@ -1,0 +1,303 @@
+//! The network definition: what every member of a network shares and nobody keeps
+//! secret. Each organisation's CA and TLS CA certificates, the endpoints of its peers,
+//! the orderers, the channel, and the policies that govern contracts and the definition
+//! itself. `runnel init` writes it as `network.json` beside every node's and member's
+//! keys; a node trusts the CAs it names and nothing else.
+//!
+//! It holds no private key: a directory's keys are its own organisation's
+//! ([`super::NetworkKeys`]).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{IdentityError, Msp, NetworkIdentities};
+use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
+
+/// The definition's file name in a node's or a member's directory.
+pub const NETWORK_FILE: &str = "network.json";
+
+/// Who must sign a change of the definition unless it says otherwise: a majority of the
+/// organisations' admins.
+pub const DEFAULT_CONFIG_POLICY: &str = "MAJORITY admin";
+
+/// What the organisations of a network share (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkDefinition {
+    /// The channel every node of the network serves.
+    pub channel: String,
+    /// The organisations, in the order policies' shorthands list them.
+    pub orgs: Vec<OrgDefinition>,
+    /// The ordering service's nodes.
+    #[serde(default)]
+    pub orderers: Vec<OrdererNode>,
+    /// Whose approvals put a contract definition in force: a policy over the orgs'
+    /// admins (default a majority of them).
+    #[serde(default = "default_lifecycle_policy")]
+    pub lifecycle_policy: String,
+    /// Whose signatures change this definition (default a majority of the admins).
+    #[serde(default = "default_config_policy")]
+    pub config_policy: String,
+}
+
+fn default_lifecycle_policy() -> String {
+    DEFAULT_LIFECYCLE_POLICY.to_string()
+}
+
+fn default_config_policy() -> String {
+    DEFAULT_CONFIG_POLICY.to_string()
+}
+
+/// One organisation of the network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrgDefinition {
+    /// Its name: the O of every certificate its CA issues.
+    pub name: String,
+    /// Its CA's certificate (PEM): the root of every identity of the org.
+    pub ca: String,
+    /// Its TLS CA's certificate (PEM): the root of its nodes' TLS certificates.
+    pub tls_ca: String,
+    /// Its peers, where other organisations' gateways reach them.
+    #[serde(default)]
+    pub peers: Vec<PeerNode>,
+}
+
+/// A peer of an organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerNode {
+    /// Its name, the CN of its peer certificate (e.g. `peer0.Org1`).
+    pub name: String,
+    /// Its API, `https://host:port`.
+    pub endpoint: String,
+}
+
+/// A node of the ordering service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrdererNode {
+    /// Its name, the CN of its orderer certificate (e.g. `orderer0.Org1`).
+    pub name: String,
+    /// The organisation that runs it.
+    pub org: String,
+    /// Its ordering service, `https://host:port`.
+    pub endpoint: String,
+}
+
+fn malformed(message: impl Into<String>) -> IdentityError {
+    IdentityError::Malformed {
+        what: "network definition",
+        message: message.into(),
+    }
+}
+
+/// The DER of the one certificate in `pem`.
+pub fn certificate_der(pem: &str, what: &'static str) -> Result<Vec<u8>, IdentityError> {
+    let (rest, parsed) =
+        x509_parser::pem::parse_x509_pem(pem.as_bytes()).map_err(|e| IdentityError::Malformed {
+            what,
+            message: e.to_string(),
+        })?;
+    if parsed.label != "CERTIFICATE" {
+        return Err(IdentityError::Malformed {
+            what,
+            message: format!("a PEM `{}`, not a CERTIFICATE", parsed.label),
+        });
+    }
+    if rest.iter().any(|b| !b.is_ascii_whitespace()) {
+        return Err(IdentityError::Malformed {
+            what,
+            message: "more than one PEM block".into(),
+        });
+    }
+    Ok(parsed.contents)
+}
+
+impl NetworkDefinition {
+    /// The definition of a network just generated, with no endpoints yet.
+    pub fn of(network: &NetworkIdentities, channel: &str) -> NetworkDefinition {
+        NetworkDefinition {
+            channel: channel.to_string(),
+            orgs: network
+                .orgs
+                .iter()
+                .map(|org| OrgDefinition {
+                    name: org.org().to_string(),
+                    ca: org.ca.cert_pem().to_string(),
+                    tls_ca: org.tls.ca.cert_pem().to_string(),
+                    peers: Vec::new(),
+                })
+                .collect(),
+            orderers: Vec::new(),
+            lifecycle_policy: default_lifecycle_policy(),
+            config_policy: default_config_policy(),
+        }
+    }
+
+    /// Parses and checks a definition's JSON text.
+    pub fn parse(text: &str) -> Result<NetworkDefinition, IdentityError> {
+        let definition: NetworkDefinition =
+            serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+        definition.check()?;
+        Ok(definition)
+    }
+
+    /// Reads and checks `dir`'s [`NETWORK_FILE`].
+    pub fn load(dir: &Path) -> Result<NetworkDefinition, IdentityError> {
+        let path = dir.join(NETWORK_FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| malformed(format!("reading {}: {e}", path.display())))?;
+        NetworkDefinition::parse(&text)
+            .map_err(|e| malformed(format!("{}: {e}", path.display())))
+    }
+
+    /// Writes the definition as `dir`'s [`NETWORK_FILE`] (a new file, renamed into place).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let path = dir.join(NETWORK_FILE);
+        let staging = dir.join(format!("{NETWORK_FILE}.new"));
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        std::fs::write(&staging, text)?;
+        std::fs::rename(&staging, path)
+    }
+
+    /// Checks what a node relies on: a channel, at least one organisation, unique names,
+    /// each CA certificate an organisation's own (its O is the org's name) and self-signed,
+    /// each TLS CA a certificate, and endpoints that name a scheme.
+    pub fn check(&self) -> Result<(), IdentityError> {
+        if self.channel.trim().is_empty() {
+            return Err(malformed("no channel"));
+        }
+        if self.orgs.is_empty() {
+            return Err(malformed("no organisation"));
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for org in &self.orgs {
+            if org.name.trim().is_empty() || names.contains(&org.name.as_str()) {
+                return Err(malformed(format!(
+                    "organisation name `{}` is empty or repeated",
+                    org.name
+                )));
+            }
+            names.push(&org.name);
+            certificate_der(&org.tls_ca, "TLS CA certificate")?;
+            for peer in &org.peers {
+                check_endpoint(&peer.name, &peer.endpoint)?;
+            }
+        }
+        let msp = self.msp()?;
+        if msp.orgs() != names {
+            return Err(malformed(format!(
+                "the CA certificates name the organisations {:?}, the definition {names:?}",
+                msp.orgs()
+            )));
+        }
+        for orderer in &self.orderers {
+            if !names.contains(&orderer.org.as_str()) {
+                return Err(malformed(format!(
+                    "orderer {} belongs to `{}`, which is not an organisation of the network",
+                    orderer.name, orderer.org
+                )));
+            }
+            check_endpoint(&orderer.name, &orderer.endpoint)?;
+        }
+        Ok(())
+    }
+
+    /// The membership service trusting the organisations' CAs.
+    pub fn msp(&self) -> Result<Msp, IdentityError> {
+        let cas = self
+            .orgs
+            .iter()
+            .map(|org| certificate_der(&org.ca, "CA certificate"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Msp::new(cas.iter().map(Vec::as_slice))
+    }
+
+    /// The organisations' names, in order.
+    pub fn org_names(&self) -> Vec<String> {
+        self.orgs.iter().map(|org| org.name.clone()).collect()
+    }
+
+    /// The organisation named `name`.
+    pub fn org(&self, name: &str) -> Option<&OrgDefinition> {
+        self.orgs.iter().find(|org| org.name == name)
+    }
+
+    /// Every organisation's TLS CA certificate, PEM: what a node or client trusts for the
+    /// network's TLS servers.
+    pub fn tls_ca_pems(&self) -> impl Iterator<Item = &str> {
+        self.orgs.iter().map(|org| org.tls_ca.as_str())
+    }
+}
+
+fn check_endpoint(name: &str, endpoint: &str) -> Result<(), IdentityError> {
+    if endpoint.starts_with("https://") || endpoint.starts_with("http://") {
+        Ok(())
+    } else {
+        Err(malformed(format!(
+            "{name}'s endpoint `{endpoint}` is not an http:// or https:// URL"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn network() -> NetworkDefinition {
+        let identities =
+            NetworkIdentities::generate(&["Org1", "Org2"], time::Duration::days(1)).unwrap();
+        NetworkDefinition::of(&identities, "main")
+    }
+
+    #[test]
+    fn a_definition_round_trips_through_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut definition = network();
+        definition.orgs[1].peers.push(PeerNode {
+            name: "peer0.Org2".into(),
+            endpoint: "https://127.0.0.1:7061".into(),
+        });
+        definition.write(dir.path()).unwrap();
+        let loaded = NetworkDefinition::load(dir.path()).unwrap();
+        assert_eq!(loaded, definition);
+        assert_eq!(loaded.msp().unwrap().orgs(), ["Org1", "Org2"]);
+    }
+
+    #[test]
+    fn a_ca_must_be_its_organisations_own() {
+        let mut definition = network();
+        // Org2's entry carrying Org1's CA: the certificates would be trusted for the
+        // wrong name.
+        definition.orgs[1].ca = definition.orgs[0].ca.clone();
+        let error = definition.check().unwrap_err().to_string();
+        assert!(error.contains("Org1"), "{error}");
+        let mut definition = network();
+        definition.orgs[1].name = "Org1".into();
+        assert!(definition.check().is_err());
+        let mut definition = network();
+        definition.orgs[0].tls_ca = "not a certificate".into();
+        assert!(definition.check().is_err());
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_endpoints_are_refused() {
+        let text = serde_json::to_string(&network()).unwrap();
+        let with_extra = text.replacen('{', "{\"admins_keys\": [],", 1);
+        assert!(NetworkDefinition::parse(&with_extra).is_err());
+        let mut definition = network();
+        definition.orderers.push(OrdererNode {
+            name: "orderer0.Org1".into(),
+            org: "Org1".into(),
+            endpoint: "127.0.0.1:7050".into(),
+        });
+        assert!(definition.check().is_err());
+        definition.orderers[0].endpoint = "https://127.0.0.1:7050".into();
+        definition.check().unwrap();
+        definition.orderers[0].org = "Org9".into();
+        assert!(definition.check().is_err());
+    }
+}
