@@ -691,6 +691,7 @@ async fn transact(
 ) -> Result<(Sample, String)> {
     let endorsed = match gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(signed),
         })
         .await

@@ -10,13 +10,14 @@ use prost::Message;
 use runnel_client::NodeChannel as Channel;
 use runnel_client::{Connection, channel_name, connect, signer, status};
 use runnel_ledger::identity::{Role, Signer};
-use runnel_ledger::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
+use runnel_ledger::lifecycle::{FN_APPROVE, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use runnel_ledger::tx;
 use runnel_server::proto::admin_client::AdminClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::{
-    DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest, GetBlockRequest,
+    ContractDefinition, DeployContractRequest, DeployRequest, EndorseRequest,
+    GetContractApprovalsRequest, EvaluateRequest, GetBlockRequest,
     GetNetworkInfoRequest, GetStateHashRequest, GetTransactionRequest, SignedProposal,
     SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
 };
@@ -60,6 +61,18 @@ pub struct DeployArgs {
     /// Upgrade a deployed contract instead.
     #[arg(long)]
     pub upgrade: bool,
+    /// `runnel approve` only: the sequence approved; default the next one.
+    #[arg(long, default_value_t = 0)]
+    pub sequence: u64,
+}
+
+/// `runnel contract-status`.
+#[derive(Args, Debug)]
+pub struct ContractStatusArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The contract's name.
+    pub name: String,
 }
 
 /// `runnel tx`.
@@ -183,6 +196,7 @@ pub fn invoke(args: &CallArgs) -> Result<()> {
         let mut gateway = GatewayClient::new(channel);
         let endorsed = gateway
             .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
                 proposal: Some(proposal),
             })
             .await
@@ -263,14 +277,108 @@ pub fn deploy(args: &DeployArgs) -> Result<()> {
         let mut gateway = GatewayClient::new(channel);
         let mut report = submit_and_wait(&mut gateway, &admin, transaction, false).await?;
         if let Some(definition) = definition {
-            report["contract"] = json!({
-                "name": definition.name,
-                "version": definition.version,
-                "sequence": definition.sequence,
-                "code_hash": hex::encode(&definition.code_hash),
-                "policy": definition.policy,
-            });
+            report["contract"] = definition_json(&definition);
         }
+        print(&report);
+        Ok(())
+    })
+}
+
+/// `runnel approve`: the organisation's admin approves a contract definition for its
+/// organisation, a `_lifecycle` transaction endorsed by a peer of the organisation.
+pub fn approve(args: &DeployArgs) -> Result<()> {
+    let code =
+        std::fs::read(&args.wasm).with_context(|| format!("reading {}", args.wasm.display()))?;
+    runtime()?.block_on(async {
+        let channel = connect(&args.connection).await?;
+        let admin = signer(&args.connection, Role::Admin)?;
+        let request = DeployRequest {
+            name: args.name.clone(),
+            version: args.version.clone(),
+            policy: args.policy.clone(),
+            code,
+            sequence: args.sequence,
+            ..DeployRequest::default()
+        };
+        let proposal = tx::new_proposal(
+            &channel_name(&channel).await?,
+            LIFECYCLE_NAMESPACE,
+            FN_APPROVE,
+            vec![request.encode_to_vec()],
+            &admin,
+        );
+        let mut gateway = GatewayClient::new(channel);
+        let endorsed = gateway
+            .endorse(EndorseRequest {
+                proposal: Some(tx::sign_proposal(&admin, &proposal)),
+                endorsing_orgs: Vec::new(),
+            })
+            .await
+            .map_err(status)?
+            .into_inner();
+        let mut report = submit_and_wait(&mut gateway, &admin, endorsed.transaction, false).await?;
+        if let Ok(definition) = ContractDefinition::decode(endorsed.result.as_slice()) {
+            report["approved"] = definition_json(&definition);
+            report["approved"]["org"] = json!(args.connection.org);
+        }
+        print(&report);
+        Ok(())
+    })
+}
+
+/// A contract definition as the commands show it.
+fn definition_json(definition: &ContractDefinition) -> Value {
+    json!({
+        "name": definition.name,
+        "version": definition.version,
+        "sequence": definition.sequence,
+        "code_hash": hex::encode(&definition.code_hash),
+        "policy": definition.policy,
+        "definition_hash": hex::encode(runnel_ledger::lifecycle::definition_hash(definition)),
+    })
+}
+
+/// `runnel contract-status`: the definition in force and which organisations approved
+/// which definition, by sequence.
+pub fn contract_status(args: &ContractStatusArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let channel = connect(&args.connection).await?;
+        let mut query = QueryClient::new(channel);
+        let orgs = query
+            .get_network_info(GetNetworkInfoRequest {})
+            .await
+            .map_err(status)?
+            .into_inner()
+            .orgs;
+        let answer = query
+            .get_contract_approvals(GetContractApprovalsRequest {
+                name: args.name.clone(),
+            })
+            .await
+            .map_err(status)?
+            .into_inner();
+        let mut sequences: std::collections::BTreeMap<u64, serde_json::Map<String, Value>> =
+            std::collections::BTreeMap::new();
+        for approval in &answer.approvals {
+            sequences.entry(approval.sequence).or_default().insert(
+                approval.org.clone(),
+                json!(hex::encode(&approval.definition_hash)),
+            );
+        }
+        let committed = answer.definition.as_ref().map_or(0, |d| d.sequence);
+        let report = json!({
+            "name": args.name,
+            "definition": answer.definition.as_ref().map(definition_json),
+            "approvals": sequences.iter().map(|(sequence, by_org)| {
+                let not: Vec<&String> = orgs.iter().filter(|org| !by_org.contains_key(*org)).collect();
+                json!({
+                    "sequence": sequence,
+                    "committed": *sequence <= committed,
+                    "approved_by": by_org,
+                    "not_approved_by": not,
+                })
+            }).collect::<Vec<_>>(),
+        });
         print(&report);
         Ok(())
     })

@@ -427,7 +427,9 @@ impl NodeConfig {
         if !tls.enabled {
             return None;
         }
-        let org = dir.join("identities").join(&self.network.orgs[0]);
+        let org = dir
+            .join("identities")
+            .join(self.node.org.as_ref().unwrap_or(&self.network.orgs[0]));
         let cert = match &tls.cert {
             Some(cert) => dir.join(cert),
             None => org.join(TLS_SERVER_CERT_FILE),

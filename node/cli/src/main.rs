@@ -8,6 +8,7 @@ use local::LocalCall;
 
 mod client;
 mod local;
+mod network;
 mod node;
 
 /// mimalloc: the API's many small allocations cost less than with glibc's malloc
@@ -28,8 +29,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create a network: a CA per organisation, admin/peer/client/orderer identities, and
-    /// a commented runnel.toml (like Fabric's cryptogen and configtxgen together).
+    /// Create a network: per organisation a CA, its people's identities and its nodes'
+    /// directories, each holding only its own keys, and the public network definition
+    /// (like Fabric's cryptogen and configtxgen together).
     Init(node::InitArgs),
     /// Run a one-organisation dev node: created on first run in .runnel/dev, the example
     /// contracts (kv, token, basic) deployed, the explorer served when built.
@@ -41,8 +43,14 @@ enum Command {
     Invoke(client::CallArgs),
     /// Call a contract function on the node's current state, without a transaction.
     Query(client::CallArgs),
-    /// Deploy (or --upgrade) a contract, signed by the organisation's admin.
+    /// Commit a contract definition (deploy, or --upgrade), signed by the organisation's
+    /// admin: once the organisations the lifecycle policy needs have approved it (this
+    /// one's approval is the commit).
     Deploy(client::DeployArgs),
+    /// Approve a contract definition for the organisation, signed by its admin.
+    Approve(client::DeployArgs),
+    /// Show a contract's definition in force and which organisations approved what.
+    ContractStatus(client::ContractStatusArgs),
     /// Show a transaction: proposal, read/write sets, events, endorsements, status.
     Tx(client::TxArgs),
     /// Show a sealed block and its transactions.
@@ -102,6 +110,8 @@ fn main() -> ExitCode {
         Command::Invoke(args) => client::invoke(&args),
         Command::Query(args) => client::query(&args),
         Command::Deploy(args) => client::deploy(&args),
+        Command::Approve(args) => client::approve(&args),
+        Command::ContractStatus(args) => client::contract_status(&args),
         Command::Tx(args) => client::transaction(&args),
         Command::Block(args) => client::block(&args),
         Command::Status(args) => client::node_status(&args),

@@ -33,10 +33,21 @@ pub struct InitArgs {
     /// The node's data directory: identities/, runnel.toml, and later its stores.
     #[arg(long, env = "RUNNEL_DIR", default_value = ".runnel/node")]
     pub dir: PathBuf,
-    /// The organisations, comma-separated. Each gets a CA and admin, peer, client and
-    /// orderer identities.
+    /// The organisations, comma-separated. Each gets a CA and TLS CA, an admin and a
+    /// client, and its peers; the first runs the orderer.
     #[arg(long, value_delimiter = ',', default_value = "Org1")]
     pub orgs: Vec<String>,
+    /// Peers per organisation, each a node directory of its own.
+    #[arg(long, default_value_t = 1)]
+    pub peers_per_org: usize,
+    /// The orderer's port; the peers listen on the ports after it.
+    #[arg(long, default_value_t = 7050)]
+    pub base_port: u16,
+    /// One directory for one process holding every role of every organisation (a
+    /// single-operator network, demos): `runnel start --dir` runs it. Without it, each
+    /// organisation's directory holds only its own keys, and each node's only its own.
+    #[arg(long)]
+    pub one_node: bool,
     /// The channel the network serves.
     #[arg(long, default_value = "main")]
     pub channel: String,
@@ -121,20 +132,81 @@ pub struct DevArgs {
     pub contracts: PathBuf,
 }
 
-/// Creates a network's identities and a commented runnel.toml in `args.dir`.
+/// Creates a network in `args.dir`: one directory per organisation and node (see
+/// [`crate::network`]), or with `--one-node` one directory for a process standing for
+/// every organisation.
 pub fn init(args: &InitArgs) -> Result<()> {
+    if args.orgs.is_empty() || args.orgs.iter().any(|org| org.trim().is_empty()) {
+        bail!("--orgs: give at least one organisation name");
+    }
+    check_tls_hosts(&args.tls_hosts)?;
+    let validity = time::Duration::days(args.validity_days);
+    if args.one_node {
+        return init_one_node(args, validity);
+    }
+    let nodes = crate::network::create(
+        &args.dir,
+        &crate::network::Layout {
+            orgs: &args.orgs,
+            channel: &args.channel,
+            validity,
+            tls_hosts: &args.tls_hosts,
+            peers_per_org: args.peers_per_org,
+            base_port: args.base_port,
+            host: "127.0.0.1",
+        },
+    )?;
+    println!(
+        "created a network of {} in {}",
+        args.orgs.join(", "),
+        args.dir.display()
+    );
+    println!(
+        "  definition  {} (public: every member has a copy)",
+        args.dir.join(runnel_ledger::identity::NETWORK_FILE).display()
+    );
+    for org in &args.orgs {
+        let org_dir = args.dir.join(org);
+        println!(
+            "  {org:<10}  CAs in {} (keep offline); admin and client in {}",
+            org_dir.join(crate::network::CA_DIR).display(),
+            org_dir.display()
+        );
+    }
+    for node in &nodes {
+        println!(
+            "  {:<16} {}  runnel start --dir {}",
+            node.name,
+            node.endpoint,
+            node.dir.display()
+        );
+    }
+    println!(
+        "clients use their organisation's directory, e.g. runnel invoke --dir {} --org {} --url {} ...",
+        args.dir.join(&args.orgs[0]).display(),
+        args.orgs[0],
+        nodes
+            .iter()
+            .find(|n| n.role == Role::Peer)
+            .map_or("", |n| n.endpoint.as_str())
+    );
+    Ok(())
+}
+
+/// `runnel init --one-node`.
+fn init_one_node(args: &InitArgs, validity: time::Duration) -> Result<()> {
     create(
         &args.dir,
         &args.orgs,
         &args.channel,
-        time::Duration::days(args.validity_days),
+        validity,
         &Tls {
             enabled: true,
             hosts: &args.tls_hosts,
         },
     )?;
     println!(
-        "created a network of {} in {}",
+        "created a one-node network of {} in {}",
         args.orgs.join(", "),
         args.dir.display()
     );
@@ -155,6 +227,18 @@ pub fn init(args: &InitArgs) -> Result<()> {
         hosts.join(", ")
     );
     println!("start it with: runnel start --dir {}", args.dir.display());
+    Ok(())
+}
+
+/// Refuses TLS host names no client could connect by.
+fn check_tls_hosts(hosts: &[String]) -> Result<()> {
+    for host in hosts {
+        // What a client may connect by: a DNS name (a wildcard's base too) or an IP address.
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        if ServerName::try_from(name).is_err() {
+            bail!("--tls-host: `{host}` is neither a DNS name nor an IP address");
+        }
+    }
     Ok(())
 }
 
@@ -185,21 +269,12 @@ fn create(
         bail!("--orgs: give at least one organisation name");
     }
     let names: Vec<&str> = orgs.iter().map(String::as_str).collect();
-    for host in tls.hosts {
-        // What a client may connect by: a DNS name (a wildcard's base too) or an IP address.
-        let name = host.strip_prefix("*.").unwrap_or(host);
-        if ServerName::try_from(name).is_err() {
-            bail!("--tls-host: `{host}` is neither a DNS name nor an IP address");
-        }
-    }
+    check_tls_hosts(tls.hosts)?;
     let network = NetworkIdentities::generate_with_tls_hosts(&names, validity, tls.hosts)
         .context("generating the network's identities")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let staging = dir.join("identities.new");
     network
-        .write(&staging)
-        .with_context(|| format!("writing {}", staging.display()))?;
-    std::fs::rename(&staging, &identities)?;
+        .write(dir, channel)
+        .with_context(|| format!("writing the network in {}", dir.display()))?;
     let settings = dir.join(config::FILE_NAME);
     if !settings.exists() {
         let quoted: Vec<String> = orgs.iter().map(|org| format!("{org:?}")).collect();
@@ -241,6 +316,19 @@ pub fn start(args: &ServeArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(".runnel/node"));
     if !dir.join("identities").exists() {
+        if let Ok(nodes) = crate::network::nodes(&dir) {
+            let list: Vec<String> = nodes
+                .iter()
+                .map(|node| format!("  runnel start --dir {}", node.dir.display()))
+                .collect();
+            bail!(
+                "{} is a network's directory, not a node's: start each node from its own\n{}\n\
+                 (or all of them with `runnel up --dir {}`)",
+                dir.display(),
+                list.join("\n"),
+                dir.display()
+            );
+        }
         bail!(
             "{} holds no network yet: run `runnel init --dir {}` first (or `runnel dev`)",
             dir.display(),
@@ -248,6 +336,43 @@ pub fn start(args: &ServeArgs) -> Result<()> {
         );
     }
     serve(&dir, args, None)
+}
+
+/// How a peer in `dir` reaches the other organisations' peers: trusting every
+/// organisation's TLS CA, presenting its own peer certificate (mutual TLS); its own name,
+/// which the definition lists among the peers.
+fn gateway_config(dir: &Path, org: &str) -> Result<runnel_server::endorsing::GatewayConfig> {
+    let keys = NetworkKeys::load(dir)
+        .with_context(|| format!("reading the keys in {}", dir.display()))?;
+    let Some(peer) = keys
+        .held()
+        .iter()
+        .find(|key| key.org == org && key.role == Role::Peer)
+    else {
+        return Ok(runnel_server::endorsing::GatewayConfig::default());
+    };
+    let own = dir.join("identities").join(org);
+    let read = |ext: &str| {
+        let path = own.join(format!("{}.{ext}", peer.name));
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let name = keys
+        .msp()?
+        .identify(peer.signer.cert_der())
+        .map(|identity| identity.name)
+        .ok();
+    Ok(runnel_server::endorsing::GatewayConfig {
+        tls: Some(runnel_server::endorsing::PeerTls {
+            cas: keys
+                .definition()
+                .tls_ca_pems()
+                .map(|pem| pem.as_bytes().to_vec())
+                .collect(),
+            identity: Some((read("pem")?, read("key")?)),
+        }),
+        self_name: name,
+        ..runnel_server::endorsing::GatewayConfig::default()
+    })
 }
 
 /// Runs a one-org dev node with the example contracts deployed.
@@ -345,7 +470,7 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     if let Some(ca) = &args.tls_client_ca {
         tls.client_ca = Some(from_here(ca)?);
     }
-    let api: ApiConfig = config.api_config(dir);
+    let mut api: ApiConfig = config.api_config(dir);
     // Checked before the ledger opens: a bad file stops the node at once, naming it.
     // Client certificates of members need the ledger's CAs: those are checked at bind.
     if let Some(tls) = &api.tls
@@ -372,6 +497,14 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         "opening the ledger in {} (the first start compiles the contracts)",
         dir.display()
     );
+    if config.node.role != NodeRole::Orderer && dir.join("identities").exists() {
+        let org = config
+            .node
+            .org
+            .clone()
+            .unwrap_or_else(|| config.network.orgs[0].clone());
+        api.gateway = gateway_config(dir, &org)?;
+    }
     let ledger = match config.node.role {
         NodeRole::All => Ledger::open(dir, config.ledger_config()),
         NodeRole::Orderer => return serve_orderer(dir, &config, &api, logs),
@@ -399,6 +532,7 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                     url: endpoint.to_string(),
                     dir: dir.to_path_buf(),
                     org: org.clone(),
+                    identity: None,
                     tls_ca: None,
                     tls_client_cert: members.then(|| own("peer.pem")),
                     tls_client_key: members.then(|| own("peer.key")),
@@ -467,7 +601,7 @@ fn serve_orderer(
     api: &ApiConfig,
     logs: ops::LogControl,
 ) -> Result<()> {
-    let keys = NetworkKeys::load(&dir.join("identities"))
+    let keys = NetworkKeys::load(dir)
         .with_context(|| format!("reading the identities in {}", dir.display()))?;
     let org = config
         .node

@@ -33,6 +33,11 @@ pub struct Connection {
     /// The identity's organisation.
     #[arg(long, env = "RUNNEL_ORG", default_value = "Org1")]
     pub org: String,
+    /// The identity to sign with: identities/<org>/<NAME>.pem and .key in --dir (e.g. one
+    /// from `runnel identity issue`). Default: the command's role (client, or admin for
+    /// lifecycle commands).
+    #[arg(long, env = "RUNNEL_IDENTITY", value_name = "NAME")]
+    pub identity: Option<String>,
     /// With an https:// --url: the CA certificates (PEM, one or more) to trust for the
     /// node's TLS certificate. Default: the TLS CA of every organisation in --dir
     /// (identities/<org>/tls/ca.pem, written by `runnel init`).
@@ -196,8 +201,11 @@ pub struct TlsFiles {
 /// Reads the TLS files of an https:// connection, checking that each holds what it should.
 pub fn tls_files(connection: &Connection) -> Result<TlsFiles> {
     let identities = connection.dir.join("identities");
+    let definition = runnel_ledger::identity::NetworkDefinition::load(&connection.dir).ok();
     let cas: Vec<PathBuf> = match &connection.tls_ca {
         Some(ca) => vec![ca.clone()],
+        // The network definition names every organisation's TLS CA.
+        None if definition.is_some() => Vec::new(),
         None => {
             let mut cas: Vec<PathBuf> = std::fs::read_dir(&identities)
                 .map(|entries| {
@@ -220,7 +228,13 @@ pub fn tls_files(connection: &Connection) -> Result<TlsFiles> {
             cas
         }
     };
-    let mut pems = Vec::with_capacity(cas.len());
+    let mut pems: Vec<Vec<u8>> = match (&connection.tls_ca, &definition) {
+        (None, Some(definition)) => definition
+            .tls_ca_pems()
+            .map(|pem| pem.as_bytes().to_vec())
+            .collect(),
+        _ => Vec::new(),
+    };
     for ca in &cas {
         let pem = std::fs::read(ca)
             .with_context(|| format!("reading the TLS CA certificate {}", ca.display()))?;
@@ -352,14 +366,27 @@ fn tls_hint(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
     })
 }
 pub fn signer(connection: &Connection, role: Role) -> Result<Signer> {
-    let identities = connection.dir.join("identities");
-    let keys = NetworkKeys::load(&identities)
-        .with_context(|| format!("loading identities from {}", identities.display()))?;
-    keys.signer(&connection.org, role).cloned().ok_or_else(|| {
+    let dir = &connection.dir;
+    let keys = NetworkKeys::load(dir)
+        .with_context(|| format!("loading identities from {}", dir.display()))?;
+    let org = &connection.org;
+    if let Some(name) = &connection.identity {
+        let held = keys.named(org, name).ok_or_else(|| {
+            anyhow!("no identity {name} of {org} in {}/identities/{org}", dir.display())
+        })?;
+        if held.role != role {
+            bail!(
+                "identity {name} of {org} is a {}; this command signs as a {role}",
+                held.role
+            );
+        }
+        return Ok(held.signer.clone());
+    }
+    keys.signer(org, role).cloned().ok_or_else(|| {
         anyhow!(
-            "no {role} identity of {} in {}",
-            connection.org,
-            identities.display()
+            "no {role} identity of {org} in {}/identities/{org}: use the directory of \
+             {org}'s people, or --identity",
+            dir.display()
         )
     })
 }

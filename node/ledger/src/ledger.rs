@@ -955,6 +955,39 @@ impl Ledger {
             .collect()
     }
 
+    /// Contract `name`'s approvals recorded on the ledger, `(sequence, org, definition
+    /// hash)` by sequence then org, at most `limit`.
+    pub fn approvals(
+        &self,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, Vec<u8>)>, LedgerError> {
+        let start = lifecycle::approvals_prefix(name);
+        let mut end = start.clone();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let entries = self
+            .world
+            .snapshot()
+            .scan(LIFECYCLE_NAMESPACE, &start, Some(&end), limit)?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|(key, stored)| {
+                let (_, sequence, org) = lifecycle::parse_approval_key(&key)?;
+                Some((sequence, org.to_string(), stored.value))
+            })
+            .collect())
+    }
+
+    /// The definition of `name` in force, if deployed.
+    pub fn definition(&self, name: &str) -> Result<Option<ContractDefinition>, LedgerError> {
+        let snapshot = self.world.snapshot();
+        lifecycle::read_definition(&*snapshot.view(LIFECYCLE_NAMESPACE), name)
+            .map(|found| found.map(|(definition, _)| definition))
+            .map_err(|e| LedgerError::BadResult(e.to_string()))
+    }
+
     /// Deploys a contract (`policy` empty: a majority of the organisations' peers),
     /// endorsed by as many organisations' admins as the lifecycle policy needs.
     pub fn deploy(

@@ -52,6 +52,7 @@ async fn put(
     );
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(tx::sign_proposal(signer, &proposal)),
         })
         .await
@@ -91,7 +92,7 @@ fn main() {
     let ledger = Arc::new(Ledger::open(dir.path(), config).expect("ledger opens"));
     let kv = runnel_wasm_build::wasm("kv").expect("kv builds");
     ledger.deploy("kv", "1", &kv, "").expect("kv deploys");
-    let signer = NetworkKeys::load(&dir.path().join("identities"))
+    let signer = NetworkKeys::load(dir.path())
         .expect("identities")
         .signer("Org1", Role::Client)
         .expect("a client")

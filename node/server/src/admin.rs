@@ -15,6 +15,7 @@ use prost::Message;
 use tonic::{Code, Request, Response, Status};
 
 use super::admission::Batcher;
+use super::endorsing::Peers;
 use super::{missing, quote, status};
 use crate::endorser::EndorseError;
 use crate::ledger::{Ledger, LedgerError, Prepared};
@@ -48,11 +49,13 @@ type Defined = Result<(Prepared, ContractDefinition), LedgerError>;
 pub(super) struct AdminService {
     /// The bounded queue of calls, and the thread that endorses them.
     calls: Batcher<SignedProposal, Defined>,
+    /// The other organisations' peers, whose endorsements a commit may need.
+    peers: Arc<Peers>,
 }
 
 impl AdminService {
     /// Starts the admin thread over `ledger`.
-    pub fn start(ledger: &Arc<Ledger>) -> std::io::Result<Self> {
+    pub fn start(ledger: &Arc<Ledger>, peers: Arc<Peers>) -> std::io::Result<Self> {
         let ledger = ledger.clone();
         let calls = Batcher::start(
             "admin",
@@ -69,7 +72,7 @@ impl AdminService {
                 }
             },
         )?;
-        Ok(AdminService { calls })
+        Ok(AdminService { calls, peers })
     }
 
     /// Endorses a `_lifecycle` proposal for `function`, queued for the admin thread; the
@@ -94,16 +97,18 @@ impl AdminService {
                 ),
             ));
         }
-        self.calls
-            .call(signed)
+        let (prepared, definition) = self
+            .calls
+            .call(signed.clone())
             .await?
-            .map_err(|e| status::from_ledger(&e))
+            .map_err(|e| status::from_ledger(&e))?;
+        Ok((self.peers.gather(&signed, prepared).await?, definition))
     }
 }
 
 /// Endorses `signed`, a `_lifecycle` proposal, with the organisations' admins.
 fn define(ledger: &Ledger, signed: &SignedProposal) -> Defined {
-    let prepared = ledger.endorse_signed(signed)?;
+    let prepared = ledger.endorse_signed(signed, &[])?;
     let definition = ContractDefinition::decode(prepared.result.as_slice())
         .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))?;
     Ok((prepared, definition))

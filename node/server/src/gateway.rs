@@ -54,11 +54,18 @@ impl Gateway for GatewayService {
         &self,
         request: Request<EndorseRequest>,
     ) -> Result<Response<EndorseResponse>, Status> {
-        let signed = request
-            .into_inner()
-            .proposal
-            .ok_or_else(|| missing("proposal"))?;
-        let prepared = self.shared.endorse(signed).await?;
+        let forwarded = request
+            .metadata()
+            .contains_key(super::endorsing::FORWARDED_HEADER);
+        let EndorseRequest {
+            proposal,
+            endorsing_orgs,
+        } = request.into_inner();
+        let signed = proposal.ok_or_else(|| missing("proposal"))?;
+        let prepared = self
+            .shared
+            .endorse(signed, endorsing_orgs, forwarded)
+            .await?;
         Ok(Response::new(EndorseResponse {
             tx_id: prepared.tx_id.to_hex(),
             transaction: prepared.transaction.encode_to_vec(),

@@ -39,6 +39,7 @@ mod admission;
 pub mod codec;
 pub mod connections;
 mod deliver;
+pub mod endorsing;
 mod gateway;
 mod heights;
 pub mod limits;
@@ -153,6 +154,8 @@ pub struct ApiConfig {
     pub read_access: ReadAccess,
     /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
     pub tls: Option<TlsConfig>,
+    /// How this peer reaches the other organisations' peers for their endorsements.
+    pub gateway: endorsing::GatewayConfig,
 }
 
 impl Default for ApiConfig {
@@ -177,6 +180,7 @@ impl Default for ApiConfig {
             cors_max_age: Duration::from_secs(24 * 60 * 60),
             read_access: ReadAccess::Members,
             tls: None,
+            gateway: endorsing::GatewayConfig::default(),
         }
     }
 }
@@ -325,6 +329,7 @@ impl Server {
             ),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
             heights: heights::Heights::default(),
+            peers: Arc::new(endorsing::Peers::new(&self.ledger, &self.config.gateway)),
             ledger: self.ledger,
             stopping,
             config: self.config,
@@ -336,11 +341,12 @@ impl Server {
                 shared.clone(),
                 shared.ledger.blocks(),
             )),
+            tokio::spawn(shared.peers.clone().watch_health()),
         ];
 
         let limit = shared.config.message_bytes_max;
         let cors = cors_layer(&shared.config)?;
-        let admin = admin::AdminService::start(&shared.ledger)
+        let admin = admin::AdminService::start(&shared.ledger, shared.peers.clone())
             .map_err(|e| ApiError::Serve(format!("starting the admin thread: {e}")))?;
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
         let services = Routes::from(axum::Router::new())
@@ -489,6 +495,8 @@ pub async fn serve(
 /// What the services share.
 struct Shared {
     ledger: Arc<Ledger>,
+    /// The other organisations' peers, asked for the endorsements this one cannot give.
+    peers: Arc<endorsing::Peers>,
     /// Where `Endorse` and `Submit` calls queue for the ledger.
     admission: Admission,
     config: ApiConfig,
@@ -534,7 +542,7 @@ impl Admission {
         // Endorsing runs contracts: one thread per core. Ordering is sequential anyway.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let weigh_call: fn(&ProposalCall) -> usize = |call| match call {
-            ProposalCall::Endorse(signed) | ProposalCall::Evaluate(signed) => {
+            ProposalCall::Endorse(signed, _) | ProposalCall::Evaluate(signed) => {
                 signed.proposal.len() + signed.signature.len()
             }
         };
@@ -572,13 +580,39 @@ impl Admission {
 }
 
 impl Shared {
-    /// Endorses a proposal through the endorse batcher.
-    async fn endorse(&self, proposal: SignedProposal) -> Result<Prepared, Status> {
-        self.run_proposal(ProposalCall::Endorse(proposal), |answer| match answer {
-            ProposalAnswer::Endorsed(answer) => Some(answer),
-            ProposalAnswer::Evaluated(_) => None,
-        })
-        .await
+    /// Endorses a proposal through the endorse batcher, as `orgs` (none: as the policy
+    /// in force needs), then asks the other organisations' peers for the endorsements
+    /// this one cannot give; unless `forwarded` (another gateway sent it), when this peer
+    /// endorses as itself only.
+    async fn endorse(
+        &self,
+        proposal: SignedProposal,
+        orgs: Vec<String>,
+        forwarded: bool,
+    ) -> Result<Prepared, Status> {
+        let prepared = self
+            .run_proposal(ProposalCall::Endorse(proposal, orgs), |answer| match answer {
+                ProposalAnswer::Endorsed(answer) => Some(answer),
+                ProposalAnswer::Evaluated(_) => None,
+            })
+            .await?;
+        if prepared.needs.is_empty() {
+            return Ok(prepared);
+        }
+        if forwarded {
+            return Err(status::error(
+                Code::Unavailable,
+                "ENDORSER_UNAVAILABLE",
+                format_args!(
+                    "{}: this peer endorses for {} only, and does not forward a forwarded \
+                     proposal",
+                    prepared.needs.join(", "),
+                    self.ledger.own_orgs().join(", ")
+                ),
+            ));
+        }
+        let signed = prepared.transaction.proposal.clone().unwrap_or_default();
+        self.peers.gather(&signed, prepared).await
     }
 
     /// Evaluates a proposal through the endorse batcher, its signature checked in the

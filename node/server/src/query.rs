@@ -13,7 +13,7 @@ use crate::ledger::{Ledger, LedgerError};
 use crate::orderer::OrderingMode;
 use crate::proto::query_server::Query;
 use crate::proto::{
-    EndorsementDetail, GetBlockRequest, GetBlockResponse, GetInclusionProofRequest,
+    ContractApproval, EndorsementDetail, GetContractApprovalsRequest, GetContractApprovalsResponse, GetBlockRequest, GetBlockResponse, GetInclusionProofRequest,
     GetInclusionProofResponse, GetKeyHistoryRequest, GetKeyHistoryResponse, GetKeyRequest,
     GetKeyResponse, GetNetworkInfoRequest, GetNetworkInfoResponse, GetStateHashRequest,
     GetStateHashResponse, GetTransactionRequest, GetTransactionResponse, Identity, KeyModification,
@@ -188,6 +188,39 @@ impl Query for QueryService {
         Ok(Response::new(ListContractsResponse { contracts }))
     }
 
+    async fn get_contract_approvals(
+        &self,
+        request: Request<GetContractApprovalsRequest>,
+    ) -> Result<Response<GetContractApprovalsResponse>, Status> {
+        let name = request.into_inner().name;
+        crate::lifecycle::check_name(&name)
+            .map_err(|e| status::error(Code::InvalidArgument, e.code(), e))?;
+        let (definition, approvals) = self
+            .shared
+            .blocking(move |ledger| {
+                Ok((
+                    ledger.definition(&name)?,
+                    ledger.approvals(&name, APPROVALS_MAX)?,
+                ))
+            })
+            .await?;
+        Ok(Response::new(GetContractApprovalsResponse {
+            definition_hash: definition
+                .as_ref()
+                .map(|d| crate::lifecycle::definition_hash(d).to_vec())
+                .unwrap_or_default(),
+            definition,
+            approvals: approvals
+                .into_iter()
+                .map(|(sequence, org, definition_hash)| ContractApproval {
+                    sequence,
+                    org,
+                    definition_hash,
+                })
+                .collect(),
+        }))
+    }
+
     async fn get_network_info(
         &self,
         _request: Request<GetNetworkInfoRequest>,
@@ -211,6 +244,24 @@ impl Query for QueryService {
             message_bytes_max: as_u64(self.shared.config.message_bytes_max),
             proposal_bytes_max: as_u64(info.proposal_bytes_max),
             transaction_bytes_max: as_u64(info.transaction_bytes_max),
+            own_orgs: self.shared.ledger.own_orgs(),
+            peers: self
+                .shared
+                .peers
+                .views()
+                .into_iter()
+                .map(|peer| crate::proto::NetworkPeer {
+                    org: peer.org,
+                    name: peer.name,
+                    endpoint: peer.endpoint,
+                    alive: peer.health.alive,
+                    committed_height: peer.health.height,
+                    error: peer.health.error.unwrap_or_default(),
+                    checked_ms_ago: peer.health.checked.map_or(0, |at| {
+                        u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX).max(1)
+                    }),
+                })
+                .collect(),
         }))
     }
 
@@ -226,6 +277,9 @@ impl Query for QueryService {
         }))
     }
 }
+
+/// Most approvals `GetContractApprovals` answers.
+const APPROVALS_MAX: usize = 1000;
 
 /// A transaction in full, decoded where it decodes.
 fn transaction_detail(

@@ -166,7 +166,9 @@ fn lifecycle_code(error: &LifecycleError) -> Code {
         | LifecycleError::InvalidCode(_) => Code::InvalidArgument,
         LifecycleError::UnknownFunction(_) | LifecycleError::NotDeployed(_) => Code::NotFound,
         LifecycleError::AlreadyDeployed { .. } => Code::AlreadyExists,
-        LifecycleError::CodeNotStored(_) => Code::FailedPrecondition,
+        LifecycleError::CodeNotStored(_)
+        | LifecycleError::NotApproved { .. }
+        | LifecycleError::StaleSequence { .. } => Code::FailedPrecondition,
         LifecycleError::Init { error, .. } => invoke_code(error),
         LifecycleError::State(_) => Code::Unavailable,
         LifecycleError::Corrupt { .. } => Code::DataLoss,

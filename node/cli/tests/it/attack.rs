@@ -26,7 +26,7 @@ fn dev_node(dir: &Path) -> (Node, NetworkKeys) {
         &["dev", "--contracts", kv.parent().unwrap().to_str().unwrap()],
         dir,
     );
-    let keys = NetworkKeys::load(&dir.join("identities")).expect("the dev node's keys");
+    let keys = NetworkKeys::load(dir).expect("the dev node's keys");
     (node, keys)
 }
 
@@ -83,6 +83,7 @@ fn proposal(client: &Signer, contract: &str, function: &str, args: &[&str]) -> S
 async fn endorsed(gateway: &mut GatewayClient<Channel>, proposal: SignedProposal) -> Transaction {
     let answer = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(proposal),
         })
         .await
@@ -322,6 +323,7 @@ fn a_proposal_dated_outside_the_window_is_refused() {
             stale.timestamp_ms = stale.timestamp_ms.wrapping_sub(skew);
             let refused = gateway
                 .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
                     proposal: Some(tx::sign_proposal(&client, &stale)),
                 })
                 .await

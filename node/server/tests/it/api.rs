@@ -95,6 +95,7 @@ impl Node {
         let mut gateway = self.gateway().await;
         let endorsed = gateway
             .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
                 proposal: Some(self.proposal(signer, contract, function, args)),
             })
             .await
@@ -227,6 +228,7 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
 
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"blue"])),
         })
         .await
@@ -325,6 +327,7 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
     // Submit can wait itself: one round trip answers with the durable status.
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"green"])),
         })
         .await
@@ -364,6 +367,7 @@ async fn a_client_signs_endorses_submits_and_waits_through_the_gateway() {
     // Without wait_for, no status; a wait_for that is no phase is refused, unordered.
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "kv", "put", &[b"colour", b"red"])),
         })
         .await
@@ -398,6 +402,7 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
     let proposal = node.proposal(&client, "kv", "put", &[b"k", b"v"]);
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(proposal.clone()),
         })
         .await
@@ -433,6 +438,7 @@ async fn a_replayed_transaction_is_already_exists_with_duplicate_txid() {
     // The same proposal again is refused before anything runs.
     let reendorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(proposal),
         })
         .await
@@ -532,6 +538,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     };
     let status = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(garbage),
         })
         .await
@@ -579,6 +586,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     forged.signature[0] ^= 1;
     let status = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(forged),
         })
         .await
@@ -588,6 +596,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     // A transaction whose creator signature was made over other bytes.
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "kv", "put", &[b"k", b"v"])),
         })
         .await
@@ -627,6 +636,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     // Unknown contract, unknown function, the contract's own error.
     let status = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "nope", "put", &[b"k", b"v"])),
         })
         .await
@@ -642,6 +652,7 @@ async fn bad_input_gets_a_clear_status_and_changes_nothing() {
     assert_status(&status, Code::NotFound, "FUNCTION_NOT_FOUND");
     let status = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(node.proposal(&client, "token", "mint", &[b"Org1/alice", b"5"])),
         })
         .await

@@ -154,6 +154,7 @@ async fn evaluate_and_submit_over_tls_trusting_the_network_tls_ca() {
     };
     let endorsed = gateway
         .endorse(EndorseRequest {
+            endorsing_orgs: Vec::new(),
             proposal: Some(proposal("put", vec![b"colour".to_vec(), b"blue".to_vec()])),
         })
         .await

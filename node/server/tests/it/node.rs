@@ -109,7 +109,7 @@ impl Node {
 
     /// An identity of this network, by org and role, from the ledger's directory.
     pub fn identity(&self, org: &str, role: Role) -> Signer {
-        let keys = NetworkKeys::load(&self.dir.path().join("identities")).unwrap();
+        let keys = NetworkKeys::load(self.dir.path()).unwrap();
         keys.signer(org, role).unwrap().clone()
     }
 

@@ -1,0 +1,430 @@
+//! The gateway across organisations, Fabric Gateway's way: a peer endorses a proposal as
+//! its own organisation, and for each other organisation the policy in force needs (the
+//! ledger says which: [`Prepared::needs`]) asks a live peer of that organisation, in
+//! parallel, over mutual TLS as itself. It tries the organisation's peers highest height
+//! first and moves on to the next when one cannot be reached or times out; checks that
+//! every answer carries exactly the payload it endorsed itself; and returns the
+//! transaction with every endorsement for the client to sign.
+//!
+//! The other peers come from the network definition (`network.json`). A background task
+//! asks each for its heights every [`HEALTH_EVERY`]: that orders the candidates, and is
+//! what the node reports about its network.
+//!
+//! A request a gateway sends on carries [`FORWARDED_HEADER`]: the peer it reaches
+//! endorses as itself only and never forwards it again, so two peers whose definitions
+//! disagree cannot pass a proposal back and forth.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use tokio::task::JoinSet;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Status};
+
+use crate::identity::{Msp, Role};
+use crate::ledger::{Ledger, Prepared};
+use crate::proto::gateway_client::GatewayClient;
+use crate::proto::query_client::QueryClient;
+use crate::proto::{
+    Endorsement, EndorseRequest, GetNetworkInfoRequest, SignedProposal, Transaction,
+};
+use crate::status;
+use crate::tx;
+
+/// The header that marks a request one gateway forwarded to another organisation's peer.
+pub const FORWARDED_HEADER: &str = "runnel-forwarded";
+
+/// How often each other peer is asked for its heights.
+pub const HEALTH_EVERY: Duration = Duration::from_secs(2);
+
+/// How this peer reaches the other organisations' peers.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// TLS for `https://` endpoints: the CA certificates to trust (PEM, every
+    /// organisation's TLS CA) and this peer's certificate and key (PEM) to present, for
+    /// mutual TLS.
+    pub tls: Option<PeerTls>,
+    /// How long one peer has to endorse (or answer a health check: a quarter of it).
+    pub endorse_timeout: Duration,
+    /// This peer's name in the network definition, which is not asked: it is itself.
+    pub self_name: Option<String>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            tls: None,
+            endorse_timeout: Duration::from_secs(10),
+            self_name: None,
+        }
+    }
+}
+
+/// TLS to other peers.
+#[derive(Clone, Debug)]
+pub struct PeerTls {
+    /// Certificates to trust, PEM.
+    pub cas: Vec<Vec<u8>>,
+    /// This peer's certificate and private key, PEM.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// What this peer last learned of another.
+#[derive(Clone, Debug, Default)]
+pub struct PeerHealth {
+    /// It answered the last check.
+    pub alive: bool,
+    /// Its committed height then.
+    pub height: u64,
+    /// When it was last checked.
+    pub checked: Option<Instant>,
+    /// Why the last check failed.
+    pub error: Option<String>,
+}
+
+/// Another peer of the network.
+struct RemotePeer {
+    org: String,
+    name: String,
+    endpoint: String,
+    /// None when the endpoint or TLS settings cannot make a channel (the reason).
+    channel: Result<Channel, String>,
+    health: Mutex<PeerHealth>,
+}
+
+/// A peer of the network as this node sees it.
+#[derive(Clone, Debug)]
+pub struct PeerView {
+    /// Its organisation.
+    pub org: String,
+    /// Its name.
+    pub name: String,
+    /// Its endpoint.
+    pub endpoint: String,
+    /// What the last check found.
+    pub health: PeerHealth,
+}
+
+/// The other organisations' peers, and how to ask them to endorse.
+pub(crate) struct Peers {
+    peers: Vec<RemotePeer>,
+    msp: Arc<Msp>,
+    timeout: Duration,
+}
+
+fn channel(endpoint: &str, tls: Option<&PeerTls>, timeout: Duration) -> Result<Channel, String> {
+    let mut builder = Endpoint::from_shared(endpoint.to_string())
+        .map_err(|e| format!("bad endpoint {endpoint:?}: {e}"))?
+        .connect_timeout(timeout)
+        .timeout(timeout);
+    if endpoint.starts_with("https://") {
+        let tls = tls.ok_or_else(|| format!("{endpoint}: no TLS settings to reach it with"))?;
+        let mut config = ClientTlsConfig::new();
+        for ca in &tls.cas {
+            config = config.ca_certificate(Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &tls.identity {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        builder = builder
+            .tls_config(config)
+            .map_err(|e| format!("{endpoint}: TLS: {e}"))?;
+    }
+    Ok(builder.connect_lazy())
+}
+
+impl Peers {
+    /// Every peer of `ledger`'s network but this one and those of the organisations it
+    /// endorses for itself.
+    pub fn new(ledger: &Ledger, config: &GatewayConfig) -> Peers {
+        let own = ledger.own_orgs();
+        let peers = ledger
+            .network()
+            .orgs
+            .iter()
+            .filter(|org| !own.contains(&org.name))
+            .flat_map(|org| {
+                org.peers.iter().map(|peer| RemotePeer {
+                    org: org.name.clone(),
+                    name: peer.name.clone(),
+                    endpoint: peer.endpoint.clone(),
+                    channel: channel(&peer.endpoint, config.tls.as_ref(), config.endorse_timeout),
+                    health: Mutex::new(PeerHealth::default()),
+                })
+            })
+            .filter(|peer| config.self_name.as_deref() != Some(peer.name.as_str()))
+            .collect();
+        Peers {
+            peers,
+            msp: ledger.internals().msp().clone(),
+            timeout: config.endorse_timeout,
+        }
+    }
+
+    /// What this node knows of the other peers now.
+    pub fn views(&self) -> Vec<PeerView> {
+        self.peers
+            .iter()
+            .map(|peer| PeerView {
+                org: peer.org.clone(),
+                name: peer.name.clone(),
+                endpoint: peer.endpoint.clone(),
+                health: lock(&peer.health).clone(),
+            })
+            .collect()
+    }
+
+    /// Asks every peer for its heights, now and every [`HEALTH_EVERY`], until dropped.
+    pub async fn watch_health(self: Arc<Self>) {
+        let mut every = tokio::time::interval(HEALTH_EVERY);
+        loop {
+            every.tick().await;
+            let mut checks = JoinSet::new();
+            for index in 0..self.peers.len() {
+                let peers = self.clone();
+                checks.spawn(async move { peers.check(index).await });
+            }
+            while checks.join_next().await.is_some() {}
+        }
+    }
+
+    async fn check(&self, index: usize) {
+        let peer = &self.peers[index];
+        let answer = match &peer.channel {
+            Ok(channel) => {
+                let mut request = tonic::Request::new(GetNetworkInfoRequest {});
+                request.set_timeout(self.timeout / 4);
+                QueryClient::new(channel.clone())
+                    .get_network_info(request)
+                    .await
+                    .map(|info| info.into_inner().committed_height)
+                    .map_err(|status| describe(&status))
+            }
+            Err(reason) => Err(reason.clone()),
+        };
+        let mut health = lock(&peer.health);
+        health.checked = Some(Instant::now());
+        match answer {
+            Ok(height) => {
+                health.alive = true;
+                health.height = height;
+                health.error = None;
+            }
+            Err(error) => {
+                health.alive = false;
+                health.error = Some(error);
+            }
+        }
+    }
+
+    /// `org`'s peers to ask, best first: alive before not, then highest height.
+    fn candidates(&self, org: &str) -> Vec<usize> {
+        let mut found: Vec<(usize, bool, u64)> = self
+            .peers
+            .iter()
+            .enumerate()
+            .filter(|(_, peer)| peer.org == org)
+            .map(|(index, peer)| {
+                let health = lock(&peer.health);
+                // Never checked yet: as good as alive.
+                let alive = health.alive || health.checked.is_none();
+                (index, alive, health.height)
+            })
+            .collect();
+        found.sort_by_key(|&(index, alive, height)| (!alive, std::cmp::Reverse(height), index));
+        found.into_iter().map(|(index, _, _)| index).collect()
+    }
+
+    /// Adds to `prepared` an endorsement from a peer of each organisation it still
+    /// needs, asked in parallel; checks each endorses exactly its payload.
+    pub async fn gather(
+        self: &Arc<Self>,
+        signed: &SignedProposal,
+        mut prepared: Prepared,
+    ) -> Result<Prepared, Status> {
+        if prepared.needs.is_empty() {
+            return Ok(prepared);
+        }
+        let mut asks = JoinSet::new();
+        for org in std::mem::take(&mut prepared.needs) {
+            let peers = self.clone();
+            let signed = signed.clone();
+            asks.spawn(async move {
+                let answer = peers.endorse_by(&org, signed).await;
+                (org, answer)
+            });
+        }
+        let mut answers = Vec::new();
+        while let Some(joined) = asks.join_next().await {
+            let (org, answer) = joined.map_err(|e| {
+                status::error(Code::Internal, "INTERNAL", format_args!("an endorsement task failed: {e}"))
+            })?;
+            answers.push((org, answer?));
+        }
+        // In the network's order, whatever order they came back in.
+        let order = |org: &str| self.peers.iter().position(|peer| peer.org == org);
+        answers.sort_by_key(|(org, _)| order(org));
+        for (org, (peer, payload, endorsements)) in answers {
+            if payload != prepared.transaction.payload {
+                return Err(status::error(
+                    Code::Aborted,
+                    "ENDORSEMENT_MISMATCH",
+                    format_args!(
+                        "{org}: {peer} endorsed a different payload (read/write set, result or \
+                         events) than this peer did: the contract is not deterministic, or the \
+                         peers' states differ"
+                    ),
+                ));
+            }
+            prepared.transaction.endorsements.extend(endorsements);
+        }
+        Ok(prepared)
+    }
+
+    /// An endorsement of `signed` by a peer of `org`: its name, the payload it endorsed
+    /// and its endorsements, each checked to be by a peer of `org`.
+    async fn endorse_by(
+        &self,
+        org: &str,
+        signed: SignedProposal,
+    ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
+        let candidates = self.candidates(org);
+        if candidates.is_empty() {
+            return Err(status::error(
+                Code::Unavailable,
+                "ENDORSER_UNAVAILABLE",
+                format_args!("{org}: the network definition names no peer of {org} to ask"),
+            ));
+        }
+        let mut failures = Vec::new();
+        for index in candidates {
+            let peer = &self.peers[index];
+            let channel = match &peer.channel {
+                Ok(channel) => channel.clone(),
+                Err(reason) => {
+                    failures.push(format!("{}: {reason}", peer.name));
+                    continue;
+                }
+            };
+            let mut request = tonic::Request::new(EndorseRequest {
+                proposal: Some(signed.clone()),
+                endorsing_orgs: vec![org.to_string()],
+            });
+            request.set_timeout(self.timeout);
+            request
+                .metadata_mut()
+                .insert(FORWARDED_HEADER, tonic::metadata::MetadataValue::from_static("1"));
+            match GatewayClient::new(channel).endorse(request).await {
+                Ok(response) => {
+                    lock(&peer.health).alive = true;
+                    return self.check_answer(org, peer, &response.into_inner().transaction);
+                }
+                Err(status) if worth_another_peer(&status) => {
+                    let mut health = lock(&peer.health);
+                    health.alive = false;
+                    health.error = Some(describe(&status));
+                    failures.push(format!("{} ({}): {}", peer.name, peer.endpoint, describe(&status)));
+                }
+                Err(status) => {
+                    return Err(status::error(
+                        status.code(),
+                        "ENDORSEMENT_REFUSED",
+                        format_args!("{org}: {} refused to endorse: {}", peer.name, status.message()),
+                    ));
+                }
+            }
+        }
+        Err(status::error(
+            Code::Unavailable,
+            "ENDORSER_UNAVAILABLE",
+            format_args!("{org}: no peer of {org} endorsed: {}", failures.join("; ")),
+        ))
+    }
+
+    /// The payload and endorsements of a transaction another peer returned, each
+    /// endorsement's certificate a peer's of `org` and its signature valid.
+    fn check_answer(
+        &self,
+        org: &str,
+        peer: &RemotePeer,
+        transaction: &[u8],
+    ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
+        let refused = |why: String| {
+            status::error(
+                Code::Unavailable,
+                "ENDORSEMENT_REFUSED",
+                format_args!("{org}: {} answered {why}", peer.name),
+            )
+        };
+        let transaction = Transaction::decode(transaction)
+            .map_err(|e| refused(format!("a transaction that does not decode ({e})")))?;
+        let proposal_hash = tx::sha256(
+            &transaction
+                .proposal
+                .as_ref()
+                .map(|p| p.proposal.clone())
+                .unwrap_or_default(),
+        );
+        let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+        let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
+        if transaction.endorsements.is_empty() {
+            return Err(refused("no endorsement".into()));
+        }
+        for endorsement in &transaction.endorsements {
+            let identity = self
+                .msp
+                .verify(&endorsement.endorser, now)
+                .map_err(|e| refused(format!("an endorsement by an unknown identity ({e})")))?;
+            if identity.org != org || identity.role != Role::Peer {
+                return Err(refused(format!(
+                    "an endorsement by {} ({}), not by a peer of {org}",
+                    identity.id(),
+                    identity.role
+                )));
+            }
+            identity
+                .verify(&message, &endorsement.signature)
+                .map_err(|e| refused(format!("an endorsement whose signature fails ({e})")))?;
+        }
+        Ok((peer.name.clone(), transaction.payload, transaction.endorsements))
+    }
+}
+
+/// Whether a failure is the peer's, not the proposal's: another peer of the same
+/// organisation may do better.
+fn worth_another_peer(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::ResourceExhausted
+            | Code::Internal
+    )
+}
+
+/// A status on one line: its message, or its code and what failed under it.
+fn describe(status: &Status) -> String {
+    use std::error::Error as _;
+    let mut text = if status.message().is_empty() {
+        format!("{:?}", status.code())
+    } else {
+        status.message().to_string()
+    };
+    let mut source = status.source();
+    while let Some(error) = source {
+        let next = error.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = error.source();
+    }
+    text
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
