@@ -16,10 +16,10 @@ use runnel_server::proto::admin_client::AdminClient;
 use runnel_server::proto::gateway_client::GatewayClient;
 use runnel_server::proto::query_client::QueryClient;
 use runnel_server::proto::{
-    ContractDefinition, DeployContractRequest, DeployRequest, EndorseRequest,
-    GetContractApprovalsRequest, EvaluateRequest, GetBlockRequest,
-    GetNetworkInfoRequest, GetStateHashRequest, GetTransactionRequest, SignedProposal,
-    SubmitRequest, TxPhase, UpgradeContractRequest, ValidationCode,
+    ContractDefinition, DeployContractRequest, DeployRequest, EndorseRequest, EvaluateRequest,
+    GetBlockRequest, GetContractApprovalsRequest, GetNetworkInfoRequest, GetStateHashRequest,
+    GetTransactionRequest, SignedProposal, SubmitRequest, TxPhase, UpgradeContractRequest,
+    ValidationCode,
 };
 use serde_json::{Value, json};
 
@@ -196,7 +196,7 @@ pub fn invoke(args: &CallArgs) -> Result<()> {
         let mut gateway = GatewayClient::new(channel);
         let endorsed = gateway
             .endorse(EndorseRequest {
-            endorsing_orgs: Vec::new(),
+                endorsing_orgs: Vec::new(),
                 proposal: Some(proposal),
             })
             .await
@@ -233,29 +233,56 @@ pub fn query(args: &CallArgs) -> Result<()> {
 
 /// `runnel deploy`: a `_lifecycle` transaction signed by the organisation's admin.
 pub fn deploy(args: &DeployArgs) -> Result<()> {
+    let function = if args.upgrade { FN_UPGRADE } else { FN_DEPLOY };
+    let report = runtime()?.block_on(define(&args.connection, function, request(args)?))?;
+    print(&report);
+    Ok(())
+}
+
+/// `runnel approve`: the organisation's admin approves a contract definition for its
+/// organisation, a `_lifecycle` transaction endorsed by a peer of the organisation.
+pub fn approve(args: &DeployArgs) -> Result<()> {
+    let report = runtime()?.block_on(define(&args.connection, FN_APPROVE, request(args)?))?;
+    print(&report);
+    Ok(())
+}
+
+/// The definition `runnel deploy` or `approve` asks for.
+fn request(args: &DeployArgs) -> Result<DeployRequest> {
     let code =
         std::fs::read(&args.wasm).with_context(|| format!("reading {}", args.wasm.display()))?;
-    runtime()?.block_on(async {
-        let channel = connect(&args.connection).await?;
-        let admin = signer(&args.connection, Role::Admin)?;
-        let request = DeployRequest {
-            name: args.name.clone(),
-            version: args.version.clone(),
-            policy: args.policy.clone(),
-            code,
-            ..DeployRequest::default()
-        };
-        let function = if args.upgrade { FN_UPGRADE } else { FN_DEPLOY };
-        let proposal = tx::new_proposal(
-            &channel_name(&channel).await?,
-            LIFECYCLE_NAMESPACE,
-            function,
-            vec![request.encode_to_vec()],
-            &admin,
-        );
-        let signed: SignedProposal = tx::sign_proposal(&admin, &proposal);
-        let mut lifecycle = AdminClient::new(channel.clone());
-        let (transaction, definition) = if args.upgrade {
+    Ok(DeployRequest {
+        name: args.name.clone(),
+        version: args.version.clone(),
+        policy: args.policy.clone(),
+        code,
+        sequence: args.sequence,
+        ..DeployRequest::default()
+    })
+}
+
+/// Runs `_lifecycle.function(request)` (approve, deploy or upgrade) as a transaction
+/// signed by the connection's organisation's admin, and waits for it to commit; the
+/// report `runnel deploy` and `approve` print.
+pub async fn define(
+    connection: &Connection,
+    function: &str,
+    request: DeployRequest,
+) -> Result<Value> {
+    let channel = connect(connection).await?;
+    let admin = signer(connection, Role::Admin)?;
+    let proposal = tx::new_proposal(
+        &channel_name(&channel).await?,
+        LIFECYCLE_NAMESPACE,
+        function,
+        vec![request.encode_to_vec()],
+        &admin,
+    );
+    let signed: SignedProposal = tx::sign_proposal(&admin, &proposal);
+    let mut lifecycle = AdminClient::new(channel.clone());
+    let mut gateway = GatewayClient::new(channel);
+    let (transaction, definition) = match function {
+        FN_UPGRADE => {
             let r = lifecycle
                 .upgrade_contract(UpgradeContractRequest {
                     proposal: Some(signed),
@@ -264,7 +291,8 @@ pub fn deploy(args: &DeployArgs) -> Result<()> {
                 .map_err(status)?
                 .into_inner();
             (r.transaction, r.definition)
-        } else {
+        }
+        FN_DEPLOY => {
             let r = lifecycle
                 .deploy_contract(DeployContractRequest {
                     proposal: Some(signed),
@@ -273,57 +301,33 @@ pub fn deploy(args: &DeployArgs) -> Result<()> {
                 .map_err(status)?
                 .into_inner();
             (r.transaction, r.definition)
-        };
-        let mut gateway = GatewayClient::new(channel);
-        let mut report = submit_and_wait(&mut gateway, &admin, transaction, false).await?;
-        if let Some(definition) = definition {
-            report["contract"] = definition_json(&definition);
         }
-        print(&report);
-        Ok(())
-    })
-}
-
-/// `runnel approve`: the organisation's admin approves a contract definition for its
-/// organisation, a `_lifecycle` transaction endorsed by a peer of the organisation.
-pub fn approve(args: &DeployArgs) -> Result<()> {
-    let code =
-        std::fs::read(&args.wasm).with_context(|| format!("reading {}", args.wasm.display()))?;
-    runtime()?.block_on(async {
-        let channel = connect(&args.connection).await?;
-        let admin = signer(&args.connection, Role::Admin)?;
-        let request = DeployRequest {
-            name: args.name.clone(),
-            version: args.version.clone(),
-            policy: args.policy.clone(),
-            code,
-            sequence: args.sequence,
-            ..DeployRequest::default()
-        };
-        let proposal = tx::new_proposal(
-            &channel_name(&channel).await?,
-            LIFECYCLE_NAMESPACE,
-            FN_APPROVE,
-            vec![request.encode_to_vec()],
-            &admin,
-        );
-        let mut gateway = GatewayClient::new(channel);
-        let endorsed = gateway
-            .endorse(EndorseRequest {
-                proposal: Some(tx::sign_proposal(&admin, &proposal)),
-                endorsing_orgs: Vec::new(),
-            })
-            .await
-            .map_err(status)?
-            .into_inner();
-        let mut report = submit_and_wait(&mut gateway, &admin, endorsed.transaction, false).await?;
-        if let Ok(definition) = ContractDefinition::decode(endorsed.result.as_slice()) {
-            report["approved"] = definition_json(&definition);
-            report["approved"]["org"] = json!(args.connection.org);
+        _ => {
+            let r = gateway
+                .endorse(EndorseRequest {
+                    proposal: Some(signed),
+                    endorsing_orgs: Vec::new(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            (
+                r.transaction,
+                ContractDefinition::decode(r.result.as_slice()).ok(),
+            )
         }
-        print(&report);
-        Ok(())
-    })
+    };
+    let mut report = submit_and_wait(&mut gateway, &admin, transaction, false).await?;
+    if let Some(definition) = definition {
+        let key = if function == FN_APPROVE {
+            "approved"
+        } else {
+            "contract"
+        };
+        report[key] = definition_json(&definition);
+        report[key]["org"] = json!(connection.org);
+    }
+    Ok(report)
 }
 
 /// A contract definition as the commands show it.

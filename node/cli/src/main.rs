@@ -10,6 +10,7 @@ mod client;
 mod local;
 mod network;
 mod node;
+mod up;
 
 /// mimalloc: the API's many small allocations cost less than with glibc's malloc
 /// (docs/perf-log.md).
@@ -39,6 +40,12 @@ enum Command {
     /// Run the node of a network made by `runnel init`: every role in one process, or
     /// the orderer or a peer alone (`--role`).
     Start(node::ServeArgs),
+    /// Start a whole network on this machine, each node a process with only its own
+    /// keys: created the first time, the example contracts approved by every
+    /// organisation and committed.
+    Up(up::UpArgs),
+    /// Stop the network `runnel up` started; its data stays for the next `up`.
+    Down(up::DownArgs),
     /// Call a contract function as a transaction: endorse, sign, order, wait for commit.
     Invoke(client::CallArgs),
     /// Call a contract function on the node's current state, without a transaction.
@@ -107,6 +114,8 @@ fn main() -> ExitCode {
         Command::Init(args) => node::init(&args),
         Command::Dev(args) => node::dev(&args),
         Command::Start(args) => node::start(&args),
+        Command::Up(args) => up::up(&args),
+        Command::Down(args) => up::down(&args),
         Command::Invoke(args) => client::invoke(&args),
         Command::Query(args) => client::query(&args),
         Command::Deploy(args) => client::deploy(&args),

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use runnel_ledger::identity::{
     CertificateAuthority, IDENTITIES_DIR, IssuedIdentity, NetworkDefinition, OrdererNode,
-    OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority, write_identity, write_key,
+    OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority,
+    write_identity, write_key,
 };
 
 use runnel_cli::config;
@@ -96,10 +97,12 @@ fn short_name(name: &str) -> &str {
 /// Creates the network `layout` describes in `dir` (see the module doc). Everything is
 /// written aside first and renamed into place, so a failure leaves nothing half made.
 pub fn create(dir: &Path, layout: &Layout<'_>) -> Result<Vec<NodeDir>> {
-    if dir.join(runnel_ledger::identity::NETWORK_FILE).exists()
-        || dir.join(IDENTITIES_DIR).exists()
+    if dir.join(runnel_ledger::identity::NETWORK_FILE).exists() || dir.join(IDENTITIES_DIR).exists()
     {
-        bail!("{} already holds a network; choose another --dir", dir.display());
+        bail!(
+            "{} already holds a network; choose another --dir",
+            dir.display()
+        );
     }
     if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
         bail!("{} is not empty; choose another --dir", dir.display());
@@ -129,7 +132,12 @@ fn hosts(layout: &Layout<'_>) -> Vec<String> {
     let mut hosts: Vec<String> = runnel_ledger::identity::TLS_LOCAL_HOSTS
         .map(String::from)
         .to_vec();
-    for host in layout.tls_hosts.iter().map(String::as_str).chain([layout.host]) {
+    for host in layout
+        .tls_hosts
+        .iter()
+        .map(String::as_str)
+        .chain([layout.host])
+    {
         if !hosts.iter().any(|h| h == host) {
             hosts.push(host.to_string());
         }
@@ -196,7 +204,9 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
             peers: org_peers,
         });
     }
-    definition.check().context("checking the new network's definition")?;
+    definition
+        .check()
+        .context("checking the new network's definition")?;
     std::fs::create_dir_all(root)?;
     definition.write(root)?;
 
@@ -351,7 +361,13 @@ mod tests {
         let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(
             names,
-            ["orderer0.Org1", "peer0.Org1", "peer1.Org1", "peer0.Org2", "peer1.Org2"]
+            [
+                "orderer0.Org1",
+                "peer0.Org1",
+                "peer1.Org1",
+                "peer0.Org2",
+                "peer1.Org2"
+            ]
         );
         assert_eq!(nodes[4].endpoint, "https://127.0.0.1:9054");
         for node in &nodes {
@@ -362,8 +378,7 @@ mod tests {
                 .map(|k| (k.org.clone(), k.role))
                 .collect();
             assert_eq!(held, [(node.org.clone(), node.role)], "{}", node.name);
-            let settings =
-                config::NodeConfig::load(&node.dir.join(config::FILE_NAME)).unwrap();
+            let settings = config::NodeConfig::load(&node.dir.join(config::FILE_NAME)).unwrap();
             assert_eq!(settings.node.org.as_deref(), Some(node.org.as_str()));
             assert!(settings.api.tls.enabled);
         }
@@ -379,9 +394,15 @@ mod tests {
             .unwrap();
         let msp = members.msp().unwrap();
         let identity = msp
-            .verify(&alice.cert_der, time::OffsetDateTime::now_utc().unix_timestamp())
+            .verify(
+                &alice.cert_der,
+                time::OffsetDateTime::now_utc().unix_timestamp(),
+            )
             .unwrap();
-        assert_eq!((identity.org.as_str(), identity.role), ("Org2", Role::Client));
+        assert_eq!(
+            (identity.org.as_str(), identity.role),
+            ("Org2", Role::Client)
+        );
         // No second network over the first.
         let again = create(
             &net,

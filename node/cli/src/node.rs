@@ -163,7 +163,9 @@ pub fn init(args: &InitArgs) -> Result<()> {
     );
     println!(
         "  definition  {} (public: every member has a copy)",
-        args.dir.join(runnel_ledger::identity::NETWORK_FILE).display()
+        args.dir
+            .join(runnel_ledger::identity::NETWORK_FILE)
+            .display()
     );
     for org in &args.orgs {
         let org_dir = args.dir.join(org);
@@ -342,8 +344,8 @@ pub fn start(args: &ServeArgs) -> Result<()> {
 /// organisation's TLS CA, presenting its own peer certificate (mutual TLS); its own name,
 /// which the definition lists among the peers.
 fn gateway_config(dir: &Path, org: &str) -> Result<runnel_server::endorsing::GatewayConfig> {
-    let keys = NetworkKeys::load(dir)
-        .with_context(|| format!("reading the keys in {}", dir.display()))?;
+    let keys =
+        NetworkKeys::load(dir).with_context(|| format!("reading the keys in {}", dir.display()))?;
     let Some(peer) = keys
         .held()
         .iter()

@@ -372,7 +372,10 @@ pub fn signer(connection: &Connection, role: Role) -> Result<Signer> {
     let org = &connection.org;
     if let Some(name) = &connection.identity {
         let held = keys.named(org, name).ok_or_else(|| {
-            anyhow!("no identity {name} of {org} in {}/identities/{org}", dir.display())
+            anyhow!(
+                "no identity {name} of {org} in {}/identities/{org}",
+                dir.display()
+            )
         })?;
         if held.role != role {
             bail!(
@@ -408,6 +411,21 @@ pub fn status(error: tonic::Status) -> anyhow::Error {
     } else {
         anyhow!("{}", error.message())
     }
+}
+
+/// The names of the contracts deployed on the node at `connection` (up to 1000).
+pub async fn contract_names(connection: &Connection) -> Result<Vec<String>> {
+    let channel = connect(connection).await?;
+    let contracts = QueryClient::new(channel)
+        .list_contracts(runnel_server::proto::ListContractsRequest {
+            start_after: String::new(),
+            limit: 1000,
+        })
+        .await
+        .map_err(status)?
+        .into_inner()
+        .contracts;
+    Ok(contracts.into_iter().map(|c| c.name).collect())
 }
 
 /// The channel the node serves.

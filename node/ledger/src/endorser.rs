@@ -30,8 +30,7 @@ use crate::identity::{Identity, IdentityError, Msp, Role, Signer};
 use crate::ids::TxId;
 use crate::lifecycle::{
     self, DEFAULT_LIFECYCLE_POLICY, FN_APPROVE, FN_DEFINITION, FN_DEPLOY, FN_UPGRADE,
-    LIFECYCLE_NAMESPACE,
-    LifecycleError,
+    LIFECYCLE_NAMESPACE, LifecycleError,
 };
 use crate::policy::{Policy, PolicyError};
 use crate::proto::{

@@ -73,9 +73,7 @@ pub enum LifecycleError {
     #[error("malformed lifecycle request: {0}")]
     BadRequest(String),
     /// No such lifecycle function.
-    #[error(
-        "`_lifecycle` has no function `{0}` (it has: approve, deploy, upgrade, definition)"
-    )]
+    #[error("`_lifecycle` has no function `{0}` (it has: approve, deploy, upgrade, definition)")]
     UnknownFunction(String),
     /// The contract name is not acceptable.
     #[error(
@@ -525,8 +523,14 @@ pub fn approve(
         n => n,
     };
     let mut rwset = RwSetBuilder::default();
-    let (definition, _) =
-        request_definition(request, sequence, lifecycle, runtime, caller.orgs, &mut rwset)?;
+    let (definition, _) = request_definition(
+        request,
+        sequence,
+        lifecycle,
+        runtime,
+        caller.orgs,
+        &mut rwset,
+    )?;
     rwset.write(
         approval_key(&request.name, sequence, caller.org),
         definition_hash(&definition).to_vec(),
@@ -566,8 +570,14 @@ pub fn deploy(
         (Some((definition, _)), true) => definition.sequence + 1,
         (None, false) => 1,
     };
-    let (definition, contract) =
-        request_definition(request, sequence, lifecycle, runtime, caller.orgs, &mut rwset)?;
+    let (definition, contract) = request_definition(
+        request,
+        sequence,
+        lifecycle,
+        runtime,
+        caller.orgs,
+        &mut rwset,
+    )?;
 
     let hash = definition_hash(&definition);
     let mut approved = Vec::new();
@@ -701,7 +711,11 @@ pub fn check_transaction(
     }
     let code = definition_code_hash(&definition).map_err(|_| BadPayload)?;
     let code_hex = code.to_hex().into_bytes();
-    if !code_written.contains(&code_hex) && read_code(lifecycle, &code).map_err(|_| BadPayload)?.is_none() {
+    if !code_written.contains(&code_hex)
+        && read_code(lifecycle, &code)
+            .map_err(|_| BadPayload)?
+            .is_none()
+    {
         return Err(IllegalWriteset);
     }
     let hash = definition_hash(&definition);
@@ -710,7 +724,10 @@ pub fn check_transaction(
         let key = approval_key(&definition.name, definition.sequence, org);
         let approval = match &own_approval {
             Some((own_key, value)) if *own_key == key => Some(value.to_vec()),
-            _ => lifecycle.get(&key).map_err(store)?.map(|stored| stored.value),
+            _ => lifecycle
+                .get(&key)
+                .map_err(store)?
+                .map(|stored| stored.value),
         };
         if approval.as_deref() == Some(hash.as_slice()) {
             approvers.push(Endorser::new(org.clone(), Role::Admin));

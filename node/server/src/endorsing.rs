@@ -27,7 +27,7 @@ use crate::ledger::{Ledger, Prepared};
 use crate::proto::gateway_client::GatewayClient;
 use crate::proto::query_client::QueryClient;
 use crate::proto::{
-    Endorsement, EndorseRequest, GetNetworkInfoRequest, SignedProposal, Transaction,
+    EndorseRequest, Endorsement, GetNetworkInfoRequest, SignedProposal, Transaction,
 };
 use crate::status;
 use crate::tx;
@@ -258,7 +258,11 @@ impl Peers {
         let mut answers = Vec::new();
         while let Some(joined) = asks.join_next().await {
             let (org, answer) = joined.map_err(|e| {
-                status::error(Code::Internal, "INTERNAL", format_args!("an endorsement task failed: {e}"))
+                status::error(
+                    Code::Internal,
+                    "INTERNAL",
+                    format_args!("an endorsement task failed: {e}"),
+                )
             })?;
             answers.push((org, answer?));
         }
@@ -312,9 +316,10 @@ impl Peers {
                 endorsing_orgs: vec![org.to_string()],
             });
             request.set_timeout(self.timeout);
-            request
-                .metadata_mut()
-                .insert(FORWARDED_HEADER, tonic::metadata::MetadataValue::from_static("1"));
+            request.metadata_mut().insert(
+                FORWARDED_HEADER,
+                tonic::metadata::MetadataValue::from_static("1"),
+            );
             match GatewayClient::new(channel).endorse(request).await {
                 Ok(response) => {
                     lock(&peer.health).alive = true;
@@ -324,13 +329,22 @@ impl Peers {
                     let mut health = lock(&peer.health);
                     health.alive = false;
                     health.error = Some(describe(&status));
-                    failures.push(format!("{} ({}): {}", peer.name, peer.endpoint, describe(&status)));
+                    failures.push(format!(
+                        "{} ({}): {}",
+                        peer.name,
+                        peer.endpoint,
+                        describe(&status)
+                    ));
                 }
                 Err(status) => {
                     return Err(status::error(
                         status.code(),
                         "ENDORSEMENT_REFUSED",
-                        format_args!("{org}: {} refused to endorse: {}", peer.name, status.message()),
+                        format_args!(
+                            "{org}: {} refused to endorse: {}",
+                            peer.name,
+                            status.message()
+                        ),
                     ));
                 }
             }
@@ -387,7 +401,11 @@ impl Peers {
                 .verify(&message, &endorsement.signature)
                 .map_err(|e| refused(format!("an endorsement whose signature fails ({e})")))?;
         }
-        Ok((peer.name.clone(), transaction.payload, transaction.endorsements))
+        Ok((
+            peer.name.clone(),
+            transaction.payload,
+            transaction.endorsements,
+        ))
     }
 }
 
@@ -426,5 +444,7 @@ fn describe(status: &Status) -> String {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -591,10 +591,13 @@ impl Shared {
         forwarded: bool,
     ) -> Result<Prepared, Status> {
         let prepared = self
-            .run_proposal(ProposalCall::Endorse(proposal, orgs), |answer| match answer {
-                ProposalAnswer::Endorsed(answer) => Some(answer),
-                ProposalAnswer::Evaluated(_) => None,
-            })
+            .run_proposal(
+                ProposalCall::Endorse(proposal, orgs),
+                |answer| match answer {
+                    ProposalAnswer::Endorsed(answer) => Some(answer),
+                    ProposalAnswer::Evaluated(_) => None,
+                },
+            )
             .await?;
         if prepared.needs.is_empty() {
             return Ok(prepared);

@@ -13,7 +13,8 @@ use crate::ledger::{Ledger, LedgerError};
 use crate::orderer::OrderingMode;
 use crate::proto::query_server::Query;
 use crate::proto::{
-    ContractApproval, EndorsementDetail, GetContractApprovalsRequest, GetContractApprovalsResponse, GetBlockRequest, GetBlockResponse, GetInclusionProofRequest,
+    ContractApproval, EndorsementDetail, GetBlockRequest, GetBlockResponse,
+    GetContractApprovalsRequest, GetContractApprovalsResponse, GetInclusionProofRequest,
     GetInclusionProofResponse, GetKeyHistoryRequest, GetKeyHistoryResponse, GetKeyRequest,
     GetKeyResponse, GetNetworkInfoRequest, GetNetworkInfoResponse, GetStateHashRequest,
     GetStateHashResponse, GetTransactionRequest, GetTransactionResponse, Identity, KeyModification,
@@ -258,7 +259,9 @@ impl Query for QueryService {
                     committed_height: peer.health.height,
                     error: peer.health.error.unwrap_or_default(),
                     checked_ms_ago: peer.health.checked.map_or(0, |at| {
-                        u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX).max(1)
+                        u64::try_from(at.elapsed().as_millis())
+                            .unwrap_or(u64::MAX)
+                            .max(1)
                     }),
                 })
                 .collect(),

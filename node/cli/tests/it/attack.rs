@@ -323,7 +323,7 @@ fn a_proposal_dated_outside_the_window_is_refused() {
             stale.timestamp_ms = stale.timestamp_ms.wrapping_sub(skew);
             let refused = gateway
                 .endorse(EndorseRequest {
-            endorsing_orgs: Vec::new(),
+                    endorsing_orgs: Vec::new(),
                     proposal: Some(tx::sign_proposal(&client, &stale)),
                 })
                 .await
@@ -531,8 +531,10 @@ fn only_the_origins_a_node_allows_may_call_it_from_a_browser() {
         .output()
         .unwrap();
     assert!(init.status.success());
-    let written = std::fs::read_to_string(net.join("runnel.toml")).unwrap();
-    assert!(written.contains("\ncors_origins = []\n"), "{written}");
+    for node in ["Org1/peer0", "Org1/orderer0"] {
+        let written = std::fs::read_to_string(net.join(node).join("runnel.toml")).unwrap();
+        assert!(written.contains("\ncors_origins = []\n"), "{written}");
+    }
 }
 
 /// The explorer's pages come with headers that keep another site from framing them

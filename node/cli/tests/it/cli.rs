@@ -20,6 +20,7 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
             net.to_str().unwrap(),
             "--orgs",
             "Org1,Org2",
+            "--one-node",
         ])
         .args(["--channel", "trade"])
         .args(["--tls-host", "node1.example", "--tls-host", "10.0.0.7"])
@@ -94,14 +95,19 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     );
     // A second init would overwrite the keys: refused.
     let again = Command::new(RUNNEL)
-        .args(["init", "--dir", net.to_str().unwrap()])
+        .args(["init", "--one-node", "--dir", net.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a network"));
     // A TLS host name that no client could connect by.
     let bad_host = Command::new(RUNNEL)
-        .args(["init", "--dir", dir.path().join("bad").to_str().unwrap()])
+        .args([
+            "init",
+            "--one-node",
+            "--dir",
+            dir.path().join("bad").to_str().unwrap(),
+        ])
         .args(["--tls-host", "not a host"])
         .output()
         .unwrap();
@@ -115,10 +121,21 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     assert_eq!(status["channel"], "trade");
     assert_eq!(status["orgs"], serde_json::json!(["Org1", "Org2"]));
 
-    // Deploy as Org1's admin; the default lifecycle policy needs a majority of the
-    // admins, which the node gathers.
+    // The default lifecycle policy needs a majority of the two organisations: Org1's
+    // admin alone cannot deploy; once Org2's admin approved, Org1's commit does.
     let kv = runnel_wasm_build::build("kv").unwrap();
-    let deployed = node.json(&["deploy", "kv", kv.to_str().unwrap(), "--version", "1.0"]);
+    let kv = kv.to_str().unwrap();
+    let alone = node.run(&["deploy", "kv", kv, "--version", "1.0"]);
+    assert!(!alone.status.success());
+    let refused = String::from_utf8_lossy(&alone.stderr);
+    assert!(
+        refused.contains("NOT_APPROVED") && refused.contains("not by [Org2]"),
+        "{refused}"
+    );
+    let approved = node.json(&["approve", "--org", "Org2", "kv", kv, "--version", "1.0"]);
+    assert_eq!(approved["code"], "VALID");
+    assert_eq!(approved["approved"]["sequence"], 1);
+    let deployed = node.json(&["deploy", "kv", kv, "--version", "1.0"]);
     assert_eq!(deployed["code"], "VALID");
     assert_eq!(deployed["contract"]["version"], "1.0");
 
@@ -154,7 +171,7 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     assert!(refused.contains("https://"), "{refused}");
     let other = dir.path().join("other");
     let init_other = Command::new(RUNNEL)
-        .args(["init", "--dir", other.to_str().unwrap()])
+        .args(["init", "--one-node", "--dir", other.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(init_other.status.success());
@@ -183,11 +200,12 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     let (code, metrics) = node.http("GET", "/metrics", "");
     assert_eq!(code, 200);
     assert!(
-        metrics.contains("runnel_transactions_total{code=\"VALID\"} 2"),
+        // Org2's approval, the commit and the put.
+        metrics.contains("runnel_transactions_total{code=\"VALID\"} 3"),
         "{metrics}"
     );
     assert!(
-        metrics.contains("runnel_height{of=\"committed\"} 2"),
+        metrics.contains("runnel_height{of=\"committed\"} 3"),
         "{metrics}"
     );
     assert!(metrics.contains("runnel_stage_seconds_count{stage=\"validated\"}"));
@@ -217,7 +235,7 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     );
     assert_eq!(node.text(&["query", "kv", "get", "colour"]), "\"blue\"");
     let next = node.json(&["invoke", "kv", "put", "colour", "green", "--validated"]);
-    assert_eq!(next["seq"], 3);
+    assert_eq!(next["seq"], 4);
     // `runnel bench` speaks gRPC over its own HTTP/2 connections: over TLS too, with the
     // client certificate the node requires.
     let out = dir.path().join("bench-tls");

@@ -1,21 +1,15 @@
 //! An orderer and two peers, each a `runnel` process of its own on loopback, over TLS as
-//! `runnel init` sets a network up: transactions submitted to either peer reach both,
-//! and both reach the same state (the same state hash at the same height), also after
-//! a peer stops, misses transactions and catches up from the orderer.
+//! `runnel init` sets a network up, each node with its own directory and keys:
+//! transactions submitted to either peer reach both, and both reach the same state (the
+//! same state hash at the same height), also after a peer stops, misses transactions
+//! and catches up from the orderer.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::process::{Node, RUNNEL, copy_dir};
+use crate::process::{Node, RUNNEL};
 use serde_json::Value;
-
-/// Copies the network's identities and settings into a node's own directory, as an
-/// operator hands each node its share of `runnel init`'s output.
-fn node_dir(net: &Path, dir: &Path) {
-    copy_dir(&net.join("identities"), &dir.join("identities"));
-    std::fs::copy(net.join("runnel.toml"), dir.join("runnel.toml")).unwrap();
-}
 
 /// Waits until `peer` has committed `height` transactions; its state hash then.
 fn state_at(peer: &Node, height: u64) -> Value {
@@ -41,7 +35,13 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("net");
     let init = Command::new(RUNNEL)
-        .args(["init", "--dir", net.to_str().unwrap()])
+        .args([
+            "init",
+            "--dir",
+            net.to_str().unwrap(),
+            "--peers-per-org",
+            "2",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -49,19 +49,16 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    let dirs: Vec<_> = ["orderer", "peer1", "peer2"]
+    let dirs: Vec<_> = ["Org1/orderer0", "Org1/peer0", "Org1/peer1"]
         .iter()
-        .map(|name| {
-            let node = dir.path().join(name);
-            node_dir(&net, &node);
-            node
-        })
+        .map(|name| net.join(name))
         .collect();
+    let people = net.join("Org1");
 
-    let orderer = Node::start(&["start", "--role", "orderer"], &dirs[0]);
+    let orderer = Node::start(&["start"], &dirs[0]).clients_from(&people);
     assert!(orderer.url.starts_with("https://"), "{}", orderer.url);
     let peer =
-        |dir: &Path| Node::start(&["start", "--role", "peer", "--orderer", &orderer.url], dir);
+        |dir: &Path| Node::start(&["start", "--orderer", &orderer.url], dir).clients_from(&people);
     let peer1 = peer(&dirs[1]);
     let mut peer2 = peer(&dirs[2]);
 
@@ -156,7 +153,7 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
         "{}",
         String::from_utf8_lossy(&down.stderr)
     );
-    let orderer = Node::start_on(&["start", "--role", "orderer"], &dirs[0], &address);
+    let orderer = Node::start_on(&["start"], &dirs[0], &address).clients_from(&people);
     for (i, via) in [&peer2, &peer1, &peer2].into_iter().enumerate() {
         let put = via.json(&["invoke", "kv", "put", &format!("after{i}"), "restart"]);
         assert_eq!(put["code"], "VALID", "{put}");

@@ -20,6 +20,9 @@ pub struct Node {
     pub child: Child,
     pub url: String,
     pub dir: PathBuf,
+    /// The directory client commands take their identities from: the node's own (a
+    /// one-node network, a dev node) or its organisation's people's.
+    pub client_dir: PathBuf,
 }
 
 impl Node {
@@ -64,7 +67,14 @@ impl Node {
             child,
             url,
             dir: dir.to_path_buf(),
+            client_dir: dir.to_path_buf(),
         }
+    }
+
+    /// This node, with client commands signed by the identities in `dir`.
+    pub fn clients_from(mut self, dir: &Path) -> Node {
+        self.client_dir = dir.to_path_buf();
+        self
     }
 
     /// Runs a client command against this node.
@@ -77,7 +87,7 @@ impl Node {
         let (command, rest) = args.split_first().unwrap();
         Command::new(RUNNEL)
             .arg(command)
-            .args(["--url", url, "--dir", self.dir.to_str().unwrap()])
+            .args(["--url", url, "--dir", self.client_dir.to_str().unwrap()])
             .args(rest)
             .output()
             .expect("runnel runs")
@@ -95,7 +105,15 @@ impl Node {
     pub fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         match self.url.strip_prefix("https://") {
             Some(addr) => {
-                let ca = self.dir.join("identities/Org1/tls/ca.pem");
+                let mut ca = self.dir.join("identities/Org1/tls/ca.pem");
+                if !ca.is_file() {
+                    // A node of a network of organisations apart: the TLS CAs are in
+                    // its network definition.
+                    let definition = runnel_ledger::identity::NetworkDefinition::load(&self.dir)
+                        .expect("the node's network.json");
+                    ca = self.dir.join("tls-cas.pem");
+                    std::fs::write(&ca, definition.tls_ca_pems().collect::<String>()).unwrap();
+                }
                 https(addr, &ca, method, path, body)
             }
             None => http(&self.url, method, path, body),

@@ -168,8 +168,8 @@ fn reload_issuer(
             message: e.to_string(),
         }
     };
-    let key = KeyPair::from_pem_and_sign_algo(key_pem, algorithm)
-        .map_err(malformed("CA private key"))?;
+    let key =
+        KeyPair::from_pem_and_sign_algo(key_pem, algorithm).map_err(malformed("CA private key"))?;
     let cert_der = super::certificate_der(cert_pem, "CA certificate")?;
     let expected = x509_parser::parse_x509_certificate(&cert_der)
         .map_err(|e| IdentityError::Malformed {
@@ -187,8 +187,7 @@ fn reload_issuer(
             message: "it is not the key of the CA certificate".into(),
         });
     }
-    let issuer =
-        Issuer::from_ca_cert_pem(cert_pem, key).map_err(malformed("CA certificate"))?;
+    let issuer = Issuer::from_ca_cert_pem(cert_pem, key).map_err(malformed("CA certificate"))?;
     Ok((issuer, cert_der))
 }
 

@@ -149,8 +149,7 @@ impl NetworkDefinition {
         let path = dir.join(NETWORK_FILE);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| malformed(format!("reading {}: {e}", path.display())))?;
-        NetworkDefinition::parse(&text)
-            .map_err(|e| malformed(format!("{}: {e}", path.display())))
+        NetworkDefinition::parse(&text).map_err(|e| malformed(format!("{}: {e}", path.display())))
     }
 
     /// Writes the definition as `dir`'s [`NETWORK_FILE`] (a new file, renamed into place).

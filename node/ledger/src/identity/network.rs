@@ -8,8 +8,8 @@ use std::path::Path;
 use time::Duration;
 
 use super::{
-    CertificateAuthority, IdentityError, IssuedIdentity, Msp, NETWORK_FILE, NetworkDefinition, Role,
-    Signer, TlsAuthority,
+    CertificateAuthority, IdentityError, IssuedIdentity, Msp, NETWORK_FILE, NetworkDefinition,
+    Role, Signer, TlsAuthority,
 };
 
 /// The host names every TLS server certificate holds: a node is always reachable by

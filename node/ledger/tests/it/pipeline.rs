@@ -201,7 +201,13 @@ fn proposal(
 /// approval, which is all [`ONE_APPROVAL`] needs) and endorsed by every org's peer.
 fn deploy(peer: &Peer, policy: &str, upgrade: bool) -> ValidationCode {
     let function = if upgrade { "upgrade" } else { "deploy" };
-    lifecycle_call(peer, "Org1", function, &kv_request(policy, upgrade), &peer.peers)
+    lifecycle_call(
+        peer,
+        "Org1",
+        function,
+        &kv_request(policy, upgrade),
+        &peer.peers,
+    )
 }
 
 /// The request that defines kv under `policy`, version 1 (2 for an upgrade).
@@ -292,7 +298,10 @@ fn submit_forged_commit(
                     lifecycle::approval_key("kv", 1, "Org1"),
                     lifecycle::definition_hash(&definition).to_vec(),
                 ),
-                write(format!("code/{code_hash}").into_bytes(), request.code.clone()),
+                write(
+                    format!("code/{code_hash}").into_bytes(),
+                    request.code.clone(),
+                ),
                 write(lifecycle::definition_key("kv"), definition.encode_to_vec()),
             ],
         }],
@@ -315,7 +324,8 @@ fn submit_forged_commit(
         payload,
         endorsements,
     };
-    let tx_id = tx::tx_id(&runnel_ledger::proto::Proposal::decode(deploy.proposal.as_slice()).unwrap());
+    let tx_id =
+        tx::tx_id(&runnel_ledger::proto::Proposal::decode(deploy.proposal.as_slice()).unwrap());
     submit(
         peer,
         tx_id,
@@ -533,7 +543,13 @@ fn a_definition_commits_only_with_the_approvals_the_lifecycle_policy_names() {
     // An approval endorsed by another org's peer does not count (an approval's policy is
     // the approving org's peer).
     let approve = |org: &str, endorser: &Endorser| {
-        lifecycle_call(&peer, org, "approve", &request, std::slice::from_ref(endorser))
+        lifecycle_call(
+            &peer,
+            org,
+            "approve",
+            &request,
+            std::slice::from_ref(endorser),
+        )
     };
     assert_eq!(
         approve("Org2", &peer.peers[0]),
@@ -543,7 +559,10 @@ fn a_definition_commits_only_with_the_approvals_the_lifecycle_policy_names() {
     let approvals = peer
         .world
         .snapshot()
-        .get(LIFECYCLE_NAMESPACE, &lifecycle::approval_key("kv", 1, "Org2"))
+        .get(
+            LIFECYCLE_NAMESPACE,
+            &lifecycle::approval_key("kv", 1, "Org2"),
+        )
         .unwrap()
         .unwrap();
     assert_eq!(approvals.value.len(), 32);

@@ -95,7 +95,7 @@ impl Node {
         let mut gateway = self.gateway().await;
         let endorsed = gateway
             .endorse(EndorseRequest {
-            endorsing_orgs: Vec::new(),
+                endorsing_orgs: Vec::new(),
                 proposal: Some(self.proposal(signer, contract, function, args)),
             })
             .await
@@ -1057,6 +1057,25 @@ async fn queries_read_transactions_keys_history_contracts_and_the_network() {
         .into_inner()
         .contracts;
     assert!(after.is_empty());
+    // Both organisations approved kv's definition: the node's deploy is Org2's approval
+    // and Org1's commit.
+    let approvals = query
+        .get_contract_approvals(runnel_server::proto::GetContractApprovalsRequest {
+            name: "kv".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(approvals.definition.as_ref().unwrap().sequence, 1);
+    let approved: Vec<(u64, &str, bool)> = approvals
+        .approvals
+        .iter()
+        .map(|a| {
+            let current = a.definition_hash == approvals.definition_hash;
+            (a.sequence, a.org.as_str(), current)
+        })
+        .collect();
+    assert_eq!(approved, [(1, "Org1", true), (1, "Org2", true)]);
 
     let info = query
         .get_network_info(GetNetworkInfoRequest {})
@@ -1066,7 +1085,8 @@ async fn queries_read_transactions_keys_history_contracts_and_the_network() {
     assert_eq!(info.channel, "main");
     assert_eq!(info.orgs, ["Org1", "Org2"]);
     assert_eq!(info.ordering_mode(), OrderingMode::Streaming);
-    assert_eq!(info.committed_height, 4);
+    // The approval, the commit and three puts.
+    assert_eq!(info.committed_height, 5);
     assert!(info.validated_height >= info.committed_height);
 
     // The first put's inclusion proof, once its block is sealed (seals every 20 ms).

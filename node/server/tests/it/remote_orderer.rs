@@ -196,7 +196,7 @@ fn an_orderer_serving_peers_only_refuses_everyone_else() {
     let net = Net::new();
     let dir = tempfile::tempdir().unwrap();
     let identities = dir.path().join("identities");
-    net.ids.write(&identities).unwrap();
+    net.ids.write(dir.path(), "main").unwrap();
     let file = |org: &str, name: &str| identities.join(org).join(name);
     let orderer: Arc<dyn Orderer> =
         Arc::new(net.open(&dir.path().join("orderer"), streaming(2, PATIENCE)));
