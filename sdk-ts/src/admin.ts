@@ -1,14 +1,22 @@
 /**
- * Contract lifecycle: deploy or upgrade a contract. It is a `_lifecycle` transaction
- * like any other, which an organisation's admin signs (the gateway's identity must be
- * an admin's); the node endorses it with the organisations' admins.
+ * Contract lifecycle, organisation by organisation: each organisation's admin approves a
+ * contract definition for its organisation ({@link approveContract}); once the
+ * organisations the lifecycle policy needs (by default a majority) have approved it, an
+ * admin commits it ({@link deployContract}, which is its own organisation's approval
+ * too). Each is a `_lifecycle` transaction like any other, signed by the admin (the
+ * gateway's identity must be an admin's) and endorsed through the gateway by peers.
  */
 
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { argumentBytes, toHex, type Argument } from "./bytes.js";
 import { callOptions, type CallOptions } from "./client.js";
 import { EndorseError } from "./errors.js";
-import { DeployRequestSchema, SignedProposalSchema } from "./gen/runnel/v1/transaction_pb.js";
+import {
+  ContractDefinitionSchema,
+  DeployRequestSchema,
+  SignedProposalSchema,
+  type ContractDefinition as ContractDefinitionMessage,
+} from "./gen/runnel/v1/transaction_pb.js";
 import type { ContractContext } from "./contract.js";
 import { checkStatus, Transaction, type CommitWait } from "./proposal.js";
 import type { ContractDefinition } from "./query.js";
@@ -34,20 +42,39 @@ export interface DeployOptions extends CallOptions {
   initArgs?: Argument[];
   /** Upgrade a deployed contract instead; default false. */
   upgrade?: boolean;
+  /** {@link approveContract} only: the sequence approved; default the next one. */
+  sequence?: bigint;
   /** How far the transaction must get; default `"durable"`. */
   commitWait?: CommitWait;
 }
 
-/** What a deployment put in force. */
+/** What a deployment put in force, or an approval approved. */
 export interface Deployed {
-  /** The contract definition now in force. */
+  /** The contract definition now in force (approved, for an approval). */
   readonly definition: ContractDefinition;
   /** The status of the lifecycle transaction. */
   readonly status: Status;
 }
 
-/** Deploys or upgrades a contract, signed by the context's (admin) identity; waits for it to commit. */
+/**
+ * Commits (deploys or upgrades) a contract definition, signed by the context's (admin)
+ * identity, once enough organisations approved it; waits for it to commit. Fails with
+ * `NOT_APPROVED`, naming the organisations whose approval is missing, before that.
+ */
 export async function deployContract(context: ContractContext, options: DeployOptions): Promise<Deployed> {
+  return lifecycleCall(context, options.upgrade === true ? "upgrade" : "deploy", options);
+}
+
+/** Approves a contract definition for the context's (admin) identity's organisation; waits for it to commit. */
+export async function approveContract(context: ContractContext, options: DeployOptions): Promise<Deployed> {
+  return lifecycleCall(context, "approve", options);
+}
+
+async function lifecycleCall(
+  context: ContractContext,
+  fn: "approve" | "deploy" | "upgrade",
+  options: DeployOptions,
+): Promise<Deployed> {
   const clients = context.clients;
   const request = create(DeployRequestSchema, {
     name: options.name,
@@ -56,33 +83,40 @@ export async function deployContract(context: ContractContext, options: DeployOp
     code: options.code,
     initFunction: options.initFunction ?? "",
     initArgs: (options.initArgs ?? []).map(argumentBytes),
+    sequence: options.sequence ?? 0n,
   });
   const message = newProposalMessage({
     channel: context.channel,
     contract: LIFECYCLE_NAMESPACE,
-    function: options.upgrade === true ? "upgrade" : "deploy",
+    function: fn,
     args: [toBinary(DeployRequestSchema, request)],
     creator: context.identity.credentials,
   });
   const bytes = encodeProposal(message);
   const id = await transactionId(message.nonce, message.creator);
-  if (context.signer === undefined) throw new TypeError("deploying a contract needs a signer");
+  if (context.signer === undefined) throw new TypeError(`${fn} of a contract needs a signer`);
   const signature = await context.signer(await proposalMessage(bytes));
   const proposal = create(SignedProposalSchema, { proposal: bytes, signature });
-  let response;
+  let response: { txId: string; transaction: Uint8Array; definition?: ContractDefinitionMessage };
   try {
     const call = callOptions(options, clients.timeouts.endorseMs);
-    response =
-      options.upgrade === true
-        ? await clients.admin.upgradeContract({ proposal }, call)
-        : await clients.admin.deployContract({ proposal }, call);
+    if (fn === "approve") {
+      const endorsed = await clients.gateway.endorse({ proposal, endorsingOrgs: [] }, call);
+      response = {
+        txId: endorsed.txId,
+        transaction: endorsed.transaction,
+        definition: fromBinary(ContractDefinitionSchema, endorsed.result),
+      };
+    } else {
+      response = fn === "upgrade" ? await clients.admin.upgradeContract({ proposal }, call) : await clients.admin.deployContract({ proposal }, call);
+    }
   } catch (cause) {
-    throw new EndorseError(options.upgrade === true ? "upgrade" : "deploy", { url: clients.url, transactionId: id, cause });
+    throw new EndorseError(fn, { url: clients.url, transactionId: id, cause });
   }
   // The admin signs only the lifecycle transaction it proposed (as for any endorsement).
   const transaction = await Transaction.endorsed(
     context,
-    options.upgrade === true ? "upgrade" : "deploy",
+    fn,
     { proposal: bytes, signature, transactionId: id },
     { txId: response.txId, transaction: response.transaction },
   );

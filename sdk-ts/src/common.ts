@@ -41,7 +41,7 @@ export type { GatewayOptions, TransportGatewayOptions } from "./gateway.js";
 export { connectWithTransport, Gateway, Network } from "./gateway.js";
 export type { Identity } from "./identity.js";
 export { identityCertificate, identityFromDer, identityFromPem } from "./identity.js";
-export type { CommitStatusOptions, CommitWait, TransactionOptions } from "./proposal.js";
+export type { CommitStatusOptions, CommitWait, EndorseOptions, TransactionOptions } from "./proposal.js";
 export { Commit, Proposal, Transaction } from "./proposal.js";
 export type {
   ContractDefinition,

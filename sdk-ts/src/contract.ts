@@ -4,7 +4,7 @@ import type { CallOptions } from "./client.js";
 import { argumentBytes, type Argument } from "./bytes.js";
 import type { Status } from "./errors.js";
 import type { Identity } from "./identity.js";
-import { checkStatus, Proposal, type CommitStatusOptions, type CommitWait, type StepContext } from "./proposal.js";
+import { checkStatus, Proposal, type CommitStatusOptions, type CommitWait, type EndorseOptions, type StepContext } from "./proposal.js";
 import { encodeProposal, newProposalMessage, proposalMessage, transactionId } from "./tx.js";
 
 /** Options of a proposal: the function's arguments. */
@@ -18,6 +18,8 @@ export interface EvaluateOptions extends ProposalOptions, CallOptions {}
 
 /** Options of a submission. */
 export interface SubmitOptions extends ProposalOptions, CallOptions {
+  /** The organisations whose peers endorse; default: as the contract's policy needs (see `Proposal.endorse`). */
+  endorsingOrganizations?: string[];
   /** How far the transaction must get before `submit` returns; default `"durable"`. */
   commitWait?: CommitWait;
 }
@@ -87,7 +89,7 @@ export class Contract {
   }
 
   /** Endorses and submits `name`; returns once it is ordered, with its result, without waiting for its status. */
-  async submitAsync(name: string, options: ProposalOptions & CallOptions = {}): Promise<SubmittedTransaction> {
+  async submitAsync(name: string, options: ProposalOptions & EndorseOptions = {}): Promise<SubmittedTransaction> {
     const proposal = await this.newProposal(name, options);
     const transaction = await proposal.endorse(options);
     const commit = await transaction.submit(options);

@@ -6,7 +6,7 @@
 
 import { withReadGrants } from "./readers.js";
 import type { Transport } from "@connectrpc/connect";
-import { deployContract, type Deployed, type DeployOptions } from "./admin.js";
+import { approveContract, deployContract, type Deployed, type DeployOptions } from "./admin.js";
 import { newClients, type CallOptions, type Clients, type Timeouts } from "./client.js";
 import { Contract, type ContractContext } from "./contract.js";
 import {
@@ -204,6 +204,15 @@ export class Gateway implements Disposable {
   /** Deploys or upgrades a contract on `channel`; the gateway's identity must be an organisation's admin. */
   async deployContract(channel: string, options: DeployOptions): Promise<Deployed> {
     return deployContract(this.#context(channel), options);
+  }
+
+  /**
+   * Approves a contract definition for this gateway's (admin) identity's organisation:
+   * a commit ({@link Gateway.deployContract}) needs the approvals of as many
+   * organisations as the network's lifecycle policy names (by default a majority).
+   */
+  async approveContract(channel: string, options: DeployOptions): Promise<Deployed> {
+    return approveContract(this.#context(channel), options);
   }
 
   /** Releases the connection. Calls in flight fail. */

@@ -156,21 +156,39 @@ export class Proposal {
   }
 
   /**
-   * Gathers the endorsements the contract's policy needs; returns the transaction to
-   * submit. Throws a `TransactionMismatchError` if the node's transaction is not this
-   * proposal's (see {@link Transaction.endorsed}).
+   * Gathers the endorsements the contract's policy needs: the gateway's peer endorses
+   * for its own organisation and asks a peer of each other organisation the policy
+   * needs (or of each of `endorsingOrganizations`, when given). Returns the transaction
+   * to submit. Throws an `EndorseError` whose `errorName` says what failed and whose
+   * message names the organisation: `ENDORSER_UNAVAILABLE` (no peer of it answered),
+   * `ENDORSEMENT_REFUSED` (its peer refused), `ENDORSEMENT_MISMATCH` (its peer endorsed a
+   * different payload) or `ENDORSEMENT_POLICY_FAILURE` (no set of organisations
+   * satisfies the policy); a `TransactionMismatchError` if the node's transaction is not
+   * this proposal's (see {@link Transaction.endorsed}).
    */
-  async endorse(options?: CallOptions): Promise<Transaction> {
+  async endorse(options?: EndorseOptions): Promise<Transaction> {
     const clients = this.#context.clients;
     const proposal = await this.#signed();
     let response;
     try {
-      response = await clients.gateway.endorse({ proposal }, callOptions(options, clients.timeouts.endorseMs));
+      response = await clients.gateway.endorse(
+        { proposal, endorsingOrgs: options?.endorsingOrganizations ?? [] },
+        callOptions(options, clients.timeouts.endorseMs),
+      );
     } catch (cause) {
       throw new EndorseError("endorse", { url: clients.url, transactionId: this.#transactionId, cause });
     }
     return Transaction.endorsed(this.#context, "endorse", this.expected(), response);
   }
+}
+
+/** Options of an endorsement. */
+export interface EndorseOptions extends CallOptions {
+  /**
+   * The organisations whose peers endorse (fabric-gateway's `endorsingOrganizations`);
+   * default: as many as the contract's endorsement policy needs, chosen by the gateway.
+   */
+  endorsingOrganizations?: string[];
 }
 
 /** An endorsed transaction: sign it and submit it for ordering. */

@@ -40,6 +40,13 @@ describe("a two-organisation network over TLS", () => {
     );
     const admin = await gateway("Org1", "admin");
     const code = new Uint8Array(await readFile(join(RUNNEL_CONTRACTS, "kv.wasm")));
+    // A majority of two organisations is both: Org1's admin alone cannot commit it.
+    const alone = await admin.deployContract("main", { name: "kv", code, policy }).catch((e: unknown) => e);
+    expect(alone).toBeInstanceOf(EndorseError);
+    expect((alone as EndorseError).errorName).toBe("NOT_APPROVED");
+    expect((alone as EndorseError).message).toMatch(/not by \[Org2\]/);
+    const approved = await (await gateway("Org2", "admin")).approveContract("main", { name: "kv", code, policy });
+    expect(approved.definition.sequence).toBe(1n);
     const deployed = await admin.deployContract("main", { name: "kv", code, policy });
     expect(deployed.definition.policy.replace(/\s/g, "")).toBe(policy.replace(/\s/g, ""));
   });

@@ -81,7 +81,7 @@ export function networkCaPem(dir: string): string {
  */
 export function initNetwork(orgs: string[]): string {
   const dir = join(mkdtempSync(join(tmpdir(), "runnel-other-")), "net");
-  run(["init", "--dir", dir, "--orgs", orgs.join(",")]);
+  run(["init", "--one-node", "--dir", dir, "--orgs", orgs.join(",")]);
   return dir;
 }
 
@@ -139,7 +139,7 @@ export class RunnelNode {
    */
   static async startNetwork(orgs: string[], settings?: (toml: string) => string): Promise<RunnelNode> {
     const node = new RunnelNode(mkdtempSync(join(tmpdir(), "runnel-test-")), await freePort(), orgs);
-    run(["init", "--dir", node.networkDir, "--orgs", orgs.join(",")]);
+    run(["init", "--one-node", "--dir", node.networkDir, "--orgs", orgs.join(",")]);
     if (settings !== undefined) editSettings(node.networkDir, settings);
     await node.start();
     return node;

@@ -21,8 +21,9 @@
 //! A `deploy` (sequence 1) or `upgrade` commits the definition once approvals of it on
 //! the ledger meet the lifecycle policy (default [`DEFAULT_LIFECYCLE_POLICY`], a
 //! majority of the orgs), counting the committing admin's own org, whose approval the
-//! commit records. A commit is endorsed as the contract it defines will be (its policy),
-//! since its init call writes the contract's state. The validator checks all of it again
+//! commit records. A commit is endorsed by a peer of the committing org, or, when it has
+//! an init call (which writes the contract's state), as the contract it defines will be
+//! (its policy). The validator checks all of it again
 //! at the transaction's place in the stream ([`check_transaction`]), so no endorser can
 //! commit a definition the organisations did not approve. Only lifecycle transactions
 //! may write `_lifecycle`, and only a lifecycle transaction may write a namespace other
@@ -374,7 +375,8 @@ pub fn endorsement_policy(
 
 /// The endorsement policy of a `_lifecycle` transaction calling `function`, signed by an
 /// admin of `creator_org`, with read/write sets `rwsets`: an approval needs a peer of
-/// the approving organisation; a commit the policy of the definition it writes (its
+/// the approving organisation, and so does a commit without an init call (the validator
+/// checks all it writes); a commit with one the policy of the definition it writes (the
 /// init call writes the contract's state, which the contract's endorsers vouch for).
 pub fn transaction_policy(
     function: &str,
@@ -391,6 +393,12 @@ pub fn transaction_policy(
             let definition = written_definitions(rwsets)
                 .next()
                 .ok_or_else(|| LifecycleError::BadRequest("it writes no definition".into()))??;
+            if definition.init_hash.is_empty() {
+                // Without an init call the validator checks everything a commit writes:
+                // a peer of the committing org running the native code is enough.
+                let principal = format!("'{creator_org}.peer'");
+                return Ok(Policy::parse(&principal, orgs)?);
+            }
             Ok(Policy::parse(&definition.policy, orgs)?)
         }
         other => Err(LifecycleError::UnknownFunction(other.to_string())),
@@ -698,11 +706,15 @@ pub fn check_transaction(
     }
     let Some(definition) = definition else {
         // An approval writes its org's approval and nothing it may not.
-        return match (committing, own_approval) {
-            (false, Some(_)) => Ok(()),
+        return match (committing, own_approval, writes_elsewhere(rwsets)) {
+            (false, Some(_), false) => Ok(()),
             _ => Err(IllegalWriteset),
         };
     };
+    // Only an init call writes the contract's state, and only one the definition names.
+    if definition.init_hash.is_empty() && writes_elsewhere(rwsets) {
+        return Err(IllegalWriteset);
+    }
     let current = read_definition(lifecycle, &definition.name)
         .map_err(|_| BadPayload)?
         .map_or(0, |(d, _)| d.sequence);
@@ -743,6 +755,13 @@ pub fn check_transaction(
     } else {
         Err(EndorsementPolicyFailure)
     }
+}
+
+/// Whether `rwsets` write any namespace but `_lifecycle`.
+fn writes_elsewhere(rwsets: &[NsRwSet]) -> bool {
+    rwsets
+        .iter()
+        .any(|set| set.namespace != LIFECYCLE_NAMESPACE && !set.writes.is_empty())
 }
 
 /// Collects reads and writes into a canonical [`NsRwSet`] (sorted by key, each key once).

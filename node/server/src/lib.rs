@@ -91,6 +91,9 @@ use crate::proto::trace_server::TraceServer;
 pub use readers::ReadAccess;
 pub use tls::{ClientAuth, TlsConfig, TlsError};
 
+/// How long a stopping node waits for its connections to close before it stops anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// Largest request to `Deliver` and `Trace`, whose requests hold a number or an id: a
 /// bigger one is refused from its frame's header, before its bytes are read.
 pub const SMALL_REQUEST_BYTES_MAX: usize = 64 << 10;
@@ -403,10 +406,17 @@ impl Server {
             .http2_keepalive_timeout(Some(connections::KEEPALIVE_TIMEOUT))
             .layer(tower::util::option_layer(cors))
             .add_routes(Routes::from(everything));
+        let mut stopped = stop.subscribe();
         let signal = async move {
             shutdown.await;
             // Live streams and waits end now, so the graceful shutdown can finish.
             let _ = stop.send(true);
+        };
+        // A connection whose client never reads the server's goodbye would hold the
+        // graceful shutdown until its keepalive fails: past SHUTDOWN_GRACE, stop anyway.
+        let grace = async move {
+            let _ = stopped.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
         };
         let served = match (self.tls, &shared.config.tls) {
             (Some(tls), Some(config)) => {
@@ -419,7 +429,10 @@ impl Server {
                     tls,
                     config.handshake_timeout,
                 );
-                router.serve_with_incoming_shutdown(incoming, signal).await
+                tokio::select! {
+                    served = router.serve_with_incoming_shutdown(incoming, signal) => served,
+                    () = grace => Ok(()),
+                }
             }
             _ => {
                 let incoming = connections::accept(
@@ -429,7 +442,10 @@ impl Server {
                         shared.config.connections_per_address_max,
                     ),
                 );
-                router.serve_with_incoming_shutdown(incoming, signal).await
+                tokio::select! {
+                    served = router.serve_with_incoming_shutdown(incoming, signal) => served,
+                    () = grace => Ok(()),
+                }
             }
         }
         .map_err(|e| ApiError::Serve(e.to_string()));

@@ -5,4 +5,5 @@ mod attack;
 mod cli;
 mod cluster;
 mod exec;
+mod orgs;
 mod process;

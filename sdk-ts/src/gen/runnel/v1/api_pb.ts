@@ -30,7 +30,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/api.proto.
  */
 export const file_runnel_v1_api: GenFile = /*@__PURE__*/
-  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiWgoJUmVhZEdyYW50Eg8KB2NyZWF0b3IYASABKAwSDwoHY2hhbm5lbBgCIAEoCRIVCg1ub3RfYmVmb3JlX21zGAMgASgEEhQKDG5vdF9hZnRlcl9tcxgEIAEoBCIzCg9TaWduZWRSZWFkR3JhbnQSDQoFZ3JhbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIkgKCElkZW50aXR5EgsKA29yZxgBIAEoCRIMCgRyb2xlGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLY2VydGlmaWNhdGUYBCABKAwiPgoPRXZhbHVhdGVSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIiIKEEV2YWx1YXRlUmVzcG9uc2USDgoGcmVzdWx0GAEgASgMIj0KDkVuZG9yc2VSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIkUKD0VuZG9yc2VSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIOCgZyZXN1bHQYAyABKAwiSgoNU3VibWl0UmVxdWVzdBITCgt0cmFuc2FjdGlvbhgBIAEoDBIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIl0KDlN1Ym1pdFJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBIvCgZzdGF0dXMYAyABKAsyHy5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVzcG9uc2UiSgoTQ29tbWl0U3RhdHVzUmVxdWVzdBINCgV0eF9pZBgBIAEoCRIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIqMBChRDb21taXRTdGF0dXNSZXNwb25zZRINCgV0eF9pZBgBIAEoCRInCgRjb2RlGAIgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEgsKA3NlcRgDIAEoBBIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBCItCg9FdmVudENoZWNrcG9pbnQSCwoDc2VxGAEgASgEEg0KBWluZGV4GAIgASgNInQKFUNvbnRyYWN0RXZlbnRzUmVxdWVzdBIQCghjb250cmFjdBgBIAEoCRITCglzdGFydF9zZXEYAiABKARIABIrCgVhZnRlchgDIAEoCzIaLnJ1bm5lbC52MS5FdmVudENoZWNrcG9pbnRIAEIHCgVzdGFydCJsChZDb250cmFjdEV2ZW50c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBINCgVpbmRleBgDIAEoDRInCgVldmVudBgEIAEoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50IoYBChRDb21taXR0ZWRUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIUCgx0aW1lc3RhbXBfbXMYBCABKAQSEwoLdHJhbnNhY3Rpb24YBSABKAwiVwoQQmxvY2tUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZSKBAQoFQmxvY2sSIgoEc2VhbBgBIAEoCzIULnJ1bm5lbC52MS5CbG9ja1NlYWwSEwoLc2lnbmVkX3NlYWwYAiABKAwSDAoEaGFzaBgDIAEoDBIxCgx0cmFuc2FjdGlvbnMYBCADKAsyGy5ydW5uZWwudjEuQmxvY2tUcmFuc2FjdGlvbiIvChpEZWxpdmVyVHJhbnNhY3Rpb25zUmVxdWVzdBIRCglzdGFydF9zZXEYASABKAQiUwobRGVsaXZlclRyYW5zYWN0aW9uc1Jlc3BvbnNlEjQKC3RyYW5zYWN0aW9uGAEgASgLMh8ucnVubmVsLnYxLkNvbW1pdHRlZFRyYW5zYWN0aW9uIkYKFERlbGl2ZXJCbG9ja3NSZXF1ZXN0EhMKC3N0YXJ0X2Jsb2NrGAEgASgEEhkKEXdpdGhfdHJhbnNhY3Rpb25zGAIgASgIIjgKFURlbGl2ZXJCbG9ja3NSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayIhCg9HZXRCbG9ja1JlcXVlc3QSDgoGbnVtYmVyGAEgASgEIjMKEEdldEJsb2NrUmVzcG9uc2USHwoFYmxvY2sYASABKAsyEC5ydW5uZWwudjEuQmxvY2siJgoVR2V0VHJhbnNhY3Rpb25SZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIk0KEUVuZG9yc2VtZW50RGV0YWlsEiUKCGVuZG9yc2VyGAEgASgLMhMucnVubmVsLnYxLklkZW50aXR5EhEKCXNpZ25hdHVyZRgCIAEoDCLoAgoWR2V0VHJhbnNhY3Rpb25SZXNwb25zZRINCgV0eF9pZBgBIAEoCRILCgNzZXEYAiABKAQSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBBITCgt0cmFuc2FjdGlvbhgHIAEoDBIlCghwcm9wb3NhbBgIIAEoCzITLnJ1bm5lbC52MS5Qcm9wb3NhbBIkCgdjcmVhdG9yGAkgASgLMhMucnVubmVsLnYxLklkZW50aXR5EisKB3BheWxvYWQYCiABKAsyGi5ydW5uZWwudjEuUmVzcG9uc2VQYXlsb2FkEjIKDGVuZG9yc2VtZW50cxgLIAMoCzIcLnJ1bm5lbC52MS5FbmRvcnNlbWVudERldGFpbCIpChhHZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QSDQoFdHhfaWQYASABKAkiewoZR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jaxITCgt0cmFuc2FjdGlvbhgCIAEoDBIoCgVwcm9vZhgDIAEoCzIZLnJ1bm5lbC52MS5JbmNsdXNpb25Qcm9vZiIvCg1HZXRLZXlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwiYwoOR2V0S2V5UmVzcG9uc2USDQoFZm91bmQYASABKAgSDQoFdmFsdWUYAiABKAwSIwoHdmVyc2lvbhgDIAEoCzISLnJ1bm5lbC52MS5WZXJzaW9uEg4KBmhlaWdodBgEIAEoBCJZChRHZXRLZXlIaXN0b3J5UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDa2V5GAIgASgMEhIKCmJlZm9yZV9zZXEYAyABKAQSDQoFbGltaXQYBCABKA0iTwoPS2V5TW9kaWZpY2F0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRIRCglpc19kZWxldGUYAyABKAgSDQoFdmFsdWUYBCABKAwiRAoVR2V0S2V5SGlzdG9yeVJlc3BvbnNlEisKB2VudHJpZXMYASADKAsyGi5ydW5uZWwudjEuS2V5TW9kaWZpY2F0aW9uIjoKFExpc3RDb250cmFjdHNSZXF1ZXN0EhMKC3N0YXJ0X2FmdGVyGAEgASgJEg0KBWxpbWl0GAIgASgNIkkKFUxpc3RDb250cmFjdHNSZXNwb25zZRIwCgljb250cmFjdHMYASADKAsyHS5ydW5uZWwudjEuQ29udHJhY3REZWZpbml0aW9uIhUKE0dldFN0YXRlSGFzaFJlcXVlc3QiQgoUR2V0U3RhdGVIYXNoUmVzcG9uc2USDgoGaGVpZ2h0GAEgASgEEgwKBGhhc2gYAiABKAwSDAoEa2V5cxgDIAEoBCIXChVHZXROZXR3b3JrSW5mb1JlcXVlc3Qi5gIKFkdldE5ldHdvcmtJbmZvUmVzcG9uc2USDwoHY2hhbm5lbBgBIAEoCRIMCgRvcmdzGAIgAygJEhQKDG5vZGVfdmVyc2lvbhgDIAEoCRIuCg1vcmRlcmluZ19tb2RlGAQgASgOMhcucnVubmVsLnYxLk9yZGVyaW5nTW9kZRIUCgxzZWFsX21heF90eHMYBSABKAQSGQoRc2VhbF9tYXhfZGVsYXlfbXMYBiABKAQSFgoOb3JkZXJlZF9oZWlnaHQYByABKAQSGAoQdmFsaWRhdGVkX2hlaWdodBgIIAEoBBIYChBjb21taXR0ZWRfaGVpZ2h0GAkgASgEEhQKDGJsb2NrX2hlaWdodBgKIAEoBBIZChFtZXNzYWdlX2J5dGVzX21heBgLIAEoBBIaChJwcm9wb3NhbF9ieXRlc19tYXgYDCABKAQSHQoVdHJhbnNhY3Rpb25fYnl0ZXNfbWF4GA0gASgEIkQKFURlcGxveUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJvChZEZXBsb3lDb250cmFjdFJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEhMKC3RyYW5zYWN0aW9uGAIgASgMEjEKCmRlZmluaXRpb24YAyABKAsyHS5ydW5uZWwudjEuQ29udHJhY3REZWZpbml0aW9uIkUKFlVwZ3JhZGVDb250cmFjdFJlcXVlc3QSKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwicAoXVXBncmFkZUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iPAoKU3RhZ2VTdGFtcBIfCgVzdGFnZRgBIAEoDjIQLnJ1bm5lbC52MS5TdGFnZRINCgVhdF91cxgCIAEoBCJIChBUcmFuc2FjdGlvblRyYWNlEg0KBXR4X2lkGAEgASgJEiUKBnN0YWdlcxgCIAMoCzIVLnJ1bm5lbC52MS5TdGFnZVN0YW1wIiAKD0dldFRyYWNlUmVxdWVzdBINCgV0eF9pZBgBIAEoCSI+ChBHZXRUcmFjZVJlc3BvbnNlEioKBXRyYWNlGAEgASgLMhsucnVubmVsLnYxLlRyYW5zYWN0aW9uVHJhY2UiFAoSVHJhY2VTdHJlYW1SZXF1ZXN0IkEKE1RyYWNlU3RyZWFtUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSrYBAoOVmFsaWRhdGlvbkNvZGUSHwobVkFMSURBVElPTl9DT0RFX1VOU1BFQ0lGSUVEEAASGQoVVkFMSURBVElPTl9DT0RFX1ZBTElEEAESJgoiVkFMSURBVElPTl9DT0RFX01WQ0NfUkVBRF9DT05GTElDVBACEikKJVZBTElEQVRJT05fQ09ERV9QSEFOVE9NX1JFQURfQ09ORkxJQ1QQAxIuCipWQUxJREFUSU9OX0NPREVfRU5ET1JTRU1FTlRfUE9MSUNZX0ZBSUxVUkUQBBIpCiVWQUxJREFUSU9OX0NPREVfQkFEX0NSRUFUT1JfU0lHTkFUVVJFEAUSKgomVkFMSURBVElPTl9DT0RFX0JBRF9FTkRPUlNFUl9TSUdOQVRVUkUQBhIiCh5WQUxJREFUSU9OX0NPREVfRFVQTElDQVRFX1RYSUQQBxImCiJWQUxJREFUSU9OX0NPREVfQ09OVFJBQ1RfTk9UX0ZPVU5EEAgSJwojVkFMSURBVElPTl9DT0RFX0VYUElSRURfQ0VSVElGSUNBVEUQCRIfChtWQUxJREFUSU9OX0NPREVfQkFEX1BBWUxPQUQQChIoCiRWQUxJREFUSU9OX0NPREVfRU5ET1JTRU1FTlRfTUlTTUFUQ0gQCxIkCiBWQUxJREFUSU9OX0NPREVfSUxMRUdBTF9XUklURVNFVBAMEh0KGVZBTElEQVRJT05fQ09ERV9CQURfUldTRVQQDRIrCidWQUxJREFUSU9OX0NPREVfVElNRVNUQU1QX09VVF9PRl9XSU5ET1cQDipTCgdUeFBoYXNlEhgKFFRYX1BIQVNFX1VOU1BFQ0lGSUVEEAASFgoSVFhfUEhBU0VfVkFMSURBVEVEEAESFgoSVFhfUEhBU0VfQ09NTUlUVEVEEAIqZAoMT3JkZXJpbmdNb2RlEh0KGU9SREVSSU5HX01PREVfVU5TUEVDSUZJRUQQABIbChdPUkRFUklOR19NT0RFX1NUUkVBTUlORxABEhgKFE9SREVSSU5HX01PREVfQkxPQ0tTEAIq3AEKBVN0YWdlEhUKEVNUQUdFX1VOU1BFQ0lGSUVEEAASFwoTU1RBR0VfRU5ET1JTRV9TVEFSVBABEhUKEVNUQUdFX0VORE9SU0VfRU5EEAISEgoOU1RBR0VfUkVDRUlWRUQQAxIRCg1TVEFHRV9PUkRFUkVEEAQSEwoPU1RBR0VfREVMSVZFUkVEEAUSEgoOU1RBR0VfVkVSSUZJRUQQBhITCg9TVEFHRV9WQUxJREFURUQQBxITCg9TVEFHRV9DT01NSVRURUQQCBISCg5TVEFHRV9OT1RJRklFRBAJMvkCCgdHYXRld2F5EkMKCEV2YWx1YXRlEhoucnVubmVsLnYxLkV2YWx1YXRlUmVxdWVzdBobLnJ1bm5lbC52MS5FdmFsdWF0ZVJlc3BvbnNlEkAKB0VuZG9yc2USGS5ydW5uZWwudjEuRW5kb3JzZVJlcXVlc3QaGi5ydW5uZWwudjEuRW5kb3JzZVJlc3BvbnNlEj0KBlN1Ym1pdBIYLnJ1bm5lbC52MS5TdWJtaXRSZXF1ZXN0GhkucnVubmVsLnYxLlN1Ym1pdFJlc3BvbnNlEk8KDENvbW1pdFN0YXR1cxIeLnJ1bm5lbC52MS5Db21taXRTdGF0dXNSZXF1ZXN0Gh8ucnVubmVsLnYxLkNvbW1pdFN0YXR1c1Jlc3BvbnNlElcKDkNvbnRyYWN0RXZlbnRzEiAucnVubmVsLnYxLkNvbnRyYWN0RXZlbnRzUmVxdWVzdBohLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50c1Jlc3BvbnNlMAEyuQEKB0RlbGl2ZXISXwoMVHJhbnNhY3Rpb25zEiUucnVubmVsLnYxLkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXF1ZXN0GiYucnVubmVsLnYxLkRlbGl2ZXJUcmFuc2FjdGlvbnNSZXNwb25zZTABEk0KBkJsb2NrcxIfLnJ1bm5lbC52MS5EZWxpdmVyQmxvY2tzUmVxdWVzdBogLnJ1bm5lbC52MS5EZWxpdmVyQmxvY2tzUmVzcG9uc2UwATKSBQoFUXVlcnkSQwoIR2V0QmxvY2sSGi5ydW5uZWwudjEuR2V0QmxvY2tSZXF1ZXN0GhsucnVubmVsLnYxLkdldEJsb2NrUmVzcG9uc2USVQoOR2V0VHJhbnNhY3Rpb24SIC5ydW5uZWwudjEuR2V0VHJhbnNhY3Rpb25SZXF1ZXN0GiEucnVubmVsLnYxLkdldFRyYW5zYWN0aW9uUmVzcG9uc2USXgoRR2V0SW5jbHVzaW9uUHJvb2YSIy5ydW5uZWwudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0GiQucnVubmVsLnYxLkdldEluY2x1c2lvblByb29mUmVzcG9uc2USPQoGR2V0S2V5EhgucnVubmVsLnYxLkdldEtleVJlcXVlc3QaGS5ydW5uZWwudjEuR2V0S2V5UmVzcG9uc2USUgoNR2V0S2V5SGlzdG9yeRIfLnJ1bm5lbC52MS5HZXRLZXlIaXN0b3J5UmVxdWVzdBogLnJ1bm5lbC52MS5HZXRLZXlIaXN0b3J5UmVzcG9uc2USUgoNTGlzdENvbnRyYWN0cxIfLnJ1bm5lbC52MS5MaXN0Q29udHJhY3RzUmVxdWVzdBogLnJ1bm5lbC52MS5MaXN0Q29udHJhY3RzUmVzcG9uc2USVQoOR2V0TmV0d29ya0luZm8SIC5ydW5uZWwudjEuR2V0TmV0d29ya0luZm9SZXF1ZXN0GiEucnVubmVsLnYxLkdldE5ldHdvcmtJbmZvUmVzcG9uc2USTwoMR2V0U3RhdGVIYXNoEh4ucnVubmVsLnYxLkdldFN0YXRlSGFzaFJlcXVlc3QaHy5ydW5uZWwudjEuR2V0U3RhdGVIYXNoUmVzcG9uc2UyuAEKBUFkbWluElUKDkRlcGxveUNvbnRyYWN0EiAucnVubmVsLnYxLkRlcGxveUNvbnRyYWN0UmVxdWVzdBohLnJ1bm5lbC52MS5EZXBsb3lDb250cmFjdFJlc3BvbnNlElgKD1VwZ3JhZGVDb250cmFjdBIhLnJ1bm5lbC52MS5VcGdyYWRlQ29udHJhY3RSZXF1ZXN0GiIucnVubmVsLnYxLlVwZ3JhZGVDb250cmFjdFJlc3BvbnNlMpwBCgVUcmFjZRJDCghHZXRUcmFjZRIaLnJ1bm5lbC52MS5HZXRUcmFjZVJlcXVlc3QaGy5ydW5uZWwudjEuR2V0VHJhY2VSZXNwb25zZRJOCgtUcmFjZVN0cmVhbRIdLnJ1bm5lbC52MS5UcmFjZVN0cmVhbVJlcXVlc3QaHi5ydW5uZWwudjEuVHJhY2VTdHJlYW1SZXNwb25zZTABYgZwcm90bzM", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
+  fileDesc("ChNydW5uZWwvdjEvYXBpLnByb3RvEglydW5uZWwudjEiWgoJUmVhZEdyYW50Eg8KB2NyZWF0b3IYASABKAwSDwoHY2hhbm5lbBgCIAEoCRIVCg1ub3RfYmVmb3JlX21zGAMgASgEEhQKDG5vdF9hZnRlcl9tcxgEIAEoBCIzCg9TaWduZWRSZWFkR3JhbnQSDQoFZ3JhbnQYASABKAwSEQoJc2lnbmF0dXJlGAIgASgMIkgKCElkZW50aXR5EgsKA29yZxgBIAEoCRIMCgRyb2xlGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLY2VydGlmaWNhdGUYBCABKAwiPgoPRXZhbHVhdGVSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIiIKEEV2YWx1YXRlUmVzcG9uc2USDgoGcmVzdWx0GAEgASgMIlUKDkVuZG9yc2VSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsEhYKDmVuZG9yc2luZ19vcmdzGAIgAygJIkUKD0VuZG9yc2VSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIOCgZyZXN1bHQYAyABKAwiSgoNU3VibWl0UmVxdWVzdBITCgt0cmFuc2FjdGlvbhgBIAEoDBIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIl0KDlN1Ym1pdFJlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBIvCgZzdGF0dXMYAyABKAsyHy5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVzcG9uc2UiSgoTQ29tbWl0U3RhdHVzUmVxdWVzdBINCgV0eF9pZBgBIAEoCRIkCgh3YWl0X2ZvchgCIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlIqMBChRDb21taXRTdGF0dXNSZXNwb25zZRINCgV0eF9pZBgBIAEoCRInCgRjb2RlGAIgASgOMhkucnVubmVsLnYxLlZhbGlkYXRpb25Db2RlEgsKA3NlcRgDIAEoBBIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBCItCg9FdmVudENoZWNrcG9pbnQSCwoDc2VxGAEgASgEEg0KBWluZGV4GAIgASgNInQKFUNvbnRyYWN0RXZlbnRzUmVxdWVzdBIQCghjb250cmFjdBgBIAEoCRITCglzdGFydF9zZXEYAiABKARIABIrCgVhZnRlchgDIAEoCzIaLnJ1bm5lbC52MS5FdmVudENoZWNrcG9pbnRIAEIHCgVzdGFydCJsChZDb250cmFjdEV2ZW50c1Jlc3BvbnNlEg0KBXR4X2lkGAEgASgJEgsKA3NlcRgCIAEoBBINCgVpbmRleBgDIAEoDRInCgVldmVudBgEIAEoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50IoYBChRDb21taXR0ZWRUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIUCgx0aW1lc3RhbXBfbXMYBCABKAQSEwoLdHJhbnNhY3Rpb24YBSABKAwiVwoQQmxvY2tUcmFuc2FjdGlvbhILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAkSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZSKBAQoFQmxvY2sSIgoEc2VhbBgBIAEoCzIULnJ1bm5lbC52MS5CbG9ja1NlYWwSEwoLc2lnbmVkX3NlYWwYAiABKAwSDAoEaGFzaBgDIAEoDBIxCgx0cmFuc2FjdGlvbnMYBCADKAsyGy5ydW5uZWwudjEuQmxvY2tUcmFuc2FjdGlvbiIvChpEZWxpdmVyVHJhbnNhY3Rpb25zUmVxdWVzdBIRCglzdGFydF9zZXEYASABKAQiUwobRGVsaXZlclRyYW5zYWN0aW9uc1Jlc3BvbnNlEjQKC3RyYW5zYWN0aW9uGAEgASgLMh8ucnVubmVsLnYxLkNvbW1pdHRlZFRyYW5zYWN0aW9uIkYKFERlbGl2ZXJCbG9ja3NSZXF1ZXN0EhMKC3N0YXJ0X2Jsb2NrGAEgASgEEhkKEXdpdGhfdHJhbnNhY3Rpb25zGAIgASgIIjgKFURlbGl2ZXJCbG9ja3NSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jayIhCg9HZXRCbG9ja1JlcXVlc3QSDgoGbnVtYmVyGAEgASgEIjMKEEdldEJsb2NrUmVzcG9uc2USHwoFYmxvY2sYASABKAsyEC5ydW5uZWwudjEuQmxvY2siJgoVR2V0VHJhbnNhY3Rpb25SZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIk0KEUVuZG9yc2VtZW50RGV0YWlsEiUKCGVuZG9yc2VyGAEgASgLMhMucnVubmVsLnYxLklkZW50aXR5EhEKCXNpZ25hdHVyZRgCIAEoDCLoAgoWR2V0VHJhbnNhY3Rpb25SZXNwb25zZRINCgV0eF9pZBgBIAEoCRILCgNzZXEYAiABKAQSJwoEY29kZRgDIAEoDjIZLnJ1bm5lbC52MS5WYWxpZGF0aW9uQ29kZRIhCgVwaGFzZRgEIAEoDjISLnJ1bm5lbC52MS5UeFBoYXNlEg0KBWJsb2NrGAUgASgEEhQKDHRpbWVzdGFtcF9tcxgGIAEoBBITCgt0cmFuc2FjdGlvbhgHIAEoDBIlCghwcm9wb3NhbBgIIAEoCzITLnJ1bm5lbC52MS5Qcm9wb3NhbBIkCgdjcmVhdG9yGAkgASgLMhMucnVubmVsLnYxLklkZW50aXR5EisKB3BheWxvYWQYCiABKAsyGi5ydW5uZWwudjEuUmVzcG9uc2VQYXlsb2FkEjIKDGVuZG9yc2VtZW50cxgLIAMoCzIcLnJ1bm5lbC52MS5FbmRvcnNlbWVudERldGFpbCIpChhHZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QSDQoFdHhfaWQYASABKAkiewoZR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRIfCgVibG9jaxgBIAEoCzIQLnJ1bm5lbC52MS5CbG9jaxITCgt0cmFuc2FjdGlvbhgCIAEoDBIoCgVwcm9vZhgDIAEoCzIZLnJ1bm5lbC52MS5JbmNsdXNpb25Qcm9vZiIvCg1HZXRLZXlSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAwiYwoOR2V0S2V5UmVzcG9uc2USDQoFZm91bmQYASABKAgSDQoFdmFsdWUYAiABKAwSIwoHdmVyc2lvbhgDIAEoCzISLnJ1bm5lbC52MS5WZXJzaW9uEg4KBmhlaWdodBgEIAEoBCJZChRHZXRLZXlIaXN0b3J5UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDa2V5GAIgASgMEhIKCmJlZm9yZV9zZXEYAyABKAQSDQoFbGltaXQYBCABKA0iTwoPS2V5TW9kaWZpY2F0aW9uEgsKA3NlcRgBIAEoBBINCgV0eF9pZBgCIAEoCRIRCglpc19kZWxldGUYAyABKAgSDQoFdmFsdWUYBCABKAwiRAoVR2V0S2V5SGlzdG9yeVJlc3BvbnNlEisKB2VudHJpZXMYASADKAsyGi5ydW5uZWwudjEuS2V5TW9kaWZpY2F0aW9uIjoKFExpc3RDb250cmFjdHNSZXF1ZXN0EhMKC3N0YXJ0X2FmdGVyGAEgASgJEg0KBWxpbWl0GAIgASgNIkkKFUxpc3RDb250cmFjdHNSZXNwb25zZRIwCgljb250cmFjdHMYASADKAsyHS5ydW5uZWwudjEuQ29udHJhY3REZWZpbml0aW9uIisKG0dldENvbnRyYWN0QXBwcm92YWxzUmVxdWVzdBIMCgRuYW1lGAEgASgJIkoKEENvbnRyYWN0QXBwcm92YWwSEAoIc2VxdWVuY2UYASABKAQSCwoDb3JnGAIgASgJEhcKD2RlZmluaXRpb25faGFzaBgDIAEoDCKaAQocR2V0Q29udHJhY3RBcHByb3ZhbHNSZXNwb25zZRIxCgpkZWZpbml0aW9uGAEgASgLMh0ucnVubmVsLnYxLkNvbnRyYWN0RGVmaW5pdGlvbhIXCg9kZWZpbml0aW9uX2hhc2gYAiABKAwSLgoJYXBwcm92YWxzGAMgAygLMhsucnVubmVsLnYxLkNvbnRyYWN0QXBwcm92YWwiFQoTR2V0U3RhdGVIYXNoUmVxdWVzdCJCChRHZXRTdGF0ZUhhc2hSZXNwb25zZRIOCgZoZWlnaHQYASABKAQSDAoEaGFzaBgCIAEoDBIMCgRrZXlzGAMgASgEIhcKFUdldE5ldHdvcmtJbmZvUmVxdWVzdCKfAwoWR2V0TmV0d29ya0luZm9SZXNwb25zZRIPCgdjaGFubmVsGAEgASgJEgwKBG9yZ3MYAiADKAkSFAoMbm9kZV92ZXJzaW9uGAMgASgJEi4KDW9yZGVyaW5nX21vZGUYBCABKA4yFy5ydW5uZWwudjEuT3JkZXJpbmdNb2RlEhQKDHNlYWxfbWF4X3R4cxgFIAEoBBIZChFzZWFsX21heF9kZWxheV9tcxgGIAEoBBIWCg5vcmRlcmVkX2hlaWdodBgHIAEoBBIYChB2YWxpZGF0ZWRfaGVpZ2h0GAggASgEEhgKEGNvbW1pdHRlZF9oZWlnaHQYCSABKAQSFAoMYmxvY2tfaGVpZ2h0GAogASgEEhkKEW1lc3NhZ2VfYnl0ZXNfbWF4GAsgASgEEhoKEnByb3Bvc2FsX2J5dGVzX21heBgMIAEoBBIdChV0cmFuc2FjdGlvbl9ieXRlc19tYXgYDSABKAQSEAoIb3duX29yZ3MYDiADKAkSJQoFcGVlcnMYDyADKAsyFi5ydW5uZWwudjEuTmV0d29ya1BlZXIiigEKC05ldHdvcmtQZWVyEgsKA29yZxgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGVuZHBvaW50GAMgASgJEg0KBWFsaXZlGAQgASgIEhgKEGNvbW1pdHRlZF9oZWlnaHQYBSABKAQSDQoFZXJyb3IYBiABKAkSFgoOY2hlY2tlZF9tc19hZ28YByABKAQiRAoVRGVwbG95Q29udHJhY3RSZXF1ZXN0EisKCHByb3Bvc2FsGAEgASgLMhkucnVubmVsLnYxLlNpZ25lZFByb3Bvc2FsIm8KFkRlcGxveUNvbnRyYWN0UmVzcG9uc2USDQoFdHhfaWQYASABKAkSEwoLdHJhbnNhY3Rpb24YAiABKAwSMQoKZGVmaW5pdGlvbhgDIAEoCzIdLnJ1bm5lbC52MS5Db250cmFjdERlZmluaXRpb24iRQoWVXBncmFkZUNvbnRyYWN0UmVxdWVzdBIrCghwcm9wb3NhbBgBIAEoCzIZLnJ1bm5lbC52MS5TaWduZWRQcm9wb3NhbCJwChdVcGdyYWRlQ29udHJhY3RSZXNwb25zZRINCgV0eF9pZBgBIAEoCRITCgt0cmFuc2FjdGlvbhgCIAEoDBIxCgpkZWZpbml0aW9uGAMgASgLMh0ucnVubmVsLnYxLkNvbnRyYWN0RGVmaW5pdGlvbiI8CgpTdGFnZVN0YW1wEh8KBXN0YWdlGAEgASgOMhAucnVubmVsLnYxLlN0YWdlEg0KBWF0X3VzGAIgASgEIkgKEFRyYW5zYWN0aW9uVHJhY2USDQoFdHhfaWQYASABKAkSJQoGc3RhZ2VzGAIgAygLMhUucnVubmVsLnYxLlN0YWdlU3RhbXAiIAoPR2V0VHJhY2VSZXF1ZXN0Eg0KBXR4X2lkGAEgASgJIj4KEEdldFRyYWNlUmVzcG9uc2USKgoFdHJhY2UYASABKAsyGy5ydW5uZWwudjEuVHJhbnNhY3Rpb25UcmFjZSIUChJUcmFjZVN0cmVhbVJlcXVlc3QiQQoTVHJhY2VTdHJlYW1SZXNwb25zZRIqCgV0cmFjZRgBIAEoCzIbLnJ1bm5lbC52MS5UcmFuc2FjdGlvblRyYWNlKtgECg5WYWxpZGF0aW9uQ29kZRIfChtWQUxJREFUSU9OX0NPREVfVU5TUEVDSUZJRUQQABIZChVWQUxJREFUSU9OX0NPREVfVkFMSUQQARImCiJWQUxJREFUSU9OX0NPREVfTVZDQ19SRUFEX0NPTkZMSUNUEAISKQolVkFMSURBVElPTl9DT0RFX1BIQU5UT01fUkVBRF9DT05GTElDVBADEi4KKlZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9QT0xJQ1lfRkFJTFVSRRAEEikKJVZBTElEQVRJT05fQ09ERV9CQURfQ1JFQVRPUl9TSUdOQVRVUkUQBRIqCiZWQUxJREFUSU9OX0NPREVfQkFEX0VORE9SU0VSX1NJR05BVFVSRRAGEiIKHlZBTElEQVRJT05fQ09ERV9EVVBMSUNBVEVfVFhJRBAHEiYKIlZBTElEQVRJT05fQ09ERV9DT05UUkFDVF9OT1RfRk9VTkQQCBInCiNWQUxJREFUSU9OX0NPREVfRVhQSVJFRF9DRVJUSUZJQ0FURRAJEh8KG1ZBTElEQVRJT05fQ09ERV9CQURfUEFZTE9BRBAKEigKJFZBTElEQVRJT05fQ09ERV9FTkRPUlNFTUVOVF9NSVNNQVRDSBALEiQKIFZBTElEQVRJT05fQ09ERV9JTExFR0FMX1dSSVRFU0VUEAwSHQoZVkFMSURBVElPTl9DT0RFX0JBRF9SV1NFVBANEisKJ1ZBTElEQVRJT05fQ09ERV9USU1FU1RBTVBfT1VUX09GX1dJTkRPVxAOKlMKB1R4UGhhc2USGAoUVFhfUEhBU0VfVU5TUEVDSUZJRUQQABIWChJUWF9QSEFTRV9WQUxJREFURUQQARIWChJUWF9QSEFTRV9DT01NSVRURUQQAipkCgxPcmRlcmluZ01vZGUSHQoZT1JERVJJTkdfTU9ERV9VTlNQRUNJRklFRBAAEhsKF09SREVSSU5HX01PREVfU1RSRUFNSU5HEAESGAoUT1JERVJJTkdfTU9ERV9CTE9DS1MQAircAQoFU3RhZ2USFQoRU1RBR0VfVU5TUEVDSUZJRUQQABIXChNTVEFHRV9FTkRPUlNFX1NUQVJUEAESFQoRU1RBR0VfRU5ET1JTRV9FTkQQAhISCg5TVEFHRV9SRUNFSVZFRBADEhEKDVNUQUdFX09SREVSRUQQBBITCg9TVEFHRV9ERUxJVkVSRUQQBRISCg5TVEFHRV9WRVJJRklFRBAGEhMKD1NUQUdFX1ZBTElEQVRFRBAHEhMKD1NUQUdFX0NPTU1JVFRFRBAIEhIKDlNUQUdFX05PVElGSUVEEAky+QIKB0dhdGV3YXkSQwoIRXZhbHVhdGUSGi5ydW5uZWwudjEuRXZhbHVhdGVSZXF1ZXN0GhsucnVubmVsLnYxLkV2YWx1YXRlUmVzcG9uc2USQAoHRW5kb3JzZRIZLnJ1bm5lbC52MS5FbmRvcnNlUmVxdWVzdBoaLnJ1bm5lbC52MS5FbmRvcnNlUmVzcG9uc2USPQoGU3VibWl0EhgucnVubmVsLnYxLlN1Ym1pdFJlcXVlc3QaGS5ydW5uZWwudjEuU3VibWl0UmVzcG9uc2USTwoMQ29tbWl0U3RhdHVzEh4ucnVubmVsLnYxLkNvbW1pdFN0YXR1c1JlcXVlc3QaHy5ydW5uZWwudjEuQ29tbWl0U3RhdHVzUmVzcG9uc2USVwoOQ29udHJhY3RFdmVudHMSIC5ydW5uZWwudjEuQ29udHJhY3RFdmVudHNSZXF1ZXN0GiEucnVubmVsLnYxLkNvbnRyYWN0RXZlbnRzUmVzcG9uc2UwATK5AQoHRGVsaXZlchJfCgxUcmFuc2FjdGlvbnMSJS5ydW5uZWwudjEuRGVsaXZlclRyYW5zYWN0aW9uc1JlcXVlc3QaJi5ydW5uZWwudjEuRGVsaXZlclRyYW5zYWN0aW9uc1Jlc3BvbnNlMAESTQoGQmxvY2tzEh8ucnVubmVsLnYxLkRlbGl2ZXJCbG9ja3NSZXF1ZXN0GiAucnVubmVsLnYxLkRlbGl2ZXJCbG9ja3NSZXNwb25zZTABMvsFCgVRdWVyeRJDCghHZXRCbG9jaxIaLnJ1bm5lbC52MS5HZXRCbG9ja1JlcXVlc3QaGy5ydW5uZWwudjEuR2V0QmxvY2tSZXNwb25zZRJVCg5HZXRUcmFuc2FjdGlvbhIgLnJ1bm5lbC52MS5HZXRUcmFuc2FjdGlvblJlcXVlc3QaIS5ydW5uZWwudjEuR2V0VHJhbnNhY3Rpb25SZXNwb25zZRJeChFHZXRJbmNsdXNpb25Qcm9vZhIjLnJ1bm5lbC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QaJC5ydW5uZWwudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRI9CgZHZXRLZXkSGC5ydW5uZWwudjEuR2V0S2V5UmVxdWVzdBoZLnJ1bm5lbC52MS5HZXRLZXlSZXNwb25zZRJSCg1HZXRLZXlIaXN0b3J5Eh8ucnVubmVsLnYxLkdldEtleUhpc3RvcnlSZXF1ZXN0GiAucnVubmVsLnYxLkdldEtleUhpc3RvcnlSZXNwb25zZRJSCg1MaXN0Q29udHJhY3RzEh8ucnVubmVsLnYxLkxpc3RDb250cmFjdHNSZXF1ZXN0GiAucnVubmVsLnYxLkxpc3RDb250cmFjdHNSZXNwb25zZRJnChRHZXRDb250cmFjdEFwcHJvdmFscxImLnJ1bm5lbC52MS5HZXRDb250cmFjdEFwcHJvdmFsc1JlcXVlc3QaJy5ydW5uZWwudjEuR2V0Q29udHJhY3RBcHByb3ZhbHNSZXNwb25zZRJVCg5HZXROZXR3b3JrSW5mbxIgLnJ1bm5lbC52MS5HZXROZXR3b3JrSW5mb1JlcXVlc3QaIS5ydW5uZWwudjEuR2V0TmV0d29ya0luZm9SZXNwb25zZRJPCgxHZXRTdGF0ZUhhc2gSHi5ydW5uZWwudjEuR2V0U3RhdGVIYXNoUmVxdWVzdBofLnJ1bm5lbC52MS5HZXRTdGF0ZUhhc2hSZXNwb25zZTK4AQoFQWRtaW4SVQoORGVwbG95Q29udHJhY3QSIC5ydW5uZWwudjEuRGVwbG95Q29udHJhY3RSZXF1ZXN0GiEucnVubmVsLnYxLkRlcGxveUNvbnRyYWN0UmVzcG9uc2USWAoPVXBncmFkZUNvbnRyYWN0EiEucnVubmVsLnYxLlVwZ3JhZGVDb250cmFjdFJlcXVlc3QaIi5ydW5uZWwudjEuVXBncmFkZUNvbnRyYWN0UmVzcG9uc2UynAEKBVRyYWNlEkMKCEdldFRyYWNlEhoucnVubmVsLnYxLkdldFRyYWNlUmVxdWVzdBobLnJ1bm5lbC52MS5HZXRUcmFjZVJlc3BvbnNlEk4KC1RyYWNlU3RyZWFtEh0ucnVubmVsLnYxLlRyYWNlU3RyZWFtUmVxdWVzdBoeLnJ1bm5lbC52MS5UcmFjZVN0cmVhbVJlc3BvbnNlMAFiBnByb3RvMw", [file_runnel_v1_block, file_runnel_v1_rwset, file_runnel_v1_transaction]);
 
 /**
  * A node with `[api] read_access = "members"` serves reads (Query, Deliver, Trace,
@@ -191,6 +191,15 @@ export type EndorseRequest = Message<"runnel.v1.EndorseRequest"> & {
    * @generated from field: runnel.v1.SignedProposal proposal = 1;
    */
   proposal?: SignedProposal;
+
+  /**
+   * The organisations whose peers endorse (fabric-gateway's endorsingOrganizations):
+   * the gateway endorses for its own, if named, and asks a peer of each other one.
+   * Empty: as many as the contract's endorsement policy needs, chosen by the gateway.
+   *
+   * @generated from field: repeated string endorsing_orgs = 2;
+   */
+  endorsingOrgs: string[];
 };
 
 /**
@@ -1071,6 +1080,87 @@ export const ListContractsResponseSchema: GenMessage<ListContractsResponse> = /*
   messageDesc(file_runnel_v1_api, 34);
 
 /**
+ * @generated from message runnel.v1.GetContractApprovalsRequest
+ */
+export type GetContractApprovalsRequest = Message<"runnel.v1.GetContractApprovalsRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message runnel.v1.GetContractApprovalsRequest.
+ * Use `create(GetContractApprovalsRequestSchema)` to create a new message.
+ */
+export const GetContractApprovalsRequestSchema: GenMessage<GetContractApprovalsRequest> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 35);
+
+/**
+ * An organisation's approval of one definition of a contract.
+ *
+ * @generated from message runnel.v1.ContractApproval
+ */
+export type ContractApproval = Message<"runnel.v1.ContractApproval"> & {
+  /**
+   * @generated from field: uint64 sequence = 1;
+   */
+  sequence: bigint;
+
+  /**
+   * @generated from field: string org = 2;
+   */
+  org: string;
+
+  /**
+   * sha256 of the encoded ContractDefinition approved
+   *
+   * @generated from field: bytes definition_hash = 3;
+   */
+  definitionHash: Uint8Array;
+};
+
+/**
+ * Describes the message runnel.v1.ContractApproval.
+ * Use `create(ContractApprovalSchema)` to create a new message.
+ */
+export const ContractApprovalSchema: GenMessage<ContractApproval> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 36);
+
+/**
+ * @generated from message runnel.v1.GetContractApprovalsResponse
+ */
+export type GetContractApprovalsResponse = Message<"runnel.v1.GetContractApprovalsResponse"> & {
+  /**
+   * the one in force; unset before the first commit
+   *
+   * @generated from field: runnel.v1.ContractDefinition definition = 1;
+   */
+  definition?: ContractDefinition;
+
+  /**
+   * its hash, what its approvals hold
+   *
+   * @generated from field: bytes definition_hash = 2;
+   */
+  definitionHash: Uint8Array;
+
+  /**
+   * by sequence, then organisation (at most 1000)
+   *
+   * @generated from field: repeated runnel.v1.ContractApproval approvals = 3;
+   */
+  approvals: ContractApproval[];
+};
+
+/**
+ * Describes the message runnel.v1.GetContractApprovalsResponse.
+ * Use `create(GetContractApprovalsResponseSchema)` to create a new message.
+ */
+export const GetContractApprovalsResponseSchema: GenMessage<GetContractApprovalsResponse> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 37);
+
+/**
  * @generated from message runnel.v1.GetStateHashRequest
  */
 export type GetStateHashRequest = Message<"runnel.v1.GetStateHashRequest"> & {
@@ -1081,7 +1171,7 @@ export type GetStateHashRequest = Message<"runnel.v1.GetStateHashRequest"> & {
  * Use `create(GetStateHashRequestSchema)` to create a new message.
  */
 export const GetStateHashRequestSchema: GenMessage<GetStateHashRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 35);
+  messageDesc(file_runnel_v1_api, 38);
 
 /**
  * @generated from message runnel.v1.GetStateHashResponse
@@ -1114,7 +1204,7 @@ export type GetStateHashResponse = Message<"runnel.v1.GetStateHashResponse"> & {
  * Use `create(GetStateHashResponseSchema)` to create a new message.
  */
 export const GetStateHashResponseSchema: GenMessage<GetStateHashResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 36);
+  messageDesc(file_runnel_v1_api, 39);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoRequest
@@ -1127,7 +1217,7 @@ export type GetNetworkInfoRequest = Message<"runnel.v1.GetNetworkInfoRequest"> &
  * Use `create(GetNetworkInfoRequestSchema)` to create a new message.
  */
 export const GetNetworkInfoRequestSchema: GenMessage<GetNetworkInfoRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 37);
+  messageDesc(file_runnel_v1_api, 40);
 
 /**
  * @generated from message runnel.v1.GetNetworkInfoResponse
@@ -1207,6 +1297,20 @@ export type GetNetworkInfoResponse = Message<"runnel.v1.GetNetworkInfoResponse">
    * @generated from field: uint64 transaction_bytes_max = 13;
    */
   transactionBytesMax: bigint;
+
+  /**
+   * the organisations this node endorses for
+   *
+   * @generated from field: repeated string own_orgs = 14;
+   */
+  ownOrgs: string[];
+
+  /**
+   * the other organisations' peers, as last checked
+   *
+   * @generated from field: repeated runnel.v1.NetworkPeer peers = 15;
+   */
+  peers: NetworkPeer[];
 };
 
 /**
@@ -1214,7 +1318,65 @@ export type GetNetworkInfoResponse = Message<"runnel.v1.GetNetworkInfoResponse">
  * Use `create(GetNetworkInfoResponseSchema)` to create a new message.
  */
 export const GetNetworkInfoResponseSchema: GenMessage<GetNetworkInfoResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 38);
+  messageDesc(file_runnel_v1_api, 41);
+
+/**
+ * Another organisation's peer, as the answering node last saw it (it asks each for its
+ * heights every two seconds, and asks them to endorse).
+ *
+ * @generated from message runnel.v1.NetworkPeer
+ */
+export type NetworkPeer = Message<"runnel.v1.NetworkPeer"> & {
+  /**
+   * @generated from field: string org = 1;
+   */
+  org: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string endpoint = 3;
+   */
+  endpoint: string;
+
+  /**
+   * it answered the last check
+   *
+   * @generated from field: bool alive = 4;
+   */
+  alive: boolean;
+
+  /**
+   * its committed height then
+   *
+   * @generated from field: uint64 committed_height = 5;
+   */
+  committedHeight: bigint;
+
+  /**
+   * why the last check failed
+   *
+   * @generated from field: string error = 6;
+   */
+  error: string;
+
+  /**
+   * 0: not checked yet
+   *
+   * @generated from field: uint64 checked_ms_ago = 7;
+   */
+  checkedMsAgo: bigint;
+};
+
+/**
+ * Describes the message runnel.v1.NetworkPeer.
+ * Use `create(NetworkPeerSchema)` to create a new message.
+ */
+export const NetworkPeerSchema: GenMessage<NetworkPeer> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_api, 42);
 
 /**
  * @generated from message runnel.v1.DeployContractRequest
@@ -1234,7 +1396,7 @@ export type DeployContractRequest = Message<"runnel.v1.DeployContractRequest"> &
  * Use `create(DeployContractRequestSchema)` to create a new message.
  */
 export const DeployContractRequestSchema: GenMessage<DeployContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 39);
+  messageDesc(file_runnel_v1_api, 43);
 
 /**
  * @generated from message runnel.v1.DeployContractResponse
@@ -1265,7 +1427,7 @@ export type DeployContractResponse = Message<"runnel.v1.DeployContractResponse">
  * Use `create(DeployContractResponseSchema)` to create a new message.
  */
 export const DeployContractResponseSchema: GenMessage<DeployContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 40);
+  messageDesc(file_runnel_v1_api, 44);
 
 /**
  * @generated from message runnel.v1.UpgradeContractRequest
@@ -1284,7 +1446,7 @@ export type UpgradeContractRequest = Message<"runnel.v1.UpgradeContractRequest">
  * Use `create(UpgradeContractRequestSchema)` to create a new message.
  */
 export const UpgradeContractRequestSchema: GenMessage<UpgradeContractRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 41);
+  messageDesc(file_runnel_v1_api, 45);
 
 /**
  * @generated from message runnel.v1.UpgradeContractResponse
@@ -1311,7 +1473,7 @@ export type UpgradeContractResponse = Message<"runnel.v1.UpgradeContractResponse
  * Use `create(UpgradeContractResponseSchema)` to create a new message.
  */
 export const UpgradeContractResponseSchema: GenMessage<UpgradeContractResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 42);
+  messageDesc(file_runnel_v1_api, 46);
 
 /**
  * @generated from message runnel.v1.StageStamp
@@ -1335,7 +1497,7 @@ export type StageStamp = Message<"runnel.v1.StageStamp"> & {
  * Use `create(StageStampSchema)` to create a new message.
  */
 export const StageStampSchema: GenMessage<StageStamp> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 43);
+  messageDesc(file_runnel_v1_api, 47);
 
 /**
  * @generated from message runnel.v1.TransactionTrace
@@ -1359,7 +1521,7 @@ export type TransactionTrace = Message<"runnel.v1.TransactionTrace"> & {
  * Use `create(TransactionTraceSchema)` to create a new message.
  */
 export const TransactionTraceSchema: GenMessage<TransactionTrace> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 44);
+  messageDesc(file_runnel_v1_api, 48);
 
 /**
  * @generated from message runnel.v1.GetTraceRequest
@@ -1376,7 +1538,7 @@ export type GetTraceRequest = Message<"runnel.v1.GetTraceRequest"> & {
  * Use `create(GetTraceRequestSchema)` to create a new message.
  */
 export const GetTraceRequestSchema: GenMessage<GetTraceRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 45);
+  messageDesc(file_runnel_v1_api, 49);
 
 /**
  * @generated from message runnel.v1.GetTraceResponse
@@ -1393,7 +1555,7 @@ export type GetTraceResponse = Message<"runnel.v1.GetTraceResponse"> & {
  * Use `create(GetTraceResponseSchema)` to create a new message.
  */
 export const GetTraceResponseSchema: GenMessage<GetTraceResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 46);
+  messageDesc(file_runnel_v1_api, 50);
 
 /**
  * @generated from message runnel.v1.TraceStreamRequest
@@ -1406,7 +1568,7 @@ export type TraceStreamRequest = Message<"runnel.v1.TraceStreamRequest"> & {
  * Use `create(TraceStreamRequestSchema)` to create a new message.
  */
 export const TraceStreamRequestSchema: GenMessage<TraceStreamRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 47);
+  messageDesc(file_runnel_v1_api, 51);
 
 /**
  * @generated from message runnel.v1.TraceStreamResponse
@@ -1423,7 +1585,7 @@ export type TraceStreamResponse = Message<"runnel.v1.TraceStreamResponse"> & {
  * Use `create(TraceStreamResponseSchema)` to create a new message.
  */
 export const TraceStreamResponseSchema: GenMessage<TraceStreamResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_api, 48);
+  messageDesc(file_runnel_v1_api, 52);
 
 /**
  * Why a transaction is valid or not, as recorded with it in the ledger. Names follow
@@ -1708,8 +1870,10 @@ export const Gateway: GenService<{
   },
   /**
    * Endorses a signed proposal with as many organisations' peers as the contract's
-   * endorsement policy needs (their admins, for `_lifecycle`), and returns the
-   * transaction for the proposal's creator to sign and submit.
+   * endorsement policy needs: this peer for its own organisation, and a live peer of
+   * each other organisation, asked over mutual TLS. Returns the transaction for the
+   * proposal's creator to sign and submit. Fails with ENDORSER_UNAVAILABLE,
+   * ENDORSEMENT_REFUSED or ENDORSEMENT_MISMATCH naming the organisation.
    *
    * @generated from rpc runnel.v1.Gateway.Endorse
    */
@@ -1853,6 +2017,17 @@ export const Query: GenService<{
     methodKind: "unary";
     input: typeof ListContractsRequestSchema;
     output: typeof ListContractsResponseSchema;
+  },
+  /**
+   * A contract's definition in force and which organisations approved which of its
+   * definitions (`runnel contract-status`).
+   *
+   * @generated from rpc runnel.v1.Query.GetContractApprovals
+   */
+  getContractApprovals: {
+    methodKind: "unary";
+    input: typeof GetContractApprovalsRequestSchema;
+    output: typeof GetContractApprovalsResponseSchema;
   },
   /**
    * The network and this node: channel, organisations, heights, ordering mode, limits.

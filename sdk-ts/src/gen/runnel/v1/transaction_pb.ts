@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/transaction.proto.
  */
 export const file_runnel_v1_transaction: GenFile = /*@__PURE__*/
-  fileDesc("ChtydW5uZWwvdjEvdHJhbnNhY3Rpb24ucHJvdG8SCXJ1bm5lbC52MSKDAQoIUHJvcG9zYWwSDwoHY2hhbm5lbBgBIAEoCRIQCghjb250cmFjdBgCIAEoCRIQCghmdW5jdGlvbhgDIAEoCRIMCgRhcmdzGAQgAygMEg8KB2NyZWF0b3IYBSABKAwSDQoFbm9uY2UYBiABKAwSFAoMdGltZXN0YW1wX21zGAcgASgEIjUKDlNpZ25lZFByb3Bvc2FsEhAKCHByb3Bvc2FsGAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCKGAQoPUmVzcG9uc2VQYXlsb2FkEhUKDXByb3Bvc2FsX2hhc2gYASABKAwSDgoGcmVzdWx0GAIgASgMEiIKBnJ3c2V0cxgDIAMoCzISLnJ1bm5lbC52MS5Oc1J3U2V0EigKBmV2ZW50cxgEIAMoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50IjIKC0VuZG9yc2VtZW50EhAKCGVuZG9yc2VyGAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQChBQcm9wb3NhbFJlc3BvbnNlEg8KB3BheWxvYWQYASABKAwSKwoLZW5kb3JzZW1lbnQYAiABKAsyFi5ydW5uZWwudjEuRW5kb3JzZW1lbnQieQoLVHJhbnNhY3Rpb24SKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwSDwoHcGF5bG9hZBgCIAEoDBIsCgxlbmRvcnNlbWVudHMYAyADKAsyFi5ydW5uZWwudjEuRW5kb3JzZW1lbnQiOwoRU2lnbmVkVHJhbnNhY3Rpb24SEwoLdHJhbnNhY3Rpb24YASABKAwSEQoJc2lnbmF0dXJlGAIgASgMImgKEkNvbnRyYWN0RGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIc2VxdWVuY2UYAyABKAQSEQoJY29kZV9oYXNoGAQgASgMEg4KBnBvbGljeRgFIAEoCSKJAQoNRGVwbG95UmVxdWVzdBIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSDgoGcG9saWN5GAMgASgJEgwKBGNvZGUYBCABKAwSEQoJY29kZV9oYXNoGAUgASgMEhUKDWluaXRfZnVuY3Rpb24YBiABKAkSEQoJaW5pdF9hcmdzGAcgAygMYgZwcm90bzM", [file_runnel_v1_rwset]);
+  fileDesc("ChtydW5uZWwvdjEvdHJhbnNhY3Rpb24ucHJvdG8SCXJ1bm5lbC52MSKDAQoIUHJvcG9zYWwSDwoHY2hhbm5lbBgBIAEoCRIQCghjb250cmFjdBgCIAEoCRIQCghmdW5jdGlvbhgDIAEoCRIMCgRhcmdzGAQgAygMEg8KB2NyZWF0b3IYBSABKAwSDQoFbm9uY2UYBiABKAwSFAoMdGltZXN0YW1wX21zGAcgASgEIjUKDlNpZ25lZFByb3Bvc2FsEhAKCHByb3Bvc2FsGAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCKGAQoPUmVzcG9uc2VQYXlsb2FkEhUKDXByb3Bvc2FsX2hhc2gYASABKAwSDgoGcmVzdWx0GAIgASgMEiIKBnJ3c2V0cxgDIAMoCzISLnJ1bm5lbC52MS5Oc1J3U2V0EigKBmV2ZW50cxgEIAMoCzIYLnJ1bm5lbC52MS5Db250cmFjdEV2ZW50IjIKC0VuZG9yc2VtZW50EhAKCGVuZG9yc2VyGAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoDCJQChBQcm9wb3NhbFJlc3BvbnNlEg8KB3BheWxvYWQYASABKAwSKwoLZW5kb3JzZW1lbnQYAiABKAsyFi5ydW5uZWwudjEuRW5kb3JzZW1lbnQieQoLVHJhbnNhY3Rpb24SKwoIcHJvcG9zYWwYASABKAsyGS5ydW5uZWwudjEuU2lnbmVkUHJvcG9zYWwSDwoHcGF5bG9hZBgCIAEoDBIsCgxlbmRvcnNlbWVudHMYAyADKAsyFi5ydW5uZWwudjEuRW5kb3JzZW1lbnQiOwoRU2lnbmVkVHJhbnNhY3Rpb24SEwoLdHJhbnNhY3Rpb24YASABKAwSEQoJc2lnbmF0dXJlGAIgASgMInsKEkNvbnRyYWN0RGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIc2VxdWVuY2UYAyABKAQSEQoJY29kZV9oYXNoGAQgASgMEg4KBnBvbGljeRgFIAEoCRIRCglpbml0X2hhc2gYBiABKAwiKgoISW5pdENhbGwSEAoIZnVuY3Rpb24YASABKAkSDAoEYXJncxgCIAMoDCKbAQoNRGVwbG95UmVxdWVzdBIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSDgoGcG9saWN5GAMgASgJEgwKBGNvZGUYBCABKAwSEQoJY29kZV9oYXNoGAUgASgMEhUKDWluaXRfZnVuY3Rpb24YBiABKAkSEQoJaW5pdF9hcmdzGAcgAygMEhAKCHNlcXVlbmNlGAggASgEYgZwcm90bzM", [file_runnel_v1_rwset]);
 
 /**
  * A request to run one contract function. The transaction id is
@@ -261,7 +261,10 @@ export const SignedTransactionSchema: GenMessage<SignedTransaction> = /*@__PURE_
 
 /**
  * A contract definition, kept in the "_lifecycle" namespace under `contracts/<name>`.
- * Deploying or upgrading a contract writes a new one with the next sequence.
+ * Deploying or upgrading a contract writes a new one with the next sequence, once the
+ * organisations the lifecycle policy needs have approved exactly this definition: each
+ * approval is sha256 of the encoded definition, kept under
+ * `approvals/<name>/<sequence>/<org>`.
  *
  * @generated from message runnel.v1.ContractDefinition
  */
@@ -293,11 +296,18 @@ export type ContractDefinition = Message<"runnel.v1.ContractDefinition"> & {
   codeHash: Uint8Array;
 
   /**
-   * endorsement policy, Fabric syntax
+   * endorsement policy, Fabric syntax, canonical form
    *
    * @generated from field: string policy = 5;
    */
   policy: string;
+
+  /**
+   * sha256 of the encoded InitCall the commit runs; empty: none
+   *
+   * @generated from field: bytes init_hash = 6;
+   */
+  initHash: Uint8Array;
 };
 
 /**
@@ -308,7 +318,34 @@ export const ContractDefinitionSchema: GenMessage<ContractDefinition> = /*@__PUR
   messageDesc(file_runnel_v1_transaction, 7);
 
 /**
- * The argument of "_lifecycle" deploy / upgrade.
+ * The init call a definition commits with.
+ *
+ * @generated from message runnel.v1.InitCall
+ */
+export type InitCall = Message<"runnel.v1.InitCall"> & {
+  /**
+   * @generated from field: string function = 1;
+   */
+  function: string;
+
+  /**
+   * @generated from field: repeated bytes args = 2;
+   */
+  args: Uint8Array[];
+};
+
+/**
+ * Describes the message runnel.v1.InitCall.
+ * Use `create(InitCallSchema)` to create a new message.
+ */
+export const InitCallSchema: GenMessage<InitCall> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_transaction, 8);
+
+/**
+ * The argument of "_lifecycle" approve, deploy and upgrade: the definition to approve or
+ * commit. Approve records the caller's organisation's approval; deploy (sequence 1) and
+ * upgrade commit it, recording the caller's organisation's approval in the same
+ * transaction.
  *
  * @generated from message runnel.v1.DeployRequest
  */
@@ -345,7 +382,7 @@ export type DeployRequest = Message<"runnel.v1.DeployRequest"> & {
   codeHash: Uint8Array;
 
   /**
-   * optional; runs in the same transaction
+   * optional; runs in the same transaction as the commit
    *
    * @generated from field: string init_function = 6;
    */
@@ -355,6 +392,13 @@ export type DeployRequest = Message<"runnel.v1.DeployRequest"> & {
    * @generated from field: repeated bytes init_args = 7;
    */
   initArgs: Uint8Array[];
+
+  /**
+   * approve only: the sequence approved; 0: the next one
+   *
+   * @generated from field: uint64 sequence = 8;
+   */
+  sequence: bigint;
 };
 
 /**
@@ -362,5 +406,5 @@ export type DeployRequest = Message<"runnel.v1.DeployRequest"> & {
  * Use `create(DeployRequestSchema)` to create a new message.
  */
 export const DeployRequestSchema: GenMessage<DeployRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_transaction, 8);
+  messageDesc(file_runnel_v1_transaction, 9);
 

@@ -1,0 +1,558 @@
+//! Networks of organisations apart, started by `runnel up` as users start them: each node
+//! a process of its own whose directory holds only its own organisation's keys. A
+//! contract whose policy needs every organisation's peer commits through one
+//! organisation's gateway with an endorsement from each; one admin cannot deploy alone;
+//! a forged endorsement counts for nothing; an organisation whose peers are down, or
+//! whose peer sees another state, fails the call with a typed error naming it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role};
+use runnel_ledger::tx;
+use runnel_server::proto::gateway_client::GatewayClient;
+use runnel_server::proto::{
+    CommitStatusResponse, EndorseRequest, Endorsement, SubmitRequest, Transaction, TxPhase,
+    ValidationCode,
+};
+use serde_json::Value;
+
+use crate::process::RUNNEL;
+
+/// A network made by `runnel init` and run by `runnel up`, stopped by `runnel down` when
+/// dropped.
+struct Network {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    contracts: PathBuf,
+    started: bool,
+}
+
+/// `count` consecutive free loopback ports: the first.
+fn free_ports(count: u16) -> u16 {
+    for _ in 0..100 {
+        let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = probe.local_addr().unwrap().port();
+        drop(probe);
+        if base.checked_add(count).is_none() {
+            continue;
+        }
+        let all_free =
+            (base..base + count).all(|port| TcpListener::bind(("127.0.0.1", port)).is_ok());
+        if all_free {
+            return base;
+        }
+    }
+    panic!("no {count} free consecutive ports");
+}
+
+fn ok(output: Output, what: &str) -> Output {
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+impl Network {
+    /// `runnel init` of `orgs` with `peers_per_org` each, on free ports; not started.
+    fn init(orgs: &str, peers_per_org: usize) -> Network {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("net");
+        let org_count = orgs.split(',').count() as u16;
+        let base = free_ports(1 + org_count * peers_per_org as u16);
+        ok(
+            Command::new(RUNNEL)
+                .args(["init", "--dir", dir.to_str().unwrap(), "--orgs", orgs])
+                .args(["--peers-per-org", &peers_per_org.to_string()])
+                .args(["--base-port", &base.to_string()])
+                .output()
+                .unwrap(),
+            "runnel init",
+        );
+        for package in ["kv", "token", "asset-transfer"] {
+            runnel_wasm_build::build(package).unwrap();
+        }
+        let contracts = runnel_wasm_build::wasm_path("kv")
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        Network {
+            _tmp: tmp,
+            dir,
+            contracts,
+            started: false,
+        }
+    }
+
+    /// `runnel up`: every node started, the examples approved and committed.
+    fn up(&mut self) {
+        self.started = true;
+        ok(
+            Command::new(RUNNEL)
+                .args(["up", "--dir", self.dir.to_str().unwrap()])
+                .args(["--contracts", self.contracts.to_str().unwrap()])
+                .env("RUNNEL_LOG", "warn")
+                .output()
+                .unwrap(),
+            "runnel up",
+        );
+    }
+
+    /// A node's directory, e.g. `Org2/peer0`.
+    fn node(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The API of `Org<n>/peer<i>`.
+    fn url(&self, node: &str) -> String {
+        let text = std::fs::read_to_string(self.node(node).join("runnel.toml")).unwrap();
+        let listen = text
+            .lines()
+            .find_map(|line| line.strip_prefix("listen = "))
+            .unwrap()
+            .trim_matches('"');
+        format!("https://{listen}")
+    }
+
+    /// `runnel <command> --url <node> --dir <org's people> --org <org> <args>`.
+    fn run(&self, node: &str, org: &str, args: &[&str]) -> Output {
+        let (command, rest) = args.split_first().unwrap();
+        Command::new(RUNNEL)
+            .arg(command)
+            .args(["--url", &self.url(node)])
+            .args(["--dir", self.dir.join(org).to_str().unwrap(), "--org", org])
+            .args(rest)
+            .output()
+            .unwrap()
+    }
+
+    /// [`Network::run`] that must succeed; its JSON.
+    fn json(&self, node: &str, org: &str, args: &[&str]) -> Value {
+        let output = ok(self.run(node, org, args), &format!("{args:?} at {node}"));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    /// [`Network::run`] that must fail; its error output.
+    fn fails(&self, node: &str, org: &str, args: &[&str]) -> String {
+        let output = self.run(node, org, args);
+        assert!(!output.status.success(), "{args:?} at {node} succeeded");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
+    /// Stops one node (SIGTERM to the process `runnel up` started).
+    fn stop(&self, node: &str) {
+        let pid = std::fs::read_to_string(self.node(node).join("runnel.pid")).unwrap();
+        let pid = pid.trim();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(Instant::now() < deadline, "{node} did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Every peer's state hash once all are at the same committed height as `node`'s.
+    fn state_hashes(&self, peers: &[&str], org_of: impl Fn(&str) -> String) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let hashes: Vec<Value> = peers
+                .iter()
+                .map(|peer| self.json(peer, &org_of(peer), &["state-hash"]))
+                .collect();
+            if hashes.windows(2).all(|w| w[0]["height"] == w[1]["height"]) {
+                return hashes;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "peers never reached one height: {hashes:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        if self.started {
+            let _ = Command::new(RUNNEL)
+                .args(["down", "--dir", self.dir.to_str().unwrap()])
+                .output();
+        }
+    }
+}
+
+fn org_of(node: &str) -> String {
+    node.split('/').next().unwrap().to_string()
+}
+
+/// A TCP proxy on loopback that the test can pause: while paused it forwards nothing, the
+/// connections staying open, as a congested or partitioned link does.
+struct Proxy {
+    port: u16,
+    paused: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let paused = Arc::new(AtomicBool::new(false));
+        let flag = paused.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let paused = flag.clone();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16 << 10];
+                        loop {
+                            while paused.load(Ordering::SeqCst) {
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                            match from.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => {
+                                    while paused.load(Ordering::SeqCst) {
+                                        std::thread::sleep(Duration::from_millis(5));
+                                    }
+                                    if to.write_all(&buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, paused }
+    }
+
+    fn pause(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+    }
+}
+
+/// Signs `transaction` as `creator`, submits it to `url` and waits for its commit.
+async fn submit(
+    url: &str,
+    people: &Path,
+    org: &str,
+    creator: &runnel_ledger::identity::Signer,
+    transaction: &Transaction,
+) -> CommitStatusResponse {
+    let connection = connection(url, people, org);
+    let channel = runnel_client::connect(&connection).await.unwrap();
+    let signed = tx::sign_transaction(creator, transaction);
+    GatewayClient::new(channel)
+        .submit(SubmitRequest {
+            transaction: signed.encode_to_vec(),
+            wait_for: TxPhase::Committed as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+        .unwrap()
+}
+
+fn connection(url: &str, people: &Path, org: &str) -> runnel_client::Connection {
+    runnel_client::Connection {
+        url: url.to_string(),
+        dir: people.to_path_buf(),
+        org: org.to_string(),
+        identity: None,
+        tls_ca: None,
+        tls_client_cert: None,
+        tls_client_key: None,
+        tls_server_name: None,
+    }
+}
+
+/// `contract.function(args)` proposed by `org`'s client and endorsed through `url` by
+/// `endorsing_orgs` (none: as the gateway chooses); the endorsed transaction or the
+/// gateway's error.
+async fn endorse(
+    url: &str,
+    people: &Path,
+    org: &str,
+    (contract, function, args): (&str, &str, &[&str]),
+    endorsing_orgs: &[&str],
+) -> Result<Transaction, tonic::Status> {
+    let connection = connection(url, people, org);
+    let channel = runnel_client::connect(&connection).await.unwrap();
+    let client = runnel_client::signer(&connection, Role::Client).unwrap();
+    let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let proposal = tx::new_proposal("main", contract, function, args, &client);
+    let endorsed = GatewayClient::new(channel)
+        .endorse(EndorseRequest {
+            proposal: Some(tx::sign_proposal(&client, &proposal)),
+            endorsing_orgs: endorsing_orgs.iter().map(|o| o.to_string()).collect(),
+        })
+        .await?
+        .into_inner();
+    Ok(Transaction::decode(endorsed.transaction.as_slice()).unwrap())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn error_name(status: &tonic::Status) -> &str {
+    status
+        .metadata()
+        .get(runnel_server::status::ERROR_CODE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+#[test]
+fn two_organisations_endorse_through_one_gateway_and_agree() {
+    let mut net = Network::init("Org1,Org2", 1);
+    // Org2's peer orders through a proxy the test can pause, so that it can be made to
+    // lag behind Org1's while it still endorses.
+    let orderer_port: u16 = net
+        .url("Org1/orderer0")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = Proxy::start(orderer_port);
+    let settings = net.node("Org2/peer0").join("runnel.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        text.replace(
+            &format!("endpoint = \"https://127.0.0.1:{orderer_port}\""),
+            &format!("endpoint = \"https://127.0.0.1:{}\"", proxy.port),
+        ),
+    )
+    .unwrap();
+    net.up();
+
+    // Each node's directory holds its own organisation's node key and nothing else.
+    for (node, org, role) in [
+        ("Org1/orderer0", "Org1", Role::Orderer),
+        ("Org1/peer0", "Org1", Role::Peer),
+        ("Org2/peer0", "Org2", Role::Peer),
+    ] {
+        let keys = NetworkKeys::load(&net.node(node)).unwrap();
+        let held: Vec<(&str, Role)> = keys
+            .held()
+            .iter()
+            .map(|k| (k.org.as_str(), k.role))
+            .collect();
+        assert_eq!(held, [(org, role)], "{node}");
+    }
+
+    // kv's policy is AND(Org1.peer, Org2.peer): an Org1 client through Org1's peer gets
+    // one endorsement from each organisation, and the transaction commits everywhere.
+    let put = net.json(
+        "Org1/peer0",
+        "Org1",
+        &["invoke", "kv", "put", "colour", "blue"],
+    );
+    assert_eq!(put["code"], "VALID", "{put}");
+    let tx_id = put["tx_id"].as_str().unwrap();
+    let shown = net.json("Org2/peer0", "Org2", &["tx", tx_id]);
+    assert_eq!(
+        shown["endorsements"],
+        serde_json::json!(["Org1.peer (peer0.Org1)", "Org2.peer (peer0.Org2)"])
+    );
+    let definition = net.json("Org1/peer0", "Org1", &["contract-status", "kv"]);
+    assert_eq!(
+        definition["definition"]["policy"],
+        "AND('Org1.peer', 'Org2.peer')"
+    );
+    assert_eq!(
+        definition["approvals"][0]["not_approved_by"],
+        serde_json::json!([])
+    );
+    let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
+    assert_eq!(hashes[0], hashes[1]);
+
+    // Org1's admin alone can neither deploy nor upgrade: the commit is refused, naming
+    // the approval missing.
+    let kv = net.contracts.join("kv.wasm");
+    let kv = kv.to_str().unwrap();
+    for args in [
+        vec!["deploy", "kv2", kv],
+        vec!["deploy", "kv", kv, "--upgrade", "--version", "2"],
+    ] {
+        let refused = net.fails("Org1/peer0", "Org1", &args);
+        assert!(
+            refused.contains("NOT_APPROVED") && refused.contains("not by [Org2]"),
+            "{refused}"
+        );
+    }
+
+    let people1 = net.dir.join("Org1");
+    let url1 = net.url("Org1/peer0");
+    runtime().block_on(async {
+        // Org1's node holds no Org2 key: an endorsement "of Org2" made with a key of an
+        // Org2 CA that is not the network's counts for nothing.
+        let mut alone = endorse(
+            &url1,
+            &people1,
+            "Org1",
+            ("kv", "put", &["k", "forged"]),
+            &["Org1"],
+        )
+        .await
+        .unwrap();
+        assert_eq!(alone.endorsements.len(), 1);
+        let outsider = NetworkIdentities::generate(&["Org2"], time::Duration::days(1)).unwrap();
+        let forger = outsider.orgs[0].signer(Role::Peer).unwrap();
+        let proposal_hash = tx::sha256(&alone.proposal.as_ref().unwrap().proposal);
+        let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&alone.payload));
+        alone.endorsements.push(Endorsement {
+            endorser: forger.cert_der().to_vec(),
+            signature: forger.sign(&message).to_vec(),
+        });
+        let client =
+            runnel_client::signer(&connection(&url1, &people1, "Org1"), Role::Client).unwrap();
+        let status = submit(&url1, &people1, "Org1", &client, &alone).await;
+        assert_eq!(status.code, ValidationCode::EndorsementPolicyFailure as i32);
+
+        // Org2's peer lags (its orderer link paused) while Org1's moves on: a blind
+        // write commits on Org1 (both peers endorse it alike), then the two read
+        // different values of the key, and the gateway refuses the differing payloads.
+        proxy.pause(true);
+        let put = net.json(
+            "Org1/peer0",
+            "Org1",
+            &["invoke", "kv", "put", "colour", "red"],
+        );
+        assert_eq!(put["code"], "VALID", "{put}");
+        let diverged = endorse(&url1, &people1, "Org1", ("kv", "get", &["colour"]), &[])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error_name(&diverged),
+            "ENDORSEMENT_MISMATCH",
+            "{diverged:?}"
+        );
+        assert!(diverged.message().contains("Org2"), "{diverged:?}");
+        proxy.pause(false);
+    });
+    let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
+    assert_eq!(hashes[0], hashes[1]);
+
+    // With Org2's only peer down, a transaction that needs Org2 fails at once, naming it.
+    net.stop("Org2/peer0");
+    let started = Instant::now();
+    let refused = net.fails(
+        "Org1/peer0",
+        "Org1",
+        &["invoke", "kv", "put", "colour", "green"],
+    );
+    assert!(
+        refused.contains("ENDORSER_UNAVAILABLE") && refused.contains("Org2"),
+        "{refused}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A node acting for Org1 refuses to start holding another organisation's key.
+    let org1 = net.node("Org1/peer0");
+    let stray = org1.join("identities/Org2");
+    std::fs::create_dir_all(&stray).unwrap();
+    for ext in ["pem", "key"] {
+        std::fs::copy(
+            net.node("Org2/peer0")
+                .join(format!("identities/Org2/peer.{ext}")),
+            stray.join(format!("peer.{ext}")),
+        )
+        .unwrap();
+    }
+    net.stop("Org1/peer0");
+    let refused = Command::new(RUNNEL)
+        .args(["start", "--dir", org1.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("holds a private key of Org2")
+            && stderr.contains("identities/Org2/peer.key"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn three_organisations_and_a_second_peer_that_takes_over() {
+    let mut net = Network::init("Org1,Org2,Org3", 2);
+    net.up();
+    // kv needs all three organisations' peers.
+    let put = net.json("Org3/peer1", "Org3", &["invoke", "kv", "put", "k", "1"]);
+    assert_eq!(put["code"], "VALID", "{put}");
+    let shown = net.json(
+        "Org1/peer0",
+        "Org1",
+        &["tx", put["tx_id"].as_str().unwrap()],
+    );
+    let endorsers = shown["endorsements"].as_array().unwrap();
+    assert_eq!(endorsers.len(), 3, "{shown}");
+    for org in ["Org1", "Org2", "Org3"] {
+        assert!(
+            endorsers
+                .iter()
+                .any(|e| e.as_str().unwrap().starts_with(&format!("{org}.peer"))),
+            "{shown}"
+        );
+    }
+    // One of Org2's two peers stops: its other peer endorses instead.
+    net.stop("Org2/peer0");
+    let put = net.json("Org1/peer0", "Org1", &["invoke", "kv", "put", "k", "2"]);
+    assert_eq!(put["code"], "VALID", "{put}");
+    let shown = net.json(
+        "Org1/peer1",
+        "Org1",
+        &["tx", put["tx_id"].as_str().unwrap()],
+    );
+    assert!(
+        shown["endorsements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "Org2.peer (peer1.Org2)"),
+        "{shown}"
+    );
+    let peers = [
+        "Org1/peer0",
+        "Org1/peer1",
+        "Org2/peer1",
+        "Org3/peer0",
+        "Org3/peer1",
+    ];
+    let hashes = net.state_hashes(&peers, org_of);
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+}
