@@ -8,6 +8,7 @@ use local::LocalCall;
 
 mod client;
 mod local;
+mod netadmin;
 mod network;
 mod node;
 mod up;
@@ -46,6 +47,12 @@ enum Command {
     Up(up::UpArgs),
     /// Stop the network `runnel up` started; its data stays for the next `up`.
     Down(up::DownArgs),
+    /// An organisation's identities: issue one from its CA, revoke one.
+    #[command(subcommand)]
+    Identity(netadmin::IdentityCommand),
+    /// The network definition: show it, propose a change, sign one, submit one.
+    #[command(subcommand)]
+    Config(netadmin::ConfigCommand),
     /// Call a contract function as a transaction: endorse, sign, order, wait for commit.
     Invoke(client::CallArgs),
     /// Call a contract function on the node's current state, without a transaction.
@@ -115,6 +122,8 @@ fn main() -> ExitCode {
         Command::Dev(args) => node::dev(&args),
         Command::Start(args) => node::start(&args),
         Command::Up(args) => up::up(&args),
+        Command::Identity(command) => netadmin::identity(&command),
+        Command::Config(command) => netadmin::config(&command),
         Command::Down(args) => up::down(&args),
         Command::Invoke(args) => client::invoke(&args),
         Command::Query(args) => client::query(&args),

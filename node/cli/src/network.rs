@@ -178,6 +178,7 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
     };
     let mut definition = NetworkDefinition {
         channel: layout.channel.to_string(),
+        sequence: 0,
         orgs: Vec::new(),
         orderers: vec![orderer.clone()],
         lifecycle_policy: runnel_ledger::lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
@@ -202,6 +203,7 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
             ca: org.ca.cert_pem().to_string(),
             tls_ca: org.tls.cert_pem().to_string(),
             peers: org_peers,
+            revoked: Vec::new(),
         });
     }
     definition

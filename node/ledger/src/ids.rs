@@ -125,11 +125,14 @@ pub enum ValidationCode {
     /// Its proposal's timestamp (the time its contract saw) lies further from the
     /// orderer's timestamp of it than the network's `proposal_window_s`.
     TimestampOutOfWindow = 13,
+    /// Its creator's certificate was revoked by a configuration transaction ordered
+    /// before it.
+    RevokedCertificate = 14,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 14] = [
+    pub const ALL: [ValidationCode; 15] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -144,6 +147,7 @@ impl ValidationCode {
         ValidationCode::IllegalWriteset,
         ValidationCode::BadRwset,
         ValidationCode::TimestampOutOfWindow,
+        ValidationCode::RevokedCertificate,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -163,6 +167,7 @@ impl ValidationCode {
             ValidationCode::IllegalWriteset => "ILLEGAL_WRITESET",
             ValidationCode::BadRwset => "BAD_RWSET",
             ValidationCode::TimestampOutOfWindow => "TIMESTAMP_OUT_OF_WINDOW",
+            ValidationCode::RevokedCertificate => "REVOKED_CERTIFICATE",
         }
     }
 

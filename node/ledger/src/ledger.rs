@@ -49,6 +49,7 @@ use crate::identity::{
 use crate::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, FN_APPROVE, FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::metrics::Histogram;
+use crate::netconfig::{self, CONFIG_NAMESPACE};
 use crate::orderer::{OrderError, Ordered, Orderer, OrdererConfig, OrderingMode, SoloOrderer};
 use crate::policy::{Endorser as PolicyEndorser, Policy};
 use crate::proto::{ContractDefinition, DeployRequest, Proposal, SignedProposal, Transaction};
@@ -323,7 +324,8 @@ pub struct Ledger {
     hub: Arc<Hub>,
     traces: Arc<TraceBook>,
     orgs: Vec<Org>,
-    network: NetworkDefinition,
+    /// The genesis definition (`network.json`), in force until a `_config` update.
+    genesis: NetworkDefinition,
     channel: String,
     orderer_config: OrdererConfig,
     proposal_bytes_max: usize,
@@ -425,7 +427,13 @@ impl Ledger {
             )));
         }
         let names = acting_for(&keys, config.org.as_deref())?;
-        let msp = Arc::new(keys.msp().map_err(identity_error)?);
+        let world = Arc::new(WorldState::open_with(&dir.join("state"), config.sync)?);
+        // The trust in force where the durable state ends: the last configuration update
+        // committed, else the genesis definition. The validator applies later updates
+        // as it replays and receives them.
+        let (in_force, _) = netconfig::current(&*world.snapshot().view(CONFIG_NAMESPACE), &network)
+            .map_err(LedgerError::Identity)?;
+        let msp = Arc::new(in_force.msp().map_err(identity_error)?);
         msp.signatures().trust_own(config.trust_own_signatures);
         let signer = |org: &str, role: Role| -> Result<Signer, LedgerError> {
             keys.signer(org, role).cloned().ok_or_else(|| {
@@ -439,8 +447,8 @@ impl Ledger {
         let mut config = config;
         config.endorser.lifecycle_policy = network.lifecycle_policy.clone();
         config.validator.lifecycle_policy = network.lifecycle_policy.clone();
+        config.validator.genesis = Some(network.clone());
 
-        let world = Arc::new(WorldState::open_with(&dir.join("state"), config.sync)?);
         let mut validator_config = config.validator.clone();
         validator_config.workers =
             crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());
@@ -504,7 +512,7 @@ impl Ledger {
             hub,
             traces,
             orgs,
-            network,
+            genesis: network,
             channel: config.endorser.channel.clone(),
             orderer_config: config.orderer.clone(),
             proposal_bytes_max: config.endorser.proposal_bytes_max,
@@ -570,9 +578,28 @@ impl Ledger {
         &self.channel
     }
 
-    /// The network's definition: its organisations, their CAs and endpoints.
-    pub fn network(&self) -> &NetworkDefinition {
-        &self.network
+    /// The network's definition in force as of the last validated transaction: the
+    /// genesis one (`network.json`) until a `_config` update commits.
+    pub fn network(&self) -> Result<Arc<NetworkDefinition>, LedgerError> {
+        let snapshot = self.world.snapshot();
+        netconfig::current(&*snapshot.view(CONFIG_NAMESPACE), &self.genesis)
+            .map(|(definition, _)| definition)
+            .map_err(LedgerError::BadResult)
+    }
+
+    /// The genesis definition (`network.json`).
+    pub fn network_genesis(&self) -> &NetworkDefinition {
+        &self.genesis
+    }
+
+    /// [`Ledger::network`] and the version of its key (`None`: the genesis one): what
+    /// the read of a `_config` update holds.
+    pub fn network_version(
+        &self,
+    ) -> Result<(Arc<NetworkDefinition>, Option<runnel_runtime::Version>), LedgerError> {
+        let snapshot = self.world.snapshot();
+        netconfig::current(&*snapshot.view(CONFIG_NAMESPACE), &self.genesis)
+            .map_err(LedgerError::BadResult)
     }
 
     /// The organisations this ledger endorses for (its peers' organisations).
@@ -591,7 +618,7 @@ impl Ledger {
         let last_block = self.world.store().last_seal()?.map(|seal| seal.number);
         Ok(LedgerInfo {
             channel: self.channel.clone(),
-            orgs: self.network.org_names(),
+            orgs: self.msp.orgs(),
             mode: self.orderer_config.mode,
             seal_max_txs: self.orderer_config.seal_txs(),
             seal_max_delay: self.orderer_config.seal_max_delay,
@@ -1031,8 +1058,9 @@ impl Ledger {
             code: code.to_vec(),
             ..DeployRequest::default()
         };
-        let orgs = self.network.org_names();
-        let approvals = Policy::parse(&self.network.lifecycle_policy, &orgs)
+        let network = self.network()?;
+        let orgs = network.org_names();
+        let approvals = Policy::parse(&network.lifecycle_policy, &orgs)
             .map_err(|e| LedgerError::Policy(e.to_string()))?;
         let first = &self.orgs[0];
         let committer = first.admin.as_ref().ok_or_else(|| {
@@ -1266,8 +1294,8 @@ impl Ledger {
             have.push(PolicyEndorser::new(org.name.clone(), Role::Peer));
         }
         let others: Vec<String> = self
-            .network
-            .org_names()
+            .msp
+            .orgs()
             .into_iter()
             .filter(|org| !local(org))
             .collect();
@@ -1286,7 +1314,7 @@ impl Ledger {
         signed: &SignedProposal,
         first: &Endorsed,
     ) -> Result<Policy, LedgerError> {
-        let orgs = self.network.org_names();
+        let orgs = self.msp.orgs();
         if contract == LIFECYCLE_NAMESPACE {
             let proposal = self.decode_proposal(signed)?;
             let creator = self

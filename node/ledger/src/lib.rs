@@ -20,6 +20,7 @@ pub mod tx;
 
 // The state a transaction runs on, and the contracts.
 pub mod lifecycle;
+pub mod netconfig;
 pub mod records;
 pub mod store;
 

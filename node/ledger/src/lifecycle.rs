@@ -351,10 +351,14 @@ fn satisfiable_by_peers(policy: &Policy, orgs: &[String]) -> bool {
 }
 
 /// The roles whose endorsements count for a transaction invoking `contract`: peers,
-/// which run contracts (`_lifecycle` too). A client or admin endorsing its own writes
-/// counts for nothing, whatever the policy names.
-pub fn endorser_roles(_contract: &str) -> &'static [Role] {
-    &[Role::Peer]
+/// which run contracts (`_lifecycle` too); for a `_config` update, the admins who sign
+/// it. A client endorsing its own writes counts for nothing, whatever the policy names.
+pub fn endorser_roles(contract: &str) -> &'static [Role] {
+    if contract == crate::netconfig::CONFIG_NAMESPACE {
+        crate::netconfig::SIGNER_ROLES
+    } else {
+        &[Role::Peer]
+    }
 }
 
 /// The endorsement policy in force for transactions invoking `contract` (not

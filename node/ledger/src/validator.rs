@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{bounded, unbounded};
 
-use crate::identity::{Msp, Role};
+use crate::identity::{Msp, NetworkDefinition, Role};
 use crate::ids::BlockNumber;
 use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
 use crate::orderer::{Delivered, Delivery, Orderer};
@@ -77,6 +77,11 @@ pub struct ValidatorConfig {
     /// transaction; further is `TIMESTAMP_OUT_OF_WINDOW` ([`tx::PROPOSAL_WINDOW`]; the
     /// network's `proposal_window_s`, the same on every peer).
     pub proposal_window: Duration,
+    /// The network's genesis definition: in force until a `_config` update commits, and
+    /// what governs updates and lifecycle approvals. `None` (a validator built alone, in
+    /// tests): `_config` updates are refused, and `lifecycle_policy` over the MSP's orgs
+    /// governs approvals.
+    pub genesis: Option<NetworkDefinition>,
 }
 
 /// Stage 1's threads for `configured` workers (0: choose), when the orderer runs in
@@ -106,6 +111,7 @@ impl Default for ValidatorConfig {
             lifecycle_roles: vec![Role::Admin],
             lifecycle_policy: DEFAULT_LIFECYCLE_POLICY.to_string(),
             proposal_window: tx::PROPOSAL_WINDOW,
+            genesis: None,
         }
     }
 }

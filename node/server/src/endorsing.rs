@@ -139,8 +139,10 @@ impl Peers {
     /// endorses for itself.
     pub fn new(ledger: &Ledger, config: &GatewayConfig) -> Peers {
         let own = ledger.own_orgs();
-        let peers = ledger
+        let network = ledger
             .network()
+            .unwrap_or_else(|_| Arc::new(ledger.network_genesis().clone()));
+        let peers = network
             .orgs
             .iter()
             .filter(|org| !own.contains(&org.name))

@@ -237,7 +237,7 @@ impl Server {
             && config.read_access == ReadAccess::Members
         {
             let msp = ledger.internals().msp();
-            tls.member_cas = msp.ca_certs().map(<[u8]>::to_vec).collect();
+            tls.member_cas = msp.ca_certs();
         }
         let tls = config
             .tls

@@ -216,7 +216,7 @@ impl OrderingServerHandle {
                 if let Some(msp) = peers {
                     // Peers present their own certificates: trust the network's CAs, and
                     // ask every client for one (the operations routes need none).
-                    config.member_cas = msp.ca_certs().map(<[u8]>::to_vec).collect();
+                    config.member_cas = msp.ca_certs();
                     if config.client_auth == ClientAuth::None {
                         config.client_auth = ClientAuth::Optional;
                     }

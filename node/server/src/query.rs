@@ -16,10 +16,10 @@ use crate::proto::{
     ContractApproval, EndorsementDetail, GetBlockRequest, GetBlockResponse,
     GetContractApprovalsRequest, GetContractApprovalsResponse, GetInclusionProofRequest,
     GetInclusionProofResponse, GetKeyHistoryRequest, GetKeyHistoryResponse, GetKeyRequest,
-    GetKeyResponse, GetNetworkInfoRequest, GetNetworkInfoResponse, GetStateHashRequest,
-    GetStateHashResponse, GetTransactionRequest, GetTransactionResponse, Identity, KeyModification,
-    ListContractsRequest, ListContractsResponse, Proposal, ResponsePayload, SignedTransaction,
-    Transaction,
+    GetKeyResponse, GetNetworkDefinitionRequest, GetNetworkDefinitionResponse,
+    GetNetworkInfoRequest, GetNetworkInfoResponse, GetStateHashRequest, GetStateHashResponse,
+    GetTransactionRequest, GetTransactionResponse, Identity, KeyModification, ListContractsRequest,
+    ListContractsResponse, Proposal, ResponsePayload, SignedTransaction, Transaction,
 };
 
 /// Entries a page holds when the request names no limit.
@@ -187,6 +187,21 @@ impl Query for QueryService {
             .blocking(move |ledger| ledger.contracts(&request.start_after, limit))
             .await?;
         Ok(Response::new(ListContractsResponse { contracts }))
+    }
+
+    async fn get_network_definition(
+        &self,
+        _request: Request<GetNetworkDefinitionRequest>,
+    ) -> Result<Response<GetNetworkDefinitionResponse>, Status> {
+        let (definition, version) = self
+            .shared
+            .blocking(|ledger| ledger.network_version())
+            .await?;
+        Ok(Response::new(GetNetworkDefinitionResponse {
+            definition: definition.to_bytes(),
+            sequence: definition.sequence,
+            version: version.map_or(0, |v| v.seq),
+        }))
     }
 
     async fn get_contract_approvals(

@@ -125,9 +125,15 @@ impl Network {
 
     /// `runnel <command> --url <node> --dir <org's people> --org <org> <args>`.
     fn run(&self, node: &str, org: &str, args: &[&str]) -> Output {
-        let (command, rest) = args.split_first().unwrap();
+        // `identity` and `config` take a subcommand before their options.
+        let words = if matches!(args[0], "identity" | "config") {
+            2
+        } else {
+            1
+        };
+        let (command, rest) = args.split_at(words);
         Command::new(RUNNEL)
-            .arg(command)
+            .args(command)
             .args(["--url", &self.url(node)])
             .args(["--dir", self.dir.join(org).to_str().unwrap(), "--org", org])
             .args(rest)
@@ -290,17 +296,18 @@ fn connection(url: &str, people: &Path, org: &str) -> runnel_client::Connection 
     }
 }
 
-/// `contract.function(args)` proposed by `org`'s client and endorsed through `url` by
-/// `endorsing_orgs` (none: as the gateway chooses); the endorsed transaction or the
-/// gateway's error.
+/// `contract.function(args)` proposed by `org`'s client (or its identity `as_identity`)
+/// and endorsed through `url` by `endorsing_orgs` (none: as the gateway chooses); the
+/// endorsed transaction or the gateway's error.
 async fn endorse(
     url: &str,
     people: &Path,
-    org: &str,
+    (org, as_identity): (&str, Option<&str>),
     (contract, function, args): (&str, &str, &[&str]),
     endorsing_orgs: &[&str],
 ) -> Result<Transaction, tonic::Status> {
-    let connection = connection(url, people, org);
+    let mut connection = connection(url, people, org);
+    connection.identity = as_identity.map(str::to_string);
     let channel = runnel_client::connect(&connection).await.unwrap();
     let client = runnel_client::signer(&connection, Role::Client).unwrap();
     let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
@@ -419,7 +426,7 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         let mut alone = endorse(
             &url1,
             &people1,
-            "Org1",
+            ("Org1", None),
             ("kv", "put", &["k", "forged"]),
             &["Org1"],
         )
@@ -449,9 +456,15 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
             &["invoke", "kv", "put", "colour", "red"],
         );
         assert_eq!(put["code"], "VALID", "{put}");
-        let diverged = endorse(&url1, &people1, "Org1", ("kv", "get", &["colour"]), &[])
-            .await
-            .unwrap_err();
+        let diverged = endorse(
+            &url1,
+            &people1,
+            ("Org1", None),
+            ("kv", "get", &["colour"]),
+            &[],
+        )
+        .await
+        .unwrap_err();
         assert_eq!(
             error_name(&diverged),
             "ENDORSEMENT_MISMATCH",
@@ -460,6 +473,90 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         assert!(diverged.message().contains("Org2"), "{diverged:?}");
         proxy.pause(false);
     });
+    let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
+    assert_eq!(hashes[0], hashes[1]);
+
+    // A client identity issued from Org1's CA works until a configuration update signed
+    // by both admins revokes it; a transaction of it endorsed before the update but
+    // ordered after is refused, on every peer, from the update's place in the stream on.
+    let issued = Command::new(RUNNEL)
+        .args([
+            "identity",
+            "issue",
+            "--dir",
+            people1.to_str().unwrap(),
+            "--org",
+            "Org1",
+        ])
+        .args(["--name", "alice"])
+        .output()
+        .unwrap();
+    let issued: Value = serde_json::from_slice(&ok(issued, "identity issue").stdout).unwrap();
+    let alice = ["--identity", "alice"];
+    let put = net.json(
+        "Org1/peer0",
+        "Org1",
+        &[&["invoke"][..], &alice, &["kv", "put", "who", "alice"]].concat(),
+    );
+    assert_eq!(put["code"], "VALID", "{put}");
+    let early = runtime().block_on(endorse(
+        &url1,
+        &people1,
+        ("Org1", Some("alice")),
+        ("kv", "put", &["who", "alice again"]),
+        &[],
+    ));
+    let early = early.unwrap();
+    let update = net.dir.join("revoke-alice.tx");
+    let update = update.to_str().unwrap();
+    let cert = issued["certificate"].as_str().unwrap();
+    // One admin's signature is not a majority of two: that update is ordered, invalid,
+    // and changes nothing.
+    let alone = net.dir.join("revoke-alone.tx");
+    let alone = alone.to_str().unwrap();
+    net.json(
+        "Org1/peer0",
+        "Org1",
+        &["identity", "revoke", "--cert", cert, "--out", alone],
+    );
+    let refused = net.fails("Org1/peer0", "Org1", &["config", "submit", alone]);
+    assert!(refused.contains("ENDORSEMENT_POLICY_FAILURE"), "{refused}");
+    let still = net.json(
+        "Org1/peer0",
+        "Org1",
+        &[
+            &["invoke"][..],
+            &alice,
+            &["kv", "put", "who", "still alice"],
+        ]
+        .concat(),
+    );
+    assert_eq!(still["code"], "VALID", "{still}");
+    net.json(
+        "Org1/peer0",
+        "Org1",
+        &["identity", "revoke", "--cert", cert, "--out", update],
+    );
+    let signed = net.json("Org2/peer0", "Org2", &["config", "sign", update]);
+    assert_eq!(signed["signed_by"].as_array().unwrap().len(), 2, "{signed}");
+    let applied = net.json("Org1/peer0", "Org1", &["config", "submit", update]);
+    assert_eq!(applied["code"], "VALID", "{applied}");
+    let mut alice_conn = connection(&url1, &people1, "Org1");
+    alice_conn.identity = Some("alice".into());
+    let alice_key = runnel_client::signer(&alice_conn, Role::Client).unwrap();
+    let status = runtime().block_on(submit(&url1, &people1, "Org1", &alice_key, &early));
+    assert_eq!(status.code, ValidationCode::RevokedCertificate as i32);
+    assert!(status.seq > applied["seq"].as_u64().unwrap());
+    for (peer, org) in [("Org1/peer0", "Org1"), ("Org2/peer0", "Org2")] {
+        let shown = net.json(peer, org, &["tx", &status.tx_id]);
+        assert_eq!(shown["code"], "REVOKED_CERTIFICATE", "{peer}: {shown}");
+    }
+    let refused = net.fails(
+        "Org1/peer0",
+        "Org1",
+        &[&["invoke"][..], &alice, &["kv", "put", "who", "alice"]].concat(),
+    );
+    assert!(refused.contains("REVOKED_CERTIFICATE"), "{refused}");
     let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
     assert_eq!(hashes[0], hashes[1]);
 

@@ -27,6 +27,9 @@ pub const DEFAULT_CONFIG_POLICY: &str = "MAJORITY admin";
 pub struct NetworkDefinition {
     /// The channel every node of the network serves.
     pub channel: String,
+    /// 0 at genesis; each configuration transaction puts the next one in force.
+    #[serde(default)]
+    pub sequence: u64,
     /// The organisations, in the order policies' shorthands list them.
     pub orgs: Vec<OrgDefinition>,
     /// The ordering service's nodes.
@@ -62,6 +65,9 @@ pub struct OrgDefinition {
     /// Its peers, where other organisations' gateways reach them.
     #[serde(default)]
     pub peers: Vec<PeerNode>,
+    /// Certificates of the org revoked: SHA-256 fingerprints of their DER, lowercase hex.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked: Vec<String>,
 }
 
 /// A peer of an organisation.
@@ -120,6 +126,7 @@ impl NetworkDefinition {
     pub fn of(network: &NetworkIdentities, channel: &str) -> NetworkDefinition {
         NetworkDefinition {
             channel: channel.to_string(),
+            sequence: 0,
             orgs: network
                 .orgs
                 .iter()
@@ -128,6 +135,7 @@ impl NetworkDefinition {
                     ca: org.ca.cert_pem().to_string(),
                     tls_ca: org.tls.ca.cert_pem().to_string(),
                     peers: Vec::new(),
+                    revoked: Vec::new(),
                 })
                 .collect(),
             orderers: Vec::new(),
@@ -186,7 +194,8 @@ impl NetworkDefinition {
                 check_endpoint(&peer.name, &peer.endpoint)?;
             }
         }
-        let msp = self.msp()?;
+        self.revoked()?;
+        let msp = Msp::new(self.ca_ders()?.iter().map(Vec::as_slice))?;
         if msp.orgs() != names {
             return Err(malformed(format!(
                 "the CA certificates name the organisations {:?}, the definition {names:?}",
@@ -205,14 +214,59 @@ impl NetworkDefinition {
         Ok(())
     }
 
-    /// The membership service trusting the organisations' CAs.
+    /// The membership service trusting the organisations' CAs, refusing the revoked
+    /// certificates.
     pub fn msp(&self) -> Result<Msp, IdentityError> {
-        let cas = self
-            .orgs
+        let msp = Msp::new(self.ca_ders()?.iter().map(Vec::as_slice))?;
+        if self.orgs.iter().any(|org| !org.revoked.is_empty()) {
+            self.apply_to(&msp)?;
+        }
+        Ok(msp)
+    }
+
+    /// Makes `msp` trust what this definition says from now on ([`Msp::reconfigure`]).
+    pub fn apply_to(&self, msp: &Msp) -> Result<(), IdentityError> {
+        msp.reconfigure(self.ca_ders()?.iter().map(Vec::as_slice), self.revoked()?)
+    }
+
+    fn ca_ders(&self) -> Result<Vec<Vec<u8>>, IdentityError> {
+        self.orgs
             .iter()
             .map(|org| certificate_der(&org.ca, "CA certificate"))
-            .collect::<Result<Vec<_>, _>>()?;
-        Msp::new(cas.iter().map(Vec::as_slice))
+            .collect()
+    }
+
+    /// Every revoked certificate's fingerprint.
+    pub fn revoked(&self) -> Result<Vec<[u8; 32]>, IdentityError> {
+        self.orgs
+            .iter()
+            .flat_map(|org| &org.revoked)
+            .map(|hex_text| {
+                hex::decode(hex_text)
+                    .ok()
+                    .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+                    .ok_or_else(|| {
+                        malformed(format!(
+                            "revoked fingerprint `{hex_text}` is not 64 hex digits"
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// The definition as a configuration transaction writes it: compact JSON, fields in
+    /// their declared order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// A definition a configuration transaction wrote ([`NetworkDefinition::to_bytes`]),
+    /// checked.
+    pub fn from_bytes(bytes: &[u8]) -> Result<NetworkDefinition, IdentityError> {
+        let definition: NetworkDefinition =
+            serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
+        definition.check()?;
+        Ok(definition)
     }
 
     /// The organisations' names, in order.

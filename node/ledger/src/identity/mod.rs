@@ -105,6 +105,12 @@ pub enum IdentityError {
         /// The identity.
         who: String,
     },
+    /// The certificate was revoked by a configuration transaction of the network.
+    #[error("certificate of `{name}` is revoked")]
+    Revoked {
+        /// The identity, `org/name`.
+        name: String,
+    },
     /// Issuing failed.
     #[error("issuing a certificate failed: {0}")]
     Issue(String),
@@ -116,6 +122,7 @@ impl IdentityError {
     pub fn creator_code(&self) -> &'static str {
         match self {
             IdentityError::OutsideValidity { .. } => "EXPIRED_CERTIFICATE",
+            IdentityError::Revoked { .. } => "REVOKED_CERTIFICATE",
             IdentityError::WrongRole { .. } => "ACCESS_DENIED",
             IdentityError::BadSignature { .. } => "BAD_CREATOR_SIGNATURE",
             _ => "BAD_CREATOR",

@@ -1,8 +1,8 @@
 //! Verifying identities against the network's organisation CAs, with a cache of verified
 //! certificates keyed by fingerprint.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use ed25519_dalek::{Signature, VerifyingKey};
 use sha2::{Digest, Sha256};
@@ -98,12 +98,25 @@ struct TrustedCa {
     key: VerifyingKey,
 }
 
-/// The network's membership: one trusted CA per organisation, and the cache of
-/// certificates already verified against them.
+/// The network's membership: one trusted CA per organisation, the certificates revoked,
+/// and the cache of certificates already verified against them.
+///
+/// The trust can change while the network runs: a configuration transaction replaces it
+/// ([`Msp::reconfigure`]) at its place in the stream, and every holder of the `Msp` sees
+/// the new trust from then on. Each change bumps [`Msp::epoch`], so a stage that checked
+/// a certificate under an older trust can tell, and check again.
 pub struct Msp {
-    cas: Vec<TrustedCa>,
+    trust: RwLock<Arc<Trust>>,
     cache: RwLock<HashMap<[u8; 32], Arc<Identity>>>,
     signatures: SignatureCache,
+}
+
+/// What an [`Msp`] trusts at one time.
+struct Trust {
+    cas: Vec<TrustedCa>,
+    /// SHA-256 fingerprints of revoked certificates.
+    revoked: HashSet<[u8; 32]>,
+    epoch: u64,
 }
 
 impl std::fmt::Debug for Msp {
@@ -170,44 +183,91 @@ impl Msp {
     /// Trusts the given CA certificates (DER), one per organisation. Each must be a valid,
     /// self-signed Ed25519 certificate naming its organisation in O.
     pub fn new<'a>(ca_certs: impl IntoIterator<Item = &'a [u8]>) -> Result<Self, IdentityError> {
-        let mut cas = Vec::new();
-        for der in ca_certs {
-            let cert = parse(der, "CA certificate")?;
-            let key = ed25519_key(&cert, "CA certificate")?;
-            if !signed_by(&cert, &key) {
-                return Err(IdentityError::BadCertificateSignature {
-                    ca_org: cert.subject().to_string(),
-                });
-            }
-            let org = first(cert.subject().iter_organization()).ok_or_else(|| {
-                IdentityError::Malformed {
-                    what: "CA certificate",
-                    message: "no organisation (O) in the subject".into(),
-                }
-            })?;
-            cas.push(TrustedCa {
-                org,
-                der: der.to_vec(),
-                subject_raw: cert.subject().as_raw().to_vec(),
-                key,
-            });
-        }
         Ok(Msp {
-            cas,
+            trust: RwLock::new(Arc::new(Trust {
+                cas: trusted_cas(ca_certs)?,
+                revoked: HashSet::new(),
+                epoch: 0,
+            })),
             cache: RwLock::new(HashMap::new()),
             signatures: SignatureCache::default(),
         })
     }
 
+    /// Trusts `ca_certs` (as [`Msp::new`]) and refuses the certificates whose
+    /// fingerprints are in `revoked` from now on; bumps the epoch and forgets every
+    /// certificate verified before.
+    pub fn reconfigure<'a>(
+        &self,
+        ca_certs: impl IntoIterator<Item = &'a [u8]>,
+        revoked: impl IntoIterator<Item = [u8; 32]>,
+    ) -> Result<(), IdentityError> {
+        let cas = trusted_cas(ca_certs)?;
+        let mut trust = self.trust.write().unwrap_or_else(PoisonError::into_inner);
+        *trust = Arc::new(Trust {
+            cas,
+            revoked: revoked.into_iter().collect(),
+            epoch: trust.epoch + 1,
+        });
+        self.cache
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        Ok(())
+    }
+
+    /// How many times the trust changed since this `Msp` was made.
+    pub fn epoch(&self) -> u64 {
+        self.trust().epoch
+    }
+
+    fn trust(&self) -> Arc<Trust> {
+        self.trust
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The CAs of `ca_certs` (DER), each a valid self-signed Ed25519 certificate naming its
+/// organisation in O.
+fn trusted_cas<'a>(
+    ca_certs: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<TrustedCa>, IdentityError> {
+    let mut cas = Vec::new();
+    for der in ca_certs {
+        let cert = parse(der, "CA certificate")?;
+        let key = ed25519_key(&cert, "CA certificate")?;
+        if !signed_by(&cert, &key) {
+            return Err(IdentityError::BadCertificateSignature {
+                ca_org: cert.subject().to_string(),
+            });
+        }
+        let org =
+            first(cert.subject().iter_organization()).ok_or_else(|| IdentityError::Malformed {
+                what: "CA certificate",
+                message: "no organisation (O) in the subject".into(),
+            })?;
+        cas.push(TrustedCa {
+            org,
+            der: der.to_vec(),
+            subject_raw: cert.subject().as_raw().to_vec(),
+            key,
+        });
+    }
+    Ok(cas)
+}
+
+impl Msp {
     /// The CA certificates trusted (DER), in the order given: what a TLS stack needs to
     /// check a member's certificate presented as a TLS client certificate.
-    pub fn ca_certs(&self) -> impl Iterator<Item = &[u8]> {
-        self.cas.iter().map(|ca| ca.der.as_slice())
+    pub fn ca_certs(&self) -> Vec<Vec<u8>> {
+        self.trust().cas.iter().map(|ca| ca.der.clone()).collect()
     }
 
     /// The organisations, in the order their CAs were given.
     pub fn orgs(&self) -> Vec<String> {
-        self.cas.iter().map(|ca| ca.org.clone()).collect()
+        self.trust().cas.iter().map(|ca| ca.org.clone()).collect()
     }
 
     /// Verifies a certificate (DER) at time `now` (Unix seconds): issued and signed by one
@@ -227,6 +287,8 @@ impl Msp {
         }
         let identity = Arc::new(self.verify_uncached(cert_der, fingerprint)?);
         identity.check_validity(now)?;
+        // Revoked certificates are never cached: the cache holds usable ones only, and a
+        // reconfiguration empties it.
         if let Ok(mut cache) = self.cache.write() {
             if cache.len() >= IDENTITY_CACHE_MAX {
                 cache.clear();
@@ -259,7 +321,8 @@ impl Msp {
     ) -> Result<Identity, IdentityError> {
         let cert = parse(der, "certificate")?;
         let key = ed25519_key(&cert, "certificate")?;
-        let ca = self
+        let trust = self.trust();
+        let ca = trust
             .cas
             .iter()
             .find(|ca| ca.subject_raw == cert.issuer().as_raw())
@@ -284,6 +347,11 @@ impl Msp {
             .parse()
             .map_err(|e: super::UnknownRole| IdentityError::BadRole(e.to_string()))?;
         let name = first(cert.subject().iter_common_name()).unwrap_or_default();
+        if trust.revoked.contains(&fingerprint) {
+            return Err(IdentityError::Revoked {
+                name: format!("{}/{name}", ca.org),
+            });
+        }
         let validity = cert.validity();
         Ok(Identity {
             org: ca.org.clone(),

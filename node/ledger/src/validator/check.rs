@@ -7,8 +7,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::verify::{Decoded, Verified};
 use super::{POLL, Phase, Shared, TxStatus, ValidatorError, send, stamp};
+use crate::identity::NetworkDefinition;
 use crate::ids::{Seq, TxId, ValidationCode};
 use crate::lifecycle::{self, LIFECYCLE_NAMESPACE};
+use crate::netconfig::{self, CONFIG_NAMESPACE};
 use crate::policy::Policy;
 use crate::proto::{ContractEvent, NsRwSet, RangeRead};
 use crate::store::{Snapshot, StoreError, TxRecord};
@@ -68,6 +70,13 @@ fn validate(
     policies: &mut Policies,
     verified: Verified,
 ) -> Result<Checked, StoreError> {
+    // A configuration transaction before this one changed the trust since stage 1
+    // checked it: check it again under the trust in force at its place.
+    let verified = if verified.epoch == shared.msp.epoch() {
+        verified
+    } else {
+        super::verify::verify_now(shared, verified)
+    };
     let Verified {
         seq,
         timestamp_ms,
@@ -75,10 +84,16 @@ fn validate(
         leaf,
         transaction,
         outcome,
+        epoch: _,
     } = verified;
+    let mut reconfigure = None;
     let (code, decoded) = match outcome {
         Err(code) => (code, None),
-        Ok(decoded) => (verdict(shared, policies, &tx_id, &decoded)?, Some(decoded)),
+        Ok(decoded) => {
+            let (code, next) = verdict(shared, policies, &tx_id, &decoded)?;
+            reconfigure = next;
+            (code, Some(decoded))
+        }
     };
     let valid = code.is_valid();
     let (writes, events) = match decoded {
@@ -95,6 +110,20 @@ fn validate(
     shared
         .world
         .stage_with_events(record, &writes, events.clone(), transaction)?;
+    if let Some(next) = reconfigure.filter(|_| valid) {
+        // From the next transaction on, the trust is the new definition's.
+        if let Err(error) = next.apply_to(&shared.msp) {
+            return Err(StoreError::Corrupt {
+                what: "network definition",
+                detail: format!("a checked definition could not be applied: {error}"),
+            });
+        }
+        tracing::info!(
+            seq = seq.0,
+            sequence = next.sequence,
+            "network configuration updated"
+        );
+    }
     stamp(shared, tx_id, Stage::Validated, tx::now_us());
     shared.hub.status(TxStatus {
         tx_id,
@@ -113,55 +142,103 @@ fn validate(
     })
 }
 
-/// The validation code of a transaction whose signatures verified.
+/// The network definition in force at `snapshot`: the last `_config` update staged, else
+/// the genesis one; `None` for a validator given no genesis.
+fn network_now(
+    shared: &Shared,
+    snapshot: &Snapshot,
+) -> Result<Option<Arc<NetworkDefinition>>, StoreError> {
+    let Some(genesis) = &shared.config.genesis else {
+        return Ok(None);
+    };
+    netconfig::current(&*snapshot.view(CONFIG_NAMESPACE), genesis)
+        .map(|(definition, _)| Some(definition))
+        .map_err(|detail| StoreError::Corrupt {
+            what: "network definition",
+            detail,
+        })
+}
+
+/// The organisations and the lifecycle approval policy in force at `snapshot`.
+fn lifecycle_rules(
+    shared: &Shared,
+    snapshot: &Snapshot,
+) -> Result<(Vec<String>, Arc<Policy>), StoreError> {
+    let Some(network) = network_now(shared, snapshot)? else {
+        return Ok((shared.orgs.clone(), shared.lifecycle_policy.clone()));
+    };
+    let orgs = network.org_names();
+    let policy =
+        Policy::parse(&network.lifecycle_policy, &orgs).map_err(|e| StoreError::Corrupt {
+            what: "network definition",
+            detail: format!("its lifecycle policy does not parse: {e}"),
+        })?;
+    Ok((orgs, Arc::new(policy)))
+}
+
+/// The validation code of a transaction whose signatures verified, and for a valid
+/// `_config` update, the definition it puts in force.
 fn verdict(
     shared: &Shared,
     policies: &mut Policies,
     tx_id: &TxId,
     decoded: &Decoded,
-) -> Result<ValidationCode, StoreError> {
+) -> Result<(ValidationCode, Option<NetworkDefinition>), StoreError> {
+    let code = |code| Ok((code, None));
     if shared.world.tx(tx_id)?.is_some() {
-        return Ok(ValidationCode::DuplicateTxid);
+        return code(ValidationCode::DuplicateTxid);
     }
-    if let Err(code) = super::rules::check(&decoded.payload.rwsets, &decoded.payload.events) {
-        return Ok(code);
+    if let Err(c) = super::rules::check(&decoded.payload.rwsets, &decoded.payload.events) {
+        return code(c);
     }
-    if let Err(code) = namespace_rules(&decoded.contract, &decoded.payload.rwsets) {
-        return Ok(code);
+    if let Err(c) = namespace_rules(&decoded.contract, &decoded.payload.rwsets) {
+        return code(c);
     }
     let snapshot = shared.world.snapshot();
     let Some(policy) = policies.get(shared, &snapshot, decoded)? else {
-        return Ok(ValidationCode::ContractNotFound);
+        return code(ValidationCode::ContractNotFound);
     };
     if !policy.is_satisfied_by(&decoded.endorsers) {
-        return Ok(ValidationCode::EndorsementPolicyFailure);
+        return code(ValidationCode::EndorsementPolicyFailure);
     }
-    if let Some((function, creator_org)) = &decoded.lifecycle
-        && let Err(code) = lifecycle::check_transaction(
+    if let Some((function, creator_org)) = &decoded.lifecycle {
+        let (orgs, approvals) = lifecycle_rules(shared, &snapshot)?;
+        if let Err(c) = lifecycle::check_transaction(
             function,
             creator_org,
             &decoded.payload.rwsets,
             &*snapshot.view(LIFECYCLE_NAMESPACE),
-            &shared.orgs,
-            &shared.lifecycle_policy,
-        )
-    {
-        return Ok(code);
+            &orgs,
+            &approvals,
+        ) {
+            return code(c);
+        }
     }
     for set in &decoded.payload.rwsets {
         for read in &set.reads {
             let now = snapshot.get(&set.namespace, &read.key)?.map(|v| v.version);
             if now != read.version {
-                return Ok(ValidationCode::MvccReadConflict);
+                return code(ValidationCode::MvccReadConflict);
             }
         }
         for range in &set.range_reads {
             if !range_unchanged(&snapshot, &set.namespace, range)? {
-                return Ok(ValidationCode::PhantomReadConflict);
+                return code(ValidationCode::PhantomReadConflict);
             }
         }
     }
-    Ok(ValidationCode::Valid)
+    if decoded.contract == CONFIG_NAMESPACE {
+        let Some(current) = network_now(shared, &snapshot)? else {
+            return code(ValidationCode::ContractNotFound);
+        };
+        return Ok(
+            match netconfig::check_update(&current, &decoded.payload.rwsets) {
+                Ok(next) => (ValidationCode::Valid, Some(next)),
+                Err(c) => (c, None),
+            },
+        );
+    }
+    code(ValidationCode::Valid)
 }
 
 /// What a transaction may write: an invoke only its own contract's namespace (it reads
@@ -231,12 +308,19 @@ impl Policies {
         decoded: &Decoded,
     ) -> Result<Option<Arc<Policy>>, StoreError> {
         let contract = decoded.contract.as_str();
+        if contract == CONFIG_NAMESPACE {
+            let Some(current) = network_now(shared, snapshot)? else {
+                return Ok(None);
+            };
+            return Ok(netconfig::update_policy(&current).ok().map(Arc::new));
+        }
         if let Some((function, creator_org)) = &decoded.lifecycle {
+            let (orgs, _) = lifecycle_rules(shared, snapshot)?;
             return Ok(lifecycle::transaction_policy(
                 function,
                 creator_org,
                 &decoded.payload.rwsets,
-                &shared.orgs,
+                &orgs,
             )
             .ok()
             .map(Arc::new));
@@ -253,7 +337,7 @@ impl Policies {
             return Ok(Some(policy.clone()));
         }
         let view = snapshot.view(LIFECYCLE_NAMESPACE);
-        match lifecycle::endorsement_policy(&*view, contract, &shared.orgs) {
+        match lifecycle::endorsement_policy(&*view, contract, &shared.msp.orgs()) {
             Ok(policy) => {
                 let policy = Arc::new(policy);
                 self.by_contract

@@ -34,6 +34,9 @@ pub(crate) struct Verified {
     /// The transaction as delivered, for the block store.
     pub transaction: Vec<u8>,
     pub outcome: Result<Decoded, ValidationCode>,
+    /// The MSP's epoch its certificates were checked in ([`crate::identity::Msp::epoch`]):
+    /// stage 2 checks it again if a configuration transaction changed the trust since.
+    pub epoch: u64,
 }
 
 /// A transaction whose signatures all verified.
@@ -91,24 +94,9 @@ pub(crate) fn run(shared: &Shared, jobs: &Receiver<Job>, out: &Sender<Verified>)
             .collect();
         let mut verdicts = shared.msp.signatures().verify_all(&checks).into_iter();
         for (verified, pending) in &mut decoded {
-            let Some(pending) = pending.take() else {
-                continue;
-            };
-            let creator_ok = verdicts.next().unwrap_or(false);
-            // Take every endorsement's verdict, so the next transaction's start in line.
-            let endorsement_verdicts: Vec<bool> = pending
-                .endorsements
-                .iter()
-                .map(|_| verdicts.next().unwrap_or(false))
-                .collect();
-            let endorsers_ok = endorsement_verdicts.iter().all(|ok| *ok);
-            verified.outcome = if !creator_ok {
-                Err(ValidationCode::BadCreatorSignature)
-            } else if !endorsers_ok {
-                Err(ValidationCode::BadEndorserSignature)
-            } else {
-                Ok(pending.decoded)
-            };
+            if let Some(pending) = pending.take() {
+                conclude(verified, pending, &mut verdicts);
+            }
         }
         for (verified, _) in decoded {
             stamp(shared, verified.tx_id, Stage::Verified, tx::now_us());
@@ -117,6 +105,46 @@ pub(crate) fn run(shared: &Shared, jobs: &Receiver<Job>, out: &Sender<Verified>)
             }
         }
     }
+}
+
+/// Takes a transaction's signature verdicts, in the order of its checks (the creator's,
+/// then each endorsement's), and sets its outcome.
+fn conclude(verified: &mut Verified, pending: Pending, verdicts: &mut impl Iterator<Item = bool>) {
+    let creator_ok = verdicts.next().unwrap_or(false);
+    // Take every endorsement's verdict, so the next transaction's start in line.
+    let endorsement_verdicts: Vec<bool> = pending
+        .endorsements
+        .iter()
+        .map(|_| verdicts.next().unwrap_or(false))
+        .collect();
+    let endorsers_ok = endorsement_verdicts.iter().all(|ok| *ok);
+    verified.outcome = if !creator_ok {
+        Err(ValidationCode::BadCreatorSignature)
+    } else if !endorsers_ok {
+        Err(ValidationCode::BadEndorserSignature)
+    } else {
+        Ok(pending.decoded)
+    };
+}
+
+/// Stage 1's work for one transaction, now: what stage 2 does for a transaction stage 1
+/// checked under a trust a configuration transaction has since changed.
+pub(crate) fn verify_now(shared: &Shared, verified: Verified) -> Verified {
+    let ordered = OrderedTx {
+        seq: verified.seq,
+        timestamp_ms: verified.timestamp_ms,
+        transaction: verified.transaction,
+    };
+    let (mut again, pending) = decode(shared, ordered);
+    if let Some(pending) = pending {
+        let checks: Vec<SigCheck> = std::iter::once(&pending.creator)
+            .chain(&pending.endorsements)
+            .cloned()
+            .collect();
+        let mut verdicts = shared.msp.signatures().verify_all(&checks).into_iter();
+        conclude(&mut again, pending, &mut verdicts);
+    }
+    again
 }
 
 /// Decodes a delivered transaction and checks everything but the signatures, which it
@@ -130,6 +158,8 @@ fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
         leaf: ordered.leaf(),
         transaction: Vec::new(),
         outcome: Err(ValidationCode::BadPayload),
+        // Read before any certificate is checked: a change of trust meanwhile shows.
+        epoch: shared.msp.epoch(),
     };
     let pending = match crate::tx::decode_transaction(&ordered.transaction) {
         Err(_) => None,
@@ -151,6 +181,7 @@ fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
 fn creator_code(error: &IdentityError) -> ValidationCode {
     match error {
         IdentityError::OutsideValidity { .. } => ValidationCode::ExpiredCertificate,
+        IdentityError::Revoked { .. } => ValidationCode::RevokedCertificate,
         _ => ValidationCode::BadCreatorSignature,
     }
 }
@@ -183,7 +214,9 @@ fn check(
         .msp
         .verify(&proposal.creator, now)
         .map_err(|e| creator_code(&e))?;
-    let roles = if proposal.contract == LIFECYCLE_NAMESPACE {
+    let roles = if proposal.contract == LIFECYCLE_NAMESPACE
+        || proposal.contract == crate::netconfig::CONFIG_NAMESPACE
+    {
         &config.lifecycle_roles
     } else {
         &config.invoke_roles

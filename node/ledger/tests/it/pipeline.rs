@@ -7,14 +7,16 @@ use std::time::{Duration as StdDuration, Instant};
 
 use prost::Message;
 use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
-use runnel_ledger::identity::{Msp, Role, Signer};
+use runnel_ledger::identity::{Msp, NetworkDefinition, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
+use runnel_ledger::netconfig;
 use runnel_ledger::orderer::{
     Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig, SoloOrderer,
 };
 use runnel_ledger::proto::{
-    ContractDefinition, DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
+    ContractDefinition, DeployRequest, Endorsement, Proposal, ResponsePayload, SignedProposal,
+    Transaction,
 };
 use runnel_ledger::store::WorldState;
 use runnel_ledger::trace::{Stage, TraceBook};
@@ -43,6 +45,13 @@ type Sealing = (usize, StdDuration);
 /// that a deploy is one transaction and the seqs after it stay as the tests count them.
 /// Approvals have tests of their own.
 const ONE_APPROVAL: &str = "ANY admin";
+
+/// The test network's definition, as `runnel init` would write it.
+fn genesis(lifecycle_policy: &str) -> NetworkDefinition {
+    let mut genesis = NetworkDefinition::of(network(), "main");
+    genesis.lifecycle_policy = lifecycle_policy.to_string();
+    genesis
+}
 
 /// Three transactions a block, or 20 ms.
 const SEALING: Sealing = (3, StdDuration::from_millis(20));
@@ -104,6 +113,7 @@ impl Peer {
             ValidatorConfig {
                 workers: 2,
                 lifecycle_policy: lifecycle_policy.to_string(),
+                genesis: Some(genesis(lifecycle_policy)),
                 ..ValidatorConfig::default()
             },
             msp.clone(),
@@ -588,6 +598,82 @@ fn a_definition_commits_only_with_the_approvals_the_lifecycle_policy_names() {
     assert_eq!(
         peer.peers[0].endorse(&proposal).unwrap_err().code(),
         "NOT_APPROVED"
+    );
+    peer.close();
+}
+
+#[test]
+fn a_revocation_applies_from_its_place_in_the_stream_on() {
+    // A configuration update revoking Org2's client mallory, signed by two of the three
+    // orgs' admins, ordered in one batch with a transaction of mallory endorsed before
+    // it: stage 1 may check both under the old trust; the transaction after the update
+    // is refused all the same, and the one before it stays valid.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    let issued = network().orgs[1]
+        .ca
+        .issue(Role::Client, "mallory", time::Duration::days(1))
+        .unwrap();
+    let mallory = Signer::new(&issued).unwrap();
+    let endorsed_put = |key: &str| {
+        let p = proposal(&mallory, "kv", "put", put(key, "m"));
+        let e = peer.peers[1].endorse(&p).unwrap();
+        (e.tx_id, assemble(&mallory, &p, &[e]))
+    };
+    let (before, bytes) = endorsed_put("before");
+    assert_eq!(submit(&peer, before, bytes).1, ValidationCode::Valid);
+
+    let current = genesis(ONE_APPROVAL);
+    let mut next = current.clone();
+    next.sequence = 1;
+    next.orgs[1]
+        .revoked
+        .push(hex::encode(tx::sha256(&issued.cert_der)));
+    let proposer = signer("Org1", Role::Admin);
+    let update = proposal(
+        &proposer,
+        netconfig::CONFIG_NAMESPACE,
+        netconfig::FN_UPDATE,
+        vec![next.to_bytes()],
+    );
+    let mut update = netconfig::update_transaction(update, None, &next);
+    let message = tx::endorsement_message(
+        &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
+        &tx::sha256(&update.payload),
+    );
+    for org in ["Org1", "Org3"] {
+        let admin = signer(org, Role::Admin);
+        update.endorsements.push(Endorsement {
+            endorser: admin.cert_der().to_vec(),
+            signature: admin.sign(&message).to_vec(),
+        });
+    }
+    let update_id = tx::tx_id(
+        &Proposal::decode(update.proposal.as_ref().unwrap().proposal.as_slice()).unwrap(),
+    );
+    let (after, late) = endorsed_put("after");
+    let mut watch_update = peer.hub.watch(update_id);
+    let mut watch_after = peer.hub.watch(after);
+    let ordered = peer.orderer.submit_batch(vec![
+        tx::sign_transaction(&proposer, &update).encode_to_vec(),
+        late,
+    ]);
+    assert_eq!(ordered.len(), 2);
+    let update_status = watch_update.next_blocking().unwrap();
+    assert_eq!(update_status.code, ValidationCode::Valid);
+    let after_status = watch_after.next_blocking().unwrap();
+    assert_eq!(after_status.code, ValidationCode::RevokedCertificate);
+    assert_eq!(after_status.seq, update_status.seq.next());
+    // The key mallory wrote before stays; the one after was never written.
+    let store = peer.world.snapshot();
+    assert!(store.get("kv", b"before").unwrap().is_some());
+    assert!(store.get("kv", b"after").unwrap().is_none());
+    // Endorsers refuse mallory from then on, with the same code.
+    let p = proposal(&mallory, "kv", "put", put("later", "m"));
+    assert_eq!(
+        peer.peers[1].endorse(&p).unwrap_err().code(),
+        "REVOKED_CERTIFICATE"
     );
     peer.close();
 }

@@ -1,0 +1,407 @@
+//! `runnel identity` and `runnel config`: an organisation's identities, issued offline
+//! from its CA, and changes of the network definition as configuration transactions
+//! signed by as many organisations' admins as its `config_policy` needs.
+//!
+//! A change travels as a file between admins: `config propose` (or `identity revoke`)
+//! writes the update, signed by the proposing admin; each other admin checks what it
+//! changes and adds a signature with `config sign`; the proposer orders it with `config
+//! submit`. Its proposal's timestamp must still be inside the network's proposal window
+//! (15 minutes by default) when it is ordered.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use prost::Message;
+use runnel_client::{Connection, connect, signer, status};
+use runnel_ledger::identity::{
+    CertificateAuthority, IDENTITIES_DIR, NetworkDefinition, Role, certificate_der, write_identity,
+};
+use runnel_ledger::netconfig::{self, CONFIG_NAMESPACE, FN_UPDATE};
+use runnel_ledger::tx;
+use runnel_server::proto::gateway_client::GatewayClient;
+use runnel_server::proto::query_client::QueryClient;
+use runnel_server::proto::{
+    Endorsement, GetNetworkDefinitionRequest, SubmitRequest, Transaction, TxPhase, ValidationCode,
+};
+use serde_json::json;
+
+use crate::network::{CA_CERT, CA_DIR, CA_KEY};
+
+/// `runnel identity`.
+#[derive(Subcommand, Debug)]
+pub enum IdentityCommand {
+    /// Issue a new identity from the organisation's CA (offline: the CA's key never
+    /// leaves its directory), written as identities/<org>/<name>.pem and .key.
+    Issue(IssueArgs),
+    /// Propose revoking a certificate: a configuration update, signed by this admin,
+    /// that other admins sign (`runnel config sign`) before it is submitted.
+    Revoke(RevokeArgs),
+}
+
+/// `runnel identity issue`.
+#[derive(Args, Debug)]
+pub struct IssueArgs {
+    /// The organisation's directory (`runnel init`'s <dir>/<org>): its CA in ca/, the
+    /// new identity written under identities/<org>/.
+    #[arg(long, env = "RUNNEL_DIR")]
+    pub dir: PathBuf,
+    /// The organisation.
+    #[arg(long, env = "RUNNEL_ORG", default_value = "Org1")]
+    pub org: String,
+    /// client, admin, peer or orderer.
+    #[arg(long, default_value = "client")]
+    pub role: Role,
+    /// Its name: the certificate's CN and the files' name.
+    #[arg(long)]
+    pub name: String,
+    /// The CA's directory, if not <dir>/ca.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
+    /// How long the certificate is valid, in days.
+    #[arg(long, default_value_t = 365)]
+    pub validity_days: i64,
+}
+
+/// `runnel identity revoke`.
+#[derive(Args, Debug)]
+pub struct RevokeArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The certificate to revoke (PEM).
+    #[arg(long)]
+    pub cert: PathBuf,
+    /// Where to write the update.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `runnel config`.
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print the network definition in force.
+    Show(ShowArgs),
+    /// Propose a new network definition: an update file, signed by this admin.
+    Propose(ProposeArgs),
+    /// Check an update file and add this organisation's admin's signature.
+    Sign(SignArgs),
+    /// Order a signed update (as the admin who proposed it) and wait for it to commit.
+    Submit(SignArgs),
+}
+
+/// `runnel config show`.
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+}
+
+/// `runnel config propose`.
+#[derive(Args, Debug)]
+pub struct ProposeArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The new definition (JSON, the form of network.json); its sequence is set to the
+    /// next one.
+    #[arg(long)]
+    pub definition: PathBuf,
+    /// Where to write the update.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `runnel config sign` and `submit`.
+#[derive(Args, Debug)]
+pub struct SignArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The update file.
+    pub update: PathBuf,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// `runnel identity ...`.
+pub fn identity(command: &IdentityCommand) -> Result<()> {
+    match command {
+        IdentityCommand::Issue(args) => issue(args),
+        IdentityCommand::Revoke(args) => revoke(args),
+    }
+}
+
+/// `runnel config ...`.
+pub fn config(command: &ConfigCommand) -> Result<()> {
+    match command {
+        ConfigCommand::Show(args) => runtime()?.block_on(async {
+            let (definition, version) = in_force(&args.connection).await?;
+            let mut shown = serde_json::to_value(&definition)?;
+            shown["written_at_seq"] = json!(version);
+            println!("{}", serde_json::to_string_pretty(&shown)?);
+            Ok(())
+        }),
+        ConfigCommand::Propose(args) => {
+            let text = std::fs::read_to_string(&args.definition)
+                .with_context(|| format!("reading {}", args.definition.display()))?;
+            let next: NetworkDefinition = serde_json::from_str(&text).with_context(|| {
+                format!("{} is not a network definition", args.definition.display())
+            })?;
+            propose(&args.connection, &args.out, |_| Ok(next))
+        }
+        ConfigCommand::Sign(args) => sign(args),
+        ConfigCommand::Submit(args) => submit(args),
+    }
+}
+
+fn issue(args: &IssueArgs) -> Result<()> {
+    let ca_dir = args.ca.clone().unwrap_or_else(|| args.dir.join(CA_DIR));
+    let read = |name: &str| {
+        let path = ca_dir.join(name);
+        std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (the organisation's CA: `runnel init` wrote it in <dir>/<org>/{CA_DIR})",
+                path.display()
+            )
+        })
+    };
+    let ca = CertificateAuthority::from_pem(&read(CA_CERT)?, &read(CA_KEY)?)
+        .context("loading the organisation's CA")?;
+    if ca.org() != args.org {
+        bail!(
+            "the CA in {} is {}'s, not {}'s",
+            ca_dir.display(),
+            ca.org(),
+            args.org
+        );
+    }
+    let valid = args.name.len() <= 64
+        && !args.name.is_empty()
+        && args
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !valid {
+        bail!("--name: 1-64 letters, digits, `-`, `_` or `.`");
+    }
+    let identity = ca
+        .issue(
+            args.role,
+            &args.name,
+            time::Duration::days(args.validity_days),
+        )
+        .context("issuing the certificate")?;
+    let out = args.dir.join(IDENTITIES_DIR).join(&args.org);
+    write_identity(&out, &args.name, &identity)
+        .with_context(|| format!("writing {}/{}.pem and .key", out.display(), args.name))?;
+    let report = json!({
+        "org": args.org,
+        "role": args.role.as_str(),
+        "name": args.name,
+        "certificate": out.join(format!("{}.pem", args.name)),
+        "key": out.join(format!("{}.key", args.name)),
+        "fingerprint": hex::encode(tx::sha256(&identity.cert_der)),
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn revoke(args: &RevokeArgs) -> Result<()> {
+    let pem = std::fs::read_to_string(&args.cert)
+        .with_context(|| format!("reading {}", args.cert.display()))?;
+    let der = certificate_der(&pem, "certificate").context("the certificate to revoke")?;
+    let fingerprint = hex::encode(tx::sha256(&der));
+    propose(&args.connection, &args.out, |current| {
+        let msp = current.msp()?;
+        let identity = msp.identify(&der).map_err(|e| {
+            anyhow!(
+                "{} is not a certificate of this network: {e}",
+                args.cert.display()
+            )
+        })?;
+        let mut next = current.clone();
+        let org = next
+            .orgs
+            .iter_mut()
+            .find(|org| org.name == identity.org)
+            .ok_or_else(|| anyhow!("no organisation {} in the definition", identity.org))?;
+        if org.revoked.contains(&fingerprint) {
+            bail!("{} ({}) is revoked already", identity.id(), fingerprint);
+        }
+        org.revoked.push(fingerprint.clone());
+        eprintln!(
+            "revoking {} ({}), {fingerprint}",
+            identity.id(),
+            identity.role
+        );
+        Ok(next)
+    })
+}
+
+/// The definition in force at the connection's node, and the seq that wrote it.
+async fn in_force(connection: &Connection) -> Result<(NetworkDefinition, u64)> {
+    let channel = connect(connection).await?;
+    let answer = QueryClient::new(channel)
+        .get_network_definition(GetNetworkDefinitionRequest {})
+        .await
+        .map_err(status)?
+        .into_inner();
+    let definition = NetworkDefinition::from_bytes(&answer.definition)
+        .context("the node's network definition")?;
+    Ok((definition, answer.version))
+}
+
+/// Writes an update to `out`: the definition `change` makes of the one in force, with
+/// the next sequence, proposed and signed by the connection's admin.
+fn propose(
+    connection: &Connection,
+    out: &Path,
+    change: impl FnOnce(&NetworkDefinition) -> Result<NetworkDefinition>,
+) -> Result<()> {
+    let admin = signer(connection, Role::Admin)?;
+    let (current, version) = runtime()?.block_on(in_force(connection))?;
+    let mut next = change(&current)?;
+    next.sequence = current.sequence + 1;
+    next.check().context("the new definition")?;
+    if next.channel != current.channel {
+        bail!(
+            "the channel cannot change ({} to {})",
+            current.channel,
+            next.channel
+        );
+    }
+    let proposal = tx::new_proposal(
+        &current.channel,
+        CONFIG_NAMESPACE,
+        FN_UPDATE,
+        vec![next.to_bytes()],
+        &admin,
+    );
+    let signed = tx::sign_proposal(&admin, &proposal);
+    let read_version = (version > 0).then(|| runnel_runtime::Version::from_seq(version));
+    let mut update = netconfig::update_transaction(signed, read_version, &next);
+    add_signature(&mut update, &admin);
+    std::fs::write(out, update.encode_to_vec())
+        .with_context(|| format!("writing {}", out.display()))?;
+    let policy = netconfig::update_policy(&current)?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({
+            "update": out,
+            "sequence": next.sequence,
+            "signed_by": [connection.org],
+            "needs": policy.to_string(),
+        }))?
+    );
+    Ok(())
+}
+
+/// Adds `admin`'s signature over the update's payload.
+fn add_signature(update: &mut Transaction, admin: &runnel_ledger::identity::Signer) {
+    let proposal = update
+        .proposal
+        .as_ref()
+        .map(|p| p.proposal.as_slice())
+        .unwrap_or_default();
+    let message = tx::endorsement_message(&tx::sha256(proposal), &tx::sha256(&update.payload));
+    update
+        .endorsements
+        .retain(|e| e.endorser != admin.cert_der());
+    update.endorsements.push(Endorsement {
+        endorser: admin.cert_der().to_vec(),
+        signature: admin.sign(&message).to_vec(),
+    });
+}
+
+fn read_update(path: &Path) -> Result<(Transaction, NetworkDefinition)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let update = Transaction::decode(bytes.as_slice())
+        .map_err(|e| anyhow!("{} is not an update file: {e}", path.display()))?;
+    let next = netconfig::proposed(&update)
+        .map_err(|e| anyhow!("{} is not a well-formed update: {e}", path.display()))?;
+    Ok((update, next))
+}
+
+/// The organisations whose admins signed `update`, as its definition names them.
+fn signers(update: &Transaction, next: &NetworkDefinition) -> Vec<String> {
+    let Ok(msp) = next.msp() else {
+        return Vec::new();
+    };
+    update
+        .endorsements
+        .iter()
+        .filter_map(|e| msp.identify(&e.endorser).ok())
+        .map(|identity| format!("{} ({})", identity.org, identity.name))
+        .collect()
+}
+
+fn sign(args: &SignArgs) -> Result<()> {
+    let (mut update, next) = read_update(&args.update)?;
+    let admin = signer(&args.connection, Role::Admin)?;
+    add_signature(&mut update, &admin);
+    std::fs::write(&args.update, update.encode_to_vec())
+        .with_context(|| format!("writing {}", args.update.display()))?;
+    let revoked: Vec<String> = next
+        .orgs
+        .iter()
+        .flat_map(|org| {
+            org.revoked
+                .iter()
+                .map(move |f| format!("{}: {f}", org.name))
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({
+            "update": args.update,
+            "sequence": next.sequence,
+            "orgs": next.org_names(),
+            "revoked": revoked,
+            "signed_by": signers(&update, &next),
+        }))?
+    );
+    Ok(())
+}
+
+fn submit(args: &SignArgs) -> Result<()> {
+    let (update, next) = read_update(&args.update)?;
+    let admin = signer(&args.connection, Role::Admin)?;
+    runtime()?.block_on(async {
+        let channel = connect(&args.connection).await?;
+        let signed = tx::sign_transaction(&admin, &update);
+        let reached = GatewayClient::new(channel)
+            .submit(SubmitRequest {
+                transaction: signed.encode_to_vec(),
+                wait_for: TxPhase::Committed as i32,
+            })
+            .await
+            .map_err(status)?
+            .into_inner()
+            .status
+            .ok_or_else(|| anyhow!("the node answered Submit without a status"))?;
+        let code = ValidationCode::try_from(reached.code)
+            .map(|c| {
+                c.as_str_name()
+                    .trim_start_matches("VALIDATION_CODE_")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "tx_id": reached.tx_id,
+                "seq": reached.seq,
+                "code": code,
+                "sequence": next.sequence,
+                "signed_by": signers(&update, &next),
+            }))?
+        );
+        if reached.code != ValidationCode::Valid as i32 {
+            bail!("the update is invalid: {code}");
+        }
+        Ok(())
+    })
+}
