@@ -44,12 +44,17 @@ export { identityCertificate, identityFromDer, identityFromPem } from "./identit
 export type { CommitStatusOptions, CommitWait, EndorseOptions, TransactionOptions } from "./proposal.js";
 export { Commit, Proposal, Transaction } from "./proposal.js";
 export type {
+  ContractApproval,
+  ContractApprovals,
   ContractDefinition,
   KeyHistoryOptions,
   KeyModification,
   KeyValue,
   ListContractsOptions,
+  NetworkDefinition,
   NetworkInfo,
+  NetworkPeerDefinition,
+  OrgDefinition,
   TransactionDetail,
 } from "./query.js";
 export { Query } from "./query.js";

@@ -21,6 +21,8 @@ export function validationCodeName(code: number): string {
 export const ERROR_CODE_HEADER = "runnel-error-code";
 /** The response header that holds the validation code a node error amounts to. */
 export const VALIDATION_CODE_HEADER = "runnel-validation-code";
+/** The response header that names the organisation an endorsement failure is about. */
+export const ERROR_ORG_HEADER = "runnel-error-org";
 
 /** What {@link GatewayError} is made from. */
 export interface GatewayErrorDetails {
@@ -43,6 +45,13 @@ export class GatewayError extends Error {
   readonly errorName: string | undefined;
   /** The validation code the error amounts to (`"DUPLICATE_TXID"`, ...), when it does. */
   readonly validationCode: string | undefined;
+  /**
+   * The organisation an endorsement failure is about, when the gateway asked another
+   * organisation's peers: `ENDORSER_UNAVAILABLE` (none of its peers answered),
+   * `ENDORSEMENT_REFUSED` (its peer refused), `ENDORSEMENT_MISMATCH` (its peer endorsed
+   * another payload).
+   */
+  readonly organization: string | undefined;
   /** The node's own message (for a contract's error, it holds the contract's message). */
   readonly nodeMessage: string;
   /** The transaction concerned, when there is one. */
@@ -69,6 +78,7 @@ export class GatewayError extends Error {
     this.grpcCode = connect.code;
     this.errorName = errorName;
     this.validationCode = validationCode;
+    this.organization = connect.metadata.get(ERROR_ORG_HEADER) ?? undefined;
     this.nodeMessage = connect.rawMessage;
     this.transactionId = details.transactionId;
     this.url = details.url;

@@ -26,7 +26,16 @@ export * from "./common.js";
 export type { NodeTransportOptions, Protocol, TlsOptions } from "./node/transport.js";
 export { nodeTransport } from "./node/transport.js";
 export { fileCheckpointer } from "./node/checkpoint.js";
-export { identities, signers, checkpointers, loadNetworkCas, loadNetworkIdentity } from "./node/files.js";
+export {
+  identities,
+  signers,
+  checkpointers,
+  loadNetworkCas,
+  loadNetworkFile,
+  loadNetworkIdentity,
+  NETWORK_FILE,
+  type NetworkFile,
+} from "./node/files.js";
 export type { NetworkIdentity } from "./node/files.js";
 export { newNodeCryptoSigner } from "./node/signer.js";
 

@@ -54,8 +54,63 @@ export type TransactionDetail = GetTransactionResponse & {
   readonly phaseName: "validated" | "durable";
 };
 
-/** The network and the node's heights, as `Query.getNetworkInfo` returns it. */
+/**
+ * The network and the node's heights, as `Query.getNetworkInfo` returns it; `peers` are
+ * the other organisations' peers as this node last checked them (every two seconds).
+ */
 export type NetworkInfo = GetNetworkInfoResponse;
+
+/** A peer of an organisation in the network definition. */
+export interface NetworkPeerDefinition {
+  readonly name: string;
+  /** Its API, `https://host:port`. */
+  readonly endpoint: string;
+}
+
+/** An organisation of the network. */
+export interface OrgDefinition {
+  readonly name: string;
+  /** Its CA's certificate, PEM. */
+  readonly ca: string;
+  /** Its TLS CA's certificate, PEM. */
+  readonly tlsCa: string;
+  readonly peers: readonly NetworkPeerDefinition[];
+  /** Fingerprints (SHA-256 of the DER, hex) of its revoked certificates. */
+  readonly revoked: readonly string[];
+}
+
+/** The network definition in force, as `Query.getNetworkDefinition` returns it. */
+export interface NetworkDefinition {
+  readonly channel: string;
+  /** 0 for the genesis definition; +1 per configuration update. */
+  readonly sequence: bigint;
+  /** The seq of the update that wrote it; 0n for the genesis one. */
+  readonly writtenAtSeq: bigint;
+  readonly orgs: readonly OrgDefinition[];
+  readonly orderers: readonly { readonly name: string; readonly org: string; readonly endpoint: string }[];
+  /** Whose approvals put a contract definition in force. */
+  readonly lifecyclePolicy: string;
+  /** Whose signatures change this definition. */
+  readonly configPolicy: string;
+}
+
+/** One organisation's approval of one definition of a contract. */
+export interface ContractApproval {
+  readonly sequence: bigint;
+  readonly org: string;
+  /** Hex sha256 of the definition approved. */
+  readonly definitionHash: string;
+}
+
+/** A contract's definition in force and the approvals recorded for it. */
+export interface ContractApprovals {
+  /** The definition in force; undefined before the first commit. */
+  readonly definition: ContractDefinition | undefined;
+  /** Hex sha256 of the definition in force: what its approvals hold. */
+  readonly definitionHash: string;
+  /** By sequence, then organisation. */
+  readonly approvals: readonly ContractApproval[];
+}
 
 /** Options of a key history page. */
 export interface KeyHistoryOptions extends CallOptions {
@@ -188,6 +243,61 @@ export class Query {
   /** The network (channel, organisations) and the node's heights and limits. */
   async getNetworkInfo(options?: CallOptions): Promise<NetworkInfo> {
     return this.#call("network info", (ms) => this.#clients.query.getNetworkInfo({}, callOptions(options, ms)));
+  }
+
+  /** The network definition in force: organisations with their CAs and peers, orderers, policies. */
+  async getNetworkDefinition(options?: CallOptions): Promise<NetworkDefinition> {
+    const response = await this.#call("network definition", (ms) =>
+      this.#clients.query.getNetworkDefinition({}, callOptions(options, ms)),
+    );
+    const json = JSON.parse(new TextDecoder().decode(response.definition)) as {
+      channel: string;
+      orgs: { name: string; ca: string; tls_ca: string; peers?: NetworkPeerDefinition[]; revoked?: string[] }[];
+      orderers?: { name: string; org: string; endpoint: string }[];
+      lifecycle_policy: string;
+      config_policy: string;
+    };
+    return {
+      channel: json.channel,
+      sequence: response.sequence,
+      writtenAtSeq: response.version,
+      orgs: json.orgs.map((org) => ({
+        name: org.name,
+        ca: org.ca,
+        tlsCa: org.tls_ca,
+        peers: org.peers ?? [],
+        revoked: org.revoked ?? [],
+      })),
+      orderers: json.orderers ?? [],
+      lifecyclePolicy: json.lifecycle_policy,
+      configPolicy: json.config_policy,
+    };
+  }
+
+  /** Contract `name`'s definition in force and which organisations approved which of its definitions. */
+  async getContractApprovals(name: string, options?: CallOptions): Promise<ContractApprovals> {
+    const response = await this.#call("contract approvals", (ms) =>
+      this.#clients.query.getContractApprovals({ name }, callOptions(options, ms)),
+    );
+    const definition = response.definition;
+    return {
+      definition:
+        definition === undefined
+          ? undefined
+          : {
+              name: definition.name,
+              version: definition.version,
+              sequence: definition.sequence,
+              codeHash: toHex(definition.codeHash),
+              policy: definition.policy,
+            },
+      definitionHash: toHex(response.definitionHash),
+      approvals: response.approvals.map((approval) => ({
+        sequence: approval.sequence,
+        org: approval.org,
+        definitionHash: toHex(approval.definitionHash),
+      })),
+    };
   }
 
   /**

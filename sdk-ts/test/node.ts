@@ -244,3 +244,95 @@ export class RunnelNode {
     });
   }
 }
+
+/** `count` consecutive free TCP ports on 127.0.0.1: the first. */
+export async function freePorts(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const base = await freePort();
+    if (base + count > 65535) continue;
+    const free = await Promise.all(
+      Array.from({ length: count }, (_, i) => portFree(base + i)),
+    );
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports`);
+}
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once("error", () => done(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => done(true)));
+  });
+}
+
+const upNetworks = new Set<string>();
+process.once("exit", () => {
+  for (const dir of upNetworks) spawnSync(RUNNEL_BIN, ["down", "--dir", dir]);
+});
+
+/**
+ * A network of organisations apart started by `runnel up`: an orderer and each
+ * organisation's peers, each a process of its own holding only its organisation's keys,
+ * the example contracts approved by every organisation (kv with every organisation's
+ * peer in its policy). {@link RunnelUp.down} stops it (so does the test process's exit).
+ */
+export class RunnelUp {
+  readonly dir: string;
+  readonly basePort: number;
+
+  private constructor(dir: string, basePort: number) {
+    this.dir = dir;
+    this.basePort = basePort;
+  }
+
+  /** Creates and starts a network of `orgs` organisations with `peersPerOrg` peers each. */
+  static async start(orgs = 2, peersPerOrg = 1): Promise<RunnelUp> {
+    const dir = join(mkdtempSync(join(tmpdir(), "runnel-up-")), "net");
+    const basePort = await freePorts(1 + orgs * peersPerOrg);
+    const network = new RunnelUp(dir, basePort);
+    upNetworks.add(dir);
+    const args = ["up", "--dir", dir, "--orgs", String(orgs), "--peers-per-org", String(peersPerOrg)];
+    const result = spawnSync(
+      RUNNEL_BIN,
+      [...args, "--base-port", String(basePort), "--contracts", RUNNEL_CONTRACTS],
+      { encoding: "utf8", env: { ...process.env, RUNNEL_LOG: "warn" } },
+    );
+    if (result.status !== 0) {
+      network.down();
+      throw new Error(`runnel up failed (${result.error?.message ?? result.status}): ${result.stderr}`);
+    }
+    return network;
+  }
+
+  /** The directory of organisation `org`'s people (its admin and client identities). */
+  orgDir(org: string): string {
+    return join(this.dir, org);
+  }
+
+  /** The API of `org`'s peer number `index`, from the network definition. */
+  peerUrl(org: string, index = 0): string {
+    const definition = JSON.parse(readFileSync(join(this.dir, "network.json"), "utf8")) as {
+      orgs: { name: string; peers: { endpoint: string }[] }[];
+    };
+    const endpoint = definition.orgs.find((o) => o.name === org)?.peers[index]?.endpoint;
+    if (endpoint === undefined) throw new Error(`no peer ${index} of ${org} in ${this.dir}`);
+    return endpoint;
+  }
+
+  /** Stops one node, e.g. `"Org2/peer0"` (SIGTERM to the process `runnel up` started). */
+  async stopNode(node: string): Promise<void> {
+    const pid = Number(readFileSync(join(this.dir, node, "runnel.pid"), "utf8").trim());
+    process.kill(pid, "SIGTERM");
+    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    while (Date.now() < deadline && existsSync(`/proc/${pid}`)) {
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  }
+
+  /** Stops every node (`runnel down`); their data stays. */
+  down(): void {
+    spawnSync(RUNNEL_BIN, ["down", "--dir", this.dir]);
+    upNetworks.delete(this.dir);
+  }
+}

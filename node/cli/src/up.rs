@@ -341,16 +341,21 @@ async fn deploy_examples(dir: &Path, nodes: &[NodeDir], modules: &Path) -> Resul
             code,
             ..DeployRequest::default()
         };
+        let mut approved_at = 0;
         for org in &orgs[1..] {
             let peer = peer_of(org)?;
-            crate::client::define(
+            let report = crate::client::define(
                 &connection(dir, org, &peer.endpoint),
                 FN_APPROVE,
                 request.clone(),
             )
             .await
             .with_context(|| format!("{org} approving {name}"))?;
+            approved_at = approved_at.max(report["seq"].as_u64().unwrap_or(0));
         }
+        // Each approval committed on its own org's peer; the commit reads them on the
+        // committer's, which must have validated them first.
+        wait_for_height(&committer, approved_at).await?;
         crate::client::define(&committer, FN_DEPLOY, request)
             .await
             .with_context(|| format!("committing {name}"))?;
@@ -360,6 +365,26 @@ async fn deploy_examples(dir: &Path, nodes: &[NodeDir], modules: &Path) -> Resul
         );
     }
     Ok(())
+}
+
+/// Waits until the peer at `connection` has validated the transaction at `seq`.
+async fn wait_for_height(connection: &Connection, seq: u64) -> Result<()> {
+    let channel = runnel_client::connect(connection).await?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let info = runnel_server::proto::query_client::QueryClient::new(channel.clone())
+            .get_network_info(runnel_server::proto::GetNetworkInfoRequest {})
+            .await
+            .map_err(runnel_client::status)?
+            .into_inner();
+        if info.validated_height >= seq {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{} did not reach seq {seq}", connection.url);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn print_network(dir: &Path, nodes: &[NodeDir], explorer: bool) -> Result<()> {

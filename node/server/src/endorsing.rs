@@ -273,11 +273,12 @@ impl Peers {
         answers.sort_by_key(|(org, _)| order(org));
         for (org, (peer, payload, endorsements)) in answers {
             if payload != prepared.transaction.payload {
-                return Err(status::error(
+                return Err(status::org_error(
                     Code::Aborted,
                     "ENDORSEMENT_MISMATCH",
+                    &org,
                     format_args!(
-                        "{org}: {peer} endorsed a different payload (read/write set, result or \
+                        "{peer} endorsed a different payload (read/write set, result or \
                          events) than this peer did: the contract is not deterministic, or the \
                          peers' states differ"
                     ),
@@ -297,10 +298,11 @@ impl Peers {
     ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
         let candidates = self.candidates(org);
         if candidates.is_empty() {
-            return Err(status::error(
+            return Err(status::org_error(
                 Code::Unavailable,
                 "ENDORSER_UNAVAILABLE",
-                format_args!("{org}: the network definition names no peer of {org} to ask"),
+                org,
+                format_args!("the network definition names no peer of {org} to ask"),
             ));
         }
         let mut failures = Vec::new();
@@ -351,10 +353,11 @@ impl Peers {
                 }
             }
         }
-        Err(status::error(
+        Err(status::org_error(
             Code::Unavailable,
             "ENDORSER_UNAVAILABLE",
-            format_args!("{org}: no peer of {org} endorsed: {}", failures.join("; ")),
+            org,
+            format_args!("no peer of {org} endorsed: {}", failures.join("; ")),
         ))
     }
 
@@ -367,10 +370,11 @@ impl Peers {
         transaction: &[u8],
     ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
         let refused = |why: String| {
-            status::error(
+            status::org_error(
                 Code::Unavailable,
                 "ENDORSEMENT_REFUSED",
-                format_args!("{org}: {} answered {why}", peer.name),
+                org,
+                format_args!("{} answered {why}", peer.name),
             )
         };
         let transaction = Transaction::decode(transaction)

@@ -209,12 +209,13 @@ pub enum ApiError {
 
 /// Response headers a browser may read besides the CORS-safelisted ones: gRPC-web puts
 /// the status in headers or trailers, and Runnel adds its error and validation codes.
-const EXPOSED_HEADERS: [&str; 5] = [
+const EXPOSED_HEADERS: [&str; 6] = [
     "grpc-status",
     "grpc-message",
     "grpc-status-details-bin",
     status::ERROR_CODE_HEADER,
     status::VALIDATION_CODE_HEADER,
+    status::ERROR_ORG_HEADER,
 ];
 
 /// An API bound to its address, ready to serve.
@@ -619,13 +620,12 @@ impl Shared {
             return Ok(prepared);
         }
         if forwarded {
-            return Err(status::error(
+            return Err(status::org_error(
                 Code::Unavailable,
                 "ENDORSER_UNAVAILABLE",
+                &prepared.needs.join(","),
                 format_args!(
-                    "{}: this peer endorses for {} only, and does not forward a forwarded \
-                     proposal",
-                    prepared.needs.join(", "),
+                    "this peer endorses for {} only, and does not forward a forwarded proposal",
                     self.ledger.own_orgs().join(", ")
                 ),
             ));

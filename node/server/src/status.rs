@@ -35,6 +35,9 @@ use crate::store::StoreError;
 pub const ERROR_CODE_HEADER: &str = "runnel-error-code";
 /// The response header holding the validation code an error amounts to.
 pub const VALIDATION_CODE_HEADER: &str = "runnel-validation-code";
+/// The response header that names the organisation an endorsement failure is about
+/// (ENDORSER_UNAVAILABLE, ENDORSEMENT_REFUSED, ENDORSEMENT_MISMATCH).
+pub const ERROR_ORG_HEADER: &str = "runnel-error-org";
 
 /// `status` as a whole HTTP answer (headers only, gRPC's trailers-only form): what a
 /// middleware in front of the services answers with when it refuses a call.
@@ -53,6 +56,15 @@ pub fn error(code: Code, name: &str, message: impl Display) -> Status {
         if ValidationCode::ALL.iter().any(|c| c.as_str() == name) {
             status.metadata_mut().insert(VALIDATION_CODE_HEADER, value);
         }
+    }
+    status
+}
+
+/// [`error`] about organisation `org` ([`ERROR_ORG_HEADER`]).
+pub fn org_error(code: Code, name: &str, org: &str, message: impl Display) -> Status {
+    let mut status = error(code, name, format_args!("{org}: {message}"));
+    if let Ok(value) = MetadataValue::try_from(org) {
+        status.metadata_mut().insert(ERROR_ORG_HEADER, value);
     }
     status
 }

@@ -60,6 +60,46 @@ export const checkpointers = {
   file: fileCheckpointer,
 };
 
+/** The public network definition's file in every directory `runnel init` makes. */
+export const NETWORK_FILE = "network.json";
+
+/** A network definition as `runnel init` writes it (`network.json`). */
+export interface NetworkFile {
+  readonly channel: string;
+  readonly orgs: readonly {
+    readonly name: string;
+    /** The org's CA certificate, PEM. */
+    readonly ca: string;
+    /** The org's TLS CA certificate, PEM: what a client trusts to reach its peers. */
+    readonly tlsCa: string;
+    readonly peers: readonly { readonly name: string; readonly endpoint: string }[];
+  }[];
+  readonly orderers: readonly { readonly name: string; readonly org: string; readonly endpoint: string }[];
+  /** Every organisation's TLS CA, PEM, one after another: `connect`'s `tls.ca` for any peer. */
+  readonly tlsCas: string;
+}
+
+/**
+ * The network definition in `<dir>/network.json` (every directory `runnel init` makes
+ * holds it): the organisations, their peers' endpoints and the TLS CAs to trust.
+ */
+export async function loadNetworkFile(dir: string): Promise<NetworkFile> {
+  const path = join(dir, NETWORK_FILE);
+  const text = await readText(path, "the network definition");
+  let json: {
+    channel: string;
+    orgs: { name: string; ca: string; tls_ca: string; peers?: { name: string; endpoint: string }[] }[];
+    orderers?: { name: string; org: string; endpoint: string }[];
+  };
+  try {
+    json = JSON.parse(text) as typeof json;
+  } catch (error) {
+    throw new TypeError(`${path} is not JSON: ${String(error)}`, { cause: error });
+  }
+  const orgs = json.orgs.map((org) => ({ name: org.name, ca: org.ca, tlsCa: org.tls_ca, peers: org.peers ?? [] }));
+  return { channel: json.channel, orgs, orderers: json.orderers ?? [], tlsCas: orgs.map((org) => org.tlsCa).join("") };
+}
+
 /** An identity and its signer. */
 export interface NetworkIdentity {
   /** The certificate. */
@@ -69,11 +109,13 @@ export interface NetworkIdentity {
 }
 
 /**
- * The identity `role` of organisation `org` in a network directory made by
- * `runnel init` or `runnel dev`: `<dir>/identities/<org>/<role>.pem` and `.key`. The
- * certificate is checked (X.509, an Ed25519 key) and the key read before it returns.
+ * The identity `role` of organisation `org` in a directory made by `runnel init` or
+ * `runnel dev` (for a network of organisations apart, the organisation's own
+ * `<network>/<org>`): `<dir>/identities/<org>/<role>.pem` and `.key`. The certificate is
+ * checked (X.509, an Ed25519 key) and the key read before it returns.
  *
- * @param role - `"client"` (default) or `"admin"`, ...
+ * @param role - `"client"` (default), `"admin"`, or the name of an identity
+ *   `runnel identity issue` made.
  */
 export async function loadNetworkIdentity(dir: string, org: string, role = "client"): Promise<NetworkIdentity> {
   const base = join(dir, "identities", org, role);
@@ -94,6 +136,15 @@ export async function loadNetworkIdentity(dir: string, org: string, role = "clie
  * @throws TypeError if a CA certificate is not a self-signed Ed25519 certificate naming its organisation.
  */
 export async function loadNetworkCas(dir: string): Promise<TrustedCa[]> {
+  const definition = await loadNetworkFile(dir).catch(() => undefined);
+  if (definition !== undefined) {
+    const path = join(dir, NETWORK_FILE);
+    try {
+      return await parseTrustedCas(definition.orgs.map((org) => org.ca));
+    } catch (error) {
+      throw new TypeError(`${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
   const root = join(dir, "identities");
   let orgs: string[];
   try {

@@ -562,20 +562,17 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
 
     // With Org2's only peer down, a transaction that needs Org2 fails at once, naming it.
     net.stop("Org2/peer0");
-    let started = Instant::now();
     let refused = net.fails(
         "Org1/peer0",
         "Org1",
         &["invoke", "kv", "put", "colour", "green"],
     );
+    // At once: the connection was refused, no timeout waited out.
     assert!(
-        refused.contains("ENDORSER_UNAVAILABLE") && refused.contains("Org2"),
+        refused.contains("ENDORSER_UNAVAILABLE: Org2")
+            && refused.contains("peer0.Org2")
+            && refused.contains("Connection refused"),
         "{refused}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
     );
 
     // A node acting for Org1 refuses to start holding another organisation's key.
