@@ -24,7 +24,7 @@ use std::sync::Arc;
 use prost::Message;
 use runnel_cli::config::NodeConfig;
 use runnel_ledger::block::{self, Seal, SealChain};
-use runnel_ledger::identity::Role;
+use runnel_ledger::identity::{NetworkDefinition, Role};
 use runnel_ledger::ids::ValidationCode;
 use runnel_ledger::lifecycle::LIFECYCLE_NAMESPACE;
 use runnel_ledger::orderer::{OrderedTx, SEAL_TXS_MAX};
@@ -36,14 +36,14 @@ use runnel_ledger::validator::rules::{
     self, TX_EVENTS_MAX, TX_NAMESPACES_MAX, TX_RANGE_KEYS_MAX, TX_RANGE_READS_MAX, TX_READS_MAX,
     TX_WRITES_MAX,
 };
-use runnel_ledger::{endorser, sig, tx};
+use runnel_ledger::{endorser, netconfig, sig, tx};
 use runnel_runtime::{CallContext, MemoryState};
 
 /// A fuzz target: takes any bytes, panics only when a property fails.
 pub type Target = fn(&[u8]);
 
 /// Every target, by the name its corpus directory and its cargo-fuzz target carry.
-pub const TARGETS: [(&str, Target); 10] = [
+pub const TARGETS: [(&str, Target); 11] = [
     ("transaction", transaction),
     ("ordered_tx", ordered_tx),
     ("signed_proposal", signed_proposal),
@@ -54,6 +54,7 @@ pub const TARGETS: [(&str, Target); 10] = [
     ("wasm_module", wasm_module),
     ("rwset", rwset),
     ("runnel_toml", runnel_toml),
+    ("network_definition", network_definition),
 ];
 
 /// Organisations the policy target parses against (a duplicate, which parsing ignores).
@@ -457,6 +458,33 @@ pub fn runnel_toml(data: &[u8]) {
     let again = NodeConfig::parse(&written)
         .unwrap_or_else(|e| panic!("the written configuration {written:?} is refused: {e}"));
     assert_eq!(again, config, "written back as {written:?}");
+}
+
+/// A network definition as a `_config` update writes it and every peer's validator
+/// reads it ([`NetworkDefinition::from_bytes`]: JSON, each CA an X.509 certificate):
+/// refused with an error, or a definition whose every check holds, that builds its MSP,
+/// writes back ([`NetworkDefinition::to_bytes`]) to bytes that read as itself, and that
+/// [`netconfig::check_update`] accepts as the next definition of the genesis network
+/// exactly when it has the genesis channel and sequence 1.
+pub fn network_definition(data: &[u8]) {
+    let Ok(definition) = NetworkDefinition::from_bytes(data) else {
+        return;
+    };
+    assert_eq!(definition.check(), Ok(()));
+    let msp = definition
+        .msp()
+        .expect("a checked definition builds its MSP");
+    assert_eq!(msp.orgs(), definition.org_names());
+    let written = definition.to_bytes();
+    assert_eq!(
+        NetworkDefinition::from_bytes(&written).as_ref(),
+        Ok(&definition)
+    );
+    let genesis = NetworkDefinition::of(runnel_testing::network(), "main");
+    let update = netconfig::update_payload(&[0; 32], None, &definition);
+    let accepted = netconfig::check_update(&genesis, &update.rwsets);
+    let next = definition.channel == genesis.channel && definition.sequence == 1;
+    assert_eq!(accepted.is_ok(), next, "{accepted:?}");
 }
 
 #[cfg(test)]

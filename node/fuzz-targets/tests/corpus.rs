@@ -159,6 +159,7 @@ fn every_target_has_a_smoke_test() {
         "wasm_module",
         "rwset",
         "runnel_toml",
+        "network_definition",
     ];
     let targets: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
     assert_eq!(targets, tested);
@@ -212,4 +213,9 @@ fn rwset() {
 #[test]
 fn runnel_toml() {
     run("runnel_toml");
+}
+
+#[test]
+fn network_definition() {
+    run("network_definition");
 }

@@ -254,6 +254,20 @@ fn rwsets() {
     write("rwset", "range-stopped-early", &stopped.encode_to_vec());
 }
 
+/// Network definitions: the test network's genesis, its next definition revoking a
+/// certificate, and one whose second org carries the first's CA.
+fn network_definitions() {
+    let genesis = runnel_ledger::identity::NetworkDefinition::of(runnel_testing::network(), "main");
+    write("network_definition", "genesis", &genesis.to_bytes());
+    let mut next = genesis.clone();
+    next.sequence = 1;
+    next.orgs[1].revoked.push("ab".repeat(32));
+    write("network_definition", "revoking", &next.to_bytes());
+    let mut borrowed = genesis;
+    borrowed.orgs[1].ca = borrowed.orgs[0].ca.clone();
+    write("network_definition", "borrowed-ca", &borrowed.to_bytes());
+}
+
 /// Settings files: the template `runnel init` writes, a peer, an orderer with blocks,
 /// TLS, and one with a setting no section has.
 fn settings() {
@@ -400,6 +414,7 @@ fn write_seeds() {
 
     rwsets();
     settings();
+    network_definitions();
 
     write("wasm_module", "busy", &busy_contract());
     write("wasm_module", "hostile", &hostile_contract());

@@ -446,6 +446,31 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         let status = submit(&url1, &people1, "Org1", &client, &alone).await;
         assert_eq!(status.code, ValidationCode::EndorsementPolicyFailure as i32);
 
+        // A proposal another gateway forwarded is endorsed as this peer's own
+        // organisation only, never forwarded on: no two gateways can pass it around.
+        let connection = connection(&url1, &people1, "Org1");
+        let channel = runnel_client::connect(&connection).await.unwrap();
+        let client = runnel_client::signer(&connection, Role::Client).unwrap();
+        let args = vec![b"k".to_vec(), b"v".to_vec()];
+        let proposal = tx::new_proposal("main", "kv", "put", args, &client);
+        let mut request = tonic::Request::new(EndorseRequest {
+            proposal: Some(tx::sign_proposal(&client, &proposal)),
+            endorsing_orgs: vec!["Org2".into()],
+        });
+        request.metadata_mut().insert(
+            runnel_server::endorsing::FORWARDED_HEADER,
+            tonic::metadata::MetadataValue::from_static("1"),
+        );
+        let refused = GatewayClient::new(channel)
+            .endorse(request)
+            .await
+            .unwrap_err();
+        assert_eq!(error_name(&refused), "ENDORSER_UNAVAILABLE", "{refused:?}");
+        assert!(
+            refused.message().contains("does not forward"),
+            "{refused:?}"
+        );
+
         // Org2's peer lags (its orderer link paused) while Org1's moves on: a blind
         // write commits on Org1 (both peers endorse it alike), then the two read
         // different values of the key, and the gateway refuses the differing payloads.
