@@ -30,6 +30,7 @@ test("every page passes axe-core's WCAG A and AA rules, light and dark", async (
     ["/contracts", "Contracts"],
     ["/contracts/kv", "Contract"],
     [`/keys/kv/${key}`, "Key"],
+    ["/network", "Network"],
     ["/search?q=nothing-here", "Search"],
     ["/settings", "Settings"],
   ];

@@ -216,6 +216,22 @@ test("contracts: deployed contracts with version, policy and code hash", async (
   await snap("contract");
 });
 
+test("network: a one-organisation dev node shows its organisation, itself with its heights, and its policies", async ({ page, node, client, snap }) => {
+  await client.getNetwork(CHANNEL).getContract("kv").submitTransaction("put", uniqueKey("network"), "1");
+  await page.goto("/");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Network" }).click();
+  await expect(page).toHaveURL("/network");
+  await expect(page.getByRole("heading", { level: 3, name: /^Org1/ })).toContainText("this node's organisation");
+  await expect(page.getByTestId("network-definition")).toContainText("MAJORITY admin");
+  // The dev node is in no peer list of its definition: it gets a row of its own.
+  const self = page.getByRole("table", { name: "Nodes of Org1" }).getByRole("row", { name: /this node/ });
+  await expect(self).toContainText(node.url);
+  await expect(self).toContainText("peer");
+  await expect(self).toContainText("alive");
+  await expect(page.getByText("The network definition names no orderers", { exact: false })).toBeVisible();
+  await snap("network");
+});
+
 test("blocks: live list, a block's seal with its signature checked, and an inclusion proof verified in the browser", async ({ page, node, client, snap }) => {
   const kv = client.getNetwork(CHANNEL).getContract("kv");
   // The network's CA, read from the node's own directory, given as a user would.

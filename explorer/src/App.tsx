@@ -10,6 +10,7 @@ import { ContractPage } from "./pages/ContractPage";
 import { ContractsPage } from "./pages/ContractsPage";
 import { DashboardPage } from "./pages/DashboardPage";
 import { KeyPage } from "./pages/KeyPage";
+import { NetworkPage } from "./pages/NetworkPage";
 import { NotFoundPage } from "./pages/NotFoundPage";
 import { SearchPage } from "./pages/SearchPage";
 import { SettingsPage } from "./pages/SettingsPage";
@@ -22,6 +23,7 @@ const NAV: readonly (readonly [string, string, readonly PageName[]])[] = [
   ["Blocks", paths.blocks(), ["blocks", "block"]],
   ["Transactions", paths.transactions(), ["transactions", "transaction"]],
   ["Contracts", paths.contracts(), ["contracts", "contract", "key"]],
+  ["Network", paths.network(), ["network"]],
 ];
 
 const TITLES: Record<PageName, string> = {
@@ -33,6 +35,7 @@ const TITLES: Record<PageName, string> = {
   contracts: "Contracts",
   contract: "Contract",
   key: "Key",
+  network: "Network",
   search: "Search",
   settings: "Settings",
   "not-found": "Not found",
@@ -109,6 +112,8 @@ function Page(props: { route: Route }): JSX.Element {
       return <ContractPage name={param("name")} />;
     case "key":
       return <KeyPage namespace={param("namespace")} keyName={param("key")} hex={route.query.get("encoding") === "hex"} />;
+    case "network":
+      return <NetworkPage />;
     case "search":
       return <SearchPage q={route.query.get("q") ?? ""} />;
     case "settings":

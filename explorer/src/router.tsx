@@ -2,7 +2,7 @@
  * Real URLs for every page (the history API): the node serves index.html for any path
  * it does not know, and the explorer picks the page here.
  *
- * Matched here, not by a router library: ten fixed patterns compare segment by segment,
+ * Matched here, not by a router library: eleven fixed patterns compare segment by segment,
  * and the pages read the match as a plain value (`Route`), where preact-iso or wouter
  * would bring their own components and history handling; `URLPattern` is not yet in every
  * browser.
@@ -28,6 +28,7 @@ export type PageName =
   | "contracts"
   | "contract"
   | "key"
+  | "network"
   | "search"
   | "settings"
   | "not-found"
@@ -42,6 +43,7 @@ const ROUTES: readonly (readonly [string, PageName])[] = [
   ["/contracts", "contracts"],
   ["/contracts/:name", "contract"],
   ["/keys/:namespace/:key", "key"],
+  ["/network", "network"],
   ["/search", "search"],
   ["/settings", "settings"],
 ];
@@ -116,6 +118,7 @@ export const paths = {
     const text = utf8Text(key);
     return text !== undefined ? `${base}${encodeURIComponent(text)}` : `${base}${hex(key)}?encoding=hex`;
   },
+  network: () => "/network",
   search: (q: string) => `/search?q=${encodeURIComponent(q)}`,
   settings: () => "/settings",
 };

@@ -2,24 +2,39 @@ import type { JSX } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
 import { LedgerText } from "../components/LedgerText";
+import { LifecycleApprovals } from "../components/LifecycleApprovals";
 import { TxList } from "../components/TxList";
-import { useFeed, useLoad, useSnapshot } from "../live/hooks";
+import { useFeed, useLoad, useSnapshot, useThrottled } from "../live/hooks";
 import { decodeContractDefinition } from "../model/decode";
 import { hex } from "../model/format";
 import { markedText } from "../model/text";
 import { Link, navigate, paths } from "../router";
 
+/** The namespace of approvals and deploys. */
+const LIFECYCLE = "_lifecycle";
 /** The lifecycle key a contract's definitions are kept under. */
 const definitionKey = (name: string) => `contracts/${name}`;
+/** The least time between two reloads of the approvals, ms. */
+const APPROVALS_RELOAD_MS = 1_000;
 
-/** One contract: its definitions over time (from `_lifecycle`), a key lookup, its live transactions. */
+/**
+ * One contract: its definitions over time (from `_lifecycle`), which organisations
+ * approved them (reloaded when a lifecycle transaction commits), a key lookup, its live
+ * transactions.
+ */
 export function ContractPage(props: { name: string }): JSX.Element {
   const feed = useFeed();
   const { transactions } = useSnapshot();
   const versions = useLoad(async () => {
-    const history = await feed.gateway.getQuery().getKeyHistory("_lifecycle", definitionKey(props.name));
+    const history = await feed.gateway.getQuery().getKeyHistory(LIFECYCLE, definitionKey(props.name));
     return history.map((entry) => ({ entry, definition: entry.isDelete ? undefined : decodeContractDefinition(entry.value) }));
   }, [props.name]);
+  // Any organisation's approval or a deploy is a lifecycle transaction: reload on the newest.
+  const newestLifecycle = useThrottled(
+    useMemo(() => transactions.find((tx) => tx.contract === LIFECYCLE)?.seq ?? 0n, [transactions]),
+    APPROVALS_RELOAD_MS,
+  );
+  const approvals = useLoad(() => feed.gateway.getQuery().getContractApprovals(props.name), [props.name], Number(newestLifecycle));
   const mine = useMemo(() => transactions.filter((tx) => tx.contract === props.name), [transactions, props.name]);
   const [key, setKey] = useState("");
   return (
@@ -75,6 +90,16 @@ export function ContractPage(props: { name: string }): JSX.Element {
               </tbody>
             </table>
           ))}
+      </section>
+      <section aria-labelledby="approvals-heading">
+        <h2 id="approvals-heading">Approvals</h2>
+        {approvals.state === "loading" && <p aria-busy="true">Loading…</p>}
+        {approvals.state === "failed" && (
+          <p class="error">
+            <LedgerText text={approvals.error} />
+          </p>
+        )}
+        {approvals.state === "ready" && <LifecycleApprovals contract={approvals.value} />}
       </section>
       <section aria-labelledby="key-heading">
         <h2 id="key-heading">Look up a key</h2>

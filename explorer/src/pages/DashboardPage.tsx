@@ -99,7 +99,9 @@ export function DashboardPage(): JSX.Element {
           )}
         </section>
         <section aria-labelledby="nodes-heading">
-          <h2 id="nodes-heading">Network and nodes</h2>
+          <h2 id="nodes-heading">
+            Network and nodes <Link href={paths.network()}>all →</Link>
+          </h2>
           <NodeTable url={feed.url} info={info} health={snapshot.health} live={snapshot.connection === "live"} />
           {snapshot.metrics !== undefined && (
             <p class="muted node-metrics" data-testid="node-metrics">

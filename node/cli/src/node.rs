@@ -531,14 +531,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
             let own = |file: &str| dir.join("identities").join(&org).join(file);
             let tls = match endpoint.starts_with("https://") {
                 true => Some(runnel_client::client_tls(&Connection {
-                    url: endpoint.to_string(),
-                    dir: dir.to_path_buf(),
-                    org: org.clone(),
-                    identity: None,
-                    tls_ca: None,
                     tls_client_cert: members.then(|| own("peer.pem")),
                     tls_client_key: members.then(|| own("peer.key")),
-                    tls_server_name: None,
+                    ..Connection::to(endpoint, dir, &org)
                 })?),
                 false => None,
             };

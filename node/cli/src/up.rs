@@ -242,18 +242,9 @@ fn stop(pid: i32) -> Result<()> {
     )
 }
 
-/// A client connection to `node` as its organisation's people (`<dir>/<org>`).
+/// A client connection to `url` as `org`'s people (`<dir>/<org>`).
 fn connection(dir: &Path, org: &str, url: &str) -> Connection {
-    Connection {
-        url: url.to_string(),
-        dir: dir.join(org),
-        org: org.to_string(),
-        identity: None,
-        tls_ca: None,
-        tls_client_cert: None,
-        tls_client_key: None,
-        tls_server_name: None,
-    }
+    Connection::to(url, &dir.join(org), org)
 }
 
 /// Waits until `node` accepts connections (an orderer) or answers a client (a peer).

@@ -65,6 +65,23 @@ pub struct Connection {
     pub tls_server_name: Option<String>,
 }
 
+impl Connection {
+    /// A connection to `url` signing as `org`'s identities in `dir`, trusting the TLS CAs
+    /// its network definition names.
+    pub fn to(url: &str, dir: &std::path::Path, org: &str) -> Connection {
+        Connection {
+            url: url.to_string(),
+            dir: dir.to_path_buf(),
+            org: org.to_string(),
+            identity: None,
+            tls_ca: None,
+            tls_client_cert: None,
+            tls_client_key: None,
+            tls_server_name: None,
+        }
+    }
+}
+
 /// How long a command waits for the node before it gives up.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -13,6 +13,7 @@ use tokio_stream::Stream;
 use tonic::service::Routes;
 use tonic::{Request, Response, Status};
 
+use super::admission::Batcher;
 use super::{ApiError, ClientAuth, TlsConfig, status};
 use crate::identity::{Msp, Role};
 use crate::ids::{BlockNumber, Seq};
@@ -44,8 +45,35 @@ pub const CONNECTIONS_MAX: usize = 1024;
 #[derive(Clone)]
 pub struct OrderingService {
     orderer: Arc<dyn Orderer>,
+    /// Broadcasts queued for the orderer, taken as batches: one signature batch and one
+    /// turn of the sequencer each ([`Orderer::submit_batch`]), as a node's own submits.
+    broadcasts: Arc<BroadcastBatcher>,
     stopping: watch::Receiver<bool>,
     streams: Arc<tokio::sync::Semaphore>,
+}
+
+/// Signed transactions queued for ordering, each answered with its place.
+type BroadcastBatcher = Batcher<Vec<u8>, Result<crate::orderer::Ordered, OrderError>>;
+
+/// Broadcasts one batch takes at most, and how many (and bytes) may wait.
+const BROADCAST_BATCH_MAX: usize = 32;
+const BROADCAST_QUEUE_MAX: usize = 4096;
+const BROADCAST_QUEUE_BYTES_MAX: usize = 256 << 20;
+
+fn broadcast_batcher(orderer: &Arc<dyn Orderer>) -> std::io::Result<BroadcastBatcher> {
+    let orderer = orderer.clone();
+    Batcher::start(
+        "broadcast",
+        1,
+        BROADCAST_BATCH_MAX,
+        (BROADCAST_QUEUE_MAX, BROADCAST_QUEUE_BYTES_MAX, Vec::len),
+        move |transactions: Vec<Vec<u8>>, answer: &mut dyn FnMut(_)| {
+            orderer
+                .submit_batch(transactions)
+                .into_iter()
+                .for_each(answer);
+        },
+    )
 }
 
 /// The status of an orderer error: its name first, in the message and the
@@ -62,11 +90,11 @@ impl Ordering for OrderingService {
         &self,
         request: Request<BroadcastRequest>,
     ) -> Result<Response<BroadcastResponse>, Status> {
-        let orderer = self.orderer.clone();
         let bytes = request.into_inner().signed_transaction;
-        let ordered = tokio::task::spawn_blocking(move || orderer.submit(bytes))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
+        let ordered = self
+            .broadcasts
+            .call(bytes)
+            .await?
             .map_err(|e| from_order(&e))?;
         Ok(Response::new(BroadcastResponse {
             seq: ordered.seq.0,
@@ -239,8 +267,11 @@ impl OrderingServerHandle {
             (None, None) => None,
         };
         let (stop, stopping) = watch::channel(false);
+        let broadcasts = broadcast_batcher(&self.orderer)
+            .map_err(|e| ApiError::Serve(format!("starting the broadcast thread: {e}")))?;
         let service = OrderingService {
             orderer: self.orderer,
+            broadcasts: Arc::new(broadcasts),
             stopping,
             streams: Arc::new(tokio::sync::Semaphore::new(STREAMS_MAX)),
         };

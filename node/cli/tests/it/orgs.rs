@@ -284,16 +284,7 @@ async fn submit(
 }
 
 fn connection(url: &str, people: &Path, org: &str) -> runnel_client::Connection {
-    runnel_client::Connection {
-        url: url.to_string(),
-        dir: people.to_path_buf(),
-        org: org.to_string(),
-        identity: None,
-        tls_ca: None,
-        tls_client_cert: None,
-        tls_client_key: None,
-        tls_server_name: None,
-    }
+    runnel_client::Connection::to(url, people, org)
 }
 
 /// `contract.function(args)` proposed by `org`'s client (or its identity `as_identity`)
