@@ -610,7 +610,9 @@ fn serve_orderer(
         .cloned()
         .with_context(|| format!("no orderer identity for {org}"))?;
     let msp = Arc::new(keys.msp()?);
-    let ledger = config.ledger_config();
+    let mut ledger = config.ledger_config();
+    // The orderer's MSP is its own: it follows the network's configuration updates.
+    ledger.orderer.follow_config = Some(keys.definition().clone());
     let orderer: Arc<dyn Orderer> = Arc::new(
         SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp.clone(), signer)
             .with_context(|| format!("opening the orderer's log in {}", dir.display()))?,

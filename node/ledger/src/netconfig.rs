@@ -136,6 +136,72 @@ pub fn proposed(transaction: &Transaction) -> Result<NetworkDefinition, String> 
     Ok(next)
 }
 
+/// Whether an encoded `SignedTransaction` is a `_config` update that every peer will
+/// find valid at its place, with `current` in force there (its key written at
+/// `current_version`) and `msp` trusting what `current` says: the proposal's creator an
+/// admin whose signature over the transaction verifies, a payload of the proposal, the
+/// admins' signatures meeting the config policy, the read of the key at its version,
+/// and [`check_update`]. The definition it puts in force. What an orderer that follows
+/// the configuration (`OrdererConfig::follow_config`) applies: everything a peer's
+/// validator checks of an update, the ids and time window aside, which the orderer
+/// checks itself.
+pub fn valid_update(
+    current: &NetworkDefinition,
+    current_version: Option<Version>,
+    msp: &crate::identity::Msp,
+    signed_transaction: &[u8],
+    now_s: i64,
+) -> Option<NetworkDefinition> {
+    let (signed, transaction, proposal) = tx::decode_transaction(signed_transaction).ok()?;
+    if proposal.contract != CONFIG_NAMESPACE || proposal.channel != current.channel {
+        return None;
+    }
+    let signatures = msp.signatures();
+    let creator = msp.verify(&proposal.creator, now_s).ok()?;
+    creator.require_role(SIGNER_ROLES).ok()?;
+    let creator_signs = crate::sig::SigCheck {
+        key: creator.verifying_key().to_bytes(),
+        message: tx::transaction_message(&tx::sha256(&signed.transaction)),
+        signature: signed.signature,
+    };
+    if !signatures.verify_one(&creator_signs) {
+        return None;
+    }
+    let proposal_hash = tx::sha256(&transaction.proposal.as_ref()?.proposal);
+    let payload = ResponsePayload::decode(transaction.payload.as_slice()).ok()?;
+    if payload.proposal_hash != proposal_hash {
+        return None;
+    }
+    let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+    let mut seen = std::collections::HashSet::new();
+    let mut signers = Vec::new();
+    for endorsement in &transaction.endorsements {
+        let Ok(admin) = msp.verify(&endorsement.endorser, now_s) else {
+            continue;
+        };
+        if !SIGNER_ROLES.contains(&admin.role) || !seen.insert(admin.fingerprint) {
+            continue;
+        }
+        let check = crate::sig::SigCheck {
+            key: admin.verifying_key().to_bytes(),
+            message: message.clone(),
+            signature: endorsement.signature.clone(),
+        };
+        if !signatures.verify_one(&check) {
+            return None;
+        }
+        signers.push(crate::policy::Endorser::new(admin.org.clone(), admin.role));
+    }
+    if !update_policy(current).ok()?.is_satisfied_by(&signers) {
+        return None;
+    }
+    let read = payload.rwsets.first()?.reads.first()?;
+    if read.version != current_version {
+        return None;
+    }
+    check_update(current, &payload.rwsets).ok()
+}
+
 /// Who must sign an update while `current` is in force: its `config_policy` over the
 /// organisations' admins.
 pub fn update_policy(current: &NetworkDefinition) -> Result<Policy, PolicyError> {

@@ -95,6 +95,13 @@ pub struct OrdererConfig {
     /// (`TIMESTAMP_OUT_OF_WINDOW`), since it could be a replay of one. 0 remembers none
     /// and lets every replay through: for tests of what peers make of replays.
     pub replay_ids_max: usize,
+    /// The network's genesis definition, for an orderer that follows the configuration:
+    /// it applies each valid `_config` update it orders to its MSP
+    /// ([`crate::netconfig::valid_update`]), so its admission trusts what the peers do
+    /// from then on (an organisation added can submit, a certificate revoked cannot).
+    /// Only for an orderer whose MSP is its own: in a ledger's process, the validator
+    /// applies updates to the MSP both share. `None`: the MSP as given, always.
+    pub follow_config: Option<crate::identity::NetworkDefinition>,
 }
 
 impl Default for OrdererConfig {
@@ -109,6 +116,7 @@ impl Default for OrdererConfig {
             sync: SyncMode::Full,
             proposal_window: tx::PROPOSAL_WINDOW,
             replay_ids_max: REPLAY_IDS_MAX,
+            follow_config: None,
         }
     }
 }
@@ -377,7 +385,9 @@ impl OrderError {
 
 /// A transaction admission let through: its id, and its proposal's timestamp (what the
 /// replay memory keeps it by).
-pub(crate) type Admitted = (TxId, u64);
+/// What admission found: the transaction's id, its proposal's timestamp, and whether it
+/// is a `_config` update.
+pub(crate) type Admitted = (TxId, u64, bool);
 
 /// The orderer's admission checks (everything but sequencing and replays).
 pub(crate) fn admit(
@@ -464,5 +474,6 @@ fn admission(
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    Ok(((tx::tx_id(&proposal), proposal.timestamp_ms), check))
+    let config = proposal.contract == crate::netconfig::CONFIG_NAMESPACE;
+    Ok(((tx::tx_id(&proposal), proposal.timestamp_ms, config), check))
 }

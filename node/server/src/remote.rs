@@ -30,7 +30,7 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// The error names an orderer sends back (see [`OrderError::code`] and the identity
 /// codes), kept as they are when they cross the network.
-const ORDER_CODES: [&str; 15] = [
+const ORDER_CODES: [&str; 16] = [
     "TOO_LARGE",
     "ORDERER_BEHIND",
     "TIMESTAMP_OUT_OF_WINDOW",
@@ -39,6 +39,7 @@ const ORDER_CODES: [&str; 15] = [
     "WRONG_CHANNEL",
     "BAD_CREATOR_SIGNATURE",
     "EXPIRED_CERTIFICATE",
+    "REVOKED_CERTIFICATE",
     "ACCESS_DENIED",
     "BAD_CREATOR",
     "LOCKED",

@@ -44,12 +44,14 @@ use super::{
     OrderingMode, admit, admit_batch,
 };
 use crate::block::{self, SealChain, SignedSealed};
-use crate::identity::{Msp, Signer};
+use crate::identity::{Msp, NetworkDefinition, Signer};
 use crate::ids::{BlockNumber, Seq};
 use crate::metrics::Histogram;
+use crate::netconfig;
 use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader};
 use crate::store::StoreError;
 use crate::tx::{self, Hash};
+use runnel_runtime::Version;
 
 /// Record kinds in the log.
 const TX: u8 = b't';
@@ -132,6 +134,67 @@ struct State {
     failed: Option<String>,
     /// The ids ordered recently, to refuse replays.
     replays: RecentIds,
+    /// When the orderer follows the configuration: the definition in force after the
+    /// last seq appended, and the seq that wrote it.
+    network: Option<Followed>,
+}
+
+/// The configuration an orderer follows ([`OrdererConfig::follow_config`]).
+struct Followed {
+    genesis: NetworkDefinition,
+    /// The updates applied, oldest first: their seqs and definitions, as kept in
+    /// [`CONFIG_FILE`].
+    applied: Vec<(Seq, NetworkDefinition)>,
+}
+
+impl Followed {
+    /// The definition in force and the version of its key.
+    fn current(&self) -> (&NetworkDefinition, Option<Version>) {
+        match self.applied.last() {
+            Some((seq, definition)) => (definition, Some(Version::from_seq(seq.0))),
+            None => (&self.genesis, None),
+        }
+    }
+}
+
+/// The updates a following orderer applied, beside its log: written (and synced) before
+/// the update's record is appended, so that after a crash every update the log holds is
+/// in it; an entry past the log's end is one whose record never landed, dropped at open.
+const CONFIG_FILE: &str = "config-updates.json";
+
+fn read_applied(dir: &Path, head: Seq) -> Result<Vec<(Seq, NetworkDefinition)>, OrderError> {
+    let path = dir.join(CONFIG_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(OrderError::Log(format!("reading {}: {e}", path.display()))),
+    };
+    let entries: Vec<(u64, serde_json::Value)> = serde_json::from_str(&text)
+        .map_err(|e| OrderError::Corrupt(format!("{}: {e}", path.display())))?;
+    entries
+        .into_iter()
+        .filter(|(seq, _)| *seq <= head.0)
+        .map(|(seq, value)| {
+            let definition = NetworkDefinition::from_bytes(value.to_string().as_bytes())
+                .map_err(|e| OrderError::Corrupt(format!("{}: {e}", path.display())))?;
+            Ok((Seq(seq), definition))
+        })
+        .collect()
+}
+
+fn write_applied(dir: &Path, applied: &[(Seq, NetworkDefinition)]) -> std::io::Result<()> {
+    let entries: Vec<(u64, &NetworkDefinition)> =
+        applied.iter().map(|(seq, d)| (seq.0, d)).collect();
+    let path = dir.join(CONFIG_FILE);
+    let staging = dir.join(format!("{CONFIG_FILE}.new"));
+    let mut file = std::fs::File::create(&staging)?;
+    std::io::Write::write_all(
+        &mut file,
+        &serde_json::to_vec(&entries).map_err(std::io::Error::other)?,
+    )?;
+    file.sync_all()?;
+    std::fs::rename(&staging, &path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// The most transaction bytes the orderer keeps in memory for deliveries
@@ -153,6 +216,8 @@ impl State {
 
 struct Inner {
     config: OrdererConfig,
+    /// The log's directory.
+    dir: std::path::PathBuf,
     msp: Arc<Msp>,
     signer: Signer,
     /// Reads and syncs the log beside the appends.
@@ -417,6 +482,25 @@ impl SoloOrderer {
             )));
         }
         let replays = recent_ids(&reader, &txs, &config)?;
+        let network = match &config.follow_config {
+            None => None,
+            Some(genesis) => {
+                let applied = read_applied(dir, head)?;
+                write_applied(dir, &applied).map_err(|e| OrderError::Log(e.to_string()))?;
+                let followed = Followed {
+                    genesis: genesis.clone(),
+                    applied,
+                };
+                if followed.applied.last().is_some() {
+                    followed
+                        .current()
+                        .0
+                        .apply_to(&msp)
+                        .map_err(|e| OrderError::Corrupt(e.to_string()))?;
+                }
+                Some(followed)
+            }
+        };
         // The transactions after the last seal wait for the next one.
         let now = Instant::now();
         let unsealed = txs[sealed_through.0 as usize..]
@@ -428,6 +512,7 @@ impl SoloOrderer {
             .collect::<Result<VecDeque<_>, OrderError>>()?;
         let inner = Arc::new(Inner {
             config,
+            dir: dir.to_path_buf(),
             msp,
             signer,
             reader,
@@ -448,6 +533,7 @@ impl SoloOrderer {
                 closed: false,
                 failed: None,
                 replays,
+                network,
             }),
             for_deliveries: Condvar::new(),
             for_flusher: Condvar::new(),
@@ -500,6 +586,40 @@ impl Drop for SoloOrderer {
 }
 
 impl SoloOrderer {
+    /// For an orderer that follows the configuration: when the `_config` update about to
+    /// be appended at `seq` is one every peer will apply, records it ([`CONFIG_FILE`])
+    /// and makes the MSP trust what it says from now on.
+    fn follow(
+        &self,
+        state: &mut State,
+        seq: Seq,
+        now_ms: u64,
+        signed_transaction: &[u8],
+    ) -> std::io::Result<()> {
+        let Some(network) = &mut state.network else {
+            return Ok(());
+        };
+        let (current, version) = network.current();
+        let now_s = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+        let Some(next) =
+            netconfig::valid_update(current, version, &self.inner.msp, signed_transaction, now_s)
+        else {
+            return Ok(());
+        };
+        network.applied.push((seq, next));
+        write_applied(&self.inner.dir, &network.applied)?;
+        if let Some((_, next)) = network.applied.last()
+            && let Err(error) = next.apply_to(&self.inner.msp)
+        {
+            return Err(std::io::Error::other(error.to_string()));
+        }
+        tracing::info!(
+            seq = seq.0,
+            "the orderer follows the network configuration update"
+        );
+        Ok(())
+    }
+
     /// Gives each admitted transaction the next seq and appends it to the log, all under
     /// one lock, then wakes the flusher, the deliveries and the sealer once for all.
     fn sequence(
@@ -514,10 +634,10 @@ impl SoloOrderer {
         let mut batch = Vec::with_capacity(admitted.len());
         let mut seq = state.head;
         for (signed_transaction, admitted) in admitted {
-            let tx_id = match admitted.and_then(|(tx_id, proposal_ms)| {
+            let (tx_id, config) = match admitted.and_then(|(tx_id, proposal_ms, config)| {
                 self.inner.check(&state)?;
                 match state.replays.insert(&tx_id, proposal_ms, now_ms) {
-                    Seen::New => Ok(tx_id),
+                    Seen::New => Ok((tx_id, config)),
                     Seen::Replay => Err(OrderError::Duplicate(tx_id)),
                     Seen::BeyondMemory { floor_ms } => Err(OrderError::BeyondReplayMemory {
                         proposal_ms,
@@ -525,7 +645,7 @@ impl SoloOrderer {
                     }),
                 }
             }) {
-                Ok(tx_id) => tx_id,
+                Ok(admitted) => admitted,
                 Err(error) => {
                     answers.push(Err(error));
                     continue;
@@ -533,6 +653,13 @@ impl SoloOrderer {
             };
             let leaf = block::leaf(now_ms, &signed_transaction);
             seq = seq.next();
+            if config && let Err(error) = self.follow(&mut state, seq, now_ms, &signed_transaction)
+            {
+                let failure = format!("recording the configuration update at seq {seq}: {error}");
+                self.inner.fail(state, failure.clone());
+                answers.push(Err(OrderError::Log(failure)));
+                return answers;
+            }
             let (ordered, bytes) = OrderedTx {
                 seq,
                 timestamp_ms: now_ms,

@@ -613,3 +613,89 @@ fn a_reader_further_on_than_the_log_is_refused() {
     let refused = orderer.deliver(Seq(1), BlockNumber(5)).err().unwrap();
     assert_eq!(refused.code(), "ORDERER_BEHIND");
 }
+
+#[test]
+fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_a_reopen() {
+    // Its MSP its own, as an orderer process's: a valid `_config` update revoking Org2's
+    // client, signed by both admins, makes the orderer refuse that client from then on,
+    // also after a reopen; an update signed by one admin of two changes nothing.
+    use prost::Message;
+    use runnel_ledger::identity::{IdentityError, Msp, NetworkDefinition};
+    use runnel_ledger::netconfig;
+    use runnel_ledger::proto::Endorsement;
+    use runnel_ledger::tx;
+
+    let net = Net::new();
+    let genesis = NetworkDefinition::of(&net.ids, "main");
+    let config = OrdererConfig {
+        follow_config: Some(genesis.clone()),
+        ..streaming(100, Duration::from_secs(3600))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let msp = || Arc::new(Msp::new(net.msp.ca_certs().iter().map(Vec::as_slice)).unwrap());
+    let open = |msp: Arc<Msp>| {
+        SoloOrderer::open(
+            dir.path(),
+            config.clone(),
+            msp,
+            net.signer("Org1", Role::Orderer),
+        )
+        .unwrap()
+    };
+    let client = net.signer("Org2", Role::Client);
+    let orderer = open(msp());
+    orderer
+        .submit(transaction(&client, "main", "before"))
+        .unwrap();
+
+    let mut next = genesis.clone();
+    next.sequence = 1;
+    next.orgs[1]
+        .revoked
+        .push(hex::encode(tx::sha256(client.cert_der())));
+    let update = |admins: &[&str]| {
+        let proposer = net.signer("Org1", Role::Admin);
+        let proposal = tx::new_proposal(
+            "main",
+            netconfig::CONFIG_NAMESPACE,
+            netconfig::FN_UPDATE,
+            vec![next.to_bytes()],
+            &proposer,
+        );
+        let mut update =
+            netconfig::update_transaction(tx::sign_proposal(&proposer, &proposal), None, &next);
+        let message = tx::endorsement_message(
+            &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
+            &tx::sha256(&update.payload),
+        );
+        for org in admins {
+            let admin = net.signer(org, Role::Admin);
+            update.endorsements.push(Endorsement {
+                endorser: admin.cert_der().to_vec(),
+                signature: admin.sign(&message).to_vec(),
+            });
+        }
+        tx::sign_transaction(&proposer, &update).encode_to_vec()
+    };
+    // One admin of two: ordered (peers record it invalid), followed by nothing.
+    orderer.submit(update(&["Org1"])).unwrap();
+    orderer
+        .submit(transaction(&client, "main", "still"))
+        .unwrap();
+    orderer.submit(update(&["Org1", "Org2"])).unwrap();
+    let revoked = |orderer: &SoloOrderer| {
+        matches!(
+            orderer.submit(transaction(&client, "main", "after")),
+            Err(OrderError::Submitter(IdentityError::Revoked { .. }))
+        )
+    };
+    assert!(revoked(&orderer));
+    // Org1's client is not touched.
+    let other = net.signer("Org1", Role::Client);
+    orderer.submit(transaction(&other, "main", "org1")).unwrap();
+    orderer.close();
+    drop(orderer);
+    let reopened = open(msp());
+    assert!(revoked(&reopened));
+    reopened.close();
+}
