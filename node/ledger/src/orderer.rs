@@ -241,8 +241,9 @@ pub trait Orderer: Send + Sync {
     }
 
     /// Whether [`Orderer::submit_batch`] costs less than a `submit` each, so that callers
-    /// holding several transactions at once should hand them over together. False for
-    /// an orderer reached over the network, where each submit is a round trip.
+    /// holding several transactions at once should hand them over together (the solo
+    /// orderer: one signature batch and one turn of the sequencer; an orderer reached
+    /// over the network: one round trip).
     fn submits_in_batches(&self) -> bool {
         false
     }

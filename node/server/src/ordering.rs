@@ -21,8 +21,9 @@ use crate::orderer::{Delivered, OrderError, Orderer};
 use crate::proto::ordering_item::Item;
 use crate::proto::ordering_server::{Ordering, OrderingServer};
 use crate::proto::{
-    BroadcastRequest, BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem,
-    StreamRequest,
+    BroadcastBatchRequest, BroadcastBatchResponse, BroadcastRefusal, BroadcastRequest,
+    BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem, StreamRequest,
+    broadcast_batch_response,
 };
 
 /// How long a stream's reader waits on the orderer before it looks whether its client
@@ -54,6 +55,9 @@ pub struct OrderingService {
 
 /// Signed transactions queued for ordering, each answered with its place.
 type BroadcastBatcher = Batcher<Vec<u8>, Result<crate::orderer::Ordered, OrderError>>;
+
+/// Most transactions one `BroadcastBatch` call carries.
+pub const BROADCAST_BATCH_REQUEST_MAX: usize = 256;
 
 /// Broadcasts one batch takes at most, and how many (and bytes) may wait.
 const BROADCAST_BATCH_MAX: usize = 32;
@@ -102,6 +106,50 @@ impl Ordering for OrderingService {
             received_us: ordered.received_us,
             ordered_us: ordered.ordered_us,
         }))
+    }
+
+    async fn broadcast_batch(
+        &self,
+        request: Request<BroadcastBatchRequest>,
+    ) -> Result<Response<BroadcastBatchResponse>, Status> {
+        let transactions = request.into_inner().signed_transactions;
+        if transactions.len() > BROADCAST_BATCH_REQUEST_MAX {
+            return Err(status::error(
+                tonic::Code::InvalidArgument,
+                "BAD_REQUEST",
+                format_args!(
+                    "a batch of {} transactions; at most {BROADCAST_BATCH_REQUEST_MAX}",
+                    transactions.len()
+                ),
+            ));
+        }
+        let orderer = self.orderer.clone();
+        let answers = tokio::task::spawn_blocking(move || orderer.submit_batch(transactions))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let results = answers
+            .into_iter()
+            .map(|answer| broadcast_batch_response::Result {
+                outcome: Some(match answer {
+                    Ok(ordered) => {
+                        broadcast_batch_response::result::Outcome::Ordered(BroadcastResponse {
+                            seq: ordered.seq.0,
+                            tx_id: ordered.tx_id.0.to_vec(),
+                            received_us: ordered.received_us,
+                            ordered_us: ordered.ordered_us,
+                        })
+                    }
+                    Err(error) => {
+                        broadcast_batch_response::result::Outcome::Refused(BroadcastRefusal {
+                            grpc_code: status::order_code(&error) as i32,
+                            error_code: error.code().to_string(),
+                            message: error.to_string(),
+                        })
+                    }
+                }),
+            })
+            .collect();
+        Ok(Response::new(BroadcastBatchResponse { results }))
     }
 
     type StreamStream = ItemStream;

@@ -20,7 +20,10 @@ use crate::ids::{BlockNumber, Seq, TxId};
 use crate::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
 use crate::proto::ordering_client::OrderingClient;
 use crate::proto::ordering_item::Item;
-use crate::proto::{BroadcastRequest, HeightsRequest, StreamRequest};
+use crate::proto::{
+    BroadcastBatchRequest, BroadcastRequest, BroadcastResponse, HeightsRequest, StreamRequest,
+    broadcast_batch_response,
+};
 
 /// Items a delivery reads ahead of its consumer.
 const READ_AHEAD: usize = 4096;
@@ -54,26 +57,27 @@ fn from_status(endpoint: &str, status: &Status) -> OrderError {
     let name = status
         .metadata()
         .get(crate::status::ERROR_CODE_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|name| ORDER_CODES.iter().find(|known| **known == name).copied());
+        .and_then(|value| value.to_str().ok());
+    refusal(endpoint, name, status.code() as i32, status.message())
+}
+
+/// The orderer error a refusal names: an error name it sent (`name`), gRPC code and
+/// message; an unknown name is the orderer being unavailable.
+fn refusal(endpoint: &str, name: Option<&str>, grpc: i32, message: &str) -> OrderError {
+    let name = name.and_then(|name| ORDER_CODES.iter().find(|known| **known == name).copied());
     match name {
         Some(name) => {
-            let message = status.message();
             let message = message
                 .strip_prefix(name)
                 .and_then(|rest| rest.strip_prefix(": "))
                 .unwrap_or(message);
             OrderError::Remote {
                 code: name,
-                grpc: status.code() as i32,
+                grpc,
                 message: message.to_string(),
             }
         }
-        None => OrderError::Unavailable(format!(
-            "orderer at {endpoint}: {} ({:?})",
-            status.message(),
-            status.code()
-        )),
+        None => OrderError::Unavailable(format!("orderer at {endpoint}: {message} ({grpc})")),
     }
 }
 
@@ -180,15 +184,9 @@ impl Drop for RemoteOrderer {
     }
 }
 
-impl Orderer for RemoteOrderer {
-    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
-        let mut client = self.client.clone();
-        let response = self.call(async move {
-            client
-                .broadcast(BroadcastRequest { signed_transaction })
-                .await
-                .map(tonic::Response::into_inner)
-        })?;
+impl RemoteOrderer {
+    /// The place the orderer answered for one transaction.
+    fn ordered(&self, response: BroadcastResponse) -> Result<Ordered, OrderError> {
         let tx_id = <[u8; 32]>::try_from(response.tx_id.as_slice()).map_err(|_| {
             OrderError::Unavailable(format!(
                 "orderer at {} answered a tx id of {} bytes",
@@ -205,6 +203,73 @@ impl Orderer for RemoteOrderer {
             received_us: response.received_us,
             ordered_us: response.ordered_us,
         })
+    }
+}
+
+impl Orderer for RemoteOrderer {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        let mut client = self.client.clone();
+        let response = self.call(async move {
+            client
+                .broadcast(BroadcastRequest { signed_transaction })
+                .await
+                .map(tonic::Response::into_inner)
+        })?;
+        self.ordered(response)
+    }
+
+    /// One `BroadcastBatch` call for all of them (one `Broadcast` for one alone).
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        let count = signed_transactions.len();
+        if count <= 1 {
+            return signed_transactions
+                .into_iter()
+                .map(|transaction| self.submit(transaction))
+                .collect();
+        }
+        let mut client = self.client.clone();
+        let answer = self.call(async move {
+            client
+                .broadcast_batch(BroadcastBatchRequest {
+                    signed_transactions,
+                })
+                .await
+                .map(tonic::Response::into_inner)
+        });
+        let results = match answer {
+            Ok(response) if response.results.len() == count => response.results,
+            Ok(response) => {
+                let error = OrderError::Unavailable(format!(
+                    "orderer at {} answered {} results for {count} transactions",
+                    self.endpoint,
+                    response.results.len()
+                ));
+                return (0..count).map(|_| Err(error.clone())).collect();
+            }
+            Err(error) => return (0..count).map(|_| Err(error.clone())).collect(),
+        };
+        results
+            .into_iter()
+            .map(|result| match result.outcome {
+                Some(broadcast_batch_response::result::Outcome::Ordered(response)) => {
+                    self.ordered(response)
+                }
+                Some(broadcast_batch_response::result::Outcome::Refused(refused)) => Err(refusal(
+                    &self.endpoint,
+                    Some(&refused.error_code),
+                    refused.grpc_code,
+                    &refused.message,
+                )),
+                None => Err(OrderError::Unavailable(format!(
+                    "orderer at {} answered an empty result",
+                    self.endpoint
+                ))),
+            })
+            .collect()
+    }
+
+    fn submits_in_batches(&self) -> bool {
+        true
     }
 
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {

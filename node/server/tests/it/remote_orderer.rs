@@ -288,3 +288,43 @@ fn an_orderer_serving_peers_only_refuses_everyone_else() {
     let _ = stop.send(());
     runtime.block_on(serving).unwrap();
 }
+
+#[test]
+fn a_batch_over_the_network_is_answered_in_order_each_refusal_with_its_reason() {
+    // What a peer sends when its clients submit at once: one BroadcastBatch call; each
+    // transaction is ordered or refused as alone, in its place.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(100, PATIENCE)));
+    let served = Served::start(local.clone());
+    let remote =
+        RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    assert!(remote.submits_in_batches());
+    let client = net.signer("Org1", Role::Client);
+    let first = transaction(&client, "main", "a");
+    let answers = remote.submit_batch(vec![
+        first.clone(),
+        first,
+        b"\xff garbage".to_vec(),
+        transaction(&client, "other", "b"),
+        transaction(&client, "main", "c"),
+    ]);
+    let outcome: Vec<Result<u64, &str>> = answers
+        .iter()
+        .map(|answer| match answer {
+            Ok(ordered) => Ok(ordered.seq.0),
+            Err(error) => Err(error.code()),
+        })
+        .collect();
+    assert_eq!(
+        outcome,
+        [
+            Ok(1),
+            Err("DUPLICATE_TXID"),
+            Err("BAD_PAYLOAD"),
+            Err("WRONG_CHANNEL"),
+            Ok(2)
+        ]
+    );
+    assert_eq!(local.height(), Seq(2));
+}
