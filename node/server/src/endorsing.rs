@@ -10,9 +10,11 @@
 //! asks each for its heights every [`HEALTH_EVERY`]: that orders the candidates, and is
 //! what the node reports about its network.
 //!
-//! A request a gateway sends on carries [`FORWARDED_HEADER`]: the peer it reaches
-//! endorses as itself only and never forwards it again, so two peers whose definitions
-//! disagree cannot pass a proposal back and forth.
+//! A gateway asks another peer through its `Endorser` service, several proposals a call
+//! when they wait at once ([`ask_in_batches`]); the peer endorses them as its own
+//! organisation only and never forwards them, so two peers whose definitions disagree
+//! cannot pass a proposal back and forth. A `Gateway.Endorse` call marked with
+//! [`FORWARDED_HEADER`] is treated the same way.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,10 +26,11 @@ use tonic::{Code, Status};
 
 use crate::identity::{Msp, Role};
 use crate::ledger::{Ledger, Prepared};
-use crate::proto::gateway_client::GatewayClient;
+use crate::proto::endorser_client::EndorserClient;
 use crate::proto::query_client::QueryClient;
 use crate::proto::{
-    EndorseRequest, Endorsement, GetNetworkInfoRequest, SignedProposal, Transaction,
+    EndorseBatchRequest, EndorseBatchResponse, EndorseRefusal, Endorsement, GetNetworkInfoRequest,
+    SignedProposal, Transaction, endorse_batch_response,
 };
 use crate::status;
 use crate::tx;
@@ -90,6 +93,8 @@ struct RemotePeer {
     endpoint: String,
     /// None when the endpoint or TLS settings cannot make a channel (the reason).
     channel: Result<Channel, String>,
+    /// Proposals for this peer, sent in batches ([`ask_in_batches`]).
+    asks: Option<tokio::sync::mpsc::UnboundedSender<Ask>>,
     health: Mutex<PeerHealth>,
 }
 
@@ -147,12 +152,26 @@ impl Peers {
             .iter()
             .filter(|org| !own.contains(&org.name))
             .flat_map(|org| {
-                org.peers.iter().map(|peer| RemotePeer {
-                    org: org.name.clone(),
-                    name: peer.name.clone(),
-                    endpoint: peer.endpoint.clone(),
-                    channel: channel(&peer.endpoint, config.tls.as_ref(), config.endorse_timeout),
-                    health: Mutex::new(PeerHealth::default()),
+                org.peers.iter().map(|peer| {
+                    let channel =
+                        channel(&peer.endpoint, config.tls.as_ref(), config.endorse_timeout);
+                    let asks = channel.as_ref().ok().map(|channel| {
+                        let (send, receive) = tokio::sync::mpsc::unbounded_channel();
+                        tokio::spawn(ask_in_batches(
+                            channel.clone(),
+                            receive,
+                            config.endorse_timeout,
+                        ));
+                        send
+                    });
+                    RemotePeer {
+                        org: org.name.clone(),
+                        name: peer.name.clone(),
+                        endpoint: peer.endpoint.clone(),
+                        channel,
+                        asks,
+                        health: Mutex::new(PeerHealth::default()),
+                    }
                 })
             })
             .filter(|peer| config.self_name.as_deref() != Some(peer.name.as_str()))
@@ -308,26 +327,26 @@ impl Peers {
         let mut failures = Vec::new();
         for index in candidates {
             let peer = &self.peers[index];
-            let channel = match &peer.channel {
-                Ok(channel) => channel.clone(),
-                Err(reason) => {
-                    failures.push(format!("{}: {reason}", peer.name));
-                    continue;
-                }
+            let Some(asks) = &peer.asks else {
+                let reason = peer.channel.as_ref().err().cloned().unwrap_or_default();
+                failures.push(format!("{}: {reason}", peer.name));
+                continue;
             };
-            let mut request = tonic::Request::new(EndorseRequest {
-                proposal: Some(signed.clone()),
-                endorsing_orgs: vec![org.to_string()],
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let sent = asks.send(Ask {
+                proposal: signed.clone(),
+                answer,
             });
-            request.set_timeout(self.timeout);
-            request.metadata_mut().insert(
-                FORWARDED_HEADER,
-                tonic::metadata::MetadataValue::from_static("1"),
-            );
-            match GatewayClient::new(channel).endorse(request).await {
-                Ok(response) => {
+            let answer = match sent {
+                Ok(()) => answered
+                    .await
+                    .unwrap_or_else(|_| Err(Status::unavailable("the batching task ended"))),
+                Err(_) => Err(Status::unavailable("the batching task ended")),
+            };
+            match answer {
+                Ok(transaction) => {
                     lock(&peer.health).alive = true;
-                    return self.check_answer(org, peer, &response.into_inner().transaction);
+                    return self.check_answer(org, peer, &transaction);
                 }
                 Err(status) if worth_another_peer(&status) => {
                     let mut health = lock(&peer.health);
@@ -419,6 +438,137 @@ impl Peers {
             transaction.payload,
             transaction.endorsements,
         ))
+    }
+}
+
+/// Most proposals one `EndorseBatch` call carries, and the most bytes of them a gateway
+/// puts in one.
+pub const ENDORSE_BATCH_MAX: usize = 256;
+const ENDORSE_BATCH_BYTES_MAX: usize = 4 << 20;
+
+/// The `Endorser` service: another organisation's gateway asks this peer to endorse
+/// proposals as its own organisation, several at a time.
+pub(crate) struct EndorserService {
+    shared: Arc<crate::Shared>,
+}
+
+impl EndorserService {
+    pub fn new(shared: Arc<crate::Shared>) -> Self {
+        EndorserService { shared }
+    }
+}
+
+#[tonic::async_trait]
+impl crate::proto::endorser_server::Endorser for EndorserService {
+    async fn endorse_batch(
+        &self,
+        request: tonic::Request<EndorseBatchRequest>,
+    ) -> Result<tonic::Response<EndorseBatchResponse>, Status> {
+        let proposals = request.into_inner().proposals;
+        if proposals.len() > ENDORSE_BATCH_MAX {
+            return Err(status::error(
+                Code::InvalidArgument,
+                "BAD_REQUEST",
+                format_args!(
+                    "a batch of {} proposals; at most {ENDORSE_BATCH_MAX}",
+                    proposals.len()
+                ),
+            ));
+        }
+        let own = self.shared.ledger.own_orgs();
+        let mut answers = JoinSet::new();
+        for (index, proposal) in proposals.into_iter().enumerate() {
+            let shared = self.shared.clone();
+            let own = own.clone();
+            answers.spawn(async move { (index, shared.endorse(proposal, own, true).await) });
+        }
+        let mut results = vec![endorse_batch_response::Result::default(); answers.len()];
+        while let Some(joined) = answers.join_next().await {
+            let (index, answer) = joined.map_err(|e| Status::internal(e.to_string()))?;
+            results[index].outcome = Some(match answer {
+                Ok(prepared) => endorse_batch_response::result::Outcome::Transaction(
+                    prepared.transaction.encode_to_vec(),
+                ),
+                Err(refused) => endorse_batch_response::result::Outcome::Refused(EndorseRefusal {
+                    grpc_code: refused.code() as i32,
+                    error_code: refused
+                        .metadata()
+                        .get(status::ERROR_CODE_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string(),
+                    message: refused.message().to_string(),
+                }),
+            });
+        }
+        Ok(tonic::Response::new(EndorseBatchResponse { results }))
+    }
+}
+
+/// A proposal waiting to go to another peer in the next batch, and where its answer goes.
+struct Ask {
+    proposal: SignedProposal,
+    answer: tokio::sync::oneshot::Sender<Result<Vec<u8>, Status>>,
+}
+
+/// Sends what waits for a peer as one `EndorseBatch` call at a time: while a call is out,
+/// the next proposals gather, so a busy gateway asks in batches and a quiet one at once.
+async fn ask_in_batches(
+    channel: Channel,
+    mut asks: tokio::sync::mpsc::UnboundedReceiver<Ask>,
+    timeout: Duration,
+) {
+    let mut client = EndorserClient::new(channel)
+        .max_decoding_message_size(usize::MAX)
+        .max_encoding_message_size(usize::MAX);
+    while let Some(first) = asks.recv().await {
+        let mut bytes = first.proposal.proposal.len();
+        let mut batch = vec![first];
+        while batch.len() < ENDORSE_BATCH_MAX && bytes < ENDORSE_BATCH_BYTES_MAX {
+            match asks.try_recv() {
+                Ok(ask) => {
+                    bytes += ask.proposal.proposal.len();
+                    batch.push(ask);
+                }
+                Err(_) => break,
+            }
+        }
+        let proposals = batch.iter().map(|ask| ask.proposal.clone()).collect();
+        let mut request = tonic::Request::new(EndorseBatchRequest { proposals });
+        request.set_timeout(timeout);
+        match client.endorse_batch(request).await {
+            Ok(response) if response.get_ref().results.len() == batch.len() => {
+                for (ask, result) in batch.into_iter().zip(response.into_inner().results) {
+                    let answer = match result.outcome {
+                        Some(endorse_batch_response::result::Outcome::Transaction(bytes)) => {
+                            Ok(bytes)
+                        }
+                        Some(endorse_batch_response::result::Outcome::Refused(refused)) => {
+                            Err(status::from_parts(
+                                refused.grpc_code,
+                                &refused.error_code,
+                                &refused.message,
+                            ))
+                        }
+                        None => Err(Status::internal("an empty result")),
+                    };
+                    let _ = ask.answer.send(answer);
+                }
+            }
+            Ok(response) => {
+                let count = response.get_ref().results.len();
+                for ask in batch {
+                    let _ = ask.answer.send(Err(Status::internal(format!(
+                        "{count} results for a batch of another size"
+                    ))));
+                }
+            }
+            Err(error) => {
+                for ask in batch {
+                    let _ = ask.answer.send(Err(error.clone()));
+                }
+            }
+        }
     }
 }
 

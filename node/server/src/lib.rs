@@ -370,6 +370,13 @@ impl Server {
                     .max_encoding_message_size(limit),
             )
             .add_service(
+                crate::proto::endorser_server::EndorserServer::new(
+                    endorsing::EndorserService::new(shared.clone()),
+                )
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(limit),
+            )
+            .add_service(
                 AdminServer::new(admin)
                     .max_decoding_message_size(limit)
                     .max_encoding_message_size(limit),

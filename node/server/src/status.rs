@@ -60,6 +60,16 @@ pub fn error(code: Code, name: &str, message: impl Display) -> Status {
     status
 }
 
+/// A status another node sent in parts (an `EndorseRefusal`): its code, name and
+/// message (which starts with the name), with the name in [`ERROR_CODE_HEADER`].
+pub fn from_parts(code: i32, name: &str, message: &str) -> Status {
+    let mut status = Status::new(Code::from(code), message);
+    if let Ok(value) = MetadataValue::try_from(name) {
+        status.metadata_mut().insert(ERROR_CODE_HEADER, value);
+    }
+    status
+}
+
 /// [`error`] about organisation `org` ([`ERROR_ORG_HEADER`]).
 pub fn org_error(code: Code, name: &str, org: &str, message: impl Display) -> Status {
     let mut status = error(code, name, format_args!("{org}: {message}"));

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/ordering.proto.
  */
 export const file_runnel_v1_ordering: GenFile = /*@__PURE__*/
-  fileDesc("ChhydW5uZWwvdjEvb3JkZXJpbmcucHJvdG8SCXJ1bm5lbC52MSIuChBCcm9hZGNhc3RSZXF1ZXN0EhoKEnNpZ25lZF90cmFuc2FjdGlvbhgBIAEoDCJYChFCcm9hZGNhc3RSZXNwb25zZRILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAwSEwoLcmVjZWl2ZWRfdXMYAyABKAQSEgoKb3JkZXJlZF91cxgEIAEoBCI1Cg1TdHJlYW1SZXF1ZXN0EhAKCGZyb21fc2VxGAEgASgEEhIKCm5leHRfYmxvY2sYAiABKAQiUAoMT3JkZXJpbmdJdGVtEhUKC3RyYW5zYWN0aW9uGAEgASgMSAASEQoHZHVyYWJsZRgCIAEoBEgAEg4KBHNlYWwYAyABKAxIAEIGCgRpdGVtIhAKDkhlaWdodHNSZXF1ZXN0IjkKD0hlaWdodHNSZXNwb25zZRIOCgZoZWlnaHQYASABKAQSFgoOZHVyYWJsZV9oZWlnaHQYAiABKAQy0wEKCE9yZGVyaW5nEkYKCUJyb2FkY2FzdBIbLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXF1ZXN0GhwucnVubmVsLnYxLkJyb2FkY2FzdFJlc3BvbnNlEj0KBlN0cmVhbRIYLnJ1bm5lbC52MS5TdHJlYW1SZXF1ZXN0GhcucnVubmVsLnYxLk9yZGVyaW5nSXRlbTABEkAKB0hlaWdodHMSGS5ydW5uZWwudjEuSGVpZ2h0c1JlcXVlc3QaGi5ydW5uZWwudjEuSGVpZ2h0c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChhydW5uZWwvdjEvb3JkZXJpbmcucHJvdG8SCXJ1bm5lbC52MSIuChBCcm9hZGNhc3RSZXF1ZXN0EhoKEnNpZ25lZF90cmFuc2FjdGlvbhgBIAEoDCJYChFCcm9hZGNhc3RSZXNwb25zZRILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAwSEwoLcmVjZWl2ZWRfdXMYAyABKAQSEgoKb3JkZXJlZF91cxgEIAEoBCI0ChVCcm9hZGNhc3RCYXRjaFJlcXVlc3QSGwoTc2lnbmVkX3RyYW5zYWN0aW9ucxgBIAMoDCJKChBCcm9hZGNhc3RSZWZ1c2FsEhEKCWdycGNfY29kZRgBIAEoBRISCgplcnJvcl9jb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiyQEKFkJyb2FkY2FzdEJhdGNoUmVzcG9uc2USOQoHcmVzdWx0cxgBIAMoCzIoLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlc3BvbnNlLlJlc3VsdBp0CgZSZXN1bHQSLwoHb3JkZXJlZBgBIAEoCzIcLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZUgAEi4KB3JlZnVzZWQYAiABKAsyGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVmdXNhbEgAQgkKB291dGNvbWUiNQoNU3RyZWFtUmVxdWVzdBIQCghmcm9tX3NlcRgBIAEoBBISCgpuZXh0X2Jsb2NrGAIgASgEIlAKDE9yZGVyaW5nSXRlbRIVCgt0cmFuc2FjdGlvbhgBIAEoDEgAEhEKB2R1cmFibGUYAiABKARIABIOCgRzZWFsGAMgASgMSABCBgoEaXRlbSIQCg5IZWlnaHRzUmVxdWVzdCI5Cg9IZWlnaHRzUmVzcG9uc2USDgoGaGVpZ2h0GAEgASgEEhYKDmR1cmFibGVfaGVpZ2h0GAIgASgEMqoCCghPcmRlcmluZxJGCglCcm9hZGNhc3QSGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVxdWVzdBocLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZRJVCg5Ccm9hZGNhc3RCYXRjaBIgLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlcXVlc3QaIS5ydW5uZWwudjEuQnJvYWRjYXN0QmF0Y2hSZXNwb25zZRI9CgZTdHJlYW0SGC5ydW5uZWwudjEuU3RyZWFtUmVxdWVzdBoXLnJ1bm5lbC52MS5PcmRlcmluZ0l0ZW0wARJACgdIZWlnaHRzEhkucnVubmVsLnYxLkhlaWdodHNSZXF1ZXN0GhoucnVubmVsLnYxLkhlaWdodHNSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message runnel.v1.BroadcastRequest
@@ -73,6 +73,106 @@ export const BroadcastResponseSchema: GenMessage<BroadcastResponse> = /*@__PURE_
   messageDesc(file_runnel_v1_ordering, 1);
 
 /**
+ * @generated from message runnel.v1.BroadcastBatchRequest
+ */
+export type BroadcastBatchRequest = Message<"runnel.v1.BroadcastBatchRequest"> & {
+  /**
+   * encoded SignedTransactions, at most 256
+   *
+   * @generated from field: repeated bytes signed_transactions = 1;
+   */
+  signedTransactions: Uint8Array[];
+};
+
+/**
+ * Describes the message runnel.v1.BroadcastBatchRequest.
+ * Use `create(BroadcastBatchRequestSchema)` to create a new message.
+ */
+export const BroadcastBatchRequestSchema: GenMessage<BroadcastBatchRequest> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_ordering, 2);
+
+/**
+ * Why one transaction of a batch was not ordered: what Broadcast's status would say.
+ *
+ * @generated from message runnel.v1.BroadcastRefusal
+ */
+export type BroadcastRefusal = Message<"runnel.v1.BroadcastRefusal"> & {
+  /**
+   * the gRPC status code
+   *
+   * @generated from field: int32 grpc_code = 1;
+   */
+  grpcCode: number;
+
+  /**
+   * the error's name (as the runnel-error-code header)
+   *
+   * @generated from field: string error_code = 2;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message runnel.v1.BroadcastRefusal.
+ * Use `create(BroadcastRefusalSchema)` to create a new message.
+ */
+export const BroadcastRefusalSchema: GenMessage<BroadcastRefusal> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_ordering, 3);
+
+/**
+ * @generated from message runnel.v1.BroadcastBatchResponse
+ */
+export type BroadcastBatchResponse = Message<"runnel.v1.BroadcastBatchResponse"> & {
+  /**
+   * one per transaction, in order
+   *
+   * @generated from field: repeated runnel.v1.BroadcastBatchResponse.Result results = 1;
+   */
+  results: BroadcastBatchResponse_Result[];
+};
+
+/**
+ * Describes the message runnel.v1.BroadcastBatchResponse.
+ * Use `create(BroadcastBatchResponseSchema)` to create a new message.
+ */
+export const BroadcastBatchResponseSchema: GenMessage<BroadcastBatchResponse> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_ordering, 4);
+
+/**
+ * @generated from message runnel.v1.BroadcastBatchResponse.Result
+ */
+export type BroadcastBatchResponse_Result = Message<"runnel.v1.BroadcastBatchResponse.Result"> & {
+  /**
+   * @generated from oneof runnel.v1.BroadcastBatchResponse.Result.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: runnel.v1.BroadcastResponse ordered = 1;
+     */
+    value: BroadcastResponse;
+    case: "ordered";
+  } | {
+    /**
+     * @generated from field: runnel.v1.BroadcastRefusal refused = 2;
+     */
+    value: BroadcastRefusal;
+    case: "refused";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message runnel.v1.BroadcastBatchResponse.Result.
+ * Use `create(BroadcastBatchResponse_ResultSchema)` to create a new message.
+ */
+export const BroadcastBatchResponse_ResultSchema: GenMessage<BroadcastBatchResponse_Result> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_ordering, 4, 0);
+
+/**
  * @generated from message runnel.v1.StreamRequest
  */
 export type StreamRequest = Message<"runnel.v1.StreamRequest"> & {
@@ -96,7 +196,7 @@ export type StreamRequest = Message<"runnel.v1.StreamRequest"> & {
  * Use `create(StreamRequestSchema)` to create a new message.
  */
 export const StreamRequestSchema: GenMessage<StreamRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 2);
+  messageDesc(file_runnel_v1_ordering, 5);
 
 /**
  * @generated from message runnel.v1.OrderingItem
@@ -137,7 +237,7 @@ export type OrderingItem = Message<"runnel.v1.OrderingItem"> & {
  * Use `create(OrderingItemSchema)` to create a new message.
  */
 export const OrderingItemSchema: GenMessage<OrderingItem> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 3);
+  messageDesc(file_runnel_v1_ordering, 6);
 
 /**
  * @generated from message runnel.v1.HeightsRequest
@@ -150,7 +250,7 @@ export type HeightsRequest = Message<"runnel.v1.HeightsRequest"> & {
  * Use `create(HeightsRequestSchema)` to create a new message.
  */
 export const HeightsRequestSchema: GenMessage<HeightsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 4);
+  messageDesc(file_runnel_v1_ordering, 7);
 
 /**
  * @generated from message runnel.v1.HeightsResponse
@@ -176,7 +276,7 @@ export type HeightsResponse = Message<"runnel.v1.HeightsResponse"> & {
  * Use `create(HeightsResponseSchema)` to create a new message.
  */
 export const HeightsResponseSchema: GenMessage<HeightsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 5);
+  messageDesc(file_runnel_v1_ordering, 8);
 
 /**
  * What an orderer offers peers (and the peers' gateways).
@@ -194,6 +294,17 @@ export const Ordering: GenService<{
     methodKind: "unary";
     input: typeof BroadcastRequestSchema;
     output: typeof BroadcastResponseSchema;
+  },
+  /**
+   * Broadcast for several transactions at once, each answered in its place: what a peer
+   * sends when its clients submit faster than one call at a time would carry.
+   *
+   * @generated from rpc runnel.v1.Ordering.BroadcastBatch
+   */
+  broadcastBatch: {
+    methodKind: "unary";
+    input: typeof BroadcastBatchRequestSchema;
+    output: typeof BroadcastBatchResponseSchema;
   },
   /**
    * The stream from transaction `from_seq` and seal `next_block` on: stored items,
