@@ -462,6 +462,17 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
             "{refused:?}"
         );
 
+        // The Endorser service between peers is for members only: a caller with no
+        // identity of the network is refused before any proposal is looked at.
+        let anonymous = runnel_client::connect_channel(&connection).await.unwrap();
+        let refused = runnel_server::proto::endorser_client::EndorserClient::new(anonymous)
+            .endorse_batch(runnel_server::proto::EndorseBatchRequest {
+                proposals: vec![tx::sign_proposal(&client, &proposal)],
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(error_name(&refused), "IDENTITY_REQUIRED", "{refused:?}");
+
         // Org2's peer lags (its orderer link paused) while Org1's moves on: a blind
         // write commits on Org1 (both peers endorse it alike), then the two read
         // different values of the key, and the gateway refuses the differing payloads.
