@@ -93,7 +93,8 @@ pub struct BlockArgs {
     pub number: u64,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+/// The runtime a client command's calls run on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -26,6 +26,7 @@ use runnel_server::proto::{
 };
 use serde_json::json;
 
+use crate::client::runtime;
 use crate::network::{CA_CERT, CA_DIR, CA_KEY};
 
 /// `runnel identity`.
@@ -117,13 +118,6 @@ pub struct SignArgs {
     pub connection: Connection,
     /// The update file.
     pub update: PathBuf,
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
 }
 
 /// `runnel identity ...`.

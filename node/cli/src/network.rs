@@ -347,19 +347,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let net = dir.path().join("net");
         let orgs = ["Org1".to_string(), "Org2".to_string()];
-        let nodes = create(
-            &net,
-            &Layout {
-                orgs: &orgs,
-                channel: "main",
-                validity: time::Duration::days(1),
-                tls_hosts: &[],
-                peers_per_org: 2,
-                base_port: 9050,
-                host: "127.0.0.1",
-            },
-        )
-        .unwrap();
+        let layout = |peers_per_org| Layout {
+            orgs: &orgs,
+            channel: "main",
+            validity: time::Duration::days(1),
+            tls_hosts: &[],
+            peers_per_org,
+            base_port: 9050,
+            host: "127.0.0.1",
+        };
+        let nodes = create(&net, &layout(2)).unwrap();
         let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(
             names,
@@ -406,18 +403,6 @@ mod tests {
             ("Org2", Role::Client)
         );
         // No second network over the first.
-        let again = create(
-            &net,
-            &Layout {
-                orgs: &orgs,
-                channel: "main",
-                validity: time::Duration::days(1),
-                tls_hosts: &[],
-                peers_per_org: 1,
-                base_port: 9050,
-                host: "127.0.0.1",
-            },
-        );
-        assert!(again.is_err());
+        assert!(create(&net, &layout(1)).is_err());
     }
 }

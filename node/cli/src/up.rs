@@ -142,11 +142,7 @@ pub fn up(args: &UpArgs) -> Result<()> {
             }
         }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
+    crate::client::runtime()?.block_on(async {
         for node in &nodes {
             wait_until_serving(&args.dir, node).await?;
         }

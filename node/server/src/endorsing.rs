@@ -94,7 +94,7 @@ struct RemotePeer {
     /// None when the endpoint or TLS settings cannot make a channel (the reason).
     channel: Result<Channel, String>,
     /// Proposals for this peer, sent in batches ([`ask_in_batches`]).
-    asks: Option<tokio::sync::mpsc::UnboundedSender<Ask>>,
+    asks: Option<tokio::sync::mpsc::Sender<Ask>>,
     health: Mutex<PeerHealth>,
 }
 
@@ -142,7 +142,8 @@ fn channel(endpoint: &str, tls: Option<&PeerTls>, timeout: Duration) -> Result<C
 impl Peers {
     /// Every peer of `ledger`'s network but this one and those of the organisations it
     /// endorses for itself.
-    pub fn new(ledger: &Ledger, config: &GatewayConfig) -> Peers {
+    /// Answers are read up to `message_bytes_max`, the node's own bound on a message.
+    pub fn new(ledger: &Ledger, config: &GatewayConfig, message_bytes_max: usize) -> Peers {
         let own = ledger.own_orgs();
         let network = ledger
             .network()
@@ -156,11 +157,12 @@ impl Peers {
                     let channel =
                         channel(&peer.endpoint, config.tls.as_ref(), config.endorse_timeout);
                     let asks = channel.as_ref().ok().map(|channel| {
-                        let (send, receive) = tokio::sync::mpsc::unbounded_channel();
+                        let (send, receive) = tokio::sync::mpsc::channel(ASKS_PER_PEER_MAX);
                         tokio::spawn(ask_in_batches(
                             channel.clone(),
                             receive,
                             config.endorse_timeout,
+                            message_bytes_max,
                         ));
                         send
                     });
@@ -333,7 +335,7 @@ impl Peers {
                 continue;
             };
             let (answer, answered) = tokio::sync::oneshot::channel();
-            let sent = asks.send(Ask {
+            let sent = asks.try_send(Ask {
                 proposal: signed.clone(),
                 answer,
             });
@@ -341,12 +343,18 @@ impl Peers {
                 Ok(()) => answered
                     .await
                     .unwrap_or_else(|_| Err(Status::unavailable("the batching task ended"))),
-                Err(_) => Err(Status::unavailable("the batching task ended")),
+                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => Err(Status::unavailable(
+                    format!("{ASKS_PER_PEER_MAX} proposals already wait for it"),
+                )),
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
+                    Err(Status::unavailable("the batching task ended"))
+                }
             };
             match answer {
                 Ok(transaction) => {
                     lock(&peer.health).alive = true;
-                    return self.check_answer(org, peer, &transaction);
+                    let proposal_hash = tx::sha256(&signed.proposal);
+                    return self.check_answer(org, peer, &proposal_hash, &transaction);
                 }
                 Err(status) if worth_another_peer(&status) => {
                     let mut health = lock(&peer.health);
@@ -386,6 +394,7 @@ impl Peers {
         &self,
         org: &str,
         peer: &RemotePeer,
+        proposal_hash: &tx::Hash,
         transaction: &[u8],
     ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
         let refused = |why: String| {
@@ -398,14 +407,9 @@ impl Peers {
         };
         let transaction = Transaction::decode(transaction)
             .map_err(|e| refused(format!("a transaction that does not decode ({e})")))?;
-        let proposal_hash = tx::sha256(
-            &transaction
-                .proposal
-                .as_ref()
-                .map(|p| p.proposal.clone())
-                .unwrap_or_default(),
-        );
-        let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+        // Over the proposal this gateway sent, whatever proposal the answer carries: an
+        // endorsement of another would not verify here, nor at the validators.
+        let message = tx::endorsement_message(proposal_hash, &tx::sha256(&transaction.payload));
         let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
         if transaction.endorsements.is_empty() {
             return Err(refused("no endorsement".into()));
@@ -445,6 +449,10 @@ impl Peers {
 /// puts in one.
 pub const ENDORSE_BATCH_MAX: usize = 256;
 const ENDORSE_BATCH_BYTES_MAX: usize = 4 << 20;
+
+/// Most proposals waiting to go to one peer; past it, the gateway asks the
+/// organisation's next peer, as for a peer that does not answer.
+const ASKS_PER_PEER_MAX: usize = 4096;
 
 /// The `Endorser` service: another organisation's gateway asks this peer to endorse
 /// proposals as its own organisation, several at a time.
@@ -515,12 +523,13 @@ struct Ask {
 /// the next proposals gather, so a busy gateway asks in batches and a quiet one at once.
 async fn ask_in_batches(
     channel: Channel,
-    mut asks: tokio::sync::mpsc::UnboundedReceiver<Ask>,
+    mut asks: tokio::sync::mpsc::Receiver<Ask>,
     timeout: Duration,
+    message_bytes_max: usize,
 ) {
     let mut client = EndorserClient::new(channel)
-        .max_decoding_message_size(usize::MAX)
-        .max_encoding_message_size(usize::MAX);
+        .max_decoding_message_size(message_bytes_max)
+        .max_encoding_message_size(message_bytes_max);
     while let Some(first) = asks.recv().await {
         let mut bytes = first.proposal.proposal.len();
         let mut batch = vec![first];

@@ -11,7 +11,9 @@ use tonic::{Code, Request, Response, Status};
 
 use super::shares::{Caller, Share};
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
-use super::{Shared, first_seq, missing, phase, shutting_down, status, tx_id, validation_code};
+use super::{
+    Shared, first_seq, missing, phase, quote, shutting_down, status, tx_id, validation_code,
+};
 use crate::ids::{Seq, TxId, ValidationCode};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lifecycle;
@@ -62,6 +64,7 @@ impl Gateway for GatewayService {
             endorsing_orgs,
         } = request.into_inner();
         let signed = proposal.ok_or_else(|| missing("proposal"))?;
+        let endorsing_orgs = self.known_orgs(endorsing_orgs)?;
         let prepared = self
             .shared
             .endorse(signed, endorsing_orgs, forwarded)
@@ -146,6 +149,30 @@ impl Gateway for GatewayService {
 }
 
 impl GatewayService {
+    /// The organisations a client asked to endorse, each once, in the order first named:
+    /// each must be one of the network's (so a request names at most that many).
+    fn known_orgs(&self, asked: Vec<String>) -> Result<Vec<String>, Status> {
+        let known = self.shared.ledger.internals().msp().orgs();
+        let mut orgs: Vec<String> = Vec::new();
+        for org in asked {
+            if !known.contains(&org) {
+                return Err(status::error(
+                    Code::InvalidArgument,
+                    "BAD_REQUEST",
+                    format_args!(
+                        "endorsing_orgs names `{}`, which is not an organisation of the network ({})",
+                        quote(&org),
+                        known.join(", ")
+                    ),
+                ));
+            }
+            if !orgs.contains(&org) {
+                orgs.push(org);
+            }
+        }
+        Ok(orgs)
+    }
+
     /// Waits until `tx_id` reaches `wait_for` on this peer, holding its connection's
     /// `share` of the waits meanwhile; its status then.
     /// A wait ends at [`crate::ApiConfig::commit_wait_max`] at the latest, whatever the

@@ -333,7 +333,11 @@ impl Server {
             ),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
             heights: heights::Heights::default(),
-            peers: Arc::new(endorsing::Peers::new(&self.ledger, &self.config.gateway)),
+            peers: Arc::new(endorsing::Peers::new(
+                &self.ledger,
+                &self.config.gateway,
+                self.config.message_bytes_max,
+            )),
             ledger: self.ledger,
             stopping,
             config: self.config,

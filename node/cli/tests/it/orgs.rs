@@ -462,6 +462,18 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
             "{refused:?}"
         );
 
+        // A client may name only the network's organisations to endorse.
+        let unknown = endorse(
+            &url1,
+            &people1,
+            ("Org1", None),
+            ("kv", "put", &["k", "v"]),
+            &["Org9"],
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error_name(&unknown), "BAD_REQUEST", "{unknown:?}");
+
         // The Endorser service between peers is for members only: a caller with no
         // identity of the network is refused before any proposal is looked at.
         let anonymous = runnel_client::connect_channel(&connection).await.unwrap();

@@ -162,24 +162,33 @@ impl Followed {
 /// in it; an entry past the log's end is one whose record never landed, dropped at open.
 const CONFIG_FILE: &str = "config-updates.json";
 
-fn read_applied(dir: &Path, head: Seq) -> Result<Vec<(Seq, NetworkDefinition)>, OrderError> {
+/// The updates [`CONFIG_FILE`] holds up to seq `head`, each checked, and whether it held
+/// any past `head` (whose records never landed).
+fn read_applied(
+    dir: &Path,
+    head: Seq,
+) -> Result<(Vec<(Seq, NetworkDefinition)>, bool), OrderError> {
     let path = dir.join(CONFIG_FILE);
+    let corrupt =
+        |e: &dyn std::fmt::Display| OrderError::Corrupt(format!("{}: {e}", path.display()));
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
         Err(e) => return Err(OrderError::Log(format!("reading {}: {e}", path.display()))),
     };
-    let entries: Vec<(u64, serde_json::Value)> = serde_json::from_str(&text)
-        .map_err(|e| OrderError::Corrupt(format!("{}: {e}", path.display())))?;
-    entries
+    let entries: Vec<(u64, NetworkDefinition)> =
+        serde_json::from_str(&text).map_err(|e| corrupt(&e))?;
+    let held = entries.len();
+    let applied = entries
         .into_iter()
         .filter(|(seq, _)| *seq <= head.0)
-        .map(|(seq, value)| {
-            let definition = NetworkDefinition::from_bytes(value.to_string().as_bytes())
-                .map_err(|e| OrderError::Corrupt(format!("{}: {e}", path.display())))?;
+        .map(|(seq, definition)| {
+            definition.check().map_err(|e| corrupt(&e))?;
             Ok((Seq(seq), definition))
         })
-        .collect()
+        .collect::<Result<Vec<_>, OrderError>>()?;
+    let dropped = applied.len() < held;
+    Ok((applied, dropped))
 }
 
 fn write_applied(dir: &Path, applied: &[(Seq, NetworkDefinition)]) -> std::io::Result<()> {
@@ -485,8 +494,10 @@ impl SoloOrderer {
         let network = match &config.follow_config {
             None => None,
             Some(genesis) => {
-                let applied = read_applied(dir, head)?;
-                write_applied(dir, &applied).map_err(|e| OrderError::Log(e.to_string()))?;
+                let (applied, dropped) = read_applied(dir, head)?;
+                if dropped {
+                    write_applied(dir, &applied).map_err(|e| OrderError::Log(e.to_string()))?;
+                }
                 let followed = Followed {
                     genesis: genesis.clone(),
                     applied,
