@@ -161,6 +161,7 @@ impl Peers {
                         tokio::spawn(ask_in_batches(
                             channel.clone(),
                             receive,
+                            ledger.internals().msp().clone(),
                             config.endorse_timeout,
                             message_bytes_max,
                         ));
@@ -354,7 +355,7 @@ impl Peers {
                 Ok(transaction) => {
                     lock(&peer.health).alive = true;
                     let proposal_hash = tx::sha256(&signed.proposal);
-                    return self.check_answer(org, peer, &proposal_hash, &transaction);
+                    return self.check_answer(org, peer, &proposal_hash, transaction);
                 }
                 Err(status) if worth_another_peer(&status) => {
                     let mut health = lock(&peer.health);
@@ -395,7 +396,7 @@ impl Peers {
         org: &str,
         peer: &RemotePeer,
         proposal_hash: &tx::Hash,
-        transaction: &[u8],
+        transaction: Result<Transaction, String>,
     ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
         let refused = |why: String| {
             status::org_error(
@@ -405,7 +406,7 @@ impl Peers {
                 format_args!("{} answered {why}", peer.name),
             )
         };
-        let transaction = Transaction::decode(transaction)
+        let transaction = transaction
             .map_err(|e| refused(format!("a transaction that does not decode ({e})")))?;
         // Over the proposal this gateway sent, whatever proposal the answer carries: an
         // endorsement of another would not verify here, nor at the validators.
@@ -427,7 +428,8 @@ impl Peers {
                 )));
             }
             // Verified as the validator will, and remembered: its stage 1 finds it valid
-            // without verifying it again.
+            // without verifying it again. Usually remembered already: its batch's
+            // signatures were verified together ([`ask_in_batches`]).
             let check = runnel_ledger::sig::SigCheck {
                 key: identity.verifying_key().to_bytes(),
                 message: message.clone(),
@@ -513,17 +515,20 @@ impl crate::proto::endorser_server::Endorser for EndorserService {
     }
 }
 
-/// A proposal waiting to go to another peer in the next batch, and where its answer goes.
+/// A proposal waiting to go to another peer in the next batch, and where its answer goes:
+/// the transaction the peer endorsed (or why its bytes do not decode), or why it did not.
 struct Ask {
     proposal: SignedProposal,
-    answer: tokio::sync::oneshot::Sender<Result<Vec<u8>, Status>>,
+    answer: tokio::sync::oneshot::Sender<Result<Result<Transaction, String>, Status>>,
 }
 
 /// Sends what waits for a peer as one `EndorseBatch` call at a time: while a call is out,
 /// the next proposals gather, so a busy gateway asks in batches and a quiet one at once.
+/// The endorsements a batch brings back are verified together ([`verify_batch`]).
 async fn ask_in_batches(
     channel: Channel,
     mut asks: tokio::sync::mpsc::Receiver<Ask>,
+    msp: Arc<Msp>,
     timeout: Duration,
     message_bytes_max: usize,
 ) {
@@ -547,10 +552,13 @@ async fn ask_in_batches(
         request.set_timeout(timeout);
         match client.endorse_batch(request).await {
             Ok(response) if response.get_ref().results.len() == batch.len() => {
-                for (ask, result) in batch.into_iter().zip(response.into_inner().results) {
-                    let answer = match result.outcome {
+                let answers: Vec<_> = response
+                    .into_inner()
+                    .results
+                    .into_iter()
+                    .map(|result| match result.outcome {
                         Some(endorse_batch_response::result::Outcome::Transaction(bytes)) => {
-                            Ok(bytes)
+                            Ok(Transaction::decode(bytes.as_slice()).map_err(|e| e.to_string()))
                         }
                         Some(endorse_batch_response::result::Outcome::Refused(refused)) => {
                             Err(status::from_parts(
@@ -560,7 +568,10 @@ async fn ask_in_batches(
                             ))
                         }
                         None => Err(Status::internal("an empty result")),
-                    };
+                    })
+                    .collect();
+                verify_batch(&msp, &batch, &answers);
+                for (ask, answer) in batch.into_iter().zip(answers) {
                     let _ = ask.answer.send(answer);
                 }
             }
@@ -578,6 +589,40 @@ async fn ask_in_batches(
                 }
             }
         }
+    }
+}
+
+/// Verifies the signatures of the endorsements a batch brought back in one batch
+/// verification, at under half the cost each of one at a time, remembering the valid
+/// ones: [`Peers::check_answer`] then finds them valid without verifying again. An
+/// endorsement by an identity the network does not know, or whose signature fails, is
+/// left for [`Peers::check_answer`] to refuse.
+fn verify_batch(msp: &Msp, batch: &[Ask], answers: &[Result<Result<Transaction, String>, Status>]) {
+    let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
+    let checks: Vec<runnel_ledger::sig::SigCheck> = batch
+        .iter()
+        .zip(answers)
+        .filter_map(|(ask, answer)| Some((ask, answer.as_ref().ok()?.as_ref().ok()?)))
+        .flat_map(|(ask, transaction)| {
+            let message = tx::endorsement_message(
+                &tx::sha256(&ask.proposal.proposal),
+                &tx::sha256(&transaction.payload),
+            );
+            transaction
+                .endorsements
+                .iter()
+                .filter_map(move |endorsement| {
+                    let identity = msp.verify(&endorsement.endorser, now).ok()?;
+                    Some(runnel_ledger::sig::SigCheck {
+                        key: identity.verifying_key().to_bytes(),
+                        message: message.clone(),
+                        signature: endorsement.signature.clone(),
+                    })
+                })
+        })
+        .collect();
+    if checks.len() > 1 {
+        msp.signatures().verify_all(&checks);
     }
 }
 

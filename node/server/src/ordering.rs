@@ -22,7 +22,7 @@ use crate::proto::ordering_item::Item;
 use crate::proto::ordering_server::{Ordering, OrderingServer};
 use crate::proto::{
     BroadcastBatchRequest, BroadcastBatchResponse, BroadcastRefusal, BroadcastRequest,
-    BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem, StreamRequest,
+    BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem, OrderingItems, StreamRequest,
     broadcast_batch_response,
 };
 
@@ -30,9 +30,14 @@ use crate::proto::{
 /// left or the server is stopping.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Items a stream holds for a slow peer before it stops reading ahead (it re-reads from
-/// the log when the peer catches up, so nothing is lost).
-const STREAM_QUEUE: usize = 1024;
+/// Messages a stream holds for a slow peer before it stops reading ahead (it re-reads
+/// from the log when the peer catches up, so nothing is lost).
+const STREAM_QUEUE: usize = 16;
+
+/// Most items one stream message carries, and the bytes past which it takes no more
+/// (one item larger than that still goes, alone).
+const STREAM_BATCH_MAX: usize = 512;
+const STREAM_BATCH_BYTES_MAX: usize = 1 << 20;
 
 /// Most streams an orderer serves at once: its readers are the network's peers, a few
 /// each. Every stream has a thread of its own, never one of the runtime's blocking pool,
@@ -86,7 +91,7 @@ pub fn from_order(error: &OrderError) -> Status {
     status::error(status::order_code(error), error.code(), error)
 }
 
-type ItemStream = Pin<Box<dyn Stream<Item = Result<OrderingItem, Status>> + Send>>;
+type ItemStream = Pin<Box<dyn Stream<Item = Result<OrderingItems, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Ordering for OrderingService {
@@ -174,20 +179,25 @@ impl Ordering for OrderingService {
         let stopping = self.stopping.clone();
         let reader = move || {
             let _permit = permit;
+            // The item taken that did not fit the last message: the next one's first.
+            let mut carried = None;
             loop {
                 if send.is_closed() || *stopping.borrow() {
                     return;
                 }
-                let item = match delivery.next(POLL) {
-                    Ok(None) => continue,
-                    Ok(Some(Delivered::Tx(ordered))) => Ok(Item::Transaction(ordered.into_bytes())),
-                    Ok(Some(Delivered::Durable(seq))) => Ok(Item::Durable(seq.0)),
-                    Ok(Some(Delivered::Seal(sealed))) => Ok(Item::Seal(sealed.bytes)),
-                    Err(error) => Err(from_order(&error)),
+                let (items, failure) = match carried.take() {
+                    Some(first) => next_items(&mut *delivery, first, &mut carried),
+                    None => match delivery.next(POLL) {
+                        Ok(None) => continue,
+                        Ok(Some(first)) => next_items(&mut *delivery, first, &mut carried),
+                        Err(error) => (Vec::new(), Some(error)),
+                    },
                 };
-                let last = item.is_err();
-                let item = item.map(|item| OrderingItem { item: Some(item) });
-                if send.blocking_send(item).is_err() || last {
+                if !items.is_empty() && send.blocking_send(Ok(OrderingItems { items })).is_err() {
+                    return;
+                }
+                if let Some(error) = failure {
+                    let _ = send.blocking_send(Err(from_order(&error)));
                     return;
                 }
             }
@@ -210,6 +220,52 @@ impl Ordering for OrderingService {
             durable_height: self.orderer.durable_height().0,
         }))
     }
+}
+
+/// `first` and the items `delivery` has ready after it, as one stream message's worth
+/// ([`STREAM_BATCH_MAX`], [`STREAM_BATCH_BYTES_MAX`]): an item that would pass the bytes
+/// goes to `carried`, for the next message. The error that ended them, if one did.
+fn next_items(
+    delivery: &mut dyn crate::orderer::Delivery,
+    first: Delivered,
+    carried: &mut Option<Delivered>,
+) -> (Vec<OrderingItem>, Option<OrderError>) {
+    let mut items = Vec::new();
+    let mut bytes = 0;
+    let mut next = Some(first);
+    while let Some(delivered) = next.take() {
+        let item = match delivered {
+            Delivered::Tx(ordered) => Item::Transaction(ordered.into_bytes()),
+            Delivered::Durable(seq) => Item::Durable(seq.0),
+            Delivered::Seal(sealed) => Item::Seal(sealed.bytes),
+        };
+        let size = match &item {
+            Item::Transaction(bytes) | Item::Seal(bytes) => bytes.len(),
+            Item::Durable(_) => 8,
+        };
+        items.push(OrderingItem { item: Some(item) });
+        bytes += size;
+        if items.len() >= STREAM_BATCH_MAX {
+            break;
+        }
+        match delivery.next(Duration::ZERO) {
+            Ok(Some(delivered)) => {
+                let size = match &delivered {
+                    Delivered::Tx(ordered) => ordered.transaction.len(),
+                    Delivered::Seal(sealed) => sealed.bytes.len(),
+                    Delivered::Durable(_) => 8,
+                };
+                if bytes + size > STREAM_BATCH_BYTES_MAX {
+                    *carried = Some(delivered);
+                    break;
+                }
+                next = Some(delivered);
+            }
+            Ok(None) => break,
+            Err(error) => return (items, Some(error)),
+        }
+    }
+    (items, None)
 }
 
 /// An orderer's API bound to its address, ready to serve.

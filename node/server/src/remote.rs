@@ -2,8 +2,8 @@
 //! (ordering.proto), behind the same [`Orderer`] trait as the embedded one.
 //!
 //! Calls block their thread, as the trait's do; the gRPC work runs on a small runtime of
-//! the orderer's own, so callers need none. A delivery reads its stream on a thread of
-//! its own and, when the connection drops or the orderer restarts, reconnects from
+//! the orderer's own, so callers need none. A delivery reads its stream as a task on that
+//! runtime and, when the connection drops or the orderer restarts, reconnects from
 //! the first seq and seal it has not delivered yet: the stream a peer sees has no gap
 //! and no duplicate across reconnects.
 
@@ -278,17 +278,15 @@ impl Orderer for RemoteOrderer {
         let reader = Reader {
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),
-            handle: self.handle().clone(),
             seen: self.seen.clone(),
             next_seq: Seq(from.0.max(1)),
             next_block: BlockNumber(next_block.0.max(1)),
             send,
             stopped,
         };
-        std::thread::Builder::new()
-            .name("runnel-orderer-stream".into())
-            .spawn(move || reader.run())
-            .map_err(|e| OrderError::Unavailable(format!("starting a stream reader: {e}")))?;
+        // Read on the orderer's runtime itself: a thread of its own driving the stream
+        // would be woken by the runtime for every message, a thread switch each.
+        self.handle().spawn(reader.run());
         Ok(Box::new(RemoteDelivery { receive, stop }))
     }
 
@@ -338,7 +336,6 @@ impl Drop for RemoteDelivery {
 struct Reader {
     endpoint: String,
     client: OrderingClient<Channel>,
-    handle: tokio::runtime::Handle,
     seen: Arc<Seen>,
     next_seq: Seq,
     next_block: BlockNumber,
@@ -347,25 +344,23 @@ struct Reader {
 }
 
 impl Reader {
-    fn run(mut self) {
+    async fn run(mut self) {
         let mut pause = Duration::from_millis(50);
         loop {
-            match self.read_stream() {
+            match self.read_stream().await {
                 // The consumer left.
                 Ok(()) => return,
                 Err(Some(error)) => {
-                    let _ = self.send.send(Err(error));
+                    self.hand_over(Err(error));
                     return;
                 }
                 Err(None) => {
                     tracing::debug!(endpoint = %self.endpoint, ?pause, "orderer stream lost; reconnecting");
                     let mut stopped = self.stopped.clone();
-                    let gone = self.handle.block_on(async {
-                        tokio::select! {
-                            _ = tokio::time::sleep(pause) => false,
-                            _ = stopped.wait_for(|stop| *stop) => true,
-                        }
-                    });
+                    let gone = tokio::select! {
+                        _ = tokio::time::sleep(pause) => false,
+                        _ = stopped.wait_for(|stop| *stop) => true,
+                    };
                     if gone {
                         return;
                     }
@@ -378,44 +373,54 @@ impl Reader {
     /// Reads the stream from the current position until the consumer leaves (`Ok`), a
     /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
     /// orderer goes away (`Err(None)`: reconnect).
-    fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
+    async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
         let mut client = self.client.clone();
         let request = StreamRequest {
             from_seq: self.next_seq.0,
             next_block: self.next_block.0,
         };
         let mut stopped = self.stopped.clone();
-        let opened = self.handle.block_on(async {
-            tokio::select! {
-                opened = client.stream(request) => Some(opened),
-                _ = stopped.wait_for(|stop| *stop) => None,
-            }
-        });
+        let opened = tokio::select! {
+            opened = client.stream(request) => Some(opened),
+            _ = stopped.wait_for(|stop| *stop) => None,
+        };
         let mut stream = match opened {
             None => return Ok(()),
             Some(Ok(response)) => response.into_inner(),
             Some(Err(status)) => return Err(self.fatal(&status)),
         };
         loop {
-            let message = self.handle.block_on(async {
-                tokio::select! {
-                    message = stream.message() => Some(message),
-                    _ = stopped.wait_for(|stop| *stop) => None,
-                }
-            });
-            let item = match message {
+            let message = tokio::select! {
+                message = stream.message() => Some(message),
+                _ = stopped.wait_for(|stop| *stop) => None,
+            };
+            let items = match message {
                 None => return Ok(()),
-                Some(Ok(Some(item))) => item,
+                Some(Ok(Some(items))) => items.items,
                 Some(Ok(None)) => return Err(None),
                 Some(Err(status)) => return Err(self.fatal(&status)),
             };
-            let delivered = match self.decode(item.item) {
-                Ok(delivered) => delivered,
-                Err(error) => return Err(Some(error)),
-            };
-            if self.send.send(Ok(delivered)).is_err() {
-                return Ok(());
+            for item in items {
+                let delivered = match self.decode(item.item) {
+                    Ok(delivered) => delivered,
+                    Err(error) => return Err(Some(error)),
+                };
+                if !self.hand_over(Ok(delivered)) {
+                    return Ok(());
+                }
             }
+        }
+    }
+
+    /// Gives the consumer one item, waiting while its queue is full (off the runtime's
+    /// worker, which this runtime has more of when one blocks). False: the consumer left.
+    fn hand_over(&self, item: Received) -> bool {
+        match self.send.try_send(item) {
+            Ok(()) => true,
+            Err(crossbeam_channel::TrySendError::Full(item)) => {
+                tokio::task::block_in_place(|| self.send.send(item).is_ok())
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => false,
         }
     }
 

@@ -328,3 +328,48 @@ fn a_batch_over_the_network_is_answered_in_order_each_refusal_with_its_reason() 
     );
     assert_eq!(local.height(), Seq(2));
 }
+
+/// A stream read from the start once the log holds more than one stream message carries
+/// (over a thousand transactions, several of them hundreds of kilobytes): every
+/// transaction and seal arrives once, in order, whole, across the messages' bounds.
+#[test]
+fn a_stream_of_many_and_large_transactions_arrives_whole_and_in_order() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(100, PATIENCE)));
+    let served = Served::start(local.clone());
+    let remote =
+        RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let sent: Vec<Vec<u8>> = (0..1200)
+        .map(|i| {
+            // Every 200th is 400 KB: a few of them pass a message's byte bound.
+            let size = if i % 200 == 7 { 400 << 10 } else { 16 };
+            runnel_testing::orderer::transaction_with_payload(
+                &client,
+                "main",
+                &format!("k{i}"),
+                vec![i as u8; size],
+            )
+        })
+        .collect();
+    for chunk in sent.chunks(100) {
+        for result in remote.submit_batch(chunk.to_vec()) {
+            result.unwrap();
+        }
+    }
+    let mut delivery = remote.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut seen = Seen::default();
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.seals.len() == 12
+    });
+    let expected: Vec<(Seq, Vec<u8>)> = sent
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (Seq(i as u64 + 1), b))
+        .collect();
+    assert_eq!(seen.txs.len(), expected.len());
+    assert!(seen.txs == expected, "the stream differs from what was ordered");
+    assert_eq!(seen.seals[11], (BlockNumber(12), Seq(1101), Seq(1200)));
+}

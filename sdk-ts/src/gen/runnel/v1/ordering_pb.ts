@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/ordering.proto.
  */
 export const file_runnel_v1_ordering: GenFile = /*@__PURE__*/
-  fileDesc("ChhydW5uZWwvdjEvb3JkZXJpbmcucHJvdG8SCXJ1bm5lbC52MSIuChBCcm9hZGNhc3RSZXF1ZXN0EhoKEnNpZ25lZF90cmFuc2FjdGlvbhgBIAEoDCJYChFCcm9hZGNhc3RSZXNwb25zZRILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAwSEwoLcmVjZWl2ZWRfdXMYAyABKAQSEgoKb3JkZXJlZF91cxgEIAEoBCI0ChVCcm9hZGNhc3RCYXRjaFJlcXVlc3QSGwoTc2lnbmVkX3RyYW5zYWN0aW9ucxgBIAMoDCJKChBCcm9hZGNhc3RSZWZ1c2FsEhEKCWdycGNfY29kZRgBIAEoBRISCgplcnJvcl9jb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiyQEKFkJyb2FkY2FzdEJhdGNoUmVzcG9uc2USOQoHcmVzdWx0cxgBIAMoCzIoLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlc3BvbnNlLlJlc3VsdBp0CgZSZXN1bHQSLwoHb3JkZXJlZBgBIAEoCzIcLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZUgAEi4KB3JlZnVzZWQYAiABKAsyGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVmdXNhbEgAQgkKB291dGNvbWUiNQoNU3RyZWFtUmVxdWVzdBIQCghmcm9tX3NlcRgBIAEoBBISCgpuZXh0X2Jsb2NrGAIgASgEIlAKDE9yZGVyaW5nSXRlbRIVCgt0cmFuc2FjdGlvbhgBIAEoDEgAEhEKB2R1cmFibGUYAiABKARIABIOCgRzZWFsGAMgASgMSABCBgoEaXRlbSIQCg5IZWlnaHRzUmVxdWVzdCI5Cg9IZWlnaHRzUmVzcG9uc2USDgoGaGVpZ2h0GAEgASgEEhYKDmR1cmFibGVfaGVpZ2h0GAIgASgEMqoCCghPcmRlcmluZxJGCglCcm9hZGNhc3QSGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVxdWVzdBocLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZRJVCg5Ccm9hZGNhc3RCYXRjaBIgLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlcXVlc3QaIS5ydW5uZWwudjEuQnJvYWRjYXN0QmF0Y2hSZXNwb25zZRI9CgZTdHJlYW0SGC5ydW5uZWwudjEuU3RyZWFtUmVxdWVzdBoXLnJ1bm5lbC52MS5PcmRlcmluZ0l0ZW0wARJACgdIZWlnaHRzEhkucnVubmVsLnYxLkhlaWdodHNSZXF1ZXN0GhoucnVubmVsLnYxLkhlaWdodHNSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChhydW5uZWwvdjEvb3JkZXJpbmcucHJvdG8SCXJ1bm5lbC52MSIuChBCcm9hZGNhc3RSZXF1ZXN0EhoKEnNpZ25lZF90cmFuc2FjdGlvbhgBIAEoDCJYChFCcm9hZGNhc3RSZXNwb25zZRILCgNzZXEYASABKAQSDQoFdHhfaWQYAiABKAwSEwoLcmVjZWl2ZWRfdXMYAyABKAQSEgoKb3JkZXJlZF91cxgEIAEoBCI0ChVCcm9hZGNhc3RCYXRjaFJlcXVlc3QSGwoTc2lnbmVkX3RyYW5zYWN0aW9ucxgBIAMoDCJKChBCcm9hZGNhc3RSZWZ1c2FsEhEKCWdycGNfY29kZRgBIAEoBRISCgplcnJvcl9jb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiyQEKFkJyb2FkY2FzdEJhdGNoUmVzcG9uc2USOQoHcmVzdWx0cxgBIAMoCzIoLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlc3BvbnNlLlJlc3VsdBp0CgZSZXN1bHQSLwoHb3JkZXJlZBgBIAEoCzIcLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZUgAEi4KB3JlZnVzZWQYAiABKAsyGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVmdXNhbEgAQgkKB291dGNvbWUiNQoNU3RyZWFtUmVxdWVzdBIQCghmcm9tX3NlcRgBIAEoBBISCgpuZXh0X2Jsb2NrGAIgASgEIlAKDE9yZGVyaW5nSXRlbRIVCgt0cmFuc2FjdGlvbhgBIAEoDEgAEhEKB2R1cmFibGUYAiABKARIABIOCgRzZWFsGAMgASgMSABCBgoEaXRlbSI3Cg1PcmRlcmluZ0l0ZW1zEiYKBWl0ZW1zGAEgAygLMhcucnVubmVsLnYxLk9yZGVyaW5nSXRlbSIQCg5IZWlnaHRzUmVxdWVzdCI5Cg9IZWlnaHRzUmVzcG9uc2USDgoGaGVpZ2h0GAEgASgEEhYKDmR1cmFibGVfaGVpZ2h0GAIgASgEMqsCCghPcmRlcmluZxJGCglCcm9hZGNhc3QSGy5ydW5uZWwudjEuQnJvYWRjYXN0UmVxdWVzdBocLnJ1bm5lbC52MS5Ccm9hZGNhc3RSZXNwb25zZRJVCg5Ccm9hZGNhc3RCYXRjaBIgLnJ1bm5lbC52MS5Ccm9hZGNhc3RCYXRjaFJlcXVlc3QaIS5ydW5uZWwudjEuQnJvYWRjYXN0QmF0Y2hSZXNwb25zZRI+CgZTdHJlYW0SGC5ydW5uZWwudjEuU3RyZWFtUmVxdWVzdBoYLnJ1bm5lbC52MS5PcmRlcmluZ0l0ZW1zMAESQAoHSGVpZ2h0cxIZLnJ1bm5lbC52MS5IZWlnaHRzUmVxdWVzdBoaLnJ1bm5lbC52MS5IZWlnaHRzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message runnel.v1.BroadcastRequest
@@ -240,6 +240,26 @@ export const OrderingItemSchema: GenMessage<OrderingItem> = /*@__PURE__*/
   messageDesc(file_runnel_v1_ordering, 6);
 
 /**
+ * Items in stream order: one message carries every item the orderer had ready (at
+ * least one), so a busy stream costs one message per batch, not per transaction.
+ *
+ * @generated from message runnel.v1.OrderingItems
+ */
+export type OrderingItems = Message<"runnel.v1.OrderingItems"> & {
+  /**
+   * @generated from field: repeated runnel.v1.OrderingItem items = 1;
+   */
+  items: OrderingItem[];
+};
+
+/**
+ * Describes the message runnel.v1.OrderingItems.
+ * Use `create(OrderingItemsSchema)` to create a new message.
+ */
+export const OrderingItemsSchema: GenMessage<OrderingItems> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_ordering, 7);
+
+/**
  * @generated from message runnel.v1.HeightsRequest
  */
 export type HeightsRequest = Message<"runnel.v1.HeightsRequest"> & {
@@ -250,7 +270,7 @@ export type HeightsRequest = Message<"runnel.v1.HeightsRequest"> & {
  * Use `create(HeightsRequestSchema)` to create a new message.
  */
 export const HeightsRequestSchema: GenMessage<HeightsRequest> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 7);
+  messageDesc(file_runnel_v1_ordering, 8);
 
 /**
  * @generated from message runnel.v1.HeightsResponse
@@ -276,7 +296,7 @@ export type HeightsResponse = Message<"runnel.v1.HeightsResponse"> & {
  * Use `create(HeightsResponseSchema)` to create a new message.
  */
 export const HeightsResponseSchema: GenMessage<HeightsResponse> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_ordering, 8);
+  messageDesc(file_runnel_v1_ordering, 9);
 
 /**
  * What an orderer offers peers (and the peers' gateways).
@@ -308,14 +328,14 @@ export const Ordering: GenService<{
   },
   /**
    * The stream from transaction `from_seq` and seal `next_block` on: stored items,
-   * then live ones, without end.
+   * then live ones, without end; each message holds the items ready when it was sent.
    *
    * @generated from rpc runnel.v1.Ordering.Stream
    */
   stream: {
     methodKind: "server_streaming";
     input: typeof StreamRequestSchema;
-    output: typeof OrderingItemSchema;
+    output: typeof OrderingItemsSchema;
   },
   /**
    * How far ordering has got.
