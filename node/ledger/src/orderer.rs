@@ -20,12 +20,16 @@
 //! crash could leave the peer holding a seq the orderer reassigns). Seals are delivered
 //! only once durable, since a seal cut again after a crash would differ in its time.
 //!
-//! [`SoloOrderer`] is the embedded default: one sequencer over an append-only log file. An
-//! orderer in another process is reached through the same trait (runnel-server's
-//! `RemoteOrderer`); a Raft cluster will implement it too.
+//! The ordered stream itself, an append-only log file with its index, flusher and
+//! deliveries, lives in `orderer/stream.rs`, apart from what decides what goes into it.
+//! [`SoloOrderer`] is the embedded default: one sequencer and a sealer on top of that log.
+//! An orderer in another process is reached through the same trait (runnel-server's
+//! `RemoteOrderer`); a Raft cluster will implement it too, over the same log kept as a
+//! replicated one.
 
 mod replay;
 mod solo;
+mod stream;
 
 use std::time::Duration;
 

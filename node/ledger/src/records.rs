@@ -491,9 +491,20 @@ impl RecordFile {
         kind: u8,
         payloads: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<Vec<RecordAt>, RecordError> {
+        self.append_records(payloads.into_iter().map(|payload| (kind, payload)))
+    }
+
+    /// Appends each `(kind, payload)` as a record, in order, with one `write`; durable
+    /// after the next [`RecordReader::sync`]. On an error none of them is appended; a
+    /// crash during the write can leave only a prefix of them (whole records, then a torn
+    /// one that [`RecordFile::open`] cuts).
+    pub fn append_records<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = (u8, &'a [u8])>,
+    ) -> Result<Vec<RecordAt>, RecordError> {
         self.buffer.clear();
         let mut places = Vec::new();
-        for payload in payloads {
+        for (kind, payload) in records {
             let len = u32::try_from(payload.len()).map_err(|_| RecordError::TooLarge {
                 path: self.path.display().to_string(),
                 len: payload.len(),
@@ -768,6 +779,47 @@ mod tests {
             assert_eq!(reader.read(*at).unwrap(), payload);
         }
         assert_eq!(reader.read(last).unwrap(), b"after");
+    }
+
+    #[test]
+    fn records_of_several_kinds_appended_together_keep_their_kinds_and_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
+        assert!(file.append_records([]).unwrap().is_empty());
+        let first = file.append(b'x', b"alone").unwrap();
+        let mixed: Vec<(u8, Vec<u8>)> = payloads()
+            .into_iter()
+            .enumerate()
+            .map(|(i, payload)| (b'a' + i as u8 % 4, payload))
+            .collect();
+        let together = file
+            .append_records(
+                mixed
+                    .iter()
+                    .map(|(kind, payload)| (*kind, payload.as_slice())),
+            )
+            .unwrap();
+        assert_eq!(together.len(), mixed.len());
+        // One write: each record starts where the one before it ends.
+        for pair in together.windows(2) {
+            assert_eq!(
+                pair[1].offset,
+                pair[0].offset + u64::from(pair[0].len) + HEADER
+            );
+        }
+        assert_eq!(together[0].offset, first.offset + 5 + HEADER);
+        file.handle().unwrap().sync().unwrap();
+        drop(file);
+        let Opened { file, records, .. } = RecordFile::open(&path).unwrap();
+        let mut expected = vec![first];
+        expected.extend(together.iter().copied());
+        assert_eq!(records, expected);
+        let reader = file.handle().unwrap();
+        for (at, (kind, payload)) in together.iter().zip(&mixed) {
+            assert_eq!(at.kind, *kind);
+            assert_eq!(&reader.read(*at).unwrap(), payload);
+        }
     }
 
     #[test]
