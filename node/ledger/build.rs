@@ -9,6 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "../proto/runnel/v1/block.proto",
         "../proto/runnel/v1/api.proto",
         "../proto/runnel/v1/ordering.proto",
+        "../proto/runnel/v1/cluster.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");
@@ -30,6 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             format!("::runnel_runtime::proto::{message}"),
         );
     }
+    // Raft's entries carry transactions: shared, not copied, from the message decoded.
+    config.bytes([".runnel.v1.RaftEntry.data", ".runnel.v1.RaftSnapshot.data"]);
     config.compile_protos(&files, &[proto_root])?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Generates the API's and the ordering service's gRPC server and client code from
+//! Generates the API's, the ordering service's and the ordering cluster's gRPC server and client code from
 //! node/proto. Their messages are the ledger's (runnel_ledger::proto), generated there.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -6,6 +6,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "../proto/runnel/v1/api.proto",
         "../proto/runnel/v1/ordering.proto",
+        "../proto/runnel/v1/cluster.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

@@ -11,7 +11,8 @@
 //! <dir>/<Org>/identities/<Org>/       the org's people: admin, client (.pem, .key)
 //! <dir>/<Org>/peer<i>/                a peer: runnel.toml, network.json,
 //!                                     identities/<Org>/peer.pem, .key, tls/server.pem, .key
-//! <dir>/<Org>/orderer0/               the orderer (first org): the same with orderer.pem
+//! <dir>/<Org>/orderer<i>/             an orderer: the same with orderer.pem (one, the
+//!                                     first org's; or a Raft cluster's, orgs in turn)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -42,7 +43,11 @@ pub struct Layout<'a> {
     /// Names the TLS server certificates hold besides the local ones.
     pub tls_hosts: &'a [String],
     pub peers_per_org: usize,
-    /// The orderer listens here; the peers on the ports after it, org by org.
+    /// Orderers: one orders alone (solo); more form a Raft cluster, run by the
+    /// organisations in turn (the first org's first, the second org's next, ...).
+    pub orderers: usize,
+    /// The first orderer listens here, the others on the ports after it; then the peers,
+    /// org by org.
     pub base_port: u16,
     /// The address the nodes listen on and are reached at.
     pub host: &'a str,
@@ -169,18 +174,49 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
         .context("generating the organisations' CAs")?;
 
     let url = |port: u16| format!("https://{}:{port}", layout.host);
+    if layout.orderers == 0 {
+        bail!("--orderers: a network needs at least one orderer");
+    }
     let mut port = layout.base_port;
-    let orderer_org = &cas[0];
-    let orderer = OrdererNode {
-        name: format!("orderer0.{}", orderer_org.name),
-        org: orderer_org.name.clone(),
-        endpoint: url(port),
+    // (its org's index, the orderer, its port)
+    let mut orderers: Vec<(usize, OrdererNode, u16)> = Vec::new();
+    for i in 0..layout.orderers {
+        let index = i % cas.len();
+        let within = i / cas.len();
+        if i > 0 {
+            port = port
+                .checked_add(1)
+                .context("--base-port: the ports run past 65535")?;
+        }
+        orderers.push((
+            index,
+            OrdererNode {
+                name: format!("orderer{within}.{}", cas[index].name),
+                org: cas[index].name.clone(),
+                endpoint: url(port),
+                raft_id: if layout.orderers > 1 { i as u64 + 1 } else { 0 },
+            },
+            port,
+        ));
+    }
+    // Each org's peers order through an orderer of their own org when there is one.
+    let orderer_for = |index: usize| {
+        orderers
+            .iter()
+            .find(|(org, _, _)| *org == index)
+            .unwrap_or(&orderers[0])
+            .1
+            .endpoint
+            .clone()
     };
     let mut definition = NetworkDefinition {
         channel: layout.channel.to_string(),
         sequence: 0,
         orgs: Vec::new(),
-        orderers: vec![orderer.clone()],
+        orderers: orderers
+            .iter()
+            .map(|(_, orderer, _)| orderer.clone())
+            .collect(),
         lifecycle_policy: runnel_ledger::lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
         config_policy: runnel_ledger::identity::DEFAULT_CONFIG_POLICY.to_string(),
     };
@@ -250,20 +286,16 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
         std::fs::write(dir.join(config::FILE_NAME), settings)?;
         anyhow::Ok(())
     };
-    node(
-        orderer_org,
-        Role::Orderer,
-        &orderer.name,
-        layout.base_port,
-        None,
-    )?;
+    for (index, orderer, port) in &orderers {
+        node(&cas[*index], Role::Orderer, &orderer.name, *port, None)?;
+    }
     for (index, peer, port) in &peers {
         node(
             &cas[*index],
             Role::Peer,
             &peer.name,
             *port,
-            Some(&orderer.endpoint),
+            Some(&orderer_for(*index)),
         )?;
     }
     Ok(())
@@ -353,6 +385,7 @@ mod tests {
             validity: time::Duration::days(1),
             tls_hosts: &[],
             peers_per_org,
+            orderers: 1,
             base_port: 9050,
             host: "127.0.0.1",
         };

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use runnel_server::cluster::{ClusterService, GrpcTransport, Members};
 use runnel_server::ordering::OrderingServerHandle;
 
 use runnel_cli::config::{self, NodeConfig, NodeRole};
 use runnel_client::Connection;
 use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
 use runnel_ledger::ledger::Ledger;
+use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings};
 use runnel_ledger::orderer::{Orderer, SoloOrderer};
 use runnel_server::metrics::NodeMetrics;
 use runnel_server::ops;
@@ -40,7 +42,12 @@ pub struct InitArgs {
     /// Peers per organisation, each a node directory of its own.
     #[arg(long, default_value_t = 1)]
     pub peers_per_org: usize,
-    /// The orderer's port; the peers listen on the ports after it.
+    /// Orderers: 1 orders alone; 3 or 5 form a Raft cluster that goes on when a minority
+    /// of them is lost, run by the organisations in turn.
+    #[arg(long, default_value_t = 1)]
+    pub orderers: usize,
+    /// The first orderer's port; the other orderers, then the peers, listen on the ports
+    /// after it.
     #[arg(long, default_value_t = 7050)]
     pub base_port: u16,
     /// One directory for one process holding every role of every organisation (a
@@ -152,6 +159,7 @@ pub fn init(args: &InitArgs) -> Result<()> {
             validity,
             tls_hosts: &args.tls_hosts,
             peers_per_org: args.peers_per_org,
+            orderers: args.orderers,
             base_port: args.base_port,
             host: "127.0.0.1",
         },
@@ -537,8 +545,18 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 })?),
                 false => None,
             };
-            let orderer = RemoteOrderer::connect(
-                endpoint,
+            // With a Raft cluster, every orderer it names, the configured one first: the
+            // peer moves to the next when one fails.
+            let mut endpoints = vec![endpoint.to_string()];
+            if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(dir) {
+                for (_, orderer) in definition.cluster() {
+                    if !endpoints.contains(&orderer.endpoint) {
+                        endpoints.push(orderer.endpoint.clone());
+                    }
+                }
+            }
+            let orderer = RemoteOrderer::connect_any(
+                &endpoints,
                 tls,
                 config.api.message_bytes_max,
                 ORDERER_TIMEOUT,
@@ -612,16 +630,31 @@ fn serve_orderer(
     let msp = Arc::new(keys.msp()?);
     let mut ledger = config.ledger_config();
     // The orderer's MSP is its own: it follows the network's configuration updates.
-    ledger.orderer.follow_config = Some(keys.definition().clone());
-    let orderer: Arc<dyn Orderer> = Arc::new(
-        SoloOrderer::open(&dir.join("orderer"), ledger.orderer, msp.clone(), signer)
-            .with_context(|| format!("opening the orderer's log in {}", dir.display()))?,
-    );
+    let definition = keys.definition().clone();
+    ledger.orderer.follow_config = Some(definition.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("runnel-api")
         .build()
         .context("starting the async runtime")?;
+    let log_dir = dir.join("orderer");
+    let (orderer, raft): (Arc<dyn Orderer>, Option<Arc<RaftOrderer>>) =
+        if definition.cluster().is_empty() {
+            let solo = SoloOrderer::open(&log_dir, ledger.orderer, msp.clone(), signer)
+                .with_context(|| format!("opening the orderer's log in {}", dir.display()))?;
+            (Arc::new(solo), None)
+        } else {
+            let raft = Arc::new(open_cluster_member(
+                dir,
+                &keys,
+                &org,
+                signer,
+                (ledger.orderer, msp.clone()),
+                config.api.message_bytes_max,
+                runtime.handle(),
+            )?);
+            (raft.clone(), Some(raft))
+        };
     let served = runtime.block_on(async {
         let stop = interrupted();
         let mut server = OrderingServerHandle::bind(
@@ -633,6 +666,13 @@ fn serve_orderer(
         // Outside dev, the ordering service serves the network's peers only.
         if api.read_access == ReadAccess::Members {
             server = server.peers_only(msp.clone());
+        }
+        if let Some(raft) = &raft {
+            server = server.with_cluster(ClusterService::new(
+                raft.clone(),
+                Members::of(&definition),
+                msp.clone(),
+            ));
         }
         let addr = server.local_addr();
         let scheme = if api.tls.is_some() { "https" } else { "http" };
@@ -652,6 +692,68 @@ fn serve_orderer(
     tracing::info!("stopping");
     orderer.close();
     served
+}
+
+/// This orderer as a member of the Raft cluster `keys`' network definition names: its
+/// Raft id is the one the definition gives the orderer whose certificate it holds; it
+/// reaches the others over mutual TLS as itself.
+fn open_cluster_member(
+    dir: &Path,
+    keys: &NetworkKeys,
+    org: &str,
+    signer: runnel_ledger::identity::Signer,
+    (config, msp): (
+        runnel_ledger::orderer::OrdererConfig,
+        Arc<runnel_ledger::identity::Msp>,
+    ),
+    message_bytes_max: usize,
+    handle: &tokio::runtime::Handle,
+) -> Result<RaftOrderer> {
+    let definition = keys.definition();
+    let name = msp.identify(signer.cert_der())?.name;
+    let cluster = definition.cluster();
+    let Some((id, _)) = cluster
+        .iter()
+        .find(|(_, orderer)| orderer.org == org && orderer.name == name)
+    else {
+        bail!(
+            "this orderer ({org}/{name}) is not a member of the ordering cluster in {}",
+            dir.join(runnel_ledger::identity::NETWORK_FILE).display()
+        );
+    };
+    let held = keys
+        .held()
+        .iter()
+        .find(|key| key.org == org && key.role == Role::Orderer)
+        .context("no orderer key")?;
+    let own = dir.join("identities").join(org);
+    let read = |ext: &str| {
+        let path = own.join(format!("{}.{ext}", held.name));
+        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let mut tls = tonic::transport::ClientTlsConfig::new().identity(
+        tonic::transport::Identity::from_pem(read("pem")?, read("key")?),
+    );
+    for pem in definition.tls_ca_pems() {
+        tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+    }
+    let transport = GrpcTransport::new(handle, definition, *id, Some(tls), message_bytes_max)
+        .context("reaching the other orderers")?;
+    let voters = cluster.iter().map(|(id, _)| *id).collect();
+    tracing::info!(
+        raft_id = id,
+        ?voters,
+        "ordering as a member of a Raft cluster"
+    );
+    RaftOrderer::open(
+        &dir.join("orderer"),
+        config,
+        msp,
+        signer,
+        RaftSettings::new(*id, voters),
+        Arc::new(transport),
+    )
+    .with_context(|| format!("opening the orderer's logs in {}", dir.display()))
 }
 
 /// Deploys each example contract that is not deployed yet.

@@ -53,8 +53,12 @@ pub struct UpArgs {
     /// Peers per organisation. Used when the network is created.
     #[arg(long, default_value_t = 1)]
     pub peers_per_org: usize,
-    /// The orderer's port; the peers listen on the ports after it. Used when the network
-    /// is created.
+    /// Orderers: 1 orders alone; 3 or 5 form a Raft cluster, run by the organisations in
+    /// turn. Used when the network is created.
+    #[arg(long, default_value_t = 1)]
+    pub orderers: usize,
+    /// The first orderer's port; the other orderers, then the peers, listen on the ports
+    /// after it. Used when the network is created.
     #[arg(long, default_value_t = 7050)]
     pub base_port: u16,
     /// The channel. Used when the network is created.
@@ -112,6 +116,7 @@ pub fn up(args: &UpArgs) -> Result<()> {
                 validity: time::Duration::days(3650),
                 tls_hosts: &[],
                 peers_per_org: args.peers_per_org,
+                orderers: args.orderers,
                 base_port: args.base_port,
                 host: "127.0.0.1",
             },
@@ -146,6 +151,7 @@ pub fn up(args: &UpArgs) -> Result<()> {
         for node in &nodes {
             wait_until_serving(&args.dir, node).await?;
         }
+        wait_for_leader(&args.dir, &nodes).await?;
         if !args.no_examples {
             deploy_examples(&args.dir, &nodes, &args.contracts).await?;
         }
@@ -278,6 +284,50 @@ async fn wait_until_serving(dir: &Path, node: &NodeDir) -> Result<()> {
                 node.name,
                 START_TIMEOUT.as_secs(),
                 node.dir.join(LOG_FILE).display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// With a Raft cluster of orderers: waits until one of them knows a leader, asking as a
+/// peer (the ordering service serves peers and orderers only).
+async fn wait_for_leader(dir: &Path, nodes: &[NodeDir]) -> Result<()> {
+    use runnel_server::proto::HeightsRequest;
+    use runnel_server::proto::ordering_client::OrderingClient;
+    if NetworkDefinition::load(dir)?.cluster().is_empty() {
+        return Ok(());
+    }
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        for orderer in nodes.iter().filter(|node| node.role == Role::Orderer) {
+            let Some(peer) = nodes
+                .iter()
+                .find(|node| node.role == Role::Peer && node.org == orderer.org)
+                .or_else(|| nodes.iter().find(|node| node.role == Role::Peer))
+            else {
+                return Ok(());
+            };
+            let own = peer.dir.join("identities").join(&peer.org);
+            let connection = Connection {
+                tls_client_cert: Some(own.join("peer.pem")),
+                tls_client_key: Some(own.join("peer.key")),
+                ..Connection::to(&orderer.endpoint, &peer.dir, &peer.org)
+            };
+            let Ok(channel) = runnel_client::connect_channel(&connection).await else {
+                continue;
+            };
+            let heights = OrderingClient::new(channel)
+                .heights(HeightsRequest {})
+                .await;
+            if heights.is_ok_and(|answer| answer.into_inner().raft_leader != 0) {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the orderers elected no leader within {} s; see their node.log",
+                START_TIMEOUT.as_secs()
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

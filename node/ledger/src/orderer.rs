@@ -27,6 +27,7 @@
 //! `RemoteOrderer`); a Raft cluster will implement it too, over the same log kept as a
 //! replicated one.
 
+pub mod raft;
 mod replay;
 mod solo;
 mod stream;
@@ -273,8 +274,25 @@ pub trait Orderer: Send + Sync {
         None
     }
 
+    /// Where this orderer stands in its Raft cluster; `None` for a solo orderer, or one
+    /// in another process.
+    fn cluster(&self) -> Option<ClusterView> {
+        None
+    }
+
     /// Stops what this process runs of the orderer (idempotent).
     fn close(&self) {}
+}
+
+/// An orderer of a Raft cluster as it sees itself ([`Orderer::cluster`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterView {
+    /// Its Raft id.
+    pub id: u64,
+    /// The leader it knows, if any.
+    pub leader: Option<u64>,
+    /// Its Raft term.
+    pub term: u64,
 }
 
 /// Why the orderer refused or failed.
@@ -352,6 +370,10 @@ pub enum OrderError {
     /// The orderer (in another process) cannot be reached or did not answer.
     #[error("orderer unavailable: {0}")]
     Unavailable(String),
+    /// This orderer of a cluster is not its leader: the transactions go to the leader
+    /// instead (the cluster's own answer, seen outside only when no leader is known).
+    #[error("orderer unavailable: this orderer is not the ordering cluster's leader")]
+    NotLeader,
     /// An orderer in another process refused or failed, for the reason it named.
     #[error("{message}")]
     Remote {
@@ -382,7 +404,7 @@ impl OrderError {
             OrderError::Closed => "CLOSED",
             OrderError::Log(_) => "LOG_FAILURE",
             OrderError::Corrupt(_) => "LOG_CORRUPT",
-            OrderError::Unavailable(_) => "ORDERER_UNAVAILABLE",
+            OrderError::Unavailable(_) | OrderError::NotLeader => "ORDERER_UNAVAILABLE",
             OrderError::Remote { code, .. } => code,
         }
     }

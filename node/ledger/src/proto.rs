@@ -1,7 +1,7 @@
 //! Types generated from `node/proto/runnel/v1/transaction.proto` (proposals, endorsements,
 //! transactions, contract definitions), `block.proto` (ordered transactions, seals,
-//! inclusion proofs), `api.proto` and `ordering.proto` (the messages of the node's
-//! services; the services themselves are generated in runnel-server), plus the
+//! inclusion proofs), `api.proto`, `ordering.proto` and `cluster.proto` (the messages of
+//! the node's services; the services themselves are generated in runnel-server), plus the
 //! read/write-set types they embed.
 
 #![allow(missing_docs)]

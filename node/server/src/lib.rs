@@ -36,6 +36,7 @@
 
 mod admin;
 mod admission;
+pub mod cluster;
 pub mod codec;
 pub mod connections;
 mod deliver;

@@ -239,6 +239,8 @@ impl NodeMetrics {
 pub struct OrdererMetrics {
     registry: Registry,
     height: Family<HeightLabel, Gauge>,
+    /// For an orderer of a Raft cluster: its id, the leader's (0: none known), its term.
+    raft: Option<[Gauge; 3]>,
 }
 
 impl std::fmt::Debug for OrdererMetrics {
@@ -264,7 +266,27 @@ impl OrdererMetrics {
             "Last seq ordered, and durable in the orderer's log",
             height.clone(),
         );
-        OrdererMetrics { registry, height }
+        let raft = orderer.cluster().map(|_| {
+            let gauges: [Gauge; 3] = Default::default();
+            let [id, leader, term] = &gauges;
+            registry.register(
+                "raft_id",
+                "This orderer's id in its Raft cluster",
+                id.clone(),
+            );
+            registry.register(
+                "raft_leader",
+                "The Raft id of the cluster's leader as this orderer knows it (0: none)",
+                leader.clone(),
+            );
+            registry.register("raft_term", "This orderer's Raft term", term.clone());
+            gauges
+        });
+        OrdererMetrics {
+            registry,
+            height,
+            raft,
+        }
     }
 
     /// The Prometheus text exposition, heights read from `orderer` now.
@@ -277,6 +299,11 @@ impl OrdererMetrics {
             self.height
                 .get_or_create(&HeightLabel { of })
                 .set(value as i64);
+        }
+        if let (Some([id, leader, term]), Some(view)) = (&self.raft, orderer.cluster()) {
+            id.set(view.id as i64);
+            leader.set(view.leader.unwrap_or(0) as i64);
+            term.set(view.term as i64);
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

@@ -215,9 +215,13 @@ impl Ordering for OrderingService {
         &self,
         _request: Request<HeightsRequest>,
     ) -> Result<Response<HeightsResponse>, Status> {
+        let cluster = self.orderer.cluster();
         Ok(Response::new(HeightsResponse {
             height: self.orderer.height().0,
             durable_height: self.orderer.durable_height().0,
+            raft_id: cluster.map_or(0, |view| view.id),
+            raft_leader: cluster.and_then(|view| view.leader).unwrap_or(0),
+            raft_term: cluster.map_or(0, |view| view.term),
         }))
     }
 }
@@ -276,6 +280,8 @@ pub struct OrderingServerHandle {
     message_bytes_max: usize,
     /// Set: only the network's peers may call the service ([`Self::peers_only`]).
     peers: Option<Arc<Msp>>,
+    /// The `Cluster` service, when this orderer is one of a Raft cluster.
+    cluster: Option<crate::proto::cluster_server::ClusterServer<crate::cluster::ClusterService>>,
 }
 
 impl OrderingServerHandle {
@@ -301,14 +307,31 @@ impl OrderingServerHandle {
             local_addr,
             message_bytes_max,
             peers: None,
+            cluster: None,
         })
     }
 
-    /// Serves the `Ordering` service to the network's peers only: over TLS, each call
-    /// must come on a connection whose client certificate is a peer's of `msp` (the
-    /// peer's own signing certificate, presented for mutual TLS). Others get
-    /// `UNAUTHENTICATED` (no member's certificate) or `PERMISSION_DENIED` (a member that
-    /// is no peer). The operations routes stay open. Serving without TLS is then refused.
+    /// Serves `cluster` beside the `Ordering` service: this orderer is one of a Raft
+    /// cluster, and the others reach it there.
+    pub fn with_cluster(
+        mut self,
+        cluster: crate::proto::cluster_server::ClusterServer<crate::cluster::ClusterService>,
+    ) -> Self {
+        let bytes = self.message_bytes_max + crate::cluster::STEP_HEADROOM_BYTES;
+        self.cluster = Some(
+            cluster
+                .max_decoding_message_size(bytes)
+                .max_encoding_message_size(bytes),
+        );
+        self
+    }
+
+    /// Serves the `Ordering` service to the network's peers only (and its orderers, which
+    /// forward transactions to their cluster's leader): over TLS, each call must come on a
+    /// connection whose client certificate is a peer's or an orderer's of `msp` (its own
+    /// signing certificate, presented for mutual TLS). Others get `UNAUTHENTICATED` (no
+    /// member's certificate) or `PERMISSION_DENIED` (a member that is neither). The
+    /// operations routes stay open. Serving without TLS is then refused.
     pub fn peers_only(mut self, msp: Arc<Msp>) -> Self {
         self.peers = Some(msp);
         self
@@ -384,13 +407,15 @@ impl OrderingServerHandle {
             let _ = stop.send(true);
         };
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
-        let mut services = Routes::from(axum::Router::new())
-            .add_service(
-                OrderingServer::new(service)
-                    .max_decoding_message_size(self.message_bytes_max)
-                    .max_encoding_message_size(self.message_bytes_max),
-            )
-            .into_axum_router();
+        let mut routes = Routes::from(axum::Router::new()).add_service(
+            OrderingServer::new(service)
+                .max_decoding_message_size(self.message_bytes_max)
+                .max_encoding_message_size(self.message_bytes_max),
+        );
+        if let Some(cluster) = self.cluster {
+            routes = routes.add_service(cluster);
+        }
+        let mut services = routes.into_axum_router();
         if let Some(msp) = self.peers.clone() {
             services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
         }
@@ -429,12 +454,14 @@ async fn peers_check(
 ) -> axum::response::Response {
     let now_s = crate::tx::now_seconds();
     let refusal = match crate::readers::tls_member(&request, &msp, now_s) {
-        Some(identity) if identity.role == Role::Peer => return next.run(request).await,
+        Some(identity) if matches!(identity.role, Role::Peer | Role::Orderer) => {
+            return next.run(request).await;
+        }
         Some(identity) => status::error(
             tonic::Code::PermissionDenied,
             "ACCESS_DENIED",
             format_args!(
-                "{} is a {}: the ordering service serves the network's peers only",
+                "{} is a {}: the ordering service serves the network's peers and orderers only",
                 identity.id(),
                 identity.role.as_str()
             ),

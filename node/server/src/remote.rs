@@ -7,8 +7,9 @@
 //! the first seq and seal it has not delivered yet: the stream a peer sees has no gap
 //! and no duplicate across reconnects.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -88,19 +89,27 @@ struct Seen {
     durable: AtomicU64,
 }
 
-/// An orderer in another process (see the module doc).
+/// An orderer in another process, or the orderers of a cluster (see the module doc).
 pub struct RemoteOrderer {
-    endpoint: String,
-    client: OrderingClient<Channel>,
+    /// Every orderer it may use, the one `current` names first.
+    targets: Arc<Vec<Target>>,
+    /// The orderer in use: calls go there, and the stream reads there, until it fails.
+    current: Arc<AtomicUsize>,
     runtime: Option<tokio::runtime::Runtime>,
     seen: Arc<Seen>,
     timeout: Duration,
 }
 
+/// One orderer it may use.
+struct Target {
+    endpoint: String,
+    client: OrderingClient<Channel>,
+}
+
 impl std::fmt::Debug for RemoteOrderer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteOrderer")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint())
             .finish_non_exhaustive()
     }
 }
@@ -114,36 +123,69 @@ impl RemoteOrderer {
         message_bytes_max: usize,
         timeout: Duration,
     ) -> Result<RemoteOrderer, OrderError> {
+        Self::connect_any(&[endpoint.to_string()], tls, message_bytes_max, timeout)
+    }
+
+    /// The orderers of a cluster at `endpoints`, the first tried first: a call or the
+    /// stream that fails on one (unreachable, or unable to order) moves to the next, and
+    /// the stream resumes there from the next seq it needs. Every orderer of a cluster
+    /// streams the same transactions at the same seqs, so there is no gap and no
+    /// duplicate.
+    pub fn connect_any(
+        endpoints: &[String],
+        tls: Option<ClientTlsConfig>,
+        message_bytes_max: usize,
+        timeout: Duration,
+    ) -> Result<RemoteOrderer, OrderError> {
+        if endpoints.is_empty() {
+            return Err(OrderError::Unavailable("no orderer endpoint".into()));
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("runnel-orderer-client")
             .enable_all()
             .build()
             .map_err(|e| OrderError::Unavailable(format!("starting a runtime: {e}")))?;
-        let channel = Endpoint::from_shared(endpoint.to_string())
-            .map_err(|e| OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}")))?
-            .connect_timeout(timeout)
-            .tcp_nodelay(true);
-        let channel = match tls {
-            Some(tls) => channel.tls_config(tls).map_err(|e| {
-                OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
-            })?,
-            None => channel,
-        };
-        let channel = {
-            let _entered = runtime.enter();
-            channel.connect_lazy()
-        };
-        let client = OrderingClient::new(channel)
-            .max_decoding_message_size(message_bytes_max)
-            .max_encoding_message_size(message_bytes_max);
+        let targets = endpoints
+            .iter()
+            .map(|endpoint| {
+                let channel = Endpoint::from_shared(endpoint.clone())
+                    .map_err(|e| {
+                        OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}"))
+                    })?
+                    .connect_timeout(timeout)
+                    .tcp_nodelay(true);
+                let channel = match (&tls, endpoint.starts_with("https://")) {
+                    (Some(tls), true) => channel.tls_config(tls.clone()).map_err(|e| {
+                        OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
+                    })?,
+                    _ => channel,
+                };
+                let channel = {
+                    let _entered = runtime.enter();
+                    channel.connect_lazy()
+                };
+                let client = OrderingClient::new(channel)
+                    .max_decoding_message_size(message_bytes_max)
+                    .max_encoding_message_size(message_bytes_max);
+                Ok(Target {
+                    endpoint: endpoint.clone(),
+                    client,
+                })
+            })
+            .collect::<Result<Vec<_>, OrderError>>()?;
         Ok(RemoteOrderer {
-            endpoint: endpoint.to_string(),
-            client,
+            targets: Arc::new(targets),
+            current: Arc::default(),
             runtime: Some(runtime),
             seen: Arc::default(),
             timeout,
         })
+    }
+
+    /// The endpoint of the orderer in use.
+    pub fn endpoint(&self) -> &str {
+        &self.targets[self.current.load(AtomicOrdering::Relaxed) % self.targets.len()].endpoint
     }
 
     fn handle(&self) -> &tokio::runtime::Handle {
@@ -153,9 +195,40 @@ impl RemoteOrderer {
             .handle()
     }
 
-    /// Runs `call` on the orderer's runtime and waits for it, up to the timeout.
-    fn call<T: Send + 'static>(
+    /// Runs the call `make` builds for an orderer's client on the orderer's runtime and
+    /// waits for it, up to the timeout; when that orderer is unavailable, tries the next
+    /// (each once), and keeps using the one that answered.
+    fn call<T: Send + 'static, F>(
         &self,
+        make: impl Fn(OrderingClient<Channel>) -> F,
+    ) -> Result<T, OrderError>
+    where
+        F: Future<Output = Result<T, Status>> + Send + 'static,
+    {
+        let first = self.current.load(AtomicOrdering::Relaxed);
+        let mut failed = None;
+        for attempt in 0..self.targets.len() {
+            let index = (first + attempt) % self.targets.len();
+            let target = &self.targets[index];
+            match self.call_on(target, make(target.client.clone())) {
+                Err(error) if unavailable(&error) => {
+                    tracing::debug!(endpoint = %target.endpoint, %error, "orderer unavailable; trying the next");
+                    failed = Some(error);
+                }
+                answer => {
+                    if attempt > 0 {
+                        self.current.store(index, AtomicOrdering::Relaxed);
+                    }
+                    return answer;
+                }
+            }
+        }
+        Err(failed.unwrap_or(OrderError::Closed))
+    }
+
+    fn call_on<T: Send + 'static>(
+        &self,
+        target: &Target,
         call: impl Future<Output = Result<T, Status>> + Send + 'static,
     ) -> Result<T, OrderError> {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
@@ -166,13 +239,24 @@ impl RemoteOrderer {
         });
         match receive.recv() {
             Ok(Ok(Ok(value))) => Ok(value),
-            Ok(Ok(Err(status))) => Err(from_status(&self.endpoint, &status)),
+            Ok(Ok(Err(status))) => Err(from_status(&target.endpoint, &status)),
             Ok(Err(_)) => Err(OrderError::Unavailable(format!(
                 "orderer at {} did not answer within {:?}",
-                self.endpoint, self.timeout
+                target.endpoint, self.timeout
             ))),
             Err(_) => Err(OrderError::Closed),
         }
+    }
+}
+
+/// Whether another orderer of the cluster may do better.
+fn unavailable(error: &OrderError) -> bool {
+    match error {
+        OrderError::Unavailable(_) => true,
+        OrderError::Remote { code, .. } => {
+            matches!(*code, "ORDERER_UNAVAILABLE" | "LOG_FAILURE" | "CLOSED")
+        }
+        _ => false,
     }
 }
 
@@ -190,7 +274,7 @@ impl RemoteOrderer {
         let tx_id = <[u8; 32]>::try_from(response.tx_id.as_slice()).map_err(|_| {
             OrderError::Unavailable(format!(
                 "orderer at {} answered a tx id of {} bytes",
-                self.endpoint,
+                self.endpoint(),
                 response.tx_id.len()
             ))
         })?;
@@ -208,12 +292,14 @@ impl RemoteOrderer {
 
 impl Orderer for RemoteOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
-        let mut client = self.client.clone();
-        let response = self.call(async move {
-            client
-                .broadcast(BroadcastRequest { signed_transaction })
-                .await
-                .map(tonic::Response::into_inner)
+        let response = self.call(|mut client| {
+            let signed_transaction = signed_transaction.clone();
+            async move {
+                client
+                    .broadcast(BroadcastRequest { signed_transaction })
+                    .await
+                    .map(tonic::Response::into_inner)
+            }
         })?;
         self.ordered(response)
     }
@@ -227,21 +313,23 @@ impl Orderer for RemoteOrderer {
                 .map(|transaction| self.submit(transaction))
                 .collect();
         }
-        let mut client = self.client.clone();
-        let answer = self.call(async move {
-            client
-                .broadcast_batch(BroadcastBatchRequest {
-                    signed_transactions,
-                })
-                .await
-                .map(tonic::Response::into_inner)
+        let answer = self.call(|mut client| {
+            let signed_transactions = signed_transactions.clone();
+            async move {
+                client
+                    .broadcast_batch(BroadcastBatchRequest {
+                        signed_transactions,
+                    })
+                    .await
+                    .map(tonic::Response::into_inner)
+            }
         });
         let results = match answer {
             Ok(response) if response.results.len() == count => response.results,
             Ok(response) => {
                 let error = OrderError::Unavailable(format!(
                     "orderer at {} answered {} results for {count} transactions",
-                    self.endpoint,
+                    self.endpoint(),
                     response.results.len()
                 ));
                 return (0..count).map(|_| Err(error.clone())).collect();
@@ -255,14 +343,14 @@ impl Orderer for RemoteOrderer {
                     self.ordered(response)
                 }
                 Some(broadcast_batch_response::result::Outcome::Refused(refused)) => Err(refusal(
-                    &self.endpoint,
+                    self.endpoint(),
                     Some(&refused.error_code),
                     refused.grpc_code,
                     &refused.message,
                 )),
                 None => Err(OrderError::Unavailable(format!(
                     "orderer at {} answered an empty result",
-                    self.endpoint
+                    self.endpoint()
                 ))),
             })
             .collect()
@@ -276,8 +364,9 @@ impl Orderer for RemoteOrderer {
         let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
         let (stop, stopped) = watch::channel(false);
         let reader = Reader {
-            endpoint: self.endpoint.clone(),
-            client: self.client.clone(),
+            targets: self.targets.clone(),
+            current: self.current.clone(),
+            endpoint: self.endpoint().to_string(),
             seen: self.seen.clone(),
             next_seq: Seq(from.0.max(1)),
             next_block: BlockNumber(next_block.0.max(1)),
@@ -291,16 +380,14 @@ impl Orderer for RemoteOrderer {
     }
 
     fn height(&self) -> Seq {
-        let mut client = self.client.clone();
-        match self.call(async move { client.heights(HeightsRequest {}).await }) {
+        match self.call(|mut client| async move { client.heights(HeightsRequest {}).await }) {
             Ok(heights) => Seq(heights.into_inner().height),
             Err(_) => Seq(self.seen.height.load(AtomicOrdering::Relaxed)),
         }
     }
 
     fn durable_height(&self) -> Seq {
-        let mut client = self.client.clone();
-        match self.call(async move { client.heights(HeightsRequest {}).await }) {
+        match self.call(|mut client| async move { client.heights(HeightsRequest {}).await }) {
             Ok(heights) => Seq(heights.into_inner().durable_height),
             Err(_) => Seq(self.seen.durable.load(AtomicOrdering::Relaxed)),
         }
@@ -332,10 +419,13 @@ impl Drop for RemoteDelivery {
     }
 }
 
-/// Reads one stream, reconnecting from where it got to.
+/// Reads one stream, reconnecting from where it got to: to the next orderer of the
+/// cluster when the one it read from fails.
 struct Reader {
+    targets: Arc<Vec<Target>>,
+    current: Arc<AtomicUsize>,
+    /// The orderer it reads from now.
     endpoint: String,
-    client: OrderingClient<Channel>,
     seen: Arc<Seen>,
     next_seq: Seq,
     next_block: BlockNumber,
@@ -355,6 +445,13 @@ impl Reader {
                     return;
                 }
                 Err(None) => {
+                    // The next orderer, for calls too: this one failed.
+                    let next =
+                        (self.current.load(AtomicOrdering::Relaxed) + 1) % self.targets.len();
+                    if self.targets.len() > 1 {
+                        self.current.store(next, AtomicOrdering::Relaxed);
+                        pause = Duration::from_millis(50);
+                    }
                     tracing::debug!(endpoint = %self.endpoint, ?pause, "orderer stream lost; reconnecting");
                     let mut stopped = self.stopped.clone();
                     let gone = tokio::select! {
@@ -374,7 +471,9 @@ impl Reader {
     /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
     /// orderer goes away (`Err(None)`: reconnect).
     async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
-        let mut client = self.client.clone();
+        let target = &self.targets[self.current.load(AtomicOrdering::Relaxed) % self.targets.len()];
+        self.endpoint = target.endpoint.clone();
+        let mut client = target.client.clone();
         let request = StreamRequest {
             from_seq: self.next_seq.0,
             next_block: self.next_block.0,
@@ -424,10 +523,21 @@ impl Reader {
         }
     }
 
-    /// `Some` when `status` means the stream cannot go on, whoever retries.
+    /// `Some` when `status` means the stream cannot go on, whoever retries. An orderer of
+    /// a cluster that is behind this reader (one catching up after a restart) is not:
+    /// another orderer serves it meanwhile.
     fn fatal(&self, status: &Status) -> Option<OrderError> {
+        let error = from_status(&self.endpoint, status);
+        let behind = matches!(
+            error,
+            OrderError::Remote {
+                code: "ORDERER_BEHIND",
+                ..
+            }
+        );
         match status.code() {
-            Code::DataLoss | Code::InvalidArgument => Some(from_status(&self.endpoint, status)),
+            Code::DataLoss if behind && self.targets.len() > 1 => None,
+            Code::DataLoss | Code::InvalidArgument => Some(error),
             _ => None,
         }
     }

@@ -136,7 +136,7 @@ pub(crate) fn order_code(error: &OrderError) -> Code {
         OrderError::Duplicate(_) => Code::AlreadyExists,
         OrderError::Locked(_) | OrderError::Closed | OrderError::Log(_) => Code::Unavailable,
         OrderError::Corrupt(_) | OrderError::Behind { .. } => Code::DataLoss,
-        OrderError::Unavailable(_) => Code::Unavailable,
+        OrderError::Unavailable(_) | OrderError::NotLeader => Code::Unavailable,
         OrderError::Remote { grpc, .. } => Code::from_i32(*grpc),
     }
 }

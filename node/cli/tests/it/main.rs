@@ -7,3 +7,4 @@ mod cluster;
 mod exec;
 mod orgs;
 mod process;
+mod raft_cluster;

@@ -27,9 +27,9 @@ use crate::process::RUNNEL;
 
 /// A network made by `runnel init` and run by `runnel up`, stopped by `runnel down` when
 /// dropped.
-struct Network {
+pub(crate) struct Network {
     _tmp: tempfile::TempDir,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     contracts: PathBuf,
     started: bool,
 }
@@ -65,14 +65,20 @@ fn ok(output: Output, what: &str) -> Output {
 impl Network {
     /// `runnel init` of `orgs` with `peers_per_org` each, on free ports; not started.
     fn init(orgs: &str, peers_per_org: usize) -> Network {
+        Network::init_with(orgs, peers_per_org, 1)
+    }
+
+    /// [`Network::init`] with `orderers` orderers (more than one: a Raft cluster).
+    pub(crate) fn init_with(orgs: &str, peers_per_org: usize, orderers: usize) -> Network {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("net");
         let org_count = orgs.split(',').count() as u16;
-        let base = free_ports(1 + org_count * peers_per_org as u16);
+        let base = free_ports(orderers as u16 + org_count * peers_per_org as u16);
         ok(
             Command::new(RUNNEL)
                 .args(["init", "--dir", dir.to_str().unwrap(), "--orgs", orgs])
                 .args(["--peers-per-org", &peers_per_org.to_string()])
+                .args(["--orderers", &orderers.to_string()])
                 .args(["--base-port", &base.to_string()])
                 .output()
                 .unwrap(),
@@ -94,7 +100,7 @@ impl Network {
     }
 
     /// `runnel up`: every node started, the examples approved and committed.
-    fn up(&mut self) {
+    pub(crate) fn up(&mut self) {
         self.started = true;
         ok(
             Command::new(RUNNEL)
@@ -108,12 +114,12 @@ impl Network {
     }
 
     /// A node's directory, e.g. `Org2/peer0`.
-    fn node(&self, name: &str) -> PathBuf {
+    pub(crate) fn node(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
     /// The API of `Org<n>/peer<i>`.
-    fn url(&self, node: &str) -> String {
+    pub(crate) fn url(&self, node: &str) -> String {
         let text = std::fs::read_to_string(self.node(node).join("runnel.toml")).unwrap();
         let listen = text
             .lines()
@@ -124,7 +130,7 @@ impl Network {
     }
 
     /// `runnel <command> --url <node> --dir <org's people> --org <org> <args>`.
-    fn run(&self, node: &str, org: &str, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, node: &str, org: &str, args: &[&str]) -> Output {
         // `identity` and `config` take a subcommand before their options.
         let words = if matches!(args[0], "identity" | "config") {
             2
@@ -142,20 +148,20 @@ impl Network {
     }
 
     /// [`Network::run`] that must succeed; its JSON.
-    fn json(&self, node: &str, org: &str, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, node: &str, org: &str, args: &[&str]) -> Value {
         let output = ok(self.run(node, org, args), &format!("{args:?} at {node}"));
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
     /// [`Network::run`] that must fail; its error output.
-    fn fails(&self, node: &str, org: &str, args: &[&str]) -> String {
+    pub(crate) fn fails(&self, node: &str, org: &str, args: &[&str]) -> String {
         let output = self.run(node, org, args);
         assert!(!output.status.success(), "{args:?} at {node} succeeded");
         String::from_utf8_lossy(&output.stderr).into_owned()
     }
 
     /// Stops one node (SIGTERM to the process `runnel up` started).
-    fn stop(&self, node: &str) {
+    pub(crate) fn stop(&self, node: &str) {
         let pid = std::fs::read_to_string(self.node(node).join("runnel.pid")).unwrap();
         let pid = pid.trim();
         assert!(
@@ -173,7 +179,11 @@ impl Network {
     }
 
     /// Every peer's state hash once all are at the same committed height as `node`'s.
-    fn state_hashes(&self, peers: &[&str], org_of: impl Fn(&str) -> String) -> Vec<Value> {
+    pub(crate) fn state_hashes(
+        &self,
+        peers: &[&str],
+        org_of: impl Fn(&str) -> String,
+    ) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let hashes: Vec<Value> = peers
@@ -202,7 +212,7 @@ impl Drop for Network {
     }
 }
 
-fn org_of(node: &str) -> String {
+pub(crate) fn org_of(node: &str) -> String {
     node.split('/').next().unwrap().to_string()
 }
 
@@ -262,7 +272,7 @@ impl Proxy {
 
 /// Signs `transaction` as `creator`, submits it to `url` and waits for its commit; its
 /// status, or why it was not ordered.
-async fn submit(
+pub(crate) async fn submit(
     url: &str,
     people: &Path,
     org: &str,
@@ -288,7 +298,7 @@ fn connection(url: &str, people: &Path, org: &str) -> runnel_client::Connection 
 /// `contract.function(args)` proposed by `org`'s client (or its identity `as_identity`)
 /// and endorsed through `url` by `endorsing_orgs` (none: as the gateway chooses); the
 /// endorsed transaction or the gateway's error.
-async fn endorse(
+pub(crate) async fn endorse(
     url: &str,
     people: &Path,
     (org, as_identity): (&str, Option<&str>),
@@ -311,14 +321,14 @@ async fn endorse(
     Ok(Transaction::decode(endorsed.transaction.as_slice()).unwrap())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
 }
 
-fn error_name(status: &tonic::Status) -> &str {
+pub(crate) fn error_name(status: &tonic::Status) -> &str {
     status
         .metadata()
         .get(runnel_server::status::ERROR_CODE_HEADER)

@@ -90,6 +90,14 @@ pub struct OrdererNode {
     pub org: String,
     /// Its ordering service, `https://host:port`.
     pub endpoint: String,
+    /// Its id in the ordering cluster: orderers with one order together through Raft.
+    /// A definition gives one to every orderer or to none (a solo orderer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub raft_id: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 fn malformed(message: impl Into<String>) -> IdentityError {
@@ -211,7 +219,29 @@ impl NetworkDefinition {
             }
             check_endpoint(&orderer.name, &orderer.endpoint)?;
         }
+        let ids: Vec<u64> = self.orderers.iter().map(|o| o.raft_id).collect();
+        let clustered = ids.iter().filter(|id| **id != 0).count();
+        if clustered > 0 {
+            let mut unique = ids.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            if clustered != ids.len() || unique.len() != ids.len() {
+                return Err(malformed(format!(
+                    "orderer Raft ids {ids:?}: a cluster gives every orderer an id of its own,                      not 0"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// The orderers of the Raft cluster, `(raft id, orderer)`; empty when the network
+    /// orders through one solo orderer.
+    pub fn cluster(&self) -> Vec<(u64, &OrdererNode)> {
+        self.orderers
+            .iter()
+            .filter(|orderer| orderer.raft_id != 0)
+            .map(|orderer| (orderer.raft_id, orderer))
+            .collect()
     }
 
     /// The membership service trusting the organisations' CAs, refusing the revoked
@@ -346,11 +376,31 @@ mod tests {
             name: "orderer0.Org1".into(),
             org: "Org1".into(),
             endpoint: "127.0.0.1:7050".into(),
+            raft_id: 0,
         });
         assert!(definition.check().is_err());
         definition.orderers[0].endpoint = "https://127.0.0.1:7050".into();
         definition.check().unwrap();
         definition.orderers[0].org = "Org9".into();
         assert!(definition.check().is_err());
+        // A cluster: every orderer has a Raft id of its own.
+        definition.orderers[0].org = "Org1".into();
+        let mut second = definition.orderers[0].clone();
+        second.name = "orderer1.Org1".into();
+        definition.orderers.push(second);
+        definition.orderers[0].raft_id = 1;
+        assert!(definition.check().is_err(), "one id for two orderers");
+        definition.orderers[1].raft_id = 1;
+        assert!(definition.check().is_err(), "the same id twice");
+        definition.orderers[1].raft_id = 2;
+        definition.check().unwrap();
+        assert_eq!(
+            definition
+                .cluster()
+                .iter()
+                .map(|(id, _)| *id)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 }

@@ -103,6 +103,26 @@ impl RecentIds {
         Seen::New
     }
 
+    /// What [`RecentIds::insert`] would answer now, remembering nothing: how the leader of
+    /// a cluster checks a transaction it proposes, whose id is recorded only once its
+    /// entry is committed.
+    pub fn check(&mut self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
+        if self.max == 0 {
+            return Seen::New;
+        }
+        self.expire(now_ms);
+        if let Some(floor_ms) = self.floor_ms
+            && proposal_ms <= floor_ms
+        {
+            return Seen::BeyondMemory { floor_ms };
+        }
+        if self.ids.contains(&key(tx_id)) {
+            Seen::Replay
+        } else {
+            Seen::New
+        }
+    }
+
     /// Remembers an id found in the log at open, its proposal dated `proposal_ms`, in any
     /// order: the ids kept and the floor are the same whatever the order of the calls.
     /// Ids too old to be admitted again are skipped.
@@ -148,6 +168,20 @@ mod tests {
 
     fn id(n: u8) -> TxId {
         TxId([n; 32])
+    }
+
+    #[test]
+    fn check_answers_as_insert_would_and_remembers_nothing() {
+        let mut recent = RecentIds::new(Duration::from_secs(10), 8);
+        assert_eq!(recent.check(&id(1), 1_000, 1_000), Seen::New);
+        assert_eq!(
+            recent.check(&id(1), 1_000, 1_000),
+            Seen::New,
+            "nothing remembered"
+        );
+        assert_eq!(recent.insert(&id(1), 1_000, 1_000), Seen::New);
+        assert_eq!(recent.check(&id(1), 1_000, 1_000), Seen::Replay);
+        assert_eq!(recent.len(), 1);
     }
 
     #[test]

@@ -54,7 +54,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::replay::RecentIds;
+use super::replay::{RecentIds, Seen};
 use super::{Delivered, Delivery, OrderError, OrderedTx, OrdererConfig, OrderingMode};
 use crate::block::{self, SealChain, SignedSealed};
 use crate::identity::{Msp, NetworkDefinition, Signer};
@@ -877,10 +877,6 @@ impl StreamLog {
     }
 
     /// [`Inner::append_txs`], taking the lock for it alone.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "for a replicated orderer; tested here")
-    )]
     pub(crate) fn append_txs(
         &self,
         txs: Vec<StreamTx>,
@@ -897,7 +893,10 @@ impl StreamLog {
     /// [`Inner::append_seal`], taking the lock for it alone.
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "for a replicated orderer; tested here")
+        expect(
+            dead_code,
+            reason = "a replicated orderer applies seals it checked: accept_seal"
+        )
     )]
     pub(crate) fn append_seal(
         &self,
@@ -911,12 +910,82 @@ impl StreamLog {
         Ok(())
     }
 
+    /// For the leader of a cluster: what the replay memory would answer for `tx_id`,
+    /// recording nothing (its id is recorded when its entry is applied).
+    pub(crate) fn check_replay(&self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
+        self.inner.lock().replays.check(tx_id, proposal_ms, now_ms)
+    }
+
+    /// For the leader of a cluster: the next seal, signed by `signer`, over the oldest
+    /// unsealed transactions, once it is due (`seal_max_txs` of them wait, or the oldest
+    /// has waited `seal_max_delay`). The chain does not move: the seal is appended when
+    /// the entry carrying it is applied ([`StreamLog::accept_seal`]).
+    pub(crate) fn next_seal(&self, signer: &Signer, now_ms: u64) -> Option<SignedSealed> {
+        let state = self.inner.lock();
+        let max_txs = self.inner.config.seal_txs();
+        let (_, oldest) = state.unsealed.front()?;
+        if state.unsealed.len() < max_txs && oldest.elapsed() < self.inner.config.seal_max_delay {
+            return None;
+        }
+        let leaves: Vec<Hash> = state
+            .unsealed
+            .iter()
+            .take(max_txs)
+            .map(|(leaf, _)| *leaf)
+            .collect();
+        Some(state.chain.clone().seal_next(signer, &leaves, now_ms))
+    }
+
+    /// Applies a replicated seal (`bytes`, a `SignedSeal`): appended, with the applied
+    /// mark, when it is the next seal over the oldest unsealed transactions, signed by
+    /// an orderer of `msp`, checked as a peer checks it ([`SealChain::accept`]); `true`
+    /// then. Otherwise (a seal another overtook) only the applied mark is written:
+    /// `false`.
+    pub(crate) fn accept_seal(
+        &self,
+        bytes: &[u8],
+        msp: &Msp,
+        applied: Option<u64>,
+    ) -> Result<bool, OrderError> {
+        let mut state = self.inner.lock();
+        let count = match block::decode_signed_seal(bytes) {
+            Ok(sealed) => usize::try_from(sealed.seal.tx_count()).unwrap_or(usize::MAX),
+            Err(_) => usize::MAX,
+        };
+        let accepted = (count <= state.unsealed.len())
+            .then(|| {
+                let leaves: Vec<Hash> = state
+                    .unsealed
+                    .iter()
+                    .take(count)
+                    .map(|(leaf, _)| *leaf)
+                    .collect();
+                state.chain.clone().accept(bytes, &leaves, msp).ok()
+            })
+            .flatten();
+        let (wake, appended) = match accepted {
+            Some(sealed) => (self.inner.append_seal(&mut state, sealed, applied)?, true),
+            None => {
+                let (_, wake) =
+                    self.inner
+                        .append_txs(&mut state, Vec::new(), Ids::Record, applied)?;
+                (wake, false)
+            }
+        };
+        drop(state);
+        self.inner.wake(wake);
+        Ok(appended)
+    }
+
+    /// Stops the log on a failure found above it (the replicated orderer's consensus):
+    /// deliveries and appends report it from now on.
+    pub(crate) fn fail(&self, failure: String) {
+        let mut state = self.inner.lock();
+        self.inner.fail(&mut state, failure);
+    }
+
     /// In a replicated log, the index of the last replicated entry applied: after open,
     /// the one its last applied mark holds; 0 when none.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "for a replicated orderer; tested here")
-    )]
     pub(crate) fn applied_index(&self) -> u64 {
         self.inner.lock().applied
     }

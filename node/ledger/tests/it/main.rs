@@ -7,5 +7,6 @@ mod ledger_crash;
 mod orderer;
 mod pipeline;
 mod policy;
+mod raft;
 mod store;
 mod store_crash;

@@ -370,6 +370,9 @@ fn a_stream_of_many_and_large_transactions_arrives_whole_and_in_order() {
         .map(|(i, b)| (Seq(i as u64 + 1), b))
         .collect();
     assert_eq!(seen.txs.len(), expected.len());
-    assert!(seen.txs == expected, "the stream differs from what was ordered");
+    assert!(
+        seen.txs == expected,
+        "the stream differs from what was ordered"
+    );
     assert_eq!(seen.seals[11], (BlockNumber(12), Seq(1101), Seq(1200)));
 }

@@ -1,0 +1,231 @@
+//! A Raft cluster of three orderers, each a process of its own started by `runnel up`
+//! with only its organisation's keys, under a running load: killing the leader with
+//! SIGKILL loses nothing a client was told was committed, gives no seq twice, and a new
+//! leader serves within the election timeout and a second; the peers move to another
+//! orderer and every peer ends with the same state.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use runnel_ledger::identity::Role;
+use runnel_ledger::tx;
+use runnel_server::proto::HeightsRequest;
+use runnel_server::proto::ordering_client::OrderingClient;
+
+use crate::orgs::{Network, endorse, error_name, org_of, runtime, submit};
+
+/// The orderers `runnel init --orderers 3` makes for two organisations, by Raft id.
+const ORDERERS: [(u64, &str); 3] = [
+    (1, "Org1/orderer0"),
+    (2, "Org2/orderer0"),
+    (3, "Org1/orderer1"),
+];
+
+/// Raft's election timeout as a cluster runs it (ticks of 100 ms; up to twice 10 ticks).
+const ELECTION_TIMEOUT_MAX: Duration = Duration::from_secs(2);
+
+/// (raft id, leader it knows, height) of the orderer `node`, asked as Org1's peer.
+async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
+    let peer = net.node("Org1/peer0");
+    let own = peer.join("identities/Org1");
+    let connection = runnel_client::Connection {
+        tls_client_cert: Some(own.join("peer.pem")),
+        tls_client_key: Some(own.join("peer.key")),
+        ..runnel_client::Connection::to(&net.url(node), &peer, "Org1")
+    };
+    let channel = runnel_client::connect_channel(&connection).await.ok()?;
+    let mut client = OrderingClient::new(channel);
+    let mut request = tonic::Request::new(HeightsRequest {});
+    request.set_timeout(Duration::from_secs(1));
+    let heights = client.heights(request).await.ok()?.into_inner();
+    Some((heights.raft_id, heights.raft_leader, heights.height))
+}
+
+/// The leader the orderers in `among` agree on, other than `not`.
+async fn leader(net: &Network, among: &[&str], not: Option<u64>) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut seen = Vec::new();
+        for node in among {
+            seen.push(view(net, node).await.map(|(_, leader, _)| leader));
+        }
+        if let Some(Some(first)) = seen.first()
+            && *first != 0
+            && Some(*first) != not
+            && seen.iter().all(|s| *s == Some(*first))
+        {
+            return *first;
+        }
+        assert!(Instant::now() < deadline, "no leader agreed: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn kill(dir: &Path) {
+    let pid = std::fs::read_to_string(dir.join("runnel.pid")).unwrap();
+    let pid = pid.trim();
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}/status")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .contains("State:\tZ")
+    {
+        assert!(Instant::now() < deadline, "{pid} did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One client's loop: `kv put` of its own keys through Org1's peer until `stop`,
+/// retrying a submit that failed with the same signed transaction until it is known to
+/// be ordered (committed, or refused as a duplicate: ordered by an earlier attempt).
+/// The ids it was told were committed or ordered.
+async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<String>, usize) {
+    let people = net.dir.join("Org1");
+    let url = net.url("Org1/peer0");
+    let signer = runnel_client::signer(
+        &runnel_client::Connection::to(&url, &people, "Org1"),
+        Role::Client,
+    )
+    .unwrap();
+    let mut acknowledged = Vec::new();
+    let mut retries = 0;
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let key = format!("c{client}-{i}");
+        i += 1;
+        let Ok(transaction) = endorse(
+            &url,
+            &people,
+            ("Org1", None),
+            ("kv", "put", &[&key, "v"]),
+            &[],
+        )
+        .await
+        else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let proposal = transaction.proposal.clone().unwrap();
+        let tx_id =
+            tx::tx_id(&prost::Message::decode(proposal.proposal.as_slice()).unwrap()).to_hex();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match submit(&url, &people, "Org1", &signer, &transaction).await {
+                Ok(status) => {
+                    assert_eq!(
+                        status.code,
+                        runnel_server::proto::ValidationCode::Valid as i32,
+                        "{key} committed invalid: {status:?}"
+                    );
+                    acknowledged.push(tx_id);
+                    break;
+                }
+                Err(status) if error_name(&status) == "DUPLICATE_TXID" => {
+                    acknowledged.push(tx_id);
+                    break;
+                }
+                Err(status) => {
+                    retries += 1;
+                    assert!(Instant::now() < deadline, "{key} never ordered: {status}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    (acknowledged, retries)
+}
+
+#[test]
+fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
+    let mut net = Network::init_with("Org1,Org2", 1, 3);
+    net.up();
+    let net = Arc::new(net);
+    let rt = runtime();
+    let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
+    let old = rt.block_on(leader(&net, &nodes, None));
+    let old_node = ORDERERS.iter().find(|(id, _)| *id == old).unwrap().1;
+    let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
+
+    // Load from several clients, in a runtime of its own.
+    let stop = Arc::new(AtomicBool::new(false));
+    let loader = {
+        let (net, stop) = (net.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let clients: Vec<_> = (0..6)
+                    .map(|c| tokio::spawn(load(net.clone(), c, stop.clone())))
+                    .collect();
+                let mut all = Vec::new();
+                let mut retries = 0;
+                for client in clients {
+                    let (acknowledged, retried) = client.await.unwrap();
+                    all.extend(acknowledged);
+                    retries += retried;
+                }
+                (all, retries)
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    kill(&net.node(old_node));
+    let killed = Instant::now();
+    let new = rt.block_on(leader(&net, &rest, Some(old)));
+    let elected = killed.elapsed();
+    assert_ne!(new, old);
+    assert!(
+        elected < ELECTION_TIMEOUT_MAX + Duration::from_secs(1),
+        "a new leader after {elected:?}"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let (acknowledged, retries) = loader.join().unwrap();
+    assert!(acknowledged.len() > 20, "load ran: {}", acknowledged.len());
+    eprintln!(
+        "{} transactions acknowledged, {retries} submits retried, new leader after {elected:?}",
+        acknowledged.len()
+    );
+
+    // Every acknowledged transaction is committed, valid, on both peers; both peers agree.
+    let peers = ["Org1/peer0", "Org2/peer0"];
+    let hashes = net.state_hashes(&peers, org_of);
+    assert_eq!(hashes[0], hashes[1]);
+    for peer in peers {
+        for tx_id in &acknowledged {
+            let shown = net.json(peer, &org_of(peer), &["tx", tx_id]);
+            assert_eq!(shown["code"], "VALID", "{tx_id} at {peer}: {shown}");
+        }
+    }
+
+    // The killed orderer comes back (a second `runnel up`), catches up and serves.
+    net.json(
+        "Org1/peer0",
+        "Org1",
+        &["invoke", "kv", "put", "after", "kill"],
+    );
+    let mut again = Command::new(crate::process::RUNNEL);
+    again
+        .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
+        .env("RUNNEL_LOG", "warn");
+    assert!(again.output().unwrap().status.success());
+    let height = rt.block_on(view(&net, rest[0])).unwrap().2;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rt.block_on(view(&net, old_node)).map(|v| v.2) < Some(height) {
+        assert!(Instant::now() < deadline, "{old_node} did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

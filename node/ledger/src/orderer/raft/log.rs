@@ -1,0 +1,578 @@
+//! [`RaftLog`]: an orderer's durable Raft log, and Raft's view of it ([`raft::Storage`]).
+//!
+//! # Layout
+//!
+//! One [`RecordFile`] (`raft.log` in the orderer's directory) holds, in the order they
+//! were written:
+//!
+//! | kind | payload |
+//! |---|---|
+//! | `'e'` | an entry: index and term (u64 little-endian each), entry type (u8), context length (u32 little-endian), context, data |
+//! | `'h'` | Raft's hard state: term, vote and commit (u64 little-endian each) |
+//! | `'c'` | the membership in force (an encoded `RaftConfState`) |
+//!
+//! Raft overwrites the tail of a follower's log that a new leader does not hold. The file
+//! is only ever appended to: an entry record at an index the log already holds replaces
+//! that entry and every later one, as the records are read back in file order (the way
+//! etcd's write-ahead log does it). The latest hard state and membership records win.
+//! Nothing is cut, so a crash can never lose a vote already on disk.
+//!
+//! Appends become durable at [`RaftLog::sync`]; the Ready loop syncs once for everything
+//! one Ready persists (group commit), before it sends the messages that depend on it. A
+//! crash leaves at most a torn tail of unsynced records, which [`RecordFile::open`] cuts:
+//! nothing Raft was told is durable.
+//!
+//! The latest entries are also kept decoded in memory (up to [`CACHE_BYTES_MAX`]), since
+//! Raft reads them again at once, to send them to followers and to apply them.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use prost::Message as _;
+use prost::bytes::Bytes;
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
+use raft::{GetEntriesContext, RaftState, StorageError};
+
+use super::wire;
+use crate::proto::RaftConfState;
+use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader, SyncMode};
+
+/// The log's file name in the orderer's directory.
+pub const RAFT_LOG_FILE: &str = "raft.log";
+
+const ENTRY: u8 = b'e';
+const HARD_STATE: u8 = b'h';
+const CONF_STATE: u8 = b'c';
+
+/// An entry record's fixed part: index, term, type, context length.
+const ENTRY_HEADER_BYTES: usize = 8 + 8 + 1 + 4;
+
+/// The entry bytes kept decoded in memory.
+pub const CACHE_BYTES_MAX: usize = 16 << 20;
+
+/// Why the Raft log could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file could not be read or written.
+    #[error("the Raft log: {0}")]
+    Io(#[from] RecordError),
+    /// The file holds something no Raft log written by Runnel holds.
+    #[error("the Raft log is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// An orderer's Raft log: cheap to clone, every clone the same log. Raft reads it through
+/// [`raft::Storage`]; the Ready loop writes it.
+#[derive(Clone)]
+pub struct RaftLog {
+    core: Arc<RwLock<Core>>,
+}
+
+struct Core {
+    file: RecordFile,
+    reader: RecordReader,
+    /// The index of `entries[0]`.
+    first: u64,
+    /// Where each entry lies, from `first` on.
+    entries: Vec<RecordAt>,
+    /// Each entry's term, from `first` on.
+    terms: Vec<u64>,
+    /// The latest entries, decoded, oldest first; the last is the log's last.
+    cache: VecDeque<Entry>,
+    cache_bytes: usize,
+    hard_state: HardState,
+    conf_state: ConfState,
+}
+
+impl Core {
+    fn last(&self) -> u64 {
+        self.first + self.entries.len() as u64 - 1
+    }
+
+    fn read(&self, index: u64) -> Result<Entry, LogError> {
+        if let Some(oldest) = self.cache.front()
+            && index >= oldest.index
+            && let Some(entry) = self.cache.get((index - oldest.index) as usize)
+        {
+            return Ok(entry.clone());
+        }
+        let at = self
+            .entries
+            .get(index.wrapping_sub(self.first) as usize)
+            .ok_or_else(|| LogError::Corrupt(format!("entry {index} is missing")))?;
+        let entry = decode_entry(&self.reader.read(*at)?)?;
+        if entry.index != index {
+            return Err(LogError::Corrupt(format!(
+                "the record for entry {index} holds entry {}",
+                entry.index
+            )));
+        }
+        Ok(entry)
+    }
+
+    /// Drops entries from `index` on (a new leader's entries replace them).
+    fn truncate(&mut self, index: u64) {
+        let keep = index.saturating_sub(self.first) as usize;
+        self.entries.truncate(keep);
+        self.terms.truncate(keep);
+        while self.cache.back().is_some_and(|entry| entry.index >= index) {
+            if let Some(entry) = self.cache.pop_back() {
+                self.cache_bytes -= entry.data.len() + entry.context.len();
+            }
+        }
+    }
+
+    fn remember(&mut self, entry: Entry) {
+        self.cache_bytes += entry.data.len() + entry.context.len();
+        self.cache.push_back(entry);
+        while self.cache_bytes > CACHE_BYTES_MAX && self.cache.len() > 1 {
+            if let Some(oldest) = self.cache.pop_front() {
+                self.cache_bytes -= oldest.data.len() + oldest.context.len();
+            }
+        }
+    }
+}
+
+fn encode_entry(entry: &Entry) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(ENTRY_HEADER_BYTES + entry.context.len() + entry.data.len());
+    bytes.extend_from_slice(&entry.index.to_le_bytes());
+    bytes.extend_from_slice(&entry.term.to_le_bytes());
+    bytes.push(entry.get_entry_type() as u8);
+    bytes.extend_from_slice(&(entry.context.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&entry.context);
+    bytes.extend_from_slice(&entry.data);
+    bytes
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+fn decode_entry(bytes: &[u8]) -> Result<Entry, LogError> {
+    let short = || LogError::Corrupt(format!("an entry record of {} bytes", bytes.len()));
+    if bytes.len() < ENTRY_HEADER_BYTES {
+        return Err(short());
+    }
+    let mut entry = Entry::default();
+    entry.index = u64_at(bytes, 0);
+    entry.term = u64_at(bytes, 8);
+    entry.set_entry_type(
+        wire::entry_type(i32::from(bytes[16])).map_err(|e| LogError::Corrupt(e.to_string()))?,
+    );
+    let context_len = u32::from_le_bytes([bytes[17], bytes[18], bytes[19], bytes[20]]) as usize;
+    let data_at = ENTRY_HEADER_BYTES
+        .checked_add(context_len)
+        .filter(|end| *end <= bytes.len())
+        .ok_or_else(short)?;
+    entry.context = Bytes::copy_from_slice(&bytes[ENTRY_HEADER_BYTES..data_at]);
+    entry.data = Bytes::copy_from_slice(&bytes[data_at..]);
+    Ok(entry)
+}
+
+fn encode_hard_state(hard_state: &HardState) -> Vec<u8> {
+    [hard_state.term, hard_state.vote, hard_state.commit]
+        .iter()
+        .flat_map(|word| word.to_le_bytes())
+        .collect()
+}
+
+fn decode_hard_state(bytes: &[u8]) -> Result<HardState, LogError> {
+    if bytes.len() != 24 {
+        return Err(LogError::Corrupt(format!(
+            "a hard state record of {} bytes",
+            bytes.len()
+        )));
+    }
+    let mut hard_state = HardState::default();
+    hard_state.term = u64_at(bytes, 0);
+    hard_state.vote = u64_at(bytes, 8);
+    hard_state.commit = u64_at(bytes, 16);
+    Ok(hard_state)
+}
+
+impl RaftLog {
+    /// Opens the log in `dir`, or creates it empty with `genesis` as its membership (the
+    /// voters a new cluster starts with). A log that exists keeps the membership it holds.
+    pub fn open(dir: &Path, genesis: &ConfState, sync: SyncMode) -> Result<RaftLog, LogError> {
+        let Opened {
+            file,
+            records,
+            torn_at,
+        } = RecordFile::open(&dir.join(RAFT_LOG_FILE))?;
+        if let Some(offset) = torn_at {
+            tracing::warn!(
+                offset,
+                "the Raft log ended in a torn record (a crash during a write); cut it"
+            );
+        }
+        let reader = file.handle()?.with_sync(sync);
+        let mut core = Core {
+            file,
+            reader,
+            first: 1,
+            entries: Vec::new(),
+            terms: Vec::new(),
+            cache: VecDeque::new(),
+            cache_bytes: 0,
+            hard_state: HardState::default(),
+            conf_state: genesis.clone(),
+        };
+        let mut conf_found = false;
+        for at in records {
+            match at.kind {
+                ENTRY => {
+                    let header = core.reader.read_part(at, 0, 16)?;
+                    let (index, term) = (u64_at(&header, 0), u64_at(&header, 8));
+                    if index < core.first || index > core.last() + 1 {
+                        return Err(LogError::Corrupt(format!(
+                            "entry {index} follows entry {} (byte {})",
+                            core.last(),
+                            at.offset
+                        )));
+                    }
+                    core.truncate(index);
+                    if core.terms.last().is_some_and(|last| term < *last) {
+                        return Err(LogError::Corrupt(format!(
+                            "entry {index} has term {term}, below the entry before it"
+                        )));
+                    }
+                    core.entries.push(at);
+                    core.terms.push(term);
+                }
+                HARD_STATE => core.hard_state = decode_hard_state(&core.reader.read(at)?)?,
+                CONF_STATE => {
+                    let conf = RaftConfState::decode(core.reader.read(at)?.as_slice())
+                        .map_err(|e| LogError::Corrupt(format!("a membership record: {e}")))?;
+                    core.conf_state = wire::conf_state_from_wire(conf);
+                    conf_found = true;
+                }
+                other => {
+                    return Err(LogError::Corrupt(format!(
+                        "a record of unknown kind {other} at byte {}",
+                        at.offset
+                    )));
+                }
+            }
+        }
+        if core.hard_state.commit > core.last() {
+            return Err(LogError::Corrupt(format!(
+                "commit index {} past the last entry, {}",
+                core.hard_state.commit,
+                core.last()
+            )));
+        }
+        if !conf_found {
+            // Written once, so that a restart with another genesis cannot change it.
+            let bytes = wire::conf_state_to_wire(genesis).encode_to_vec();
+            core.file.append(CONF_STATE, &bytes)?;
+            core.reader.sync()?;
+        }
+        Ok(RaftLog {
+            core: Arc::new(RwLock::new(core)),
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Core> {
+        self.core.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Core> {
+        self.core.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends `entries` (consecutive, the first at most one past the last held), replacing
+    /// any the log holds from the first one's index on. Durable at the next sync.
+    pub fn append(&self, entries: &[Entry]) -> Result<(), LogError> {
+        let Some(first) = entries.first() else {
+            return Ok(());
+        };
+        let mut core = self.write();
+        if first.index < core.first || first.index > core.last() + 1 {
+            return Err(LogError::Corrupt(format!(
+                "appending entry {} to a log of entries {} to {}",
+                first.index,
+                core.first,
+                core.last()
+            )));
+        }
+        for (i, entry) in entries.iter().enumerate() {
+            assert_eq!(
+                entry.index,
+                first.index + i as u64,
+                "Raft appends consecutive entries"
+            );
+        }
+        let records: Vec<Vec<u8>> = entries.iter().map(encode_entry).collect();
+        let places = core
+            .file
+            .append_all(ENTRY, records.iter().map(Vec::as_slice))?;
+        core.truncate(first.index);
+        for (at, entry) in places.into_iter().zip(entries) {
+            core.entries.push(at);
+            core.terms.push(entry.term);
+            core.remember(entry.clone());
+        }
+        Ok(())
+    }
+
+    /// Records Raft's hard state (term, vote, commit). Durable at the next sync.
+    pub fn set_hard_state(&self, hard_state: &HardState) -> Result<(), LogError> {
+        let mut core = self.write();
+        core.file
+            .append(HARD_STATE, &encode_hard_state(hard_state))?;
+        core.hard_state = hard_state.clone();
+        Ok(())
+    }
+
+    /// Records a commit index Raft learnt after the last hard state it gave.
+    pub fn set_commit(&self, commit: u64) -> Result<(), LogError> {
+        let mut hard_state = self.read().hard_state.clone();
+        hard_state.commit = commit;
+        self.set_hard_state(&hard_state)
+    }
+
+    /// Records the membership in force (after a configuration change applied). Durable at
+    /// the next sync.
+    pub fn set_conf_state(&self, conf_state: &ConfState) -> Result<(), LogError> {
+        let mut core = self.write();
+        let bytes = wire::conf_state_to_wire(conf_state).encode_to_vec();
+        core.file.append(CONF_STATE, &bytes)?;
+        core.conf_state = conf_state.clone();
+        Ok(())
+    }
+
+    /// Makes everything appended so far durable.
+    pub fn sync(&self) -> Result<(), LogError> {
+        // Under the read lock: Raft's reads go on meanwhile.
+        Ok(self.read().reader.sync()?)
+    }
+
+    /// The index of the last entry (0 when there is none).
+    pub fn last_index(&self) -> u64 {
+        self.read().last()
+    }
+
+    /// The hard state last recorded.
+    pub fn hard_state(&self) -> HardState {
+        self.read().hard_state.clone()
+    }
+
+    /// The entry at `index`, if the log holds it.
+    pub fn entry(&self, index: u64) -> Result<Option<Entry>, LogError> {
+        let core = self.read();
+        if index < core.first || index > core.last() {
+            return Ok(None);
+        }
+        core.read(index).map(Some)
+    }
+}
+
+fn storage_error(error: LogError) -> raft::Error {
+    raft::Error::Store(StorageError::Other(Box::new(error)))
+}
+
+impl raft::Storage for RaftLog {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        let core = self.read();
+        Ok(RaftState {
+            hard_state: core.hard_state.clone(),
+            conf_state: core.conf_state.clone(),
+        })
+    }
+
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        _context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        let core = self.read();
+        if low < core.first {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if high > core.last() + 1 {
+            return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        let max_size = max_size.into().unwrap_or(raft::NO_LIMIT);
+        let mut entries = Vec::new();
+        let mut size = 0u64;
+        for index in low..high {
+            let entry = core.read(index).map_err(storage_error)?;
+            size += (entry.data.len() + entry.context.len() + 32) as u64;
+            // At least one, then no more than `max_size` in all.
+            if !entries.is_empty() && size > max_size {
+                break;
+            }
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    fn term(&self, index: u64) -> raft::Result<u64> {
+        let core = self.read();
+        if index + 1 == core.first {
+            // Before the first entry: nothing was ever compacted, so term 0.
+            return Ok(0);
+        }
+        if index < core.first {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        core.terms
+            .get((index - core.first) as usize)
+            .copied()
+            .ok_or(raft::Error::Store(StorageError::Unavailable))
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        Ok(self.read().first)
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        Ok(self.read().last())
+    }
+
+    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        // The log is never compacted: a follower catches up from the entries themselves.
+        Err(raft::Error::Store(
+            StorageError::SnapshotTemporarilyUnavailable,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use raft::Storage as _;
+
+    use super::*;
+
+    fn entry(index: u64, term: u64, data: &str) -> Entry {
+        let mut entry = Entry::default();
+        entry.index = index;
+        entry.term = term;
+        entry.data = Bytes::from(data.to_string());
+        entry
+    }
+
+    fn voters(ids: &[u64]) -> ConfState {
+        let mut conf = ConfState::default();
+        conf.voters = ids.to_vec();
+        conf
+    }
+
+    fn all(log: &RaftLog) -> Vec<(u64, u64, String)> {
+        let last = log.last_index();
+        log.entries(1, last + 1, None, GetEntriesContext::empty(false))
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.index, e.term, String::from_utf8(e.data.to_vec()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn entries_hard_state_and_membership_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RaftLog::open(dir.path(), &voters(&[1, 2, 3]), SyncMode::Data).unwrap();
+        assert_eq!(log.initial_state().unwrap().conf_state, voters(&[1, 2, 3]));
+        assert_eq!(log.first_index().unwrap(), 1);
+        assert_eq!(log.last_index(), 0);
+        assert_eq!(log.term(0).unwrap(), 0);
+        log.append(&[entry(1, 1, "a"), entry(2, 1, "b"), entry(3, 2, "c")])
+            .unwrap();
+        let mut hard = HardState::default();
+        hard.term = 2;
+        hard.vote = 3;
+        hard.commit = 2;
+        log.set_hard_state(&hard).unwrap();
+        log.set_conf_state(&voters(&[1, 2, 3, 4])).unwrap();
+        log.sync().unwrap();
+        drop(log);
+
+        // Another genesis does not change the membership a log holds.
+        let log = RaftLog::open(dir.path(), &voters(&[9]), SyncMode::Data).unwrap();
+        let state = log.initial_state().unwrap();
+        assert_eq!(state.hard_state, hard);
+        assert_eq!(state.conf_state, voters(&[1, 2, 3, 4]));
+        assert_eq!(
+            all(&log),
+            vec![
+                (1, 1, "a".to_string()),
+                (2, 1, "b".to_string()),
+                (3, 2, "c".to_string())
+            ]
+        );
+        assert_eq!(log.term(3).unwrap(), 2);
+        assert!(matches!(
+            log.term(4),
+            Err(raft::Error::Store(StorageError::Unavailable))
+        ));
+    }
+
+    #[test]
+    fn a_new_leader_s_entries_replace_the_tail_in_memory_and_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RaftLog::open(dir.path(), &voters(&[1, 2, 3]), SyncMode::Data).unwrap();
+        log.append(&[entry(1, 1, "a"), entry(2, 1, "b"), entry(3, 1, "c")])
+            .unwrap();
+        // A leader of term 2 holds another entry 2: 2 and 3 go, 2' and 3' come.
+        log.append(&[entry(2, 2, "B"), entry(3, 2, "C")]).unwrap();
+        log.append(&[entry(4, 2, "D")]).unwrap();
+        let expected = vec![
+            (1, 1, "a".to_string()),
+            (2, 2, "B".to_string()),
+            (3, 2, "C".to_string()),
+            (4, 2, "D".to_string()),
+        ];
+        assert_eq!(all(&log), expected);
+        log.sync().unwrap();
+        drop(log);
+        let log = RaftLog::open(dir.path(), &voters(&[1, 2, 3]), SyncMode::Data).unwrap();
+        assert_eq!(all(&log), expected);
+        // A gap is refused, not papered over.
+        assert!(log.append(&[entry(9, 2, "x")]).is_err());
+    }
+
+    #[test]
+    fn entries_read_back_from_the_file_once_out_of_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RaftLog::open(dir.path(), &voters(&[1]), SyncMode::Data).unwrap();
+        let big = "x".repeat(1 << 20);
+        let entries: Vec<Entry> = (1..=20).map(|i| entry(i, 1, &big)).collect();
+        log.append(&entries).unwrap();
+        assert!(log.read().cache.len() < 20, "the cache is bounded");
+        let first = log.entry(1).unwrap().unwrap();
+        assert_eq!(first.data.len(), 1 << 20);
+        // max_size bounds a read, but never below one entry.
+        let some = log
+            .entries(1, 21, 3 << 20, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(some.len(), 2);
+        let one = log
+            .entries(1, 21, 1, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(one.len(), 1);
+    }
+
+    #[test]
+    fn a_record_of_another_kind_or_out_of_place_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(RaftLog::open(dir.path(), &voters(&[1]), SyncMode::Data).unwrap());
+        {
+            let Opened { mut file, .. } =
+                RecordFile::open(&dir.path().join(RAFT_LOG_FILE)).unwrap();
+            file.append(ENTRY, &encode_entry(&entry(5, 1, "x")))
+                .unwrap();
+            file.handle().unwrap().sync().unwrap();
+        }
+        let error = RaftLog::open(dir.path(), &voters(&[1]), SyncMode::Data)
+            .err()
+            .unwrap();
+        assert!(
+            error.to_string().contains("entry 5 follows entry 0"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,960 @@
+//! [`RaftOrderer`]: one orderer of a cluster, behind the same [`Orderer`] trait as the solo
+//! one.
+//!
+//! # Threads
+//!
+//! - A caller of [`Orderer::submit_batch`] on the leader checks its transactions (shape,
+//!   submitter, signatures: [`admit_batch`]) on its own thread, then hands them to the
+//!   Raft thread and waits for their seqs. On a follower it forwards them to the leader
+//!   ([`Transport::forward`]), which answers the same way.
+//! - The Raft thread owns the [`RawNode`]. Each turn it takes every input queued (messages
+//!   from the other orderers, proposals), proposes the turn's transactions as one entry,
+//!   ticks, and handles Raft's Ready: sends the leader's appends, appends what Raft
+//!   persists to the [`RaftLog`] and syncs it once (group commit: what arrives during a
+//!   sync goes in the next), sends the messages that waited for that sync, and applies
+//!   committed entries to the [`StreamLog`].
+//! - The stream log's own threads and deliveries serve peers what was applied: only
+//!   committed entries ever reach it, so a peer never sees a seq the cluster could still
+//!   give another transaction.
+//!
+//! # Determinism
+//!
+//! Every orderer applies the same committed entries in the same order: a batch's
+//! transactions take the next seqs with the timestamps the leader gave them; a seal is
+//! appended when it is the next seal over the transactions applied before it (checked
+//! as a peer checks it: [`crate::block::SealChain::accept`]), and skipped otherwise (a seal an old
+//! leader cut that a newer one's overtook). So every orderer's stream is the same, byte
+//! for byte, and a peer may read it from any of them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use prost::Message as _;
+use raft::eraftpb::{ConfState, Entry, EntryType, Message};
+use raft::{RawNode, StateRole};
+
+use super::log::{LogError, RAFT_LOG_FILE, RaftLog};
+use super::logger;
+use crate::identity::{Msp, Signer};
+use crate::ids::{BlockNumber, Seq, TxId};
+use crate::metrics::Histogram;
+use crate::netconfig::CONFIG_NAMESPACE;
+use crate::orderer::replay::Seen;
+use crate::orderer::stream::{Ids, StreamLog, StreamOptions, StreamTx};
+use crate::orderer::{
+    Admitted, ClusterView, Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit_batch,
+};
+use crate::proto::{OrderedBatch, OrderedInput, OrderingEntry, ordering_entry};
+use crate::tx;
+
+/// How one orderer takes part in its cluster.
+#[derive(Debug, Clone)]
+pub struct RaftSettings {
+    /// This orderer's Raft id (non-zero, unique in the cluster).
+    pub id: u64,
+    /// The voters a new cluster starts with (this orderer among them). An orderer whose
+    /// log exists keeps the membership its log holds.
+    pub voters: Vec<u64>,
+    /// How often Raft's clock ticks.
+    pub tick: Duration,
+    /// Ticks without a leader's heartbeat before a follower stands for election (Raft
+    /// randomises it between this and twice this).
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_ticks: usize,
+    /// How long a submit waits for its transactions to be committed.
+    pub commit_timeout: Duration,
+}
+
+impl RaftSettings {
+    /// The defaults: a 100 ms tick, elections after 1–2 s of silence, heartbeats every
+    /// 200 ms, submits waiting at most 10 s.
+    pub fn new(id: u64, voters: Vec<u64>) -> RaftSettings {
+        RaftSettings {
+            id,
+            voters,
+            tick: Duration::from_millis(100),
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            commit_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How an orderer reaches the other orderers of its cluster.
+pub trait Transport: Send + Sync {
+    /// Sends each message to the orderer its `to` names. May drop any of them (an
+    /// orderer unreachable, a queue full): Raft sends again what matters.
+    fn send(&self, messages: Vec<Message>);
+
+    /// Asks the leader `leader` to order `transactions`, received by this orderer,
+    /// waiting for its answers (one per transaction, in order).
+    fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>>;
+}
+
+/// How often a caller waiting for a leader looks again.
+const LEADER_POLL: Duration = Duration::from_millis(20);
+
+/// Most inputs queued for the Raft thread; messages past it are dropped (Raft resends),
+/// proposals refused as unavailable.
+const INPUTS_MAX: usize = 65_536;
+
+/// Most inputs the Raft thread takes in one turn, so that a flood of them does not hold
+/// off ticks and Ready handling.
+const INPUTS_PER_TURN: usize = 4096;
+
+/// Most transaction bytes one entry carries; a turn with more proposes several.
+const ENTRY_BYTES_MAX: usize = 4 << 20;
+
+/// Most bytes of entries one append message to a follower carries (at least one entry).
+const APPEND_BYTES_MAX: u64 = 1 << 20;
+
+/// Most append messages in flight to one follower.
+const APPENDS_IN_FLIGHT_MAX: usize = 256;
+
+/// What reaches the Raft thread.
+enum Input {
+    /// A message from another orderer.
+    Step(Message),
+    /// Admitted transactions to order, and where their answers go.
+    Propose(Call),
+}
+
+/// One caller's transactions, waiting for their seqs.
+struct Call {
+    transactions: Vec<(Vec<u8>, Result<Admitted, OrderError>)>,
+    received_us: u64,
+    answer: Sender<Vec<Result<Ordered, OrderError>>>,
+}
+
+/// A call whose transactions are in a proposed entry: its answers so far, and where its
+/// transactions sit in the entry.
+struct Waiting {
+    answers: Vec<Result<Ordered, OrderError>>,
+    /// (answer slot, position in the entry, id) of each transaction proposed.
+    proposed: Vec<(usize, usize, TxId)>,
+    received_us: u64,
+    answer: Sender<Vec<Result<Ordered, OrderError>>>,
+}
+
+/// An entry this orderer proposed as leader, until it is applied or given up.
+struct Proposed {
+    term: u64,
+    calls: Vec<Waiting>,
+    since: Instant,
+}
+
+/// What the Raft thread publishes for callers.
+#[derive(Default)]
+struct Status {
+    /// The leader's id as this orderer knows it (0: none known).
+    leader: AtomicU64,
+    term: AtomicU64,
+    /// Set when the Raft thread stopped on an error: every call reports it.
+    failure: Mutex<Option<String>>,
+}
+
+impl Status {
+    fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// One orderer of a Raft cluster (see the module doc).
+pub struct RaftOrderer {
+    id: u64,
+    config: OrdererConfig,
+    msp: Arc<Msp>,
+    stream: Arc<StreamLog>,
+    inputs: Sender<Input>,
+    status: Arc<Status>,
+    transport: Arc<dyn Transport>,
+    commit_timeout: Duration,
+    /// Raft's election timeout (the longest a follower waits, half of it).
+    election_timeout: Duration,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    stop: Sender<()>,
+}
+
+impl std::fmt::Debug for RaftOrderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftOrderer")
+            .field("id", &self.id)
+            .field("leader", &self.leader())
+            .finish_non_exhaustive()
+    }
+}
+
+fn log_failure(error: LogError) -> OrderError {
+    match error {
+        LogError::Corrupt(what) => OrderError::Corrupt(what),
+        LogError::Io(error) => OrderError::Log(error.to_string()),
+    }
+}
+
+impl RaftOrderer {
+    /// Opens (or creates) this orderer's Raft log and stream log in `dir` and starts
+    /// taking part in the cluster through `transport`. Messages from the other orderers
+    /// come in through [`RaftOrderer::step`].
+    pub fn open(
+        dir: &Path,
+        config: OrdererConfig,
+        msp: Arc<Msp>,
+        signer: Signer,
+        settings: RaftSettings,
+        transport: Arc<dyn Transport>,
+    ) -> Result<RaftOrderer, OrderError> {
+        if settings.id == 0 || !settings.voters.contains(&settings.id) {
+            return Err(OrderError::Unavailable(format!(
+                "orderer id {} is not among the cluster's voters {:?}",
+                settings.id, settings.voters
+            )));
+        }
+        // A solo orderer's log holds no applied marks: opened as a replicated one, it
+        // would be taken for a torn first group and dropped.
+        if dir.join(super::super::stream::LOG_FILE).exists() && !dir.join(RAFT_LOG_FILE).exists() {
+            return Err(OrderError::Corrupt(format!(
+                "{} holds a solo orderer's log; a member of a cluster starts from an empty \
+                 directory",
+                dir.display()
+            )));
+        }
+        let stream = Arc::new(StreamLog::open(
+            dir,
+            config.clone(),
+            msp.clone(),
+            signer.clone(),
+            StreamOptions { replicated: true },
+        )?);
+        let mut genesis = ConfState::default();
+        genesis.voters = settings.voters.clone();
+        let log = RaftLog::open(dir, &genesis, config.sync).map_err(log_failure)?;
+        // Everything the stream log applied was committed: a commit index recorded
+        // before the last applies were (it is synced lazily) is raised to them.
+        let applied = stream.applied_index();
+        if applied > log.last_index() {
+            return Err(OrderError::Corrupt(format!(
+                "the stream log applied Raft entry {applied}, past the Raft log's last, {}",
+                log.last_index()
+            )));
+        }
+        if log.hard_state().commit < applied {
+            log.set_commit(applied).map_err(log_failure)?;
+            log.sync().map_err(log_failure)?;
+        }
+        let raft_config = raft::Config {
+            id: settings.id,
+            election_tick: settings.election_ticks,
+            heartbeat_tick: settings.heartbeat_ticks,
+            applied,
+            max_size_per_msg: APPEND_BYTES_MAX,
+            max_inflight_msgs: APPENDS_IN_FLIGHT_MAX,
+            // A leader that cannot reach a majority steps down, and a node cut off
+            // asks before it disrupts a healthy leader with a higher term.
+            check_quorum: true,
+            pre_vote: true,
+            ..raft::Config::default()
+        };
+        raft_config
+            .validate()
+            .map_err(|e| OrderError::Unavailable(format!("Raft settings: {e}")))?;
+        let node = RawNode::new(&raft_config, log.clone(), &logger::logger())
+            .map_err(|e| OrderError::Corrupt(format!("starting Raft: {e}")))?;
+        let (inputs, received) = crossbeam_channel::bounded(INPUTS_MAX);
+        let (stop, stopped) = crossbeam_channel::bounded(1);
+        let status = Arc::new(Status::default());
+        let mut runner = Runner {
+            node,
+            log,
+            stream: stream.clone(),
+            inputs: received,
+            stopped,
+            transport: transport.clone(),
+            status: status.clone(),
+            signer,
+            msp: msp.clone(),
+            tick: settings.tick,
+            last_tick: Instant::now(),
+            proposed: BTreeMap::new(),
+            in_flight: HashSet::new(),
+            seal_in_flight: None,
+            commit_timeout: settings.commit_timeout,
+        };
+        let thread = std::thread::Builder::new()
+            .name("runnel-raft".into())
+            .spawn(move || runner.run())
+            .map_err(|e| OrderError::Log(format!("starting the Raft thread: {e}")))?;
+        Ok(RaftOrderer {
+            id: settings.id,
+            config,
+            msp,
+            stream,
+            inputs,
+            status,
+            transport,
+            commit_timeout: settings.commit_timeout,
+            election_timeout: settings.tick * settings.election_ticks as u32,
+            thread: Mutex::new(Some(thread)),
+            stop,
+        })
+    }
+
+    /// This orderer's Raft id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The leader's id as this orderer knows it, if it knows one.
+    pub fn leader(&self) -> Option<u64> {
+        match self.status.leader.load(AtomicOrdering::Acquire) {
+            0 => None,
+            id => Some(id),
+        }
+    }
+
+    /// The Raft term this orderer is in.
+    pub fn term(&self) -> u64 {
+        self.status.term.load(AtomicOrdering::Acquire)
+    }
+
+    /// Hands Raft a message another orderer sent. Dropped when the Raft thread is that
+    /// far behind: Raft sends again what matters.
+    pub fn step(&self, message: Message) {
+        if let Err(TrySendError::Full(_)) = self.inputs.try_send(Input::Step(message)) {
+            tracing::debug!("Raft input queue full; a message from another orderer dropped");
+        }
+    }
+
+    fn check(&self) -> Result<(), OrderError> {
+        match self.status.failure() {
+            Some(failure) => Err(OrderError::Log(failure)),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the leader this orderer knows is another than `leader` (a new one
+    /// elected), for at most two election timeouts, or `deadline`.
+    fn wait_for_another_leader(&self, leader: Option<u64>, deadline: Instant) {
+        let until = deadline.min(Instant::now() + 2 * self.election_timeout);
+        while Instant::now() < until {
+            let now = self.leader();
+            if now.is_some() && now != leader {
+                return;
+            }
+            std::thread::sleep(LEADER_POLL);
+        }
+    }
+
+    /// Orders `transactions` as leader: admits them here, then waits for the Raft
+    /// thread's answers. `None` when this orderer is not the leader after all.
+    fn order_as_leader(
+        &self,
+        transactions: Vec<Vec<u8>>,
+    ) -> Option<Vec<Result<Ordered, OrderError>>> {
+        let received_us = tx::now_us();
+        let count = transactions.len();
+        let admitted = admit_batch(&self.config, &self.msp, &transactions);
+        let (answer, answered) = crossbeam_channel::bounded(1);
+        let call = Call {
+            transactions: transactions.into_iter().zip(admitted).collect(),
+            received_us,
+            answer,
+        };
+        let unavailable = |why: &str| {
+            Some(
+                (0..count)
+                    .map(|_| Err(OrderError::Unavailable(why.to_string())))
+                    .collect(),
+            )
+        };
+        match self.inputs.try_send(Input::Propose(call)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                return unavailable("the orderer's Raft queue is full; retry");
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                return unavailable("the orderer's Raft thread stopped");
+            }
+        }
+        // The Raft thread answers every call within the commit timeout (then gives up
+        // on it); the margin covers a thread that stopped.
+        match answered.recv_timeout(self.commit_timeout + Duration::from_secs(1)) {
+            Ok(answers)
+                if answers
+                    .iter()
+                    .all(|a| matches!(a, Err(OrderError::NotLeader))) =>
+            {
+                None
+            }
+            Ok(answers) => Some(answers),
+            Err(_) => unavailable("no answer from the orderer's Raft thread"),
+        }
+    }
+}
+
+impl Orderer for RaftOrderer {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        self.submit_batch(vec![signed_transaction])
+            .pop()
+            .unwrap_or(Err(OrderError::Closed))
+    }
+
+    /// On the leader, orders them; on a follower, forwards them to the leader. While
+    /// there is no leader, or the leader cannot be reached (it may have just failed),
+    /// waits for the next one, up to the commit timeout: a client sees an election as a
+    /// pause, not an error.
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        let count = signed_transactions.len();
+        let deadline = Instant::now() + self.commit_timeout;
+        loop {
+            if let Err(error) = self.check() {
+                return (0..count).map(|_| Err(error.clone())).collect();
+            }
+            let leader = self.leader();
+            match leader {
+                Some(leader) if leader == self.id => {
+                    if let Some(answers) = self.order_as_leader(signed_transactions.clone()) {
+                        return answers;
+                    }
+                }
+                Some(leader) => {
+                    let answers = self.transport.forward(leader, signed_transactions.clone());
+                    let unreachable = answers.iter().all(|answer| {
+                        matches!(
+                            answer,
+                            Err(OrderError::Unavailable(_))
+                                | Err(OrderError::Remote {
+                                    code: "ORDERER_UNAVAILABLE",
+                                    ..
+                                })
+                        )
+                    });
+                    if !unreachable || Instant::now() >= deadline {
+                        return answers;
+                    }
+                }
+                None if Instant::now() >= deadline => {
+                    return (0..count)
+                        .map(|_| {
+                            Err(OrderError::Unavailable(format!(
+                                "the ordering cluster elected no leader within {:?}; retry",
+                                self.commit_timeout
+                            )))
+                        })
+                        .collect();
+                }
+                None => {}
+            }
+            self.wait_for_another_leader(leader, deadline);
+        }
+    }
+
+    fn submits_in_batches(&self) -> bool {
+        true
+    }
+
+    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
+        self.stream.deliver(from, next_block)
+    }
+
+    fn height(&self) -> Seq {
+        self.stream.height()
+    }
+
+    fn durable_height(&self) -> Seq {
+        self.stream.durable_height()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.status.failure().or_else(|| self.stream.failure())
+    }
+
+    fn flush_seconds(&self) -> Option<Arc<Histogram>> {
+        Some(self.stream.flush_seconds())
+    }
+
+    fn cluster(&self) -> Option<ClusterView> {
+        Some(ClusterView {
+            id: self.id,
+            leader: self.leader(),
+            term: self.term(),
+        })
+    }
+
+    fn close(&self) {
+        let _ = self.stop.try_send(());
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        self.stream.close();
+    }
+}
+
+impl Drop for RaftOrderer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The Raft thread's state.
+struct Runner {
+    node: RawNode<RaftLog>,
+    log: RaftLog,
+    stream: Arc<StreamLog>,
+    inputs: Receiver<Input>,
+    stopped: Receiver<()>,
+    transport: Arc<dyn Transport>,
+    status: Arc<Status>,
+    signer: Signer,
+    msp: Arc<Msp>,
+    tick: Duration,
+    last_tick: Instant,
+    /// Entries this orderer proposed as leader, by index.
+    proposed: BTreeMap<u64, Proposed>,
+    /// Ids of the transactions in `proposed`, so that a replay is not proposed twice.
+    in_flight: HashSet<TxId>,
+    /// The index and term of the seal entry proposed and not yet applied.
+    seal_in_flight: Option<(u64, u64)>,
+    commit_timeout: Duration,
+}
+
+/// Why the Raft thread stops.
+type Stop = Result<(), String>;
+
+impl Runner {
+    fn run(&mut self) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.turns()));
+        let failure = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(failure)) => Some(failure),
+            Err(panic) => Some(format!(
+                "the Raft state machine stopped: {}",
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into())
+            )),
+        };
+        if let Some(failure) = failure {
+            tracing::error!(%failure, "this orderer stops ordering; the rest of the cluster goes on");
+            *self
+                .status
+                .failure
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(failure.clone());
+            self.stream.fail(failure.clone());
+        }
+        self.status.leader.store(0, AtomicOrdering::Release);
+        // Whoever still waits learns now.
+        let error = OrderError::Unavailable("this orderer stopped ordering".into());
+        for (_, proposed) in std::mem::take(&mut self.proposed) {
+            for call in proposed.calls {
+                let _ = call
+                    .answer
+                    .send(call.answers.iter().map(|_| Err(error.clone())).collect());
+            }
+        }
+        for input in self.inputs.try_iter() {
+            if let Input::Propose(call) = input {
+                let _ = call.answer.send(
+                    call.transactions
+                        .iter()
+                        .map(|_| Err(error.clone()))
+                        .collect(),
+                );
+            }
+        }
+    }
+
+    fn turns(&mut self) -> Stop {
+        loop {
+            if self.stopped.try_recv().is_ok() {
+                return Ok(());
+            }
+            let wait = self.tick.saturating_sub(self.last_tick.elapsed());
+            let mut calls = Vec::new();
+            match self.inputs.recv_timeout(wait) {
+                Ok(input) => self.take(input, &mut calls),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+            let more: Vec<Input> = self.inputs.try_iter().take(INPUTS_PER_TURN).collect();
+            for input in more {
+                self.take(input, &mut calls);
+            }
+            if self.last_tick.elapsed() >= self.tick {
+                self.node.tick();
+                self.last_tick = Instant::now();
+            }
+            if !calls.is_empty() {
+                self.propose(calls);
+            }
+            self.maybe_seal();
+            self.handle_ready()?;
+            self.give_up_late();
+        }
+    }
+
+    fn take(&mut self, input: Input, calls: &mut Vec<Call>) {
+        match input {
+            Input::Step(message) => {
+                if let Err(error) = self.node.step(message) {
+                    tracing::debug!(%error, "a Raft message from another orderer was not taken");
+                }
+            }
+            Input::Propose(call) => calls.push(call),
+        }
+    }
+
+    fn is_leader(&self) -> bool {
+        self.node.raft.state == StateRole::Leader
+    }
+
+    /// Proposes the turn's admitted transactions, as few entries as their bytes allow.
+    /// Replays are refused here, against what was applied and what is in flight.
+    fn propose(&mut self, calls: Vec<Call>) {
+        if !self.is_leader() {
+            for call in calls {
+                let _ = call.answer.send(
+                    call.transactions
+                        .iter()
+                        .map(|_| Err(OrderError::NotLeader))
+                        .collect(),
+                );
+            }
+            return;
+        }
+        let now_ms = tx::now_ms();
+        let mut entry = Vec::new();
+        let mut entry_bytes = 0;
+        let mut waiting = Vec::new();
+        for call in calls {
+            let mut answers = Vec::with_capacity(call.transactions.len());
+            let mut proposed = Vec::new();
+            for (slot, (bytes, admitted)) in call.transactions.into_iter().enumerate() {
+                let checked = admitted.and_then(|(tx_id, proposal_ms, _)| {
+                    if self.in_flight.contains(&tx_id) {
+                        return Err(OrderError::Duplicate(tx_id));
+                    }
+                    match self.stream.check_replay(&tx_id, proposal_ms, now_ms) {
+                        Seen::New => Ok(tx_id),
+                        Seen::Replay => Err(OrderError::Duplicate(tx_id)),
+                        Seen::BeyondMemory { floor_ms } => Err(OrderError::BeyondReplayMemory {
+                            proposal_ms,
+                            floor_ms,
+                        }),
+                    }
+                });
+                match checked {
+                    Ok(tx_id) => {
+                        if entry_bytes + bytes.len() > ENTRY_BYTES_MAX && !entry.is_empty() {
+                            self.propose_entry(
+                                std::mem::take(&mut entry),
+                                std::mem::take(&mut waiting),
+                            );
+                            entry_bytes = 0;
+                        }
+                        self.in_flight.insert(tx_id);
+                        entry_bytes += bytes.len();
+                        proposed.push((slot, entry.len(), tx_id));
+                        entry.push(OrderedInput {
+                            timestamp_ms: now_ms,
+                            transaction: bytes,
+                        });
+                        answers.push(Err(OrderError::Closed));
+                    }
+                    Err(error) => answers.push(Err(error)),
+                }
+            }
+            let call = Waiting {
+                answers,
+                proposed,
+                received_us: call.received_us,
+                answer: call.answer,
+            };
+            if call.proposed.is_empty() {
+                let _ = call.answer.send(call.answers);
+            } else {
+                waiting.push(call);
+            }
+        }
+        if !entry.is_empty() {
+            self.propose_entry(entry, waiting);
+        }
+    }
+
+    fn propose_entry(&mut self, transactions: Vec<OrderedInput>, calls: Vec<Waiting>) {
+        let data = OrderingEntry {
+            entry: Some(ordering_entry::Entry::Batch(OrderedBatch { transactions })),
+        }
+        .encode_to_vec();
+        match self.node.propose(Vec::new(), data) {
+            Ok(()) => {
+                let index = self.node.raft.raft_log.last_index();
+                self.proposed.insert(
+                    index,
+                    Proposed {
+                        term: self.node.raft.term,
+                        calls,
+                        since: Instant::now(),
+                    },
+                );
+            }
+            Err(error) => {
+                let error = OrderError::Unavailable(format!("Raft refused the proposal: {error}"));
+                for call in calls {
+                    self.answer_lost(call, &error);
+                }
+            }
+        }
+    }
+
+    fn answer_lost(&mut self, call: Waiting, error: &OrderError) {
+        let mut answers = call.answers;
+        for (slot, _, tx_id) in call.proposed {
+            self.in_flight.remove(&tx_id);
+            answers[slot] = Err(error.clone());
+        }
+        let _ = call.answer.send(answers);
+    }
+
+    /// As leader, with no seal in flight: proposes the next seal once the oldest unsealed
+    /// transaction has waited `seal_max_delay` or `seal_max_txs` wait.
+    fn maybe_seal(&mut self) {
+        if !self.is_leader() {
+            self.seal_in_flight = None;
+            return;
+        }
+        if let Some((index, term)) = self.seal_in_flight {
+            // Given up if it was overtaken (its index applied with another entry).
+            if term == self.node.raft.term || index > self.node.raft.raft_log.applied {
+                return;
+            }
+            self.seal_in_flight = None;
+        }
+        let Some(sealed) = self.stream.next_seal(&self.signer, tx::now_ms()) else {
+            return;
+        };
+        let data = OrderingEntry {
+            entry: Some(ordering_entry::Entry::Seal(sealed.bytes)),
+        }
+        .encode_to_vec();
+        if self.node.propose(Vec::new(), data).is_ok() {
+            self.seal_in_flight = Some((self.node.raft.raft_log.last_index(), self.node.raft.term));
+        }
+    }
+
+    fn handle_ready(&mut self) -> Stop {
+        if !self.node.has_ready() {
+            return Ok(());
+        }
+        let mut ready = self.node.ready();
+        if !ready.messages().is_empty() {
+            // A leader's appends go out before its own sync: the followers write in
+            // parallel with it.
+            self.transport.send(ready.take_messages());
+        }
+        if !ready.snapshot().is_empty() {
+            return Err(
+                "a Raft snapshot arrived; this orderer's log is never compacted and takes none"
+                    .into(),
+            );
+        }
+        self.apply(ready.take_committed_entries())?;
+        let mut persist = false;
+        if !ready.entries().is_empty() {
+            self.log
+                .append(ready.entries())
+                .map_err(|e| e.to_string())?;
+            persist = true;
+        }
+        if let Some(hard_state) = ready.hs() {
+            self.log
+                .set_hard_state(hard_state)
+                .map_err(|e| e.to_string())?;
+            persist = true;
+        }
+        if persist || ready.must_sync() {
+            self.log
+                .sync()
+                .map_err(|e| format!("syncing the Raft log: {e}"))?;
+        }
+        if !ready.persisted_messages().is_empty() {
+            self.transport.send(ready.take_persisted_messages());
+        }
+        if let Some(soft) = ready.ss() {
+            self.status
+                .leader
+                .store(soft.leader_id, AtomicOrdering::Release);
+        }
+        let mut light = self.node.advance(ready);
+        if let Some(commit) = light.commit_index() {
+            self.log.set_commit(commit).map_err(|e| e.to_string())?;
+        }
+        if !light.messages().is_empty() {
+            self.transport.send(light.take_messages());
+        }
+        self.apply(light.take_committed_entries())?;
+        self.node.advance_apply();
+        self.status
+            .leader
+            .store(self.node.raft.leader_id, AtomicOrdering::Release);
+        self.status
+            .term
+            .store(self.node.raft.term, AtomicOrdering::Release);
+        Ok(())
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) -> Stop {
+        for entry in entries {
+            let index = entry.index;
+            match entry.get_entry_type() {
+                EntryType::EntryNormal if entry.data.is_empty() => {
+                    // A new leader's empty entry: nothing to deliver, but applied.
+                    self.stream
+                        .append_txs(Vec::new(), Ids::Record, Some(index))
+                        .map_err(|e| e.to_string())?;
+                }
+                EntryType::EntryNormal => self.apply_normal(&entry)?,
+                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
+                    return Err(format!(
+                        "Raft entry {index} changes the cluster's membership, which this version does not do"
+                    ));
+                }
+            }
+            if let Some(proposed) = self.proposed.remove(&index) {
+                // Applied with another term: another leader's entry took its place.
+                let error = OrderError::Unavailable(
+                    "the ordering cluster changed leader before these transactions were committed; retry".into(),
+                );
+                for call in proposed.calls {
+                    self.answer_lost(call, &error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_normal(&mut self, entry: &Entry) -> Stop {
+        let index = entry.index;
+        let decoded = OrderingEntry::decode(entry.data.as_ref())
+            .map_err(|e| format!("Raft entry {index} does not decode: {e}"))?;
+        match decoded.entry {
+            Some(ordering_entry::Entry::Batch(batch)) => {
+                let txs: Vec<StreamTx> = batch.transactions.into_iter().map(stream_tx).collect();
+                let seqs = self
+                    .stream
+                    .append_txs(txs, Ids::Record, Some(index))
+                    .map_err(|e| e.to_string())?;
+                if let Some(proposed) = self.proposed.remove(&index) {
+                    if proposed.term == entry.term {
+                        self.answer_ordered(proposed, &seqs);
+                    } else {
+                        self.proposed.insert(index, proposed);
+                    }
+                }
+            }
+            Some(ordering_entry::Entry::Seal(bytes)) => {
+                if self.seal_in_flight.is_some_and(|(at, _)| at == index) {
+                    self.seal_in_flight = None;
+                }
+                match self.stream.accept_seal(&bytes, &self.msp, Some(index)) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::debug!(index, "a seal overtaken by another was skipped");
+                    }
+                    Err(error) => return Err(error.to_string()),
+                }
+            }
+            None => return Err(format!("Raft entry {index} holds nothing")),
+        }
+        Ok(())
+    }
+
+    fn answer_ordered(&mut self, proposed: Proposed, seqs: &[Seq]) {
+        let ordered_us = tx::now_us();
+        for call in proposed.calls {
+            let mut answers = call.answers;
+            for (slot, position, tx_id) in call.proposed {
+                self.in_flight.remove(&tx_id);
+                answers[slot] = match seqs.get(position) {
+                    Some(&seq) => Ok(Ordered {
+                        seq,
+                        tx_id,
+                        received_us: call.received_us,
+                        ordered_us,
+                    }),
+                    None => Err(OrderError::Corrupt(format!(
+                        "an entry applied {} transactions where {} were proposed",
+                        seqs.len(),
+                        position + 1
+                    ))),
+                };
+            }
+            let _ = call.answer.send(answers);
+        }
+    }
+
+    /// Answers calls whose entries have waited longer than the commit timeout (no
+    /// majority reachable): their callers retry, and learn from DUPLICATE_TXID if the
+    /// entry was committed after all.
+    fn give_up_late(&mut self) {
+        let late: Vec<u64> = self
+            .proposed
+            .iter()
+            .filter(|(_, p)| p.since.elapsed() > self.commit_timeout)
+            .map(|(index, _)| *index)
+            .collect();
+        let error = OrderError::Unavailable(format!(
+            "not committed within {:?}: the ordering cluster has no majority; retry",
+            self.commit_timeout
+        ));
+        for index in late {
+            if let Some(proposed) = self.proposed.remove(&index) {
+                for call in proposed.calls {
+                    self.answer_lost(call, &error);
+                }
+            }
+        }
+    }
+}
+
+/// A committed transaction as the stream log takes it: its id and proposal time read
+/// again from its bytes (the leader admitted it, so they decode; if not, the peers'
+/// validators refuse it, and it keeps an id of its own bytes' hash).
+fn stream_tx(input: OrderedInput) -> StreamTx {
+    let (tx_id, proposal_ms, config_update) = match tx::decode_transaction(&input.transaction) {
+        Ok((_, _, proposal)) => (
+            tx::tx_id(&proposal),
+            proposal.timestamp_ms,
+            proposal.contract == CONFIG_NAMESPACE,
+        ),
+        Err(_) => (
+            TxId(tx::sha256(&input.transaction)),
+            input.timestamp_ms,
+            false,
+        ),
+    };
+    StreamTx {
+        signed_transaction: input.transaction,
+        timestamp_ms: input.timestamp_ms,
+        tx_id,
+        proposal_ms,
+        config_update,
+    }
+}

@@ -1,0 +1,263 @@
+//! The ordering cluster over the network: the `Cluster` service (cluster.proto) through
+//! which an orderer takes Raft messages from the others, and [`GrpcTransport`], through
+//! which it sends its own and forwards transactions to the leader.
+//!
+//! Only the cluster's orderers may call: over mutual TLS, each call's client certificate
+//! must be the orderer certificate of a member of the cluster (its org and name as the
+//! network definition lists them), and every message it carries must come from that
+//! member's Raft id and be for this orderer. Messages are decoded with Runnel's own codec
+//! and checked ([`runnel_ledger::orderer::raft::wire`]) before Raft sees them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use raft::eraftpb::Message;
+use tokio::sync::mpsc;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Request, Response, Status};
+
+use crate::identity::{Msp, NetworkDefinition, Role};
+use crate::orderer::raft::{RaftOrderer, Transport, wire};
+use crate::orderer::{OrderError, Ordered, Orderer};
+use crate::proto::cluster_client::ClusterClient;
+use crate::proto::cluster_server::{Cluster, ClusterServer};
+use crate::proto::{StepRequest, StepResponse};
+use crate::remote::RemoteOrderer;
+use crate::status;
+
+/// Most Raft messages one `Step` call carries.
+pub const STEP_MESSAGES_MAX: usize = 4096;
+
+/// Messages waiting to go to one orderer; past it they are dropped (Raft resends).
+const OUTBOX_MAX: usize = 4096;
+
+/// How long a `Step` call to another orderer may take before it counts as lost.
+const STEP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a `Step` message may hold beyond the largest message the node takes: an append
+/// carries a whole entry (the largest transaction admitted) with Raft's fields around it.
+pub const STEP_HEADROOM_BYTES: usize = 1 << 20;
+
+/// The members of a cluster, as a caller's certificate names them.
+#[derive(Clone, Debug)]
+pub struct Members {
+    /// (org, name) → Raft id.
+    ids: HashMap<(String, String), u64>,
+}
+
+impl Members {
+    /// The cluster the definition names.
+    pub fn of(definition: &NetworkDefinition) -> Members {
+        Members {
+            ids: definition
+                .cluster()
+                .into_iter()
+                .map(|(id, orderer)| ((orderer.org.clone(), orderer.name.clone()), id))
+                .collect(),
+        }
+    }
+}
+
+/// The `Cluster` service of one orderer.
+pub struct ClusterService {
+    orderer: Arc<RaftOrderer>,
+    members: Members,
+    msp: Arc<Msp>,
+}
+
+impl ClusterService {
+    /// The service handing `orderer` what `members` send it, callers checked through `msp`.
+    pub fn new(orderer: Arc<RaftOrderer>, members: Members, msp: Arc<Msp>) -> ClusterServer<Self> {
+        ClusterServer::new(ClusterService {
+            orderer,
+            members,
+            msp,
+        })
+    }
+
+    /// The Raft id of the member that made `request`, from its TLS client certificate.
+    fn caller<T>(&self, request: &Request<T>) -> Result<u64, Status> {
+        let identity = request
+            .peer_certs()
+            .and_then(|certs| {
+                let now_s = crate::tx::now_seconds();
+                self.msp.verify(certs.first()?.as_ref(), now_s).ok()
+            })
+            .ok_or_else(|| {
+                status::error(
+                    Code::Unauthenticated,
+                    "IDENTITY_REQUIRED",
+                    "the cluster service is for the cluster's orderers: connect over mutual \
+                     TLS with an orderer certificate of the network",
+                )
+            })?;
+        let member = (identity.role == Role::Orderer)
+            .then(|| {
+                self.members
+                    .ids
+                    .get(&(identity.org.clone(), identity.name.clone()))
+            })
+            .flatten();
+        member.copied().ok_or_else(|| {
+            status::error(
+                Code::PermissionDenied,
+                "ACCESS_DENIED",
+                format_args!("{} is no orderer of the ordering cluster", identity.id()),
+            )
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Cluster for ClusterService {
+    async fn step(&self, request: Request<StepRequest>) -> Result<Response<StepResponse>, Status> {
+        let from = self.caller(&request)?;
+        let messages = request.into_inner().messages;
+        if messages.len() > STEP_MESSAGES_MAX {
+            return Err(status::error(
+                Code::InvalidArgument,
+                "BAD_REQUEST",
+                format_args!(
+                    "{} messages in one call; at most {STEP_MESSAGES_MAX}",
+                    messages.len()
+                ),
+            ));
+        }
+        let own = self.orderer.id();
+        let mut checked = Vec::with_capacity(messages.len());
+        for message in messages {
+            let message = wire::from_wire(message)
+                .map_err(|e| status::error(Code::InvalidArgument, "BAD_REQUEST", e))?;
+            if message.from != from || message.to != own {
+                return Err(status::error(
+                    Code::PermissionDenied,
+                    "ACCESS_DENIED",
+                    format_args!(
+                        "a message from {} to {} on a call by orderer {from} to orderer {own}",
+                        message.from, message.to
+                    ),
+                ));
+            }
+            checked.push(message);
+        }
+        for message in checked {
+            self.orderer.step(message);
+        }
+        Ok(Response::new(StepResponse {}))
+    }
+}
+
+/// How this orderer reaches the others: a channel to each (mutual TLS as itself), a
+/// task each that sends what queued as one `Step` call at a time, and a
+/// [`RemoteOrderer`] each to forward transactions when it is the leader.
+pub struct GrpcTransport {
+    outboxes: HashMap<u64, mpsc::Sender<Message>>,
+    leaders: HashMap<u64, RemoteOrderer>,
+}
+
+impl GrpcTransport {
+    /// Connects lazily to every other member of `definition`'s cluster (not `own`), on the
+    /// runtime of `handle`, with `tls` (this orderer's certificate, the network's TLS CAs)
+    /// when their endpoints are `https://`.
+    pub fn new(
+        handle: &tokio::runtime::Handle,
+        definition: &NetworkDefinition,
+        own: u64,
+        tls: Option<ClientTlsConfig>,
+        message_bytes_max: usize,
+    ) -> Result<GrpcTransport, OrderError> {
+        let mut outboxes = HashMap::new();
+        let mut leaders = HashMap::new();
+        for (id, orderer) in definition.cluster() {
+            if id == own {
+                continue;
+            }
+            let endpoint = Endpoint::from_shared(orderer.endpoint.clone())
+                .map_err(|e| OrderError::Unavailable(format!("{}: {e}", orderer.endpoint)))?
+                .connect_timeout(STEP_TIMEOUT)
+                .tcp_nodelay(true);
+            let endpoint = match (&tls, orderer.endpoint.starts_with("https://")) {
+                (Some(tls), true) => endpoint.tls_config(tls.clone()).map_err(|e| {
+                    OrderError::Unavailable(format!("TLS for {}: {e}", orderer.endpoint))
+                })?,
+                _ => endpoint,
+            };
+            let channel = {
+                let _entered = handle.enter();
+                endpoint.connect_lazy()
+            };
+            let (send, receive) = mpsc::channel(OUTBOX_MAX);
+            handle.spawn(send_in_batches(channel, receive, message_bytes_max));
+            outboxes.insert(id, send);
+            let https = orderer.endpoint.starts_with("https://");
+            leaders.insert(
+                id,
+                RemoteOrderer::connect(
+                    &orderer.endpoint,
+                    tls.clone().filter(|_| https),
+                    message_bytes_max,
+                    Duration::from_secs(10),
+                )?,
+            );
+        }
+        Ok(GrpcTransport { outboxes, leaders })
+    }
+}
+
+impl Transport for GrpcTransport {
+    fn send(&self, messages: Vec<Message>) {
+        for message in messages {
+            let to = message.to;
+            match self.outboxes.get(&to) {
+                Some(outbox) => {
+                    if outbox.try_send(message).is_err() {
+                        tracing::debug!(to, "outbox full or closed; a Raft message dropped");
+                    }
+                }
+                None => tracing::debug!(to, "a Raft message for an orderer not in the cluster"),
+            }
+        }
+    }
+
+    fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        match self.leaders.get(&leader) {
+            Some(remote) => remote.submit_batch(transactions),
+            None => transactions
+                .iter()
+                .map(|_| {
+                    Err(OrderError::Unavailable(format!(
+                        "the leader, orderer {leader}, is not in this orderer's cluster"
+                    )))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Sends what waits for one orderer as one `Step` call at a time: while a call is out,
+/// the next messages gather.
+async fn send_in_batches(
+    channel: Channel,
+    mut outbox: mpsc::Receiver<Message>,
+    message_bytes_max: usize,
+) {
+    let mut client = ClusterClient::new(channel)
+        .max_decoding_message_size(message_bytes_max + STEP_HEADROOM_BYTES)
+        .max_encoding_message_size(message_bytes_max + STEP_HEADROOM_BYTES);
+    while let Some(first) = outbox.recv().await {
+        let mut messages = vec![wire::to_wire(&first)];
+        while messages.len() < STEP_MESSAGES_MAX {
+            match outbox.try_recv() {
+                Ok(message) => messages.push(wire::to_wire(&message)),
+                Err(_) => break,
+            }
+        }
+        let mut request = Request::new(StepRequest { messages });
+        request.set_timeout(STEP_TIMEOUT);
+        if let Err(error) = client.step(request).await {
+            // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
+            tracing::debug!(%error, "a Step call to another orderer failed");
+        }
+    }
+}
