@@ -47,6 +47,13 @@ pub struct Members {
 }
 
 impl Members {
+    /// Members as `((org, name), raft id)` pairs, the name their orderer certificate's.
+    pub fn new(members: impl IntoIterator<Item = ((String, String), u64)>) -> Members {
+        Members {
+            ids: members.into_iter().collect(),
+        }
+    }
+
     /// The cluster the definition names.
     pub fn of(definition: &NetworkDefinition) -> Members {
         Members {

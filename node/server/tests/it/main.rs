@@ -3,6 +3,7 @@
 
 mod api;
 mod api_tls;
+mod cluster;
 mod node;
 mod readers;
 mod remote_orderer;
