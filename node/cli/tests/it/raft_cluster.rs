@@ -2,7 +2,8 @@
 //! with only its organisation's keys, under a running load: killing the leader with
 //! SIGKILL loses nothing a client was told was committed, gives no seq twice, and a new
 //! leader serves within the election timeout and a second; the peers move to another
-//! orderer and every peer ends with the same state.
+//! orderer and every peer ends with the same state. A follower killed too, the last two
+//! go on; both killed orderers come back, catch up and serve their streams.
 
 use std::path::Path;
 use std::process::Command;
@@ -211,21 +212,108 @@ fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
         }
     }
 
-    // The killed orderer comes back (a second `runnel up`), catches up and serves.
+    // The killed leader comes back (a second `runnel up`) and catches up. Then a follower
+    // is killed: the two left (a majority) go on; it comes back too and catches up. Both
+    // serve their streams from the first seq.
+    let again = || {
+        let output = Command::new(crate::process::RUNNEL)
+            .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
+            .env("RUNNEL_LOG", "warn")
+            .output()
+            .unwrap();
+        if !output.status.success() {
+            let logs: Vec<String> = ORDERERS
+                .iter()
+                .map(|(_, node)| {
+                    let log = std::fs::read_to_string(net.node(node).join("node.log"))
+                        .unwrap_or_default();
+                    let tail: Vec<&str> = log.lines().rev().take(8).collect();
+                    format!("{node}:\n{}", tail.join("\n"))
+                })
+                .collect();
+            panic!("runnel up again: {output:?}\n{}", logs.join("\n"));
+        }
+    };
+    let new_node = ORDERERS.iter().find(|(id, _)| *id == new).unwrap().1;
+    let caught_up = |node: &str| {
+        let height = rt.block_on(view(&net, new_node)).unwrap().2;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while rt.block_on(view(&net, node)).map(|v| v.2) < Some(height) {
+            assert!(Instant::now() < deadline, "{node} did not catch up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let streamed = rt.block_on(stream_seqs(&net, node, height));
+        assert_eq!(
+            streamed,
+            (1..=height).collect::<Vec<_>>(),
+            "{node}'s stream"
+        );
+    };
+    again();
     net.json(
         "Org1/peer0",
         "Org1",
         &["invoke", "kv", "put", "after", "kill"],
     );
-    let mut again = Command::new(crate::process::RUNNEL);
-    again
-        .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
-        .env("RUNNEL_LOG", "warn");
-    assert!(again.output().unwrap().status.success());
-    let height = rt.block_on(view(&net, rest[0])).unwrap().2;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while rt.block_on(view(&net, old_node)).map(|v| v.2) < Some(height) {
-        assert!(Instant::now() < deadline, "{old_node} did not catch up");
-        std::thread::sleep(Duration::from_millis(100));
+    caught_up(old_node);
+    let follower = ORDERERS
+        .iter()
+        .find(|(id, node)| *id != new && *node != old_node)
+        .unwrap()
+        .1;
+    kill(&net.node(follower));
+    let put = net.json(
+        "Org2/peer0",
+        "Org2",
+        &["invoke", "kv", "put", "follower", "gone"],
+    );
+    assert_eq!(put["code"], "VALID", "{put}");
+    again();
+    caught_up(follower);
+    let hashes = net.state_hashes(&peers, org_of);
+    assert_eq!(hashes[0], hashes[1]);
+}
+
+/// The seqs of the first `count` transactions `node` streams from seq 1, asked as Org1's
+/// peer.
+async fn stream_seqs(net: &Network, node: &str, count: u64) -> Vec<u64> {
+    use runnel_server::proto::StreamRequest;
+    use runnel_server::proto::ordering_item::Item;
+    let peer = net.node("Org1/peer0");
+    let own = peer.join("identities/Org1");
+    let connection = runnel_client::Connection {
+        tls_client_cert: Some(own.join("peer.pem")),
+        tls_client_key: Some(own.join("peer.key")),
+        ..runnel_client::Connection::to(&net.url(node), &peer, "Org1")
+    };
+    let channel = runnel_client::connect_channel(&connection).await.unwrap();
+    let mut stream = OrderingClient::new(channel)
+        .max_decoding_message_size(64 << 20)
+        .stream(StreamRequest {
+            from_seq: 1,
+            next_block: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seqs = Vec::new();
+    while (seqs.len() as u64) < count {
+        let message = tokio::time::timeout(Duration::from_secs(10), stream.message())
+            .await
+            .expect("the stream goes on")
+            .unwrap()
+            .unwrap();
+        for item in message.items {
+            if let Some(Item::Transaction(bytes)) = item.item {
+                seqs.push(
+                    runnel_ledger::orderer::OrderedTx::decode(&bytes)
+                        .unwrap()
+                        .seq
+                        .0,
+                );
+            }
+        }
     }
+    seqs.truncate(count as usize);
+    seqs
 }
