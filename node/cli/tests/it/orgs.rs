@@ -34,15 +34,21 @@ pub(crate) struct Network {
     started: bool,
 }
 
-/// `count` consecutive free loopback ports: the first.
+/// `count` consecutive free loopback ports: the first. Taken below the range the system
+/// hands out for outgoing connections (32768 and up on Linux): a node stopped and started
+/// again must find its port free, not taken meanwhile by someone's outgoing connection.
 fn free_ports(count: u16) -> u16 {
-    for _ in 0..100 {
-        let probe = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = probe.local_addr().unwrap().port();
-        drop(probe);
-        if base.checked_add(count).is_none() {
-            continue;
-        }
+    let mut next = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+    for _ in 0..200 {
+        // A step of a linear congruential generator: enough to spread tries.
+        next = next
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let base = 20_000 + (next >> 33) as u16 % (32_000 - 20_000 - count);
         let all_free =
             (base..base + count).all(|port| TcpListener::bind(("127.0.0.1", port)).is_ok());
         if all_free {
