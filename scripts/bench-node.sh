@@ -53,3 +53,20 @@ start_node() {
     start_in "$dir" "$@"
   fi
 }
+
+# For scripts that run `runnel up` networks in $up_dir and keep runs under $out (set them
+# before calling these).
+
+# stop_up: stops the network in $up_dir, if any.
+stop_up() { [[ -d ${up_dir:-} ]] && "$runnel" down --dir "$up_dir" >/dev/null 2>&1 || true; }
+
+# ticks PID: the clock ticks a process has used (user + system).
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# next_run SETTING: the directory of its next run under $out.
+next_run() {
+  local runs="$out/$1" n
+  mkdir -p "$runs"
+  n=$(find "$runs" -mindepth 1 -maxdepth 1 -type d | wc -l)
+  echo "$runs/$((n + 1))"
+}

@@ -26,19 +26,7 @@ mkdir -p "$out/nodes"
 source scripts/bench-node.sh
 
 up_dir="$out/nodes/up"
-stop_up() { [[ -d $up_dir ]] && "$runnel" down --dir "$up_dir" >/dev/null 2>&1 || true; }
 trap 'stop_node; stop_up' EXIT
-
-# Clock ticks a process has used (user + system).
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
-# next_run SETTING: the directory of its next run.
-next_run() {
-  local runs="$out/$1" n
-  mkdir -p "$runs"
-  n=$(find "$runs" -mindepth 1 -maxdepth 1 -type d | wc -l)
-  echo "$runs/$((n + 1))"
-}
 
 bench() {
   "$runnel" bench --duration "$seconds" --warmup 3 "$@" | sed -n '1,2p'
