@@ -545,18 +545,20 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 })?),
                 false => None,
             };
-            // With a Raft cluster, every orderer it names, the configured one first: the
-            // peer moves to the next when one fails.
-            let mut endpoints = vec![endpoint.to_string()];
+            // With a Raft cluster, every orderer it names with its id, the configured one
+            // first: the peer moves to the leader once it knows it, and to the next
+            // orderer when one fails.
+            let mut members = vec![(endpoint.to_string(), 0)];
             if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(dir) {
-                for (_, orderer) in definition.cluster() {
-                    if !endpoints.contains(&orderer.endpoint) {
-                        endpoints.push(orderer.endpoint.clone());
+                for (id, orderer) in definition.cluster() {
+                    match members.iter_mut().find(|(e, _)| *e == orderer.endpoint) {
+                        Some(member) => member.1 = id,
+                        None => members.push((orderer.endpoint.clone(), id)),
                     }
                 }
             }
-            let orderer = RemoteOrderer::connect_any(
-                &endpoints,
+            let orderer = RemoteOrderer::connect_cluster(
+                &members,
                 tls,
                 config.api.message_bytes_max,
                 ORDERER_TIMEOUT,

@@ -103,6 +103,8 @@ pub struct RemoteOrderer {
 /// One orderer it may use.
 struct Target {
     endpoint: String,
+    /// Its Raft id in the cluster (0: not known).
+    raft_id: u64,
     client: OrderingClient<Channel>,
 }
 
@@ -123,21 +125,40 @@ impl RemoteOrderer {
         message_bytes_max: usize,
         timeout: Duration,
     ) -> Result<RemoteOrderer, OrderError> {
-        Self::connect_any(&[endpoint.to_string()], tls, message_bytes_max, timeout)
+        Self::connect_cluster(
+            &[(endpoint.to_string(), 0)],
+            tls,
+            message_bytes_max,
+            timeout,
+        )
     }
 
-    /// The orderers of a cluster at `endpoints`, the first tried first: a call or the
-    /// stream that fails on one (unreachable, or unable to order) moves to the next, and
-    /// the stream resumes there from the next seq it needs. Every orderer of a cluster
-    /// streams the same transactions at the same seqs, so there is no gap and no
-    /// duplicate.
+    /// [`RemoteOrderer::connect_cluster`] with the orderers' Raft ids unknown.
     pub fn connect_any(
         endpoints: &[String],
         tls: Option<ClientTlsConfig>,
         message_bytes_max: usize,
         timeout: Duration,
     ) -> Result<RemoteOrderer, OrderError> {
-        if endpoints.is_empty() {
+        let members: Vec<(String, u64)> = endpoints.iter().map(|e| (e.clone(), 0)).collect();
+        Self::connect_cluster(&members, tls, message_bytes_max, timeout)
+    }
+
+    /// The orderers of a cluster, `(endpoint, Raft id)` (0: not known), the first tried
+    /// first: a call or the stream that fails on one (unreachable, or unable to order)
+    /// moves to the next, and the stream resumes there from the next seq it needs. Every
+    /// orderer of a cluster streams the same transactions at the same seqs, so there is no
+    /// gap and no duplicate. With more than one, it asks the orderer in use for the leader
+    /// every [`LEADER_CHECK`] and moves to the leader when it knows its endpoint: a
+    /// follower would forward every transaction to it, and learn of each commit a round
+    /// trip after it.
+    pub fn connect_cluster(
+        members: &[(String, u64)],
+        tls: Option<ClientTlsConfig>,
+        message_bytes_max: usize,
+        timeout: Duration,
+    ) -> Result<RemoteOrderer, OrderError> {
+        if members.is_empty() {
             return Err(OrderError::Unavailable("no orderer endpoint".into()));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -146,9 +167,9 @@ impl RemoteOrderer {
             .enable_all()
             .build()
             .map_err(|e| OrderError::Unavailable(format!("starting a runtime: {e}")))?;
-        let targets = endpoints
+        let targets = members
             .iter()
-            .map(|endpoint| {
+            .map(|(endpoint, raft_id)| {
                 let channel = Endpoint::from_shared(endpoint.clone())
                     .map_err(|e| {
                         OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}"))
@@ -170,13 +191,19 @@ impl RemoteOrderer {
                     .max_encoding_message_size(message_bytes_max);
                 Ok(Target {
                     endpoint: endpoint.clone(),
+                    raft_id: *raft_id,
                     client,
                 })
             })
             .collect::<Result<Vec<_>, OrderError>>()?;
+        let targets = Arc::new(targets);
+        let current: Arc<AtomicUsize> = Arc::default();
+        if targets.len() > 1 && targets.iter().any(|target| target.raft_id != 0) {
+            runtime.spawn(follow_leader(targets.clone(), current.clone()));
+        }
         Ok(RemoteOrderer {
-            targets: Arc::new(targets),
-            current: Arc::default(),
+            targets,
+            current,
             runtime: Some(runtime),
             seen: Arc::default(),
             timeout,
@@ -245,6 +272,34 @@ impl RemoteOrderer {
                 target.endpoint, self.timeout
             ))),
             Err(_) => Err(OrderError::Closed),
+        }
+    }
+}
+
+/// How often a peer of a cluster asks the orderer it uses which one leads.
+pub const LEADER_CHECK: Duration = Duration::from_millis(500);
+
+/// Asks the orderer in use for the leader every [`LEADER_CHECK`] and makes the leader the
+/// one in use when its endpoint is known (calls go there at once; the stream moves at
+/// its next check).
+async fn follow_leader(targets: Arc<Vec<Target>>, current: Arc<AtomicUsize>) {
+    let mut every = tokio::time::interval(LEADER_CHECK);
+    loop {
+        every.tick().await;
+        let index = current.load(AtomicOrdering::Relaxed) % targets.len();
+        let mut client = targets[index].client.clone();
+        let mut request = tonic::Request::new(HeightsRequest {});
+        request.set_timeout(LEADER_CHECK);
+        let Ok(heights) = client.heights(request).await else {
+            continue;
+        };
+        let leader = heights.into_inner().raft_leader;
+        if leader == 0 || targets[index].raft_id == leader {
+            continue;
+        }
+        if let Some(at) = targets.iter().position(|target| target.raft_id == leader) {
+            tracing::debug!(endpoint = %targets[at].endpoint, "ordering through the cluster's leader");
+            current.store(at, AtomicOrdering::Relaxed);
         }
     }
 }
@@ -367,6 +422,7 @@ impl Orderer for RemoteOrderer {
             targets: self.targets.clone(),
             current: self.current.clone(),
             endpoint: self.endpoint().to_string(),
+            moved: false,
             seen: self.seen.clone(),
             next_seq: Seq(from.0.max(1)),
             next_block: BlockNumber(next_block.0.max(1)),
@@ -426,6 +482,9 @@ struct Reader {
     current: Arc<AtomicUsize>,
     /// The orderer it reads from now.
     endpoint: String,
+    /// Set when it left that orderer for the one now in use (the leader), not for a
+    /// failure.
+    moved: bool,
     seen: Arc<Seen>,
     next_seq: Seq,
     next_block: BlockNumber,
@@ -471,7 +530,8 @@ impl Reader {
     /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
     /// orderer goes away (`Err(None)`: reconnect).
     async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
-        let target = &self.targets[self.current.load(AtomicOrdering::Relaxed) % self.targets.len()];
+        let index = self.current.load(AtomicOrdering::Relaxed) % self.targets.len();
+        let target = &self.targets[index];
         self.endpoint = target.endpoint.clone();
         let mut client = target.client.clone();
         let request = StreamRequest {
@@ -488,16 +548,26 @@ impl Reader {
             Some(Ok(response)) => response.into_inner(),
             Some(Err(status)) => return Err(self.fatal(&status)),
         };
+        // Whether the orderer in use changed (the leader found): the stream follows it.
+        let mut check = tokio::time::interval(LEADER_CHECK);
         loop {
             let message = tokio::select! {
-                message = stream.message() => Some(message),
+                message = stream.message() => Some(Some(message)),
                 _ = stopped.wait_for(|stop| *stop) => None,
+                _ = check.tick() => Some(None),
             };
             let items = match message {
                 None => return Ok(()),
-                Some(Ok(Some(items))) => items.items,
-                Some(Ok(None)) => return Err(None),
-                Some(Err(status)) => return Err(self.fatal(&status)),
+                Some(None) => {
+                    if self.current.load(AtomicOrdering::Relaxed) % self.targets.len() != index {
+                        self.moved = true;
+                        return Err(None);
+                    }
+                    continue;
+                }
+                Some(Some(Ok(Some(items)))) => items.items,
+                Some(Some(Ok(None))) => return Err(None),
+                Some(Some(Err(status))) => return Err(self.fatal(&status)),
             };
             for item in items {
                 let delivered = match self.decode(item.item) {
