@@ -71,19 +71,12 @@ impl RecentIds {
     /// Remembers `tx_id`, whose proposal is dated `proposal_ms`, at `now_ms`; anything but
     /// [`Seen::New`] changes nothing.
     pub fn insert(&mut self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
-        if self.max == 0 {
-            return Seen::New;
-        }
-        self.expire(now_ms);
-        if let Some(floor_ms) = self.floor_ms
-            && proposal_ms <= floor_ms
-        {
-            return Seen::BeyondMemory { floor_ms };
+        let seen = self.check(tx_id, proposal_ms, now_ms);
+        if seen != Seen::New || self.max == 0 {
+            return seen;
         }
         let key = key(tx_id);
-        if !self.ids.insert(key) {
-            return Seen::Replay;
-        }
+        self.ids.insert(key);
         self.by_proposal.insert((proposal_ms, key));
         while self.by_proposal.len() > self.max {
             let Some((dated_ms, forgotten)) = self.by_proposal.pop_first() else {
