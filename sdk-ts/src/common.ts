@@ -60,8 +60,16 @@ export type {
 export { Query } from "./query.js";
 export type { ReadGrantOptions } from "./readers.js";
 export { isRead, newReadGrant, READ_GRANT_DOMAIN, READ_GRANT_HEADER, READ_GRANT_LIFETIME_MS, withReadGrants } from "./readers.js";
-export type { InclusionCheck, InclusionProof, SealCheck, VerifyOptions } from "./proof.js";
-export { LEAF_DOMAIN, NO_TRUSTED_CA, SEAL_DOMAIN, verifyInclusionProof, verifySeal } from "./proof.js";
+export type { InclusionCheck, InclusionProof, SealCheck, SealSigner, VerifyOptions } from "./proof.js";
+export {
+  LEAF_DOMAIN,
+  NO_TRUSTED_CA,
+  SEAL_DOMAIN,
+  SEAL_SIGNATURES_MAX,
+  SEAL_SIGNERS_REQUIRED,
+  verifyInclusionProof,
+  verifySeal,
+} from "./proof.js";
 export type { CaCertificates, IdentityCheck, Role, TrustedCa, VerifiedIdentity } from "./msp.js";
 export { parseTrustedCas, ROLES, TRUSTED_CAS_MAX, verifyIdentity } from "./msp.js";
 export type { Certificate } from "./x509.js";

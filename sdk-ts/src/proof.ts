@@ -36,6 +36,13 @@ const U64_MAX = 0xffff_ffff_ffff_ffffn;
 
 /** The reason of a check made without trusted CAs. */
 export const NO_TRUSTED_CA = "no trusted orderer CA given";
+/**
+ * Distinct orderers whose signatures a seal needs: one for Runnel's crash-fault-tolerant
+ * ordering (solo or a Raft cluster), as the node checks (`SEAL_SIGNERS_REQUIRED`).
+ */
+export const SEAL_SIGNERS_REQUIRED = 1;
+/** Signatures a seal may carry at most, as the node checks (`SEAL_SIGNATURES_MAX`). */
+export const SEAL_SIGNATURES_MAX = 32;
 
 /** A transaction's proof of inclusion, as `Query.getInclusionProof` returns it. */
 export interface InclusionProof {
@@ -65,19 +72,33 @@ export interface VerifyOptions {
 /** The outcome of {@link verifySeal}. */
 export interface SealCheck {
   /**
-   * The seal decodes, hashes to the block's hash and agrees with its fields; its orderer's
-   * certificate chains to a trusted CA with the role orderer, valid at the seal's time; and
-   * the orderer's signature over the seal verifies.
+   * The seal decodes, hashes to the block's hash and agrees with its fields; it carries
+   * {@link SEAL_SIGNERS_REQUIRED} to {@link SEAL_SIGNATURES_MAX} signatures, each by a
+   * distinct orderer whose certificate chains to a trusted CA with the role orderer, valid
+   * at the seal's time; and every one of those signatures over the seal verifies.
    */
   readonly valid: boolean;
   /** Why not, when not valid. */
   readonly reason?: string;
-  /** The orderer's X.509 certificate (DER) the seal carries; empty if the seal does not decode. */
+  /**
+   * The X.509 certificate (DER) of the seal's first signer, the orderer that cut the
+   * block; empty if the seal does not decode or carries no signature.
+   */
   readonly orderer: Uint8Array;
-  /** The organisation whose trusted CA issued the orderer's certificate, when it chains to one. */
+  /** The organisation whose trusted CA issued the first signer's certificate, when valid. */
   readonly ordererOrg?: string;
-  /** The orderer's common name, when its certificate chains to a trusted CA. */
+  /** The first signer's common name, when valid. */
   readonly ordererName?: string;
+  /** Every orderer that signed the seal, in the seal's order, when valid. */
+  readonly signers?: readonly SealSigner[];
+}
+
+/** An orderer whose signature over a seal verified. */
+export interface SealSigner {
+  /** The organisation whose trusted CA issued its certificate. */
+  readonly org: string;
+  /** Its common name. */
+  readonly name: string;
 }
 
 /** The outcome of {@link verifyInclusionProof}. */
@@ -108,7 +129,7 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
   } catch (error) {
     return { valid: false, reason: `the signed seal does not decode: ${String(error)}`, orderer: new Uint8Array() };
   }
-  const orderer = signed.orderer;
+  const orderer = signed.signatures[0]?.orderer ?? new Uint8Array();
   const fail = (reason: string): SealCheck => ({ valid: false, reason, orderer });
   const hash = await sha256(signed.seal);
   if (toHex(hash) !== block.hash) return fail("the seal does not hash to the block's hash");
@@ -122,6 +143,10 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
   ) {
     return fail("the block's fields differ from its signed seal");
   }
+  const count = signed.signatures.length;
+  if (count < SEAL_SIGNERS_REQUIRED || count > SEAL_SIGNATURES_MAX) {
+    return fail(`the seal carries ${count} signatures; a seal carries ${SEAL_SIGNERS_REQUIRED} to ${SEAL_SIGNATURES_MAX}`);
+  }
   let cas: TrustedCa[];
   try {
     cas = await parseTrustedCas(options?.trustedCas ?? []);
@@ -129,23 +154,33 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     return fail(`the trusted CAs: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (cas.length === 0) return fail(NO_TRUSTED_CA);
-  // As a peer accepts a seal (SealChain::accept): the certificate at the seal's own time.
-  const identity = await verifyIdentity(orderer, cas, seal.timestampMs, "orderer");
-  if (!identity.valid) return fail(`the seal's certificate: ${identity.reason}`);
+  // As a peer accepts a seal (SealChain::accept): every signature must hold, each from a
+  // distinct orderer whose certificate is valid at the seal's own time.
   const message = concat(utf8Bytes(SEAL_DOMAIN), hash);
-  let verified: boolean;
-  try {
-    verified = await globalThis.crypto.subtle.verify(
-      { name: ED25519 },
-      await identity.identity.certificate.ed25519Key(),
-      signed.signature as Uint8Array<ArrayBuffer>,
-      message as Uint8Array<ArrayBuffer>,
-    );
-  } catch (error) {
-    return fail(`the orderer's signature cannot be checked: ${error instanceof Error ? error.message : String(error)}`);
+  const signers: SealSigner[] = [];
+  for (const signature of signed.signatures) {
+    const identity = await verifyIdentity(signature.orderer, cas, seal.timestampMs, "orderer");
+    if (!identity.valid) return fail(`the seal's certificate: ${identity.reason}`);
+    let verified: boolean;
+    try {
+      verified = await globalThis.crypto.subtle.verify(
+        { name: ED25519 },
+        await identity.identity.certificate.ed25519Key(),
+        signature.signature as Uint8Array<ArrayBuffer>,
+        message as Uint8Array<ArrayBuffer>,
+      );
+    } catch (error) {
+      return fail(`the orderer's signature cannot be checked: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (!verified) return fail("the orderer's signature over the seal does not verify");
+    const { org, name } = identity.identity;
+    if (signers.some((signer) => signer.org === org && signer.name === name)) {
+      return fail(`orderer ${org}/${name} signs the seal twice`);
+    }
+    signers.push({ org, name });
   }
-  if (!verified) return fail("the orderer's signature over the seal does not verify");
-  return { valid: true, orderer, ordererOrg: identity.identity.org, ordererName: identity.identity.name };
+  const first = signers[0]!;
+  return { valid: true, orderer, ordererOrg: first.org, ordererName: first.name, signers };
 }
 
 /**

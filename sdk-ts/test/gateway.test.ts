@@ -218,7 +218,7 @@ describe("queries", () => {
     const trustedCas = await loadNetworkCas(inject("runnelDir"));
     const sealCheck = await verifySeal(fetched, { trustedCas });
     expect(sealCheck).toMatchObject({ valid: true, ordererOrg: "Org1" });
-    expect(toHex(sealCheck.orderer)).toBe(toHex(fromBinary(blockProto.SignedSealSchema, fetched.signedSeal).orderer));
+    expect(toHex(sealCheck.orderer)).toBe(toHex(fromBinary(blockProto.SignedSealSchema, fetched.signedSeal).signatures[0]!.orderer));
     expect(await verifySeal(fetched, { trustedCas: [networkCaPem(inject("runnelDir"))] })).toMatchObject({ valid: true });
     const proof = await query.getInclusionProof(first.getTransactionId());
     expect(proof.seq).toBe(firstStatus.seq);

@@ -25,7 +25,7 @@ import {
   serializeCheckpoint,
 } from "../src/index.js";
 import { proposalMessage, transactionId, transactionMessage } from "../src/tx.js";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BlockSealSchema, SignedSealSchema } from "../src/gen/runnel/v1/block_pb.js";
 // The SDK loads @peculiar/x509 with the Reflect metadata it needs; the tests make certificates with it.
 const x509 = await import("../src/x509-library.js").then(() => import("@peculiar/x509"));
@@ -266,8 +266,15 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     return { bytes, id: await transactionId(new Uint8Array(24).fill(nonce), creator) };
   }
 
-  /** Block 7 over `leaves` (seqs 40, 41, ...), sealed at `timestampMs` by `keys`, carrying `orderer`. */
-  async function sealedBlock(keys: CryptoKeyPair, orderer: Uint8Array, options: { timestampMs?: bigint; leaves?: Uint8Array[] } = {}) {
+  /**
+   * Block 7 over `leaves` (seqs 40, 41, ...), sealed at `timestampMs` by `keys`, carrying
+   * `orderer`, then signed by each of `more` as well.
+   */
+  async function sealedBlock(
+    keys: CryptoKeyPair,
+    orderer: Uint8Array,
+    options: { timestampMs?: bigint; leaves?: Uint8Array[]; more?: { keys: CryptoKeyPair; orderer: Uint8Array }[] } = {},
+  ) {
     const leaves = options.leaves ?? [new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)];
     const txRoot = leaves.length === 2 ? nodeHash(leafHash(leaves[0]!), leafHash(leaves[1]!)) : leafHash(leaves[0]!);
     const timestampMs = options.timestampMs ?? BigInt(Date.now());
@@ -278,7 +285,13 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     );
     const hash = sha256(seal);
     const message = Buffer.concat([Buffer.from(SEAL_DOMAIN), hash]);
-    const signature = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, keys.privateKey, message));
+    const signers = [{ keys, orderer }, ...(options.more ?? [])];
+    const signatures = await Promise.all(
+      signers.map(async (signer) => ({
+        orderer: signer.orderer,
+        signature: new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, signer.keys.privateKey, message)),
+      })),
+    );
     return {
       number: 7n,
       firstSeq: 40n,
@@ -287,7 +300,7 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
       hash: hash.toString("hex"),
       txRoot: txRoot.toString("hex"),
       timestampMs,
-      signedSeal: toBinary(SignedSealSchema, create(SignedSealSchema, { seal, orderer, signature })),
+      signedSeal: toBinary(SignedSealSchema, create(SignedSealSchema, { seal, signatures })),
       transactions: [],
     };
   }
@@ -295,12 +308,45 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
   test("a seal by an orderer of a trusted CA is valid, the CA given as PEM, DER, a bundle or parsed", async () => {
     const net = await network();
     const block = await sealedBlock(net.ordererKeys, net.orderer);
-    const valid = { valid: true, orderer: net.orderer, ordererOrg: "Org1", ordererName: "orderer0.Org1" };
+    const valid = {
+      valid: true,
+      orderer: net.orderer,
+      ordererOrg: "Org1",
+      ordererName: "orderer0.Org1",
+      signers: [{ org: "Org1", name: "orderer0.Org1" }],
+    };
     expect(await verifySeal(block, { trustedCas: [net.caPem] })).toEqual(valid);
     expect(await verifySeal(block, { trustedCas: [net.caDer] })).toEqual(valid);
     const other = await network("Org2");
     expect(await verifySeal(block, { trustedCas: [other.caPem + net.caPem] })).toEqual(valid);
     expect(await verifySeal(block, { trustedCas: await parseTrustedCas([net.caPem]) })).toEqual(valid);
+  });
+
+  test("every signature a seal carries must hold, each by a distinct orderer", async () => {
+    const net = await network();
+    const other = await network("Org2");
+    const trustedCas = [net.caPem, other.caPem];
+    // Two orderers vouching for one seal, as a BFT ordering service would have them.
+    const two = await sealedBlock(net.ordererKeys, net.orderer, { more: [{ keys: other.ordererKeys, orderer: other.orderer }] });
+    expect(await verifySeal(two, { trustedCas })).toMatchObject({
+      valid: true,
+      signers: [
+        { org: "Org1", name: "orderer0.Org1" },
+        { org: "Org2", name: "orderer0.Org2" },
+      ],
+    });
+    const twice = await sealedBlock(net.ordererKeys, net.orderer, { more: [{ keys: net.ordererKeys, orderer: net.orderer }] });
+    expect(await verifySeal(twice, { trustedCas })).toMatchObject({ valid: false, reason: "orderer Org1/orderer0.Org1 signs the seal twice" });
+    // The second signer's certificate with a key that is not its own: its signature fails.
+    const forged = await sealedBlock(net.ordererKeys, net.orderer, { more: [{ keys: net.ordererKeys, orderer: other.orderer }] });
+    expect(await verifySeal(forged, { trustedCas })).toMatchObject({ valid: false, reason: "the orderer's signature over the seal does not verify" });
+    const none = await sealedBlock(net.ordererKeys, net.orderer);
+    const signed = fromBinary(SignedSealSchema, none.signedSeal);
+    signed.signatures = [];
+    expect(await verifySeal({ ...none, signedSeal: toBinary(SignedSealSchema, signed) }, { trustedCas })).toMatchObject({
+      valid: false,
+      reason: "the seal carries 0 signatures; a seal carries 1 to 32",
+    });
   });
 
   test("without trusted CAs a seal is never valid", async () => {

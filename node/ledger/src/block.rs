@@ -36,7 +36,7 @@ use sha2::{Digest, Sha256};
 
 use crate::identity::{IdentityError, Msp, Role, Signer};
 use crate::ids::{BlockNumber, Seq};
-use crate::proto::{BlockSeal, InclusionProof, SignedSeal};
+use crate::proto::{BlockSeal, InclusionProof, SealSignature, SignedSeal};
 use crate::tx::{Hash, sha256};
 
 /// Domain tag of the orderer's signature over a seal.
@@ -44,6 +44,13 @@ pub const SEAL_DOMAIN: &[u8] = b"runnel.seal.v1";
 
 /// The `previous_hash` of block 1.
 pub const GENESIS_HASH: Hash = [0; 32];
+/// Distinct orderers whose signatures a seal needs. Solo and Raft ordering tolerate
+/// crashes, not lies: the orderer that cut the block signs it alone. A Byzantine-fault-
+/// tolerant service would need 2f+1 of its members here, carried in the same field.
+pub const SEAL_SIGNERS_REQUIRED: usize = 1;
+/// Signatures a seal may carry at most, so that a seal cannot make a peer verify without
+/// bound (a BFT cluster of 3f+1 = 31 members needs 21).
+pub const SEAL_SIGNATURES_MAX: usize = 32;
 
 /// Prefix of a leaf hash (RFC 6962 section 2.1).
 const LEAF_PREFIX: u8 = 0x00;
@@ -298,8 +305,10 @@ pub fn sign_seal(orderer: &Signer, seal: Seal) -> SignedSealed {
     let signature = orderer.sign(&seal_message(&hash)).to_vec();
     let bytes = SignedSeal {
         seal: seal_bytes,
-        orderer: orderer.cert_der().to_vec(),
-        signature,
+        signatures: vec![SealSignature {
+            orderer: orderer.cert_der().to_vec(),
+            signature,
+        }],
     }
     .encode_to_vec();
     SignedSealed { seal, bytes, hash }
@@ -321,6 +330,46 @@ fn decode_parts(bytes: &[u8]) -> Result<(SignedSealed, SignedSeal), BlockError> 
         hash: sha256(&signed.seal),
     };
     Ok((sealed, signed))
+}
+
+/// Checks a seal's signatures: between [`SEAL_SIGNERS_REQUIRED`] and
+/// [`SEAL_SIGNATURES_MAX`] of them, each from a distinct orderer whose certificate
+/// verifies through `msp` at the seal's own time with the role orderer, and each over
+/// the seal. Every signature present must verify: one bad signature refuses the seal,
+/// so a seal never carries a claim that does not hold.
+fn verify_signatures(
+    sealed: &SignedSealed,
+    signatures: &[SealSignature],
+    msp: &Msp,
+) -> Result<(), BlockError> {
+    if signatures.len() < SEAL_SIGNERS_REQUIRED || signatures.len() > SEAL_SIGNATURES_MAX {
+        return Err(BlockError::BadSeal(format!(
+            "{} signatures; a seal carries {SEAL_SIGNERS_REQUIRED} to {SEAL_SIGNATURES_MAX}",
+            signatures.len()
+        )));
+    }
+    let at = unix_seconds(sealed.seal.timestamp_ms);
+    let message = seal_message(&sealed.hash);
+    let mut signers = Vec::with_capacity(signatures.len());
+    for signature in signatures {
+        let orderer = msp
+            .verify(&signature.orderer, at)
+            .map_err(BlockError::Orderer)?;
+        orderer
+            .require_role(&[Role::Orderer])
+            .map_err(BlockError::Orderer)?;
+        orderer
+            .verify(&message, &signature.signature)
+            .map_err(|_| BlockError::BadSignature)?;
+        let signer = orderer.id();
+        if signers.contains(&signer) {
+            return Err(BlockError::BadSeal(format!(
+                "orderer {signer} signs the seal twice"
+            )));
+        }
+        signers.push(signer);
+    }
+    Ok(())
 }
 
 /// Unix seconds of a millisecond timestamp, for certificate validity checks.
@@ -389,15 +438,7 @@ impl SealChain {
     ) -> Result<SignedSealed, BlockError> {
         let (sealed, signed) = decode_parts(signed_seal)?;
         let seal = &sealed.seal;
-        let orderer = msp
-            .verify(&signed.orderer, unix_seconds(seal.timestamp_ms))
-            .map_err(BlockError::Orderer)?;
-        orderer
-            .require_role(&[Role::Orderer])
-            .map_err(BlockError::Orderer)?;
-        orderer
-            .verify(&seal_message(&sealed.hash), &signed.signature)
-            .map_err(|_| BlockError::BadSignature)?;
+        verify_signatures(&sealed, &signed.signatures, msp)?;
         if seal.number != self.next_number() {
             return Err(BlockError::OutOfOrder {
                 expected: self.next_number(),
@@ -1009,7 +1050,59 @@ mod tests {
     }
 
     fn signed_seal_orderer(bytes: &[u8]) -> Vec<u8> {
-        SignedSeal::decode(bytes).unwrap().orderer
+        SignedSeal::decode(bytes).unwrap().signatures[0]
+            .orderer
+            .clone()
+    }
+
+    #[test]
+    fn every_signature_a_seal_carries_must_hold_and_signers_are_counted_once() {
+        let net = NetworkIdentities::generate(&["Org1", "Org2"], Duration::days(1)).unwrap();
+        let msp = net.msp().unwrap();
+        let orderer = |org: &str| net.org(org).unwrap().signer(Role::Orderer).unwrap().clone();
+        let block = leaves(2);
+        let sealed = SealChain::genesis().seal_next(&orderer("Org1"), &block, now_ms());
+        let signature_of = |signer: &Signer| SealSignature {
+            orderer: signer.cert_der().to_vec(),
+            signature: signer.sign(&seal_message(&sealed.hash)).to_vec(),
+        };
+        let with = |signatures: Vec<SealSignature>| {
+            let mut signed = SignedSeal::decode(sealed.bytes.as_slice()).unwrap();
+            signed.signatures = signatures;
+            signed.encode_to_vec()
+        };
+        let accepts = |bytes: &[u8]| SealChain::genesis().accept(bytes, &block, &msp);
+
+        // Two orderers vouching for the seal, as a BFT service would have them.
+        let two = with(vec![
+            signature_of(&orderer("Org1")),
+            signature_of(&orderer("Org2")),
+        ]);
+        assert_eq!(accepts(&two).unwrap().hash, sealed.hash);
+
+        // None, the same orderer twice, a second signature that does not hold, and more
+        // than a seal may carry are all refused.
+        let none = with(Vec::new());
+        let twice = with(vec![
+            signature_of(&orderer("Org1")),
+            signature_of(&orderer("Org1")),
+        ]);
+        let mut forged = signature_of(&orderer("Org2"));
+        forged.signature[0] ^= 1;
+        let forged = with(vec![signature_of(&orderer("Org1")), forged]);
+        let many = with(vec![
+            signature_of(&orderer("Org1"));
+            SEAL_SIGNATURES_MAX + 1
+        ]);
+        for (bytes, code) in [
+            (none, "BAD_SEAL"),
+            (twice, "BAD_SEAL"),
+            (forged, "BAD_SEAL_SIGNATURE"),
+            (many, "BAD_SEAL"),
+        ] {
+            let error = refused(&mut SealChain::genesis(), &bytes, &block, &msp);
+            assert_eq!(error.code(), code, "{error:?}");
+        }
     }
 
     #[test]

@@ -15,12 +15,13 @@
 //! | kind | payload |
 //! |---|---|
 //! | `'t'` | an encoded `OrderedTx`; the n-th one has seq n |
-//! | `'S'` | the encoded `SignedSeal` of the next block |
+//! | `'V'` | the encoded `SignedSeal` of the next block |
 //! | `'a'` | replicated logs only: the index of the last replicated entry applied, u64 little-endian |
 //!
 //! A seal's Merkle leaves hold each transaction's timestamp with its bytes
-//! ([`crate::block::leaf`]). Seals of kind `'s'`, written by an older Runnel, held the
-//! bytes alone: a log holding one is refused when it opens.
+//! ([`crate::block::leaf`]), and their signatures are a list. Seals of kind `'s'` and
+//! `'S'`, written by an older Runnel, held the bytes alone or one signature in fields of
+//! its own: a log holding one is refused when it opens.
 //!
 //! An index in memory (seq and block number to file offset) is rebuilt from the file on
 //! open. Appends happen under one lock, so the log holds seqs `1..=height` with no gap; a
@@ -68,11 +69,15 @@ use runnel_runtime::Version;
 
 /// Record kinds in the log.
 const TX: u8 = b't';
-/// A seal whose Merkle leaves hold each transaction's timestamp with its bytes.
-const SEAL: u8 = b'S';
+/// A seal whose Merkle leaves hold each transaction's timestamp with its bytes, with its
+/// signatures as a list.
+const SEAL: u8 = b'V';
 /// A seal written by an older Runnel, whose leaves held the transactions' bytes alone:
 /// refused, since no peer of this version accepts it.
 const SEAL_BYTES_ONLY: u8 = b's';
+/// A seal written by an older Runnel, with one signature in fields of its own: refused,
+/// since no peer of this version accepts it.
+const SEAL_ONE_SIGNATURE: u8 = b'S';
 /// In a replicated log, the index of the last replicated entry applied.
 const APPLIED: u8 = b'a';
 
@@ -745,11 +750,11 @@ impl StreamLog {
                 TX => txs.push(at),
                 SEAL => seals.push(at),
                 APPLIED if options.replicated => {}
-                SEAL_BYTES_ONLY => {
+                SEAL_BYTES_ONLY | SEAL_ONE_SIGNATURE => {
                     return Err(OrderError::Corrupt(format!(
                         "{} holds a seal (at byte {}) of an older format, whose Merkle leaves \
-                         do not cover the transactions' timestamps; move the log away to start \
-                         afresh",
+                         do not cover the transactions' timestamps or whose signature is not \
+                         a list; move the log away to start afresh",
                         dir.join(LOG_FILE).display(),
                         at.offset
                     )));

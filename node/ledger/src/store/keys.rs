@@ -38,9 +38,11 @@ pub(super) const FORMAT_KEY: &[u8] = b"mformat";
 /// tx-id records, kept no checksum beside a pointer to a value inside a transaction's
 /// bytes, and kept no orderer's timestamp per seq (its seals' Merkle leaves held the
 /// transactions' bytes alone). Format 2 had the index, the tx-id records and the
-/// checksums, but no timestamps. Format 3 keeps the timestamp beside each transaction's
-/// place, as the leaves of its seals hold it.
-pub const FORMAT: u64 = 3;
+/// checksums, but no timestamps. Format 3 kept the timestamp beside each transaction's
+/// place, as the leaves of its seals hold it, but its seals carried one orderer's
+/// signature in fields of their own. Format 4 stores seals whose signatures are a list
+/// (`SignedSeal.signatures`).
+pub const FORMAT: u64 = 4;
 
 /// Ends a namespace inside a key (namespaces never hold it).
 const NS_END: u8 = 0x00;

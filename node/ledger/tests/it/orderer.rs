@@ -351,9 +351,16 @@ fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
 }
 
 #[test]
-fn a_log_holding_a_seal_of_the_older_leaf_format_is_refused_and_left_as_it_was() {
-    // An older Runnel's log: its seals' leaves were the transactions' bytes alone, kept as
-    // records of kind 's'. A peer of this version would refuse every such seal.
+fn a_log_holding_a_seal_of_an_older_format_is_refused_and_left_as_it_was() {
+    // Older Runnels' logs: seals whose leaves were the transactions' bytes alone, kept as
+    // records of kind 's', and seals with one signature in fields of their own, kind 'S'.
+    // A peer of this version would refuse every such seal.
+    for kind in [b's', b'S'] {
+        refuses_a_log_with_a_seal_of_kind(kind);
+    }
+}
+
+fn refuses_a_log_with_a_seal_of_kind(kind: u8) {
     let net = Net::new();
     let dir = tempfile::tempdir().unwrap();
     let client = net.signer("Org1", Role::Client);
@@ -373,7 +380,7 @@ fn a_log_holding_a_seal_of_the_older_leaf_format_is_refused_and_left_as_it_was()
             &[runnel_ledger::tx::sha256(&bytes)],
             now,
         );
-        log.append(b's', &sealed.bytes).unwrap();
+        log.append(kind, &sealed.bytes).unwrap();
         log.handle().unwrap().sync().unwrap();
     }
     let before = std::fs::read(&path).unwrap();

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/block.proto.
  */
 export const file_runnel_v1_block: GenFile = /*@__PURE__*/
-  fileDesc("ChVydW5uZWwvdjEvYmxvY2sucHJvdG8SCXJ1bm5lbC52MSJ+CglCbG9ja1NlYWwSDgoGbnVtYmVyGAEgASgEEhEKCWZpcnN0X3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBBIVCg1wcmV2aW91c19oYXNoGAQgASgMEg8KB3R4X3Jvb3QYBSABKAwSFAoMdGltZXN0YW1wX21zGAYgASgEIj4KClNpZ25lZFNlYWwSDAoEc2VhbBgBIAEoDBIPCgdvcmRlcmVyGAIgASgMEhEKCXNpZ25hdHVyZRgDIAEoDCJQCg5JbmNsdXNpb25Qcm9vZhINCgVibG9jaxgBIAEoBBILCgNzZXEYAiABKAQSDAoEcGF0aBgDIAMoDBIUCgx0aW1lc3RhbXBfbXMYBCABKAQiQwoJT3JkZXJlZFR4EgsKA3NlcRgBIAEoBBITCgt0cmFuc2FjdGlvbhgCIAEoDBIUCgx0aW1lc3RhbXBfbXMYAyABKARiBnByb3RvMw");
+  fileDesc("ChVydW5uZWwvdjEvYmxvY2sucHJvdG8SCXJ1bm5lbC52MSJ+CglCbG9ja1NlYWwSDgoGbnVtYmVyGAEgASgEEhEKCWZpcnN0X3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBBIVCg1wcmV2aW91c19oYXNoGAQgASgMEg8KB3R4X3Jvb3QYBSABKAwSFAoMdGltZXN0YW1wX21zGAYgASgEIjMKDVNlYWxTaWduYXR1cmUSDwoHb3JkZXJlchgBIAEoDBIRCglzaWduYXR1cmUYAiABKAwiVAoKU2lnbmVkU2VhbBIMCgRzZWFsGAEgASgMEiwKCnNpZ25hdHVyZXMYBCADKAsyGC5ydW5uZWwudjEuU2VhbFNpZ25hdHVyZUoECAIQA0oECAMQBCJQCg5JbmNsdXNpb25Qcm9vZhINCgVibG9jaxgBIAEoBBILCgNzZXEYAiABKAQSDAoEcGF0aBgDIAMoDBIUCgx0aW1lc3RhbXBfbXMYBCABKAQiQwoJT3JkZXJlZFR4EgsKA3NlcRgBIAEoBBITCgt0cmFuc2FjdGlvbhgCIAEoDBIUCgx0aW1lc3RhbXBfbXMYAyABKARiBnByb3RvMw");
 
 /**
  * The boundary of one block: which seqs it covers, the seal before it, and the RFC 6962
@@ -78,8 +78,36 @@ export const BlockSealSchema: GenMessage<BlockSeal> = /*@__PURE__*/
   messageDesc(file_runnel_v1_block, 0);
 
 /**
- * A seal and the orderer's Ed25519 signature over
- * "runnel.seal.v1" || sha256(seal).
+ * One orderer's Ed25519 signature over "runnel.seal.v1" || sha256(seal).
+ *
+ * @generated from message runnel.v1.SealSignature
+ */
+export type SealSignature = Message<"runnel.v1.SealSignature"> & {
+  /**
+   * the orderer's X.509 certificate, DER
+   *
+   * @generated from field: bytes orderer = 1;
+   */
+  orderer: Uint8Array;
+
+  /**
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+};
+
+/**
+ * Describes the message runnel.v1.SealSignature.
+ * Use `create(SealSignatureSchema)` to create a new message.
+ */
+export const SealSignatureSchema: GenMessage<SealSignature> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_block, 1);
+
+/**
+ * A seal and the signatures of the orderers that vouch for it. A crash-fault-tolerant
+ * ordering service (solo, or a Raft cluster) carries exactly one: the orderer that cut
+ * the block. The field is a list so that a Byzantine-fault-tolerant service can carry
+ * 2f+1 signatures of distinct members; a reader counts distinct orderers, never entries.
  *
  * @generated from message runnel.v1.SignedSeal
  */
@@ -92,16 +120,9 @@ export type SignedSeal = Message<"runnel.v1.SignedSeal"> & {
   seal: Uint8Array;
 
   /**
-   * the orderer's X.509 certificate, DER
-   *
-   * @generated from field: bytes orderer = 2;
+   * @generated from field: repeated runnel.v1.SealSignature signatures = 4;
    */
-  orderer: Uint8Array;
-
-  /**
-   * @generated from field: bytes signature = 3;
-   */
-  signature: Uint8Array;
+  signatures: SealSignature[];
 };
 
 /**
@@ -109,7 +130,7 @@ export type SignedSeal = Message<"runnel.v1.SignedSeal"> & {
  * Use `create(SignedSealSchema)` to create a new message.
  */
 export const SignedSealSchema: GenMessage<SignedSeal> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_block, 1);
+  messageDesc(file_runnel_v1_block, 2);
 
 /**
  * Proof that the transaction at `seq`, ordered at `timestamp_ms`, is in block `block`: the
@@ -148,7 +169,7 @@ export type InclusionProof = Message<"runnel.v1.InclusionProof"> & {
  * Use `create(InclusionProofSchema)` to create a new message.
  */
 export const InclusionProofSchema: GenMessage<InclusionProof> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_block, 2);
+  messageDesc(file_runnel_v1_block, 3);
 
 /**
  * One transaction as the orderer delivers it, at its place in the stream.
@@ -181,5 +202,5 @@ export type OrderedTx = Message<"runnel.v1.OrderedTx"> & {
  * Use `create(OrderedTxSchema)` to create a new message.
  */
 export const OrderedTxSchema: GenMessage<OrderedTx> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_block, 3);
+  messageDesc(file_runnel_v1_block, 4);
 
