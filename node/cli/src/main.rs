@@ -116,6 +116,10 @@ fn main() -> ExitCode {
         // SAFETY: sets a plain option before any other thread runs.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
+    // A write past the file size limit (RLIMIT_FSIZE) fails with EFBIG, which the node
+    // reports as it reports a full disk, instead of SIGXFSZ ending the process unexplained.
+    // SAFETY: sets a signal disposition before any other thread runs.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Init(args) => node::init(&args),

@@ -281,20 +281,26 @@ pub const LEADER_CHECK: Duration = Duration::from_millis(500);
 
 /// Asks the orderer in use for the leader every [`LEADER_CHECK`] and makes the leader the
 /// one in use when its endpoint is known (calls go there at once; the stream moves at
-/// its next check).
+/// its next check). When the orderer in use knows no leader or does not answer (it may
+/// be cut off from the others), the others are asked in turn.
 async fn follow_leader(targets: Arc<Vec<Target>>, current: Arc<AtomicUsize>) {
     let mut every = tokio::time::interval(LEADER_CHECK);
     loop {
         every.tick().await;
         let index = current.load(AtomicOrdering::Relaxed) % targets.len();
-        let mut client = targets[index].client.clone();
-        let mut request = tonic::Request::new(HeightsRequest {});
-        request.set_timeout(LEADER_CHECK);
-        let Ok(heights) = client.heights(request).await else {
+        let mut leader = leader_seen_by(&targets[index]).await;
+        if leader.is_none() {
+            for other in (1..targets.len()).map(|k| (index + k) % targets.len()) {
+                leader = leader_seen_by(&targets[other]).await;
+                if leader.is_some() {
+                    break;
+                }
+            }
+        }
+        let Some(leader) = leader else {
             continue;
         };
-        let leader = heights.into_inner().raft_leader;
-        if leader == 0 || targets[index].raft_id == leader {
+        if targets[index].raft_id == leader {
             continue;
         }
         if let Some(at) = targets.iter().position(|target| target.raft_id == leader) {
@@ -302,6 +308,15 @@ async fn follow_leader(targets: Arc<Vec<Target>>, current: Arc<AtomicUsize>) {
             current.store(at, AtomicOrdering::Relaxed);
         }
     }
+}
+
+/// The leader `target` knows, if it answers within [`LEADER_CHECK`] and knows one.
+async fn leader_seen_by(target: &Target) -> Option<u64> {
+    let mut client = target.client.clone();
+    let mut request = tonic::Request::new(HeightsRequest {});
+    request.set_timeout(LEADER_CHECK);
+    let leader = client.heights(request).await.ok()?.into_inner().raft_leader;
+    (leader != 0).then_some(leader)
 }
 
 /// Whether another orderer of the cluster may do better.
@@ -502,6 +517,10 @@ impl Reader {
                 Err(Some(error)) => {
                     self.hand_over(Err(error));
                     return;
+                }
+                Err(None) if std::mem::take(&mut self.moved) => {
+                    // Left for the orderer now in use (the leader): read from it at once.
+                    pause = Duration::from_millis(50);
                 }
                 Err(None) => {
                     // The next orderer, for calls too: this one failed.

@@ -6,5 +6,6 @@ mod cli;
 mod cluster;
 mod exec;
 mod orgs;
+mod partition;
 mod process;
 mod raft_cluster;

@@ -3,12 +3,15 @@
 //! SIGKILL loses nothing a client was told was committed, gives no seq twice, and a new
 //! leader serves within the election timeout and a second; the peers move to another
 //! orderer and every peer ends with the same state. A follower killed too, the last two
-//! go on; both killed orderers come back, catch up and serve their streams.
+//! go on; both killed orderers come back, catch up and serve their streams. A leader whose
+//! log cannot grow (its file size limit lowered under load, as a full disk would) stops
+//! ordering with a clear error and the other two go on.
 
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use runnel_ledger::identity::Role;
@@ -19,7 +22,7 @@ use runnel_server::proto::ordering_client::OrderingClient;
 use crate::orgs::{Network, endorse, error_name, org_of, runtime, submit};
 
 /// The orderers `runnel init --orderers 3` makes for two organisations, by Raft id.
-const ORDERERS: [(u64, &str); 3] = [
+pub(crate) const ORDERERS: [(u64, &str); 3] = [
     (1, "Org1/orderer0"),
     (2, "Org2/orderer0"),
     (3, "Org1/orderer1"),
@@ -29,7 +32,7 @@ const ORDERERS: [(u64, &str); 3] = [
 const ELECTION_TIMEOUT_MAX: Duration = Duration::from_secs(2);
 
 /// (raft id, leader it knows, height) of the orderer `node`, asked as Org1's peer.
-async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
+pub(crate) async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
     let peer = net.node("Org1/peer0");
     let own = peer.join("identities/Org1");
     let connection = runnel_client::Connection {
@@ -46,7 +49,7 @@ async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// The leader the orderers in `among` agree on, other than `not`.
-async fn leader(net: &Network, among: &[&str], not: Option<u64>) -> u64 {
+pub(crate) async fn leader(net: &Network, among: &[&str], not: Option<u64>) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let mut seen = Vec::new();
@@ -65,12 +68,17 @@ async fn leader(net: &Network, among: &[&str], not: Option<u64>) -> u64 {
     }
 }
 
-fn kill(dir: &Path) {
+/// The process id of the node in `dir`, as `runnel up` wrote it.
+pub(crate) fn pid_of(dir: &Path) -> i32 {
     let pid = std::fs::read_to_string(dir.join("runnel.pid")).unwrap();
-    let pid = pid.trim();
+    pid.trim().parse().unwrap()
+}
+
+fn kill(dir: &Path) {
+    let pid = pid_of(dir).to_string();
     assert!(
         Command::new("kill")
-            .args(["-KILL", pid])
+            .args(["-KILL", &pid])
             .status()
             .unwrap()
             .success()
@@ -146,6 +154,130 @@ async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<S
     (acknowledged, retries)
 }
 
+/// [`load`] from several clients, on a runtime of its own, until stopped.
+pub(crate) struct Load {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<(Vec<String>, usize)>,
+}
+
+impl Load {
+    pub(crate) fn start(net: &Arc<Network>, clients: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (net, stop) = (net.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    let clients: Vec<_> = (0..clients)
+                        .map(|c| tokio::spawn(load(net.clone(), c, stop.clone())))
+                        .collect();
+                    let mut all = Vec::new();
+                    let mut retries = 0;
+                    for client in clients {
+                        let (acknowledged, retried) = client.await.unwrap();
+                        all.extend(acknowledged);
+                        retries += retried;
+                    }
+                    (all, retries)
+                })
+            })
+        };
+        Load { stop, thread }
+    }
+
+    /// Stops the clients: the ids they were told were committed or ordered, and how many
+    /// submits they retried.
+    pub(crate) fn stop(self) -> (Vec<String>, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+/// Both peers hold every `acknowledged` transaction, committed valid, and agree on the
+/// state.
+pub(crate) fn all_committed_on_every_peer(net: &Network, acknowledged: &[String]) {
+    use runnel_server::proto::query_client::QueryClient;
+    use runnel_server::proto::{GetTransactionRequest, ValidationCode};
+    let peers = ["Org1/peer0", "Org2/peer0"];
+    let hashes = net.state_hashes(&peers, org_of);
+    assert_eq!(hashes[0], hashes[1]);
+    runtime().block_on(async {
+        for peer in peers {
+            let org = org_of(peer);
+            let connection =
+                runnel_client::Connection::to(&net.url(peer), &net.dir.join(&org), &org);
+            let mut query = QueryClient::new(runnel_client::connect(&connection).await.unwrap());
+            for tx_id in acknowledged {
+                let shown = query
+                    .get_transaction(GetTransactionRequest {
+                        tx_id: tx_id.clone(),
+                    })
+                    .await
+                    .unwrap_or_else(|status| panic!("{tx_id} at {peer}: {status}"))
+                    .into_inner();
+                assert_eq!(
+                    shown.code,
+                    ValidationCode::Valid as i32,
+                    "{tx_id} at {peer}"
+                );
+            }
+        }
+    });
+}
+
+/// A second `runnel up`: starts the nodes that are not running.
+fn up_again(net: &Network) {
+    let output = Command::new(crate::process::RUNNEL)
+        .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
+        .env("RUNNEL_LOG", "warn")
+        .output()
+        .unwrap();
+    if !output.status.success() {
+        let logs: Vec<String> = ORDERERS
+            .iter()
+            .map(|(_, node)| format!("{node}:\n{}", log_tail(net, node)))
+            .collect();
+        panic!("runnel up again: {output:?}\n{}", logs.join("\n"));
+    }
+}
+
+/// The last lines of `node`'s log.
+fn log_tail(net: &Network, node: &str) -> String {
+    let log = std::fs::read_to_string(net.node(node).join("node.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(8).collect();
+    tail.join("\n")
+}
+
+/// `node` reaches the height `leader_node` has now, and streams every seq from 1.
+pub(crate) fn caught_up(
+    rt: &tokio::runtime::Runtime,
+    net: &Network,
+    node: &str,
+    leader_node: &str,
+) {
+    let height = rt.block_on(view(net, leader_node)).unwrap().2;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rt.block_on(view(net, node)).map(|v| v.2) < Some(height) {
+        assert!(Instant::now() < deadline, "{node} did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let streamed = rt.block_on(stream_seqs(net, node, height));
+    assert_eq!(
+        streamed,
+        (1..=height).collect::<Vec<_>>(),
+        "{node}'s stream"
+    );
+}
+
+/// The orderer of Raft id `id`.
+pub(crate) fn orderer(id: u64) -> &'static str {
+    ORDERERS.iter().find(|(i, _)| *i == id).unwrap().1
+}
+
 #[test]
 fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
     let mut net = Network::init_with("Org1,Org2", 1, 3);
@@ -154,34 +286,10 @@ fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
     let rt = runtime();
     let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
     let old = rt.block_on(leader(&net, &nodes, None));
-    let old_node = ORDERERS.iter().find(|(id, _)| *id == old).unwrap().1;
+    let old_node = orderer(old);
     let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
 
-    // Load from several clients, in a runtime of its own.
-    let stop = Arc::new(AtomicBool::new(false));
-    let loader = {
-        let (net, stop) = (net.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let clients: Vec<_> = (0..6)
-                    .map(|c| tokio::spawn(load(net.clone(), c, stop.clone())))
-                    .collect();
-                let mut all = Vec::new();
-                let mut retries = 0;
-                for client in clients {
-                    let (acknowledged, retried) = client.await.unwrap();
-                    all.extend(acknowledged);
-                    retries += retried;
-                }
-                (all, retries)
-            })
-        })
-    };
+    let load = Load::start(&net, 6);
     std::thread::sleep(Duration::from_secs(3));
     kill(&net.node(old_node));
     let killed = Instant::now();
@@ -193,69 +301,25 @@ fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
         "a new leader after {elected:?}"
     );
     std::thread::sleep(Duration::from_secs(3));
-    stop.store(true, Ordering::Relaxed);
-    let (acknowledged, retries) = loader.join().unwrap();
+    let (acknowledged, retries) = load.stop();
     assert!(acknowledged.len() > 20, "load ran: {}", acknowledged.len());
     eprintln!(
         "{} transactions acknowledged, {retries} submits retried, new leader after {elected:?}",
         acknowledged.len()
     );
-
-    // Every acknowledged transaction is committed, valid, on both peers; both peers agree.
-    let peers = ["Org1/peer0", "Org2/peer0"];
-    let hashes = net.state_hashes(&peers, org_of);
-    assert_eq!(hashes[0], hashes[1]);
-    for peer in peers {
-        for tx_id in &acknowledged {
-            let shown = net.json(peer, &org_of(peer), &["tx", tx_id]);
-            assert_eq!(shown["code"], "VALID", "{tx_id} at {peer}: {shown}");
-        }
-    }
+    all_committed_on_every_peer(&net, &acknowledged);
 
     // The killed leader comes back (a second `runnel up`) and catches up. Then a follower
     // is killed: the two left (a majority) go on; it comes back too and catches up. Both
     // serve their streams from the first seq.
-    let again = || {
-        let output = Command::new(crate::process::RUNNEL)
-            .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
-            .env("RUNNEL_LOG", "warn")
-            .output()
-            .unwrap();
-        if !output.status.success() {
-            let logs: Vec<String> = ORDERERS
-                .iter()
-                .map(|(_, node)| {
-                    let log = std::fs::read_to_string(net.node(node).join("node.log"))
-                        .unwrap_or_default();
-                    let tail: Vec<&str> = log.lines().rev().take(8).collect();
-                    format!("{node}:\n{}", tail.join("\n"))
-                })
-                .collect();
-            panic!("runnel up again: {output:?}\n{}", logs.join("\n"));
-        }
-    };
-    let new_node = ORDERERS.iter().find(|(id, _)| *id == new).unwrap().1;
-    let caught_up = |node: &str| {
-        let height = rt.block_on(view(&net, new_node)).unwrap().2;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while rt.block_on(view(&net, node)).map(|v| v.2) < Some(height) {
-            assert!(Instant::now() < deadline, "{node} did not catch up");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let streamed = rt.block_on(stream_seqs(&net, node, height));
-        assert_eq!(
-            streamed,
-            (1..=height).collect::<Vec<_>>(),
-            "{node}'s stream"
-        );
-    };
-    again();
+    let new_node = orderer(new);
+    up_again(&net);
     net.json(
         "Org1/peer0",
         "Org1",
         &["invoke", "kv", "put", "after", "kill"],
     );
-    caught_up(old_node);
+    caught_up(&rt, &net, old_node, new_node);
     let follower = ORDERERS
         .iter()
         .find(|(id, node)| *id != new && *node != old_node)
@@ -268,10 +332,82 @@ fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
         &["invoke", "kv", "put", "follower", "gone"],
     );
     assert_eq!(put["code"], "VALID", "{put}");
-    again();
-    caught_up(follower);
-    let hashes = net.state_hashes(&peers, org_of);
-    assert_eq!(hashes[0], hashes[1]);
+    up_again(&net);
+    caught_up(&rt, &net, follower, new_node);
+    all_committed_on_every_peer(&net, &[]);
+}
+
+/// Bytes the leader's own log (node.log) may still grow once its file size limit is
+/// lowered.
+const ROOM_LEFT: u64 = 64 << 10;
+
+#[test]
+fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on() {
+    let mut net = Network::init_with("Org1,Org2", 1, 3);
+    net.up();
+    let net = Arc::new(net);
+    let rt = runtime();
+    let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
+    let old = rt.block_on(leader(&net, &nodes, None));
+    let old_node = orderer(old);
+    let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
+
+    let load = Load::start(&net, 4);
+    std::thread::sleep(Duration::from_secs(2));
+    // The running leader's file size limit, lowered to a little past the end of its own
+    // log (node.log, so that it can still say what happened). Linux refuses a write that
+    // would reach past the limit (EFBIG), wherever the file ends: its Raft log, larger by
+    // now, fails at its next append, as a disk that just filled would (ENOSPC).
+    let dir = net.node(old_node);
+    let logged = std::fs::metadata(dir.join("node.log")).unwrap().len();
+    let limit = libc::rlimit {
+        rlim_cur: logged + ROOM_LEFT,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: sets a limit of a process this test started; no memory is shared.
+    let set = unsafe {
+        libc::prlimit(
+            pid_of(&dir),
+            libc::RLIMIT_FSIZE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(set, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let limited = Instant::now();
+
+    // It stops ordering and says why; the other two elect a leader and go on.
+    let new = rt.block_on(leader(&net, &rest, Some(old)));
+    eprintln!("a new leader {:?} after the limit", limited.elapsed());
+    let log = std::fs::read_to_string(dir.join("node.log")).unwrap();
+    assert!(
+        log.contains("this orderer stops ordering") && log.contains("File too large"),
+        "{old_node}'s log:\n{}",
+        log_tail(&net, old_node)
+    );
+    assert!(
+        Path::new(&format!("/proc/{}", pid_of(&dir))).exists(),
+        "it stopped ordering, not running"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let (acknowledged, retries) = load.stop();
+    eprintln!(
+        "{} transactions acknowledged, {retries} submits retried",
+        acknowledged.len()
+    );
+    let put = net.json(
+        "Org2/peer0",
+        "Org2",
+        &["invoke", "kv", "put", "disk", "full"],
+    );
+    assert_eq!(put["code"], "VALID", "{put}");
+    all_committed_on_every_peer(&net, &acknowledged);
+
+    // Restarted (the limit was that process's alone), it reads back what it wrote, a torn
+    // last record cut, and catches up.
+    kill(&dir);
+    up_again(&net);
+    caught_up(&rt, &net, old_node, orderer(new));
 }
 
 /// The seqs of the first `count` transactions `node` streams from seq 1, asked as Org1's

@@ -801,6 +801,9 @@ impl Runner {
             self.status
                 .leader
                 .store(soft.leader_id, AtomicOrdering::Release);
+            if soft.raft_state != StateRole::Leader {
+                self.lost_leadership();
+            }
         }
         let mut light = self.node.advance(ready);
         if let Some(commit) = light.commit_index() {
@@ -907,6 +910,24 @@ impl Runner {
                 };
             }
             let _ = call.answer.send(answers);
+        }
+    }
+
+    /// No longer the leader (a new one elected, or stepped down with no majority in
+    /// reach): answers the calls whose entries are not applied yet at once, rather than at
+    /// the commit timeout, so that their callers retry through the new leader. An entry
+    /// that commits after all leaves a retried transaction DUPLICATE_TXID.
+    fn lost_leadership(&mut self) {
+        if self.proposed.is_empty() {
+            return;
+        }
+        let error = OrderError::Unavailable(
+            "this orderer is no longer the cluster's leader and these transactions were not committed yet; retry".into(),
+        );
+        for (_, proposed) in std::mem::take(&mut self.proposed) {
+            for call in proposed.calls {
+                self.answer_lost(call, &error);
+            }
         }
     }
 
