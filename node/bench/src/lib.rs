@@ -1,11 +1,13 @@
 //! The load generator behind `runnel bench`: closed-loop clients that endorse, sign and
 //! submit over gRPC like an application, a per-transaction CSV with every node stage,
-//! summaries (text and JSON) and SVG plots.
+//! summaries (text and JSON) and SVG plots, and the stall clients saw when something
+//! happened during a run.
 
 mod bench;
 mod floor;
 mod hammer;
 mod plots;
+mod stall;
 mod unary;
 
 pub use bench::{BenchArgs, bench};

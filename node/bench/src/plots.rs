@@ -1,6 +1,7 @@
 //! The plots of the load generator, as SVG line charts drawn with `plotters`: each run's
-//! latency distribution and throughput over time (`runnel bench`), and a sweep's latency
-//! against throughput (scripts/bench-sweep.sh).
+//! latency distribution and throughput over time (`runnel bench`), a run's timeline around
+//! an event (`runnel bench stall`), and a sweep's latency against throughput
+//! (scripts/bench-sweep.sh).
 //!
 //! Plots only read what a run measured or a sweep wrote; they never change a figure.
 //! Text is left to whatever shows the file: the SVG backend writes `<text>` elements and
@@ -10,6 +11,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use serde_json::Value;
@@ -26,6 +28,17 @@ const CDF_POINTS_MAX: usize = 500;
 /// Throughput buckets at most: a run longer than this many seconds gets buckets of
 /// several seconds, so memory and file stay bounded whatever the timestamps say.
 const THROUGHPUT_BUCKETS_MAX: u64 = 2_000;
+/// The throughput plot's bucket, µs: a second.
+const THROUGHPUT_BUCKET_US: u64 = 1_000_000;
+/// The timeline, pixels (width, height): two panels of a run's plot's size, one above
+/// the other.
+const TIMELINE_PLOT_PX: (u32, u32) = (RUN_PLOT_PX.0, RUN_PLOT_PX.1 * 2);
+/// The timeline's bucket, µs: fine enough to see a stall of a few hundred ms.
+const TIMELINE_BUCKET_US: u64 = 100_000;
+/// Timeline buckets at most: a run over 200 s gets buckets of several times 100 ms.
+const TIMELINE_BUCKETS_MAX: u64 = 2_000;
+/// The event marker's label, pixels: its font size and its offset from the line's top.
+const MARK_LABEL_PX: (u32, i32) = (13, 4);
 /// The smallest latency a log axis shows, ms (1 µs): a zero has no place on it.
 const LATENCY_MS_MIN: f64 = 1e-3;
 /// The sweep plot's latency axis covers at least these decades, ms, so that sweeps compare
@@ -52,8 +65,14 @@ const OTHER_COLOURS: [RGBColor; 4] = [
     RGBColor(0x8c, 0x56, 0x4b),
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
-/// A run's single line.
+/// A run's single line (on the timeline: commits, and each bucket's p99).
 const RUN_COLOUR: RGBColor = RGBColor(0x25, 0x63, 0xeb);
+/// The timeline's maximum latency.
+const MAX_COLOUR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+/// The timeline's failed calls.
+const FAILED_COLOUR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+/// The event marker.
+const MARK_COLOUR: RGBColor = RGBColor(0x44, 0x44, 0x44);
 
 /// The distribution of submit → durable latency of the transactions sent from
 /// `measured_from` (Unix µs, the end of the warm-up) that committed: an SVG line chart of
@@ -105,6 +124,7 @@ pub fn latency_cdf(path: &Path, samples: &[Sample], measured_from: u64) -> Resul
             colour: RUN_COLOUR,
             points,
             markers: false,
+            join_within: None,
         }],
     )?;
     write(path, &svg)
@@ -115,44 +135,26 @@ pub fn latency_cdf(path: &Path, samples: &[Sample], measured_from: u64) -> Resul
 /// the last second running to the end (a run over 2,000 s gets buckets of several
 /// seconds).
 pub fn throughput(path: &Path, samples: &[Sample], start_us: u64, end_us: u64) -> Result<()> {
-    let run_us = end_us.saturating_sub(start_us).max(1);
-    let bucket_s = run_us
-        .div_ceil(1_000_000)
-        .div_ceil(THROUGHPUT_BUCKETS_MAX)
-        .max(1);
-    let bucket_us = bucket_s.saturating_mul(1_000_000);
-    // A tail shorter than half a bucket joins the bucket before: no end-of-run dip.
-    let buckets = (run_us / bucket_us + u64::from(run_us % bucket_us >= bucket_us / 2)).max(1);
-    let mut counts = vec![0u64; usize::try_from(buckets)?];
+    let buckets = Buckets::new(
+        start_us,
+        end_us,
+        THROUGHPUT_BUCKET_US,
+        THROUGHPUT_BUCKETS_MAX,
+    );
+    let mut counts = vec![0u64; buckets.len()];
     let mut committed = 0u64;
     for s in samples
         .iter()
         .filter(|s| s.committed_us > 0 && s.committed_us <= end_us)
     {
-        let at = (s.committed_us.saturating_sub(start_us) / bucket_us).min(buckets - 1);
-        if let Some(count) = usize::try_from(at).ok().and_then(|i| counts.get_mut(i)) {
+        if let Some(count) = counts.get_mut(buckets.of(s.committed_us)) {
             *count += 1;
             committed += 1;
         }
     }
-    let points: Vec<(f64, f64)> = counts
-        .iter()
-        .zip(0u64..)
-        .map(|(&count, i)| {
-            let from_us = i.saturating_mul(bucket_us);
-            let to_us = if i + 1 == buckets {
-                run_us
-            } else {
-                from_us.saturating_add(bucket_us)
-            };
-            let seconds = to_us.saturating_sub(from_us).max(1) as f64 / 1e6;
-            (
-                (from_us as f64 + to_us as f64) / 2e6,
-                count as f64 / seconds,
-            )
-        })
-        .collect();
+    let points = buckets.rates(&counts);
     let y_max = points.iter().map(|&(_, y)| y).fold(0.0, f64::max);
+    let bucket_s = buckets.width_us / THROUGHPUT_BUCKET_US;
     let label = if bucket_s == 1 {
         format!("{committed} committed, by the second")
     } else {
@@ -166,17 +168,225 @@ pub fn throughput(path: &Path, samples: &[Sample], start_us: u64, end_us: u64) -
             y_desc: "tx/s",
             legend: SeriesLabelPosition::LowerRight,
         },
-        // At least a second wide: a run of no time still gets an axis.
-        0.0..(run_us as f64 / 1e6).max(1.0),
+        0.0..buckets.run_s(),
         0.0..if y_max > 0.0 { y_max * 1.05 } else { 1.0 },
         &[Series {
             label,
             colour: RUN_COLOUR,
             points,
             markers: false,
+            join_within: None,
         }],
     )?;
     write(path, &svg)
+}
+
+/// A run's timeline around an event at `at_us`, from `start_us` to `end_us` (Unix µs):
+/// two panels sharing the x axis, seconds into the run, with a vertical line labelled
+/// `label` at the event in both. On top, committed transactions per second by the bucket
+/// they committed in, and (when any call failed) failed calls per second by the bucket
+/// they failed in; below, the p99 and max submit → durable latency of the transactions
+/// that committed in each bucket (ms, log axis), with no line through buckets where none
+/// did. Buckets are 100 ms, or a multiple for runs over 200 s (at most
+/// [`TIMELINE_BUCKETS_MAX`]); the last runs to the end.
+pub fn timeline(
+    path: &Path,
+    samples: &[Sample],
+    (start_us, end_us): (u64, u64),
+    at_us: u64,
+    label: &str,
+) -> Result<()> {
+    let buckets = Buckets::new(start_us, end_us, TIMELINE_BUCKET_US, TIMELINE_BUCKETS_MAX);
+    let mut committed = vec![0u64; buckets.len()];
+    let mut failed = vec![0u64; buckets.len()];
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); buckets.len()];
+    for s in samples {
+        if s.committed_us > 0 && s.committed_us <= end_us {
+            let i = buckets.of(s.committed_us);
+            if let (Some(count), Some(bucket)) = (committed.get_mut(i), latencies.get_mut(i)) {
+                *count += 1;
+                bucket.push(s.committed_us.saturating_sub(s.sent_us));
+            }
+        } else if s.failed_us > 0
+            && s.failed_us <= end_us
+            && let Some(count) = failed.get_mut(buckets.of(s.failed_us))
+        {
+            *count += 1;
+        }
+    }
+    let width = if buckets.width_us < 1_000_000 {
+        format!("{} ms", buckets.width_us / 1_000)
+    } else {
+        format!("{} s", short(buckets.width_us as f64 / 1e6))
+    };
+    let mut rates = vec![Series {
+        label: format!("{} committed, by {width}", committed.iter().sum::<u64>()),
+        colour: RUN_COLOUR,
+        points: buckets.rates(&committed),
+        markers: false,
+        join_within: None,
+    }];
+    let failures = failed.iter().sum::<u64>();
+    if failures > 0 {
+        rates.push(Series {
+            label: format!("{failures} failed, by when they failed"),
+            colour: FAILED_COLOUR,
+            points: buckets.rates(&failed),
+            markers: false,
+            join_within: None,
+        });
+    }
+    let (mut p99, mut max) = (Vec::new(), Vec::new());
+    for (i, bucket) in latencies.iter_mut().enumerate() {
+        bucket.sort_unstable();
+        let (Some(q), Some(&top)) = (nearest_rank(bucket, 0.99), bucket.last()) else {
+            continue;
+        };
+        let (mid_s, _) = buckets.span_s(i);
+        let ms = |us: u64| (us as f64 / 1e3).max(LATENCY_MS_MIN);
+        p99.push((mid_s, ms(q)));
+        max.push((mid_s, ms(top)));
+    }
+    // Neighbouring buckets' middles are a bucket apart (the last's up to 1.25): further
+    // apart, buckets without a commit lie between.
+    let join_within = Some(buckets.width_us as f64 / 1e6 * 1.5);
+    let (lo, hi) = decades(
+        p99.iter().map(|&(_, y)| y).reduce(f64::min).unwrap_or(1.0),
+        max.iter().map(|&(_, y)| y).reduce(f64::max).unwrap_or(1.0),
+    );
+    let latency = [
+        Series {
+            label: format!("p99 of each {width}"),
+            colour: RUN_COLOUR,
+            points: p99,
+            markers: false,
+            join_within,
+        },
+        Series {
+            label: "max".to_owned(),
+            colour: MAX_COLOUR,
+            points: max,
+            markers: false,
+            join_within,
+        },
+    ];
+    let y_max = rates
+        .iter()
+        .flat_map(|s| s.points.iter().map(|&(_, y)| y))
+        .fold(0.0, f64::max);
+    let x = 0.0..buckets.run_s();
+    let mark = Mark {
+        x: (i128::from(at_us) - i128::from(start_us)) as f64 / 1e6,
+        label,
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, TIMELINE_PLOT_PX).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (top, bottom) = root.split_vertically(TIMELINE_PLOT_PX.1 / 2);
+        chart(
+            &top,
+            &Frame {
+                size: RUN_PLOT_PX,
+                caption: "committed transactions per second",
+                x_desc: "seconds into the run",
+                y_desc: "tx/s",
+                legend: SeriesLabelPosition::LowerRight,
+            },
+            x.clone(),
+            0.0..if y_max > 0.0 { y_max * 1.05 } else { 1.0 },
+            &rates,
+            Some(&mark),
+        )?;
+        chart(
+            &bottom,
+            &Frame {
+                size: RUN_PLOT_PX,
+                caption: "submit → durable latency, by commit time",
+                x_desc: "seconds into the run",
+                y_desc: "ms (log scale)",
+                legend: SeriesLabelPosition::UpperRight,
+            },
+            x,
+            (lo..hi).log_scale(),
+            &latency,
+            Some(&Mark { label: "", ..mark }),
+        )?;
+        root.present()?;
+    }
+    write(path, &svg)
+}
+
+/// Equal time buckets over a run, for the plots by time: `step_us` wide, or the smallest
+/// whole multiple of it that keeps them to `max`, so memory and file stay bounded
+/// whatever the timestamps say. A tail shorter than half a bucket joins the bucket
+/// before: no dip at the end of a run.
+struct Buckets {
+    /// Where the first starts, Unix µs.
+    start_us: u64,
+    /// The run's length, µs (at least 1).
+    run_us: u64,
+    /// Each one's width, µs (the last runs to the end).
+    width_us: u64,
+    /// How many: from 1 to the `max` asked for, so a `usize`.
+    count: u64,
+}
+
+impl Buckets {
+    /// The buckets of the run from `start_us` to `end_us` (Unix µs; an end before the
+    /// start is a run of 1 µs), `step_us` wide or a multiple, `max` at most.
+    fn new(start_us: u64, end_us: u64, step_us: u64, max: u64) -> Buckets {
+        let run_us = end_us.saturating_sub(start_us).max(1);
+        let step_us = step_us.max(1);
+        let width_us = step_us.saturating_mul(run_us.div_ceil(step_us).div_ceil(max.max(1)).max(1));
+        let count = (run_us / width_us + u64::from(run_us % width_us >= width_us / 2)).max(1);
+        Buckets {
+            start_us,
+            run_us,
+            width_us,
+            count,
+        }
+    }
+
+    /// How many.
+    fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// The bucket of time `at_us`: before the start, the first; after the end, the last.
+    fn of(&self, at_us: u64) -> usize {
+        (at_us.saturating_sub(self.start_us) / self.width_us).min(self.count - 1) as usize
+    }
+
+    /// The run's length, seconds: at least one, so that a run of no time gets an axis.
+    fn run_s(&self) -> f64 {
+        (self.run_us as f64 / 1e6).max(1.0)
+    }
+
+    /// Bucket `i`'s middle, seconds into the run, and its length, seconds.
+    fn span_s(&self, i: usize) -> (f64, f64) {
+        let i = i as u64;
+        let from_us = i.saturating_mul(self.width_us);
+        let to_us = if i + 1 >= self.count {
+            self.run_us
+        } else {
+            from_us.saturating_add(self.width_us)
+        };
+        let seconds = to_us.saturating_sub(from_us).max(1) as f64 / 1e6;
+        ((from_us as f64 + to_us as f64) / 2e6, seconds)
+    }
+
+    /// Each bucket's count a second, at its middle.
+    fn rates(&self, counts: &[u64]) -> Vec<(f64, f64)> {
+        counts
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| {
+                let (mid_s, seconds) = self.span_s(i);
+                (mid_s, count as f64 / seconds)
+            })
+            .collect()
+    }
 }
 
 /// One run of a sweep, as its summary.json tells it: a point of the latency-throughput
@@ -272,6 +482,7 @@ pub fn latency_throughput(path: &Path, points: &[SweepPoint]) -> Result<()> {
             colour,
             points: xy,
             markers: true,
+            join_within: None,
         });
     }
     let all = series.iter().flat_map(|s| s.points.iter());
@@ -374,6 +585,37 @@ struct Series {
     points: Vec<(f64, f64)>,
     /// A dot on each point as well.
     markers: bool,
+    /// Consecutive points further apart in x than this are not joined: there is no data
+    /// between them. A point alone between gaps gets a dot. None: all joined.
+    join_within: Option<f64>,
+}
+
+impl Series {
+    /// The runs of points the line joins, in order; one, maybe empty, when nothing parts
+    /// them.
+    fn segments(&self) -> Vec<&[(f64, f64)]> {
+        let Some(within) = self.join_within else {
+            return vec![&self.points];
+        };
+        let mut segments = Vec::new();
+        let mut from = 0;
+        for i in 1..self.points.len() {
+            if self.points[i].0 - self.points[i - 1].0 > within {
+                segments.push(&self.points[from..i]);
+                from = i;
+            }
+        }
+        segments.push(&self.points[from..]);
+        segments
+    }
+}
+
+/// A vertical line across a chart at `x`, an event on a time axis, and its label by its
+/// top (none when empty).
+#[derive(Clone, Copy)]
+struct Mark<'a> {
+    x: f64,
+    label: &'a str,
 }
 
 /// Draws `series` on axes `x` and `y` (linear or log) as an SVG document.
@@ -388,53 +630,95 @@ where
     {
         let root = SVGBackend::with_string(&mut svg, frame.size).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(frame.caption, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x, y)?;
-        let short_label = |v: &f64| short(*v);
-        chart
-            .configure_mesh()
-            .x_desc(frame.x_desc)
-            .y_desc(frame.y_desc)
-            .x_label_formatter(&short_label)
-            .y_label_formatter(&short_label)
-            .bold_line_style(BLACK.mix(0.15))
-            .light_line_style(BLACK.mix(0.05))
-            .max_light_lines(4)
-            .draw()?;
-        for line in series {
-            let colour = line.colour;
-            chart
-                .draw_series(LineSeries::new(
-                    line.points.iter().copied(),
-                    colour.stroke_width(2),
-                ))?
-                .label(line.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-            if line.markers {
-                chart.draw_series(
-                    line.points
-                        .iter()
-                        .map(|&point| Circle::new(point, 3, colour.filled())),
-                )?;
-            }
-        }
-        if !series.is_empty() {
-            chart
-                .configure_series_labels()
-                .position(frame.legend.clone())
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK.mix(0.3))
-                .draw()?;
-        }
+        chart(&root, frame, x, y, series, None)?;
         root.present()?;
     }
     Ok(svg)
+}
+
+/// Draws `series` on axes `x` and `y` (linear or log) in `area`, and `mark` across them
+/// when it is on the x axis. The frame's size is the area's.
+fn chart<X, Y>(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    frame: &Frame,
+    x: X,
+    y: Y,
+    series: &[Series],
+    mark: Option<&Mark>,
+) -> Result<()>
+where
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(frame.caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x, y)?;
+    let short_label = |v: &f64| short(*v);
+    chart
+        .configure_mesh()
+        .x_desc(frame.x_desc)
+        .y_desc(frame.y_desc)
+        .x_label_formatter(&short_label)
+        .y_label_formatter(&short_label)
+        .bold_line_style(BLACK.mix(0.15))
+        .light_line_style(BLACK.mix(0.05))
+        .max_light_lines(4)
+        .draw()?;
+    if let Some(mark) = mark.filter(|m| chart.x_range().contains(&m.x)) {
+        let y = chart.y_range();
+        chart.draw_series(LineSeries::new(
+            [(mark.x, y.start), (mark.x, y.end)],
+            MARK_COLOUR.stroke_width(1),
+        ))?;
+        if !mark.label.is_empty() {
+            let (size, offset) = MARK_LABEL_PX;
+            let style = ("sans-serif", size).into_font().color(&MARK_COLOUR);
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((mark.x, y.end))
+                    + Text::new(mark.label.to_owned(), (offset, offset), style),
+            ))?;
+        }
+    }
+    for line in series {
+        let colour = line.colour;
+        for (i, segment) in line.segments().into_iter().enumerate() {
+            let drawn = chart.draw_series(LineSeries::new(
+                segment.iter().copied(),
+                colour.stroke_width(2),
+            ))?;
+            if i == 0 {
+                drawn.label(line.label.as_str()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            }
+            if let [alone] = segment
+                && !line.markers
+            {
+                chart.draw_series(std::iter::once(Circle::new(*alone, 2, colour.filled())))?;
+            }
+        }
+        if line.markers {
+            chart.draw_series(
+                line.points
+                    .iter()
+                    .map(|&point| Circle::new(point, 3, colour.filled())),
+            )?;
+        }
+    }
+    if !series.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(frame.legend.clone())
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+    }
+    Ok(())
 }
 
 /// Whole decades around `lo..=hi` (both > 0), widened by a hair so that plotters' log axis
@@ -511,11 +795,16 @@ mod tests {
     /// The points of each series stroke of `colour` (`#RRGGBB`), in drawing order: the
     /// series' line, then its legend's stroke.
     fn strokes(svg: &str, colour: &str) -> Vec<Vec<(f64, f64)>> {
+        strokes_of(svg, colour, "2")
+    }
+
+    /// The points of each line of `colour` and `width` pixels, in drawing order.
+    fn strokes_of(svg: &str, colour: &str, width: &str) -> Vec<Vec<(f64, f64)>> {
         let doc = roxmltree::Document::parse(svg).unwrap();
         doc.descendants()
             .filter(|n| n.has_tag_name("polyline"))
             .filter(|n| n.attribute("stroke") == Some(colour))
-            .filter(|n| n.attribute("stroke-width") == Some("2"))
+            .filter(|n| n.attribute("stroke-width") == Some(width))
             .filter_map(|n| n.attribute("points"))
             .map(|points| {
                 points
@@ -625,6 +914,114 @@ mod tests {
         );
         throughput(&path, &[sample(1, 2)], 10, 0).unwrap();
         svg_at(&path);
+    }
+
+    /// The x of the marker line in each panel, top first, and its (top, bottom) pixel y.
+    fn marks(svg: &str) -> Vec<(f64, f64, f64)> {
+        strokes_of(svg, "#444444", "1")
+            .into_iter()
+            .map(|line| {
+                assert_eq!(line.len(), 2, "a mark is one vertical line");
+                assert_eq!(line[0].0, line[1].0, "a mark is vertical");
+                (line[0].0, line[1].1, line[0].1)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn timeline_draws_throughput_over_latency_with_the_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timeline.svg");
+        let start = 1_000_000_000;
+        let at = start + 3_000_000;
+        // 6 s at 100 tx/s, committed 2 ms after they were sent; those due from 3 to 5 s
+        // commit at 5 s instead, and one call fails 300 ms after it was sent, at 3.8 s.
+        let samples: Vec<Sample> = (0..600u64)
+            .map(|i| {
+                let sent = start + i * 10_000;
+                if i == 350 {
+                    return Sample {
+                        sent_us: sent,
+                        failed_us: sent + 300_000,
+                        ..Sample::default()
+                    };
+                }
+                let due = sent + 2_000;
+                let held = (at..at + 2_000_000).contains(&due);
+                sample(sent, if held { at + 2_000_000 } else { due })
+            })
+            .collect();
+        timeline(
+            &path,
+            &samples,
+            (start, start + 6_000_000),
+            at,
+            "leader killed",
+        )
+        .unwrap();
+
+        let svg = svg_at(&path);
+        let texts = texts(&svg);
+        for text in [
+            "committed transactions per second",
+            "submit → durable latency, by commit time",
+            "599 committed, by 100 ms",
+            "1 failed, by when they failed",
+            "p99 of each 100 ms",
+            "max",
+        ] {
+            assert!(texts.contains(&text.to_owned()), "no {text:?} in {texts:?}");
+        }
+        // The event's label once, its line in both panels at the same x: the panels
+        // share the x axis, one above the other.
+        assert_eq!(texts.iter().filter(|t| *t == "leader killed").count(), 1);
+        let marks = marks(&svg);
+        assert_eq!(marks.len(), 2);
+        assert_eq!(marks[0].0, marks[1].0);
+        assert!(marks[0].2 < marks[1].1, "the latency panel is below");
+        // Throughput: 60 buckets of 100 ms, 10 commits each (100 tx/s), none in the 20
+        // of the gap, and the burst: 199 held and 10 more (2,090 tx/s), the highest.
+        let runs = strokes(&svg, "#2563EB");
+        let rates = &runs[0];
+        assert_eq!(rates.len(), 60);
+        let zero = rates[30].1;
+        assert!(rates[30..50].iter().all(|p| p.1 == zero));
+        assert!(rates[..30].iter().all(|p| p.1 == rates[0].1 && p.1 < zero));
+        let top = rates.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        assert_eq!(rates[50].1, top);
+        assert!(rates[0].0 < marks[0].0 && marks[0].0 < rates[30].0);
+        // Latency: the p99 line stops over the gap (30 buckets before it, 10 after, then
+        // the legend's stroke), and the max's highest point is the spike after it.
+        let lens: Vec<usize> = runs[2..].iter().map(Vec::len).collect();
+        assert_eq!(lens, [30, 10, 2]);
+        let max = strokes(&svg, "#FF7F0E");
+        assert_eq!(max.len(), 3);
+        let highest = max[0]
+            .iter()
+            .chain(&max[1])
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(max[1][0].1, highest);
+        assert!(max[1][0].1 < max[0][0].1);
+        // The spike is 2 s: the log axis reaches 10k ms.
+        assert!(texts.contains(&"10k".to_owned()));
+        assert_eq!(strokes(&svg, "#D62728")[0].len(), 60);
+    }
+
+    #[test]
+    fn timeline_of_a_long_backward_or_empty_run_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timeline.svg");
+        timeline(&path, &[sample(1, u64::MAX)], (0, u64::MAX), 5, "event").unwrap();
+        let svg = svg_at(&path);
+        assert!(strokes(&svg, "#2563EB")[0].len() <= TIMELINE_BUCKETS_MAX as usize);
+        assert_eq!(marks(&svg).len(), 2);
+        // An event off the axis is not drawn; an empty run is two empty panels.
+        timeline(&path, &[sample(1, 2)], (10, 0), 1 << 40, "event").unwrap();
+        let svg = svg_at(&path);
+        assert!(marks(&svg).is_empty() && !texts(&svg).contains(&"event".to_owned()));
+        timeline(&path, &[], (0, 0), 0, "event").unwrap();
+        assert!(texts(&svg_at(&path)).contains(&"0 committed, by 100 ms".to_owned()));
     }
 
     fn summary(clients: u64, rate: Value, p50_us: Value) -> Value {
