@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # What replicating the order costs: `runnel bench` (kv-insert, 1 KB values, 10% reads)
-# against a `runnel up` network of one organisation whose peer orders through a Raft
-# cluster of three orderers, beside the same network with one solo orderer, measured in
-# the same round. Every node a process of its own on this machine, TLS and mutual TLS
-# between them, `sync = "full"` (each orderer fdatasyncs its Raft log: an entry is ordered
-# once two of three have it on disk). Release builds; the load generator in a process of
-# its own.
+# against a `runnel up` network whose peers order through a Raft cluster of three
+# orderers, beside the same network with one solo orderer, measured in the same round.
+# One organisation by default; with two, each has a peer, kv's policy is
+# AND('Org1.peer','Org2.peer') (every transaction endorsed by both peers, Org1's gateway
+# asking Org2's peer over mutual TLS) and the orderers are shared out between the orgs.
+# Every node a process of its own on this machine, TLS and mutual TLS between them,
+# `sync = "full"` (each orderer fdatasyncs its Raft log: an entry is ordered once two of
+# three have it on disk). Release builds; the load generators in processes of their own.
 #
-#   solo-c64   1 orderer + 1 peer, 64 clients     raft-c64  3 orderers + 1 peer, 64 clients
-#   solo-c1    the same, 1 client                 raft-c1   the same, 1 client
+#   solo-c64   1 orderer, 64 clients (split over the orgs' peers)   raft-c64  3 orderers, the same
+#   solo-c1    the same, 1 client on Org1's peer                     raft-c1   3 orderers, the same
 #
 # Each round runs the four in turn against fresh data. Prints, per setting, the median
 # (min-max) of committed tx/s, p50 and p99 submit -> durable, the raft/solo ratios, and
 # the CPU each process spent per committed transaction; writes the same to summary.md.
 #
-#   ./scripts/bench-cluster.sh [rounds] [seconds-per-run] [out-dir]   (default 3, 15, bench-cluster)
+#   ./scripts/bench-cluster.sh [rounds] [seconds-per-run] [out-dir] [orgs]
+#                                             (default 3, 15, bench-cluster, 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 seconds=${2:-15}
 out=$(realpath -m "${3:-bench-cluster}")
+orgs=${4:-1}
 port=7392
 base_port=7560
 mkdir -p "$out/nodes"
@@ -29,24 +33,33 @@ source scripts/bench-node.sh
 up_dir="$out/nodes/up"
 trap 'stop_node; stop_up' EXIT
 
-# run NAME ORDERERS CLIENTS: a fresh one-organisation network with ORDERERS orderers,
-# loaded through its peer; each process's CPU over the run in cpu.json.
+# run NAME ORDERERS CLIENTS: a fresh network of $orgs organisations with ORDERERS
+# orderers, loaded through its peers (CLIENTS split over them; one client: Org1's);
+# each process's CPU over the run in cpu.json.
 run() {
   local name=$1 orderers=$2 clients=$3 run
   run=$(next_run "$name")
   echo "==> $name"
   stop_up
   rm -rf "$up_dir"
-  "$runnel" up --dir "$up_dir" --orgs 1 --orderers "$orderers" --base-port "$base_port" \
+  "$runnel" up --dir "$up_dir" --orgs "$orgs" --orderers "$orderers" --base-port "$base_port" \
     --contracts target/wasm32-unknown-unknown/contract >/dev/null
   local nodes=() pids=() before=() node
-  for node in "$up_dir"/Org1/orderer* "$up_dir"/Org1/peer0; do nodes+=("${node#"$up_dir"/}"); done
+  for node in "$up_dir"/Org*/orderer* "$up_dir"/Org*/peer0; do nodes+=("${node#"$up_dir"/}"); done
   for node in "${nodes[@]}"; do pids+=("$(cat "$up_dir/$node/runnel.pid")"); done
   for pid in "${pids[@]}"; do before+=("$(ticks "$pid")"); done
-  local started elapsed
+  local loaded=(Org1) started loaders=() org
+  [[ $clients -gt 1 && $orgs -eq 2 ]] && loaded=(Org1 Org2)
   started=$(date +%s.%N)
-  "$runnel" bench --duration "$seconds" --warmup 3 --url "https://127.0.0.1:$((base_port + orderers))" \
-    --dir "$up_dir/Org1" --org Org1 --clients "$clients" --keys 0 --out "$run" | sed -n '1,2p'
+  for org in "${loaded[@]}"; do
+    local url
+    url=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(o for o in d['orgs'] if o['name']==sys.argv[2])['peers'][0]['endpoint'])" "$up_dir/network.json" "$org")
+    "$runnel" bench --duration "$seconds" --warmup 3 --url "$url" --dir "$up_dir/$org" --org "$org" \
+      --clients $((clients / ${#loaded[@]})) --keys 0 --out "$run/$org" | sed -n '1,2p' &
+    loaders+=($!)
+  done
+  for loader in "${loaders[@]}"; do wait "$loader"; done
+  local elapsed
   elapsed=$(python3 -c "import time,sys; print(time.time() - float(sys.argv[1]))" "$started")
   {
     echo "{\"seconds\": $elapsed, \"hz\": $(getconf CLK_TCK), \"ticks\": {"
@@ -74,12 +87,13 @@ out = pathlib.Path(sys.argv[1])
 def runs(setting):
     found = []
     for run in sorted((out / setting).glob("*"), key=lambda p: int(p.name)):
-        summary = run / "summary.json"
-        if not summary.exists():
+        summaries = [json.loads(s.read_text()) for s in sorted(run.glob("*/summary.json"))]
+        if not summaries:
             continue
-        s = json.loads(summary.read_text())
-        latency = s["latency_us"]["submit_to_durable"]
-        found.append({"tps": s["transactions"]["committed_per_second"],
+        # Over the load generators: throughput summed, percentiles of the first org's
+        # (the one-client runs have only Org1's), which every setting has.
+        latency = summaries[0]["latency_us"]["submit_to_durable"]
+        found.append({"tps": sum(s["transactions"]["committed_per_second"] for s in summaries),
                       "p50": latency["p50"] / 1000, "p99": latency["p99"] / 1000, "dir": run})
     return found
 

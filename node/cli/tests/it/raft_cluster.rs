@@ -157,7 +157,18 @@ async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<S
 /// [`load`] from several clients, on a runtime of its own, until stopped.
 pub(crate) struct Load {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<(Vec<String>, usize)>,
+    thread: Option<JoinHandle<(Vec<String>, usize)>>,
+}
+
+impl Drop for Load {
+    /// A test that fails with the load running still ends it, so that the network it
+    /// holds is dropped (and stopped) too.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Load {
@@ -186,14 +197,17 @@ impl Load {
                 })
             })
         };
-        Load { stop, thread }
+        Load {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Stops the clients: the ids they were told were committed or ordered, and how many
     /// submits they retried.
-    pub(crate) fn stop(self) -> (Vec<String>, usize) {
+    pub(crate) fn stop(mut self) -> (Vec<String>, usize) {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap()
+        self.thread.take().unwrap().join().unwrap()
     }
 }
 
@@ -389,6 +403,12 @@ fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on(
         Path::new(&format!("/proc/{}", pid_of(&dir))).exists(),
         "it stopped ordering, not running"
     );
+    let definition = runnel_ledger::identity::NetworkDefinition::load(&dir).unwrap();
+    let cas = dir.join("tls-cas.pem");
+    std::fs::write(&cas, definition.tls_ca_pems().collect::<String>()).unwrap();
+    let address = net.url(old_node).replace("https://", "");
+    let (status, _) = crate::process::https(&address, &cas, "GET", "/healthz", "");
+    assert_eq!(status, 503, "its health");
     std::thread::sleep(Duration::from_secs(2));
     let (acknowledged, retries) = load.stop();
     eprintln!(
