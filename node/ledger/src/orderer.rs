@@ -285,7 +285,7 @@ pub trait Orderer: Send + Sync {
 }
 
 /// An orderer of a Raft cluster as it sees itself ([`Orderer::cluster`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterView {
     /// Its Raft id.
     pub id: u64,
@@ -293,6 +293,8 @@ pub struct ClusterView {
     pub leader: Option<u64>,
     /// Its Raft term.
     pub term: u64,
+    /// The ids its membership counts now (during a change, the outgoing voters too).
+    pub voters: Vec<u64>,
 }
 
 /// Why the orderer refused or failed.

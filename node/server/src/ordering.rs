@@ -219,9 +219,10 @@ impl Ordering for OrderingService {
         Ok(Response::new(HeightsResponse {
             height: self.orderer.height().0,
             durable_height: self.orderer.durable_height().0,
-            raft_id: cluster.map_or(0, |view| view.id),
-            raft_leader: cluster.and_then(|view| view.leader).unwrap_or(0),
-            raft_term: cluster.map_or(0, |view| view.term),
+            raft_id: cluster.as_ref().map_or(0, |view| view.id),
+            raft_leader: cluster.as_ref().and_then(|view| view.leader).unwrap_or(0),
+            raft_term: cluster.as_ref().map_or(0, |view| view.term),
+            raft_voters: cluster.map(|view| view.voters).unwrap_or_default(),
         }))
     }
 }

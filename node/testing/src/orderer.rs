@@ -62,6 +62,41 @@ impl Net {
     }
 }
 
+/// A `_config` update from the definition in force (its key at `current`, `None` before
+/// the first update) to `next`, proposed by Org1's admin and signed by the admins of
+/// `admins`: the encoded `SignedTransaction`.
+pub fn config_update(
+    net: &Net,
+    current: Option<runnel_runtime::Version>,
+    next: &runnel_ledger::identity::NetworkDefinition,
+    admins: &[&str],
+) -> Vec<u8> {
+    use prost::Message as _;
+    use runnel_ledger::netconfig;
+    let proposer = net.signer("Org1", Role::Admin);
+    let proposal = tx::new_proposal(
+        "main",
+        netconfig::CONFIG_NAMESPACE,
+        netconfig::FN_UPDATE,
+        vec![next.to_bytes()],
+        &proposer,
+    );
+    let mut update =
+        netconfig::update_transaction(tx::sign_proposal(&proposer, &proposal), current, next);
+    let message = tx::endorsement_message(
+        &tx::sha256(&update.proposal.as_ref().expect("a proposal").proposal),
+        &tx::sha256(&update.payload),
+    );
+    for org in admins {
+        let admin = net.signer(org, Role::Admin);
+        update.endorsements.push(runnel_ledger::proto::Endorsement {
+            endorser: admin.cert_der().to_vec(),
+            signature: admin.sign(&message).to_vec(),
+        });
+    }
+    tx::sign_transaction(&proposer, &update).encode_to_vec()
+}
+
 /// A signed transaction calling `kv.put(key)` on `channel`.
 pub fn transaction(client: &Signer, channel: &str, key: &str) -> Vec<u8> {
     transaction_with_payload(client, channel, key, key.as_bytes().to_vec())

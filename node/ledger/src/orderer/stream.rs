@@ -587,6 +587,19 @@ impl Inner {
         })
     }
 
+    /// For an orderer that follows the configuration: the definition in force and the seq
+    /// of the update that made it ([`Seq::ZERO`] for the genesis one), unless that seq is
+    /// `seen` already. `None` too when this orderer follows no configuration.
+    pub(super) fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
+        let state = self.lock();
+        let network = state.network.as_ref()?;
+        let (seq, definition) = match network.applied.last() {
+            Some((seq, definition)) => (*seq, definition),
+            None => (Seq::ZERO, &network.genesis),
+        };
+        (Some(seq) != seen).then(|| (seq, definition.clone()))
+    }
+
     /// For an orderer that follows the configuration: when the `_config` update about to
     /// be appended at `seq` is one every peer will apply, records it ([`CONFIG_FILE`])
     /// and makes the MSP trust what it says from now on.
@@ -987,6 +1000,13 @@ impl StreamLog {
     pub(crate) fn fail(&self, failure: String) {
         let mut state = self.inner.lock();
         self.inner.fail(&mut state, failure);
+    }
+
+    /// For an orderer that follows the configuration: the definition in force and the seq
+    /// of the update that made it, unless that seq is `seen` already
+    /// ([`Inner::definition_since`]).
+    pub(crate) fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
+        self.inner.definition_since(seen)
     }
 
     /// In a replicated log, the index of the last replicated entry applied: after open,

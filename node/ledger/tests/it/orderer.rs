@@ -626,10 +626,7 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     // Its MSP its own, as an orderer process's: a valid `_config` update revoking Org2's
     // client, signed by both admins, makes the orderer refuse that client from then on,
     // also after a reopen; an update signed by one admin of two changes nothing.
-    use prost::Message;
     use runnel_ledger::identity::{IdentityError, Msp, NetworkDefinition};
-    use runnel_ledger::netconfig;
-    use runnel_ledger::proto::Endorsement;
     use runnel_ledger::tx;
 
     let net = Net::new();
@@ -660,30 +657,8 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     next.orgs[1]
         .revoked
         .push(hex::encode(tx::sha256(client.cert_der())));
-    let update = |admins: &[&str]| {
-        let proposer = net.signer("Org1", Role::Admin);
-        let proposal = tx::new_proposal(
-            "main",
-            netconfig::CONFIG_NAMESPACE,
-            netconfig::FN_UPDATE,
-            vec![next.to_bytes()],
-            &proposer,
-        );
-        let mut update =
-            netconfig::update_transaction(tx::sign_proposal(&proposer, &proposal), None, &next);
-        let message = tx::endorsement_message(
-            &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
-            &tx::sha256(&update.payload),
-        );
-        for org in admins {
-            let admin = net.signer(org, Role::Admin);
-            update.endorsements.push(Endorsement {
-                endorser: admin.cert_der().to_vec(),
-                signature: admin.sign(&message).to_vec(),
-            });
-        }
-        tx::sign_transaction(&proposer, &update).encode_to_vec()
-    };
+    let update =
+        |admins: &[&str]| runnel_testing::orderer::config_update(&net, None, &next, admins);
     // One admin of two: ordered (peers record it invalid), followed by nothing.
     orderer.submit(update(&["Org1"])).unwrap();
     orderer

@@ -4,16 +4,16 @@
 //! seals. (The same orderers as separate processes over gRPC: runnel-server's tests.)
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use raft::eraftpb::Message;
 use runnel_ledger::block::SealChain;
-use runnel_ledger::identity::Role;
+use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role};
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings, Transport};
-use runnel_ledger::orderer::{OrderError, Ordered, Orderer};
+use runnel_ledger::orderer::{OrderError, Ordered, Orderer, OrdererConfig};
 use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
 
 /// The in-memory network: who is up, and which links are cut.
@@ -77,24 +77,26 @@ const IDS: [u64; 3] = [1, 2, 3];
 struct Cluster {
     net: Net,
     hub: Arc<Hub>,
-    _dir: tempfile::TempDir,
-    dirs: HashMap<u64, PathBuf>,
+    dir: tempfile::TempDir,
     nodes: HashMap<u64, Arc<RaftOrderer>>,
+    /// The genesis definition every orderer follows the configuration from, if any.
+    follow: Option<NetworkDefinition>,
 }
 
 impl Cluster {
     fn new() -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let dirs = IDS
-            .iter()
-            .map(|id| (*id, dir.path().join(format!("orderer{id}"))))
-            .collect();
+        Cluster::with(Net::new(), None)
+    }
+
+    /// Orderers [`IDS`] of `net`, following the configuration from `follow` if given,
+    /// each with a membership service of its own, as an orderer process has.
+    fn with(net: Net, follow: Option<NetworkDefinition>) -> Cluster {
         let mut cluster = Cluster {
-            net: Net::new(),
+            net,
             hub: Arc::default(),
-            _dir: dir,
-            dirs,
+            dir: tempfile::tempdir().unwrap(),
             nodes: HashMap::new(),
+            follow,
         };
         for id in IDS {
             cluster.start(id);
@@ -102,19 +104,39 @@ impl Cluster {
         cluster
     }
 
+    fn dir(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("orderer{id}"))
+    }
+
+    /// Starts orderer `id`: one of [`IDS`], or one that joins the cluster once the
+    /// configuration adds it.
     fn start(&mut self, id: u64) {
-        let dir: &Path = &self.dirs[&id];
-        std::fs::create_dir_all(dir).unwrap();
+        let dir = self.dir(id);
+        std::fs::create_dir_all(&dir).unwrap();
         let org = if id == 2 { "Org2" } else { "Org1" };
         let mut settings = RaftSettings::new(id, IDS.to_vec());
+        settings.joins = !IDS.contains(&id);
         // A quick clock: elections in 0.3-0.6 s.
         settings.tick = Duration::from_millis(30);
         settings.commit_timeout = Duration::from_secs(3);
-        let node = Arc::new(
-            RaftOrderer::open(
-                dir,
+        let (config, msp) = match &self.follow {
+            Some(genesis) => (
+                OrdererConfig {
+                    follow_config: Some(genesis.clone()),
+                    ..streaming(5, Duration::from_millis(100))
+                },
+                Arc::new(Msp::new(self.net.msp.ca_certs().iter().map(Vec::as_slice)).unwrap()),
+            ),
+            None => (
                 streaming(5, Duration::from_millis(100)),
                 self.net.msp.clone(),
+            ),
+        };
+        let node = Arc::new(
+            RaftOrderer::open(
+                &dir,
+                config,
+                msp,
                 self.net.signer(org, Role::Orderer),
                 settings,
                 Arc::new(HubTransport {
@@ -160,6 +182,11 @@ impl Cluster {
     /// Submits `count` new transactions through orderer `via`, keys `prefix0..`.
     fn submit(&self, via: u64, prefix: &str, count: usize) -> Vec<Result<Ordered, OrderError>> {
         self.nodes[&via].submit_batch(self.transactions(prefix, count))
+    }
+
+    /// Submits one signed transaction through orderer `via`, which must order it.
+    fn submit_one(&self, via: u64, transaction: Vec<u8>) -> Seq {
+        self.nodes[&via].submit(transaction).expect("ordered").seq
     }
 
     /// `count` new signed transactions, keys `prefix0..`.
@@ -317,4 +344,103 @@ fn a_leader_cut_off_orders_nothing_and_follows_once_healed() {
     // And the lost transactions can be ordered now.
     let retried = cluster.submit(next, "lost", 3);
     assert_eq!(ordered(&retried), (11..=13).map(Seq).collect::<Vec<_>>());
+}
+
+/// Orderer `id` of the configuration, `orderer<id>` of Org1 (Org2 for 2).
+fn member(id: u64) -> OrdererNode {
+    let org = if id == 2 { "Org2" } else { "Org1" };
+    OrdererNode {
+        name: format!("orderer{id}.{org}"),
+        org: org.into(),
+        endpoint: format!("https://127.0.0.1:{}", 7050 + id),
+        raft_id: id,
+    }
+}
+
+impl Cluster {
+    /// Waits until every running orderer of `among` counts `voters`.
+    fn voters_are(&self, among: &[u64], voters: &[u64]) {
+        let deadline = Instant::now() + PATIENCE;
+        while among.iter().any(|id| self.nodes[id].voters() != voters) {
+            assert!(
+                Instant::now() < deadline,
+                "voters: {:?}",
+                among
+                    .iter()
+                    .map(|id| (id, self.nodes[id].voters()))
+                    .collect::<Vec<_>>()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
+    let net = Net::new();
+    let mut genesis = NetworkDefinition::of(&net.ids, "main");
+    genesis.orderers = IDS.iter().map(|id| member(*id)).collect();
+    let mut cluster = Cluster::with(net, Some(genesis.clone()));
+    let leader = cluster.leader(&IDS);
+    assert_eq!(ordered(&cluster.submit(leader, "a", 10)).len(), 10);
+
+    // Orderer 4 starts before it is a member: it waits, and the cluster does not count it.
+    cluster.start(4);
+    assert_eq!(cluster.nodes[&4].voters(), IDS.to_vec());
+    // The update that adds it, signed by both organisations' admins, ordered like any
+    // transaction: the leader then moves the cluster to the four.
+    let mut added = genesis.clone();
+    added.sequence = 1;
+    added.orderers.push(member(4));
+    let update =
+        runnel_testing::orderer::config_update(&cluster.net, None, &added, &["Org1", "Org2"]);
+    let at = cluster.nodes[&leader].submit(update).unwrap().seq;
+    cluster.voters_are(&[1, 2, 3, 4], &[1, 2, 3, 4]);
+    // Orderer 4 caught up from the first entry: it orders through the leader and streams
+    // everything, seals checked as a peer checks them.
+    assert_eq!(ordered(&cluster.submit(4, "b", 10)).len(), 10);
+    let height = cluster.nodes[&4].height().0;
+    assert_eq!(cluster.stream(4, height).txs.len() as u64, height);
+
+    // The update that removes the leader: it hands the lead to another voter, which makes
+    // the change; the removed orderer stops ordering and says why.
+    let mut removed = added.clone();
+    removed.sequence = 2;
+    removed.orderers.retain(|orderer| orderer.raft_id != leader);
+    let update = runnel_testing::orderer::config_update(
+        &cluster.net,
+        Some(runnel_runtime::Version::from_seq(at.0)),
+        &removed,
+        &["Org1", "Org2"],
+    );
+    let stay: Vec<u64> = [1, 2, 3, 4]
+        .into_iter()
+        .filter(|id| *id != leader)
+        .collect();
+    cluster.submit_one(stay[0], update);
+    cluster.voters_are(&stay, &stay);
+    let deadline = Instant::now() + PATIENCE;
+    while cluster.nodes[&leader].failure().is_none() {
+        assert!(Instant::now() < deadline, "the removed orderer goes on");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let failure = cluster.nodes[&leader].failure().unwrap();
+    assert!(
+        failure.contains("removed from the ordering cluster"),
+        "{failure}"
+    );
+
+    // Orderer 4 votes: with one of the founders that stay stopped, 4 and the other are a
+    // majority of the three, and the cluster goes on.
+    let founder = stay.iter().copied().find(|id| *id != 4).unwrap();
+    cluster.stop(founder);
+    let rest: Vec<u64> = stay.iter().copied().filter(|id| *id != founder).collect();
+    let new_leader = cluster.leader(&rest);
+    assert_eq!(ordered(&cluster.submit(new_leader, "c", 10)).len(), 10);
+    let height = cluster.nodes[&4].height().0;
+    let seen = cluster.stream(4, height);
+    assert_eq!(
+        seen.txs.iter().map(|(seq, _)| seq.0).collect::<Vec<_>>(),
+        (1..=height).collect::<Vec<_>>()
+    );
 }

@@ -26,7 +26,7 @@
 //! leader cut that a newer one's overtook). So every orderer's stream is the same, byte
 //! for byte, and a peer may read it from any of them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -36,11 +36,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use prost::Message as _;
-use raft::eraftpb::{ConfState, Entry, EntryType, Message};
+use raft::eraftpb::{
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Entry,
+    EntryType, Message,
+};
 use raft::{RawNode, StateRole};
 
 use super::log::{LogError, RAFT_LOG_FILE, RaftLog};
-use super::logger;
+use super::{logger, wire};
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
@@ -58,9 +61,13 @@ use crate::tx;
 pub struct RaftSettings {
     /// This orderer's Raft id (non-zero, unique in the cluster).
     pub id: u64,
-    /// The voters a new cluster starts with (this orderer among them). An orderer whose
-    /// log exists keeps the membership its log holds.
+    /// The voters a new cluster starts with: the orderers of the genesis network
+    /// definition. An orderer whose log exists keeps the membership its log holds.
     pub voters: Vec<u64>,
+    /// Whether this orderer joins a cluster that runs already (added by a configuration
+    /// update, so not among `voters`): it waits, taking no part in elections, until the
+    /// leader has sent it the log up to the change that makes it a voter.
+    pub joins: bool,
     /// How often Raft's clock ticks.
     pub tick: Duration,
     /// Ticks without a leader's heartbeat before a follower stands for election (Raft
@@ -79,6 +86,7 @@ impl RaftSettings {
         RaftSettings {
             id,
             voters,
+            joins: false,
             tick: Duration::from_millis(100),
             election_ticks: 10,
             heartbeat_ticks: 2,
@@ -96,6 +104,42 @@ pub trait Transport: Send + Sync {
     /// Asks the leader `leader` to order `transactions`, received by this orderer,
     /// waiting for its answers (one per transaction, in order).
     fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>>;
+
+    /// The cluster changed: `members` are the orderers the network configuration in force
+    /// names, `voting` the ids Raft counts now (during a change, also members the
+    /// configuration no longer names). Called at open and after each change.
+    fn members(&self, members: &[ClusterMember], voting: &[u64]) {
+        let _ = (members, voting);
+    }
+}
+
+/// An orderer of the cluster as the network configuration names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterMember {
+    /// Its Raft id.
+    pub id: u64,
+    /// The organisation that runs it.
+    pub org: String,
+    /// Its name, the CN of its orderer certificate.
+    pub name: String,
+    /// Its ordering service, `https://host:port`.
+    pub endpoint: String,
+}
+
+impl ClusterMember {
+    /// The members of `definition`'s cluster, by Raft id.
+    pub fn of(definition: &crate::identity::NetworkDefinition) -> Vec<ClusterMember> {
+        definition
+            .cluster()
+            .into_iter()
+            .map(|(id, orderer)| ClusterMember {
+                id,
+                org: orderer.org.clone(),
+                name: orderer.name.clone(),
+                endpoint: orderer.endpoint.clone(),
+            })
+            .collect()
+    }
 }
 
 /// How often a caller waiting for a leader looks again.
@@ -158,6 +202,8 @@ struct Status {
     term: AtomicU64,
     /// Set when the Raft thread stopped on an error: every call reports it.
     failure: Mutex<Option<String>>,
+    /// The ids the membership counts, as last applied.
+    voters: Mutex<Vec<u64>>,
 }
 
 impl Status {
@@ -213,7 +259,7 @@ impl RaftOrderer {
         settings: RaftSettings,
         transport: Arc<dyn Transport>,
     ) -> Result<RaftOrderer, OrderError> {
-        if settings.id == 0 || !settings.voters.contains(&settings.id) {
+        if settings.id == 0 || (!settings.joins && !settings.voters.contains(&settings.id)) {
             return Err(OrderError::Unavailable(format!(
                 "orderer id {} is not among the cluster's voters {:?}",
                 settings.id, settings.voters
@@ -267,11 +313,15 @@ impl RaftOrderer {
         raft_config
             .validate()
             .map_err(|e| OrderError::Unavailable(format!("Raft settings: {e}")))?;
+        let conf_state = raft::Storage::initial_state(&log)
+            .map_err(|e| OrderError::Corrupt(format!("reading the Raft log: {e}")))?
+            .conf_state;
         let node = RawNode::new(&raft_config, log.clone(), &logger::logger())
             .map_err(|e| OrderError::Corrupt(format!("starting Raft: {e}")))?;
         let (inputs, received) = crossbeam_channel::bounded(INPUTS_MAX);
         let (stop, stopped) = crossbeam_channel::bounded(1);
         let status = Arc::new(Status::default());
+        *status.voters.lock().unwrap_or_else(PoisonError::into_inner) = voting(&conf_state);
         let mut runner = Runner {
             node,
             log,
@@ -288,7 +338,13 @@ impl RaftOrderer {
             in_flight: HashSet::new(),
             seal_in_flight: None,
             commit_timeout: settings.commit_timeout,
+            id: settings.id,
+            conf_state,
+            members: Vec::new(),
+            wanted: None,
+            followed: None,
         };
+        runner.follow_configuration();
         let thread = std::thread::Builder::new()
             .name("runnel-raft".into())
             .spawn(move || runner.run())
@@ -319,6 +375,16 @@ impl RaftOrderer {
             0 => None,
             id => Some(id),
         }
+    }
+
+    /// The ids the cluster's membership counts, as this orderer last applied it (during
+    /// a change, the outgoing voters too).
+    pub fn voters(&self) -> Vec<u64> {
+        self.status
+            .voters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The Raft term this orderer is in.
@@ -487,6 +553,7 @@ impl Orderer for RaftOrderer {
             id: self.id,
             leader: self.leader(),
             term: self.term(),
+            voters: self.voters(),
         })
     }
 
@@ -530,6 +597,17 @@ struct Runner {
     /// The index and term of the seal entry proposed and not yet applied.
     seal_in_flight: Option<(u64, u64)>,
     commit_timeout: Duration,
+    /// This orderer's Raft id.
+    id: u64,
+    /// The membership as applied.
+    conf_state: ConfState,
+    /// The orderers the configuration in force names.
+    members: Vec<ClusterMember>,
+    /// Their ids, sorted: the voters the leader moves the cluster to. `None` while this
+    /// orderer follows no configuration, or it names no cluster.
+    wanted: Option<Vec<u64>>,
+    /// The seq of the configuration update last read (`Seq::ZERO`: the genesis one).
+    followed: Option<Seq>,
 }
 
 /// Why the Raft thread stops.
@@ -607,6 +685,8 @@ impl Runner {
             self.maybe_seal();
             self.handle_ready()?;
             self.give_up_late();
+            self.follow_configuration();
+            self.maybe_change_membership();
         }
     }
 
@@ -834,9 +914,11 @@ impl Runner {
                         .map_err(|e| e.to_string())?;
                 }
                 EntryType::EntryNormal => self.apply_normal(&entry)?,
-                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
+                EntryType::EntryConfChangeV2 => self.apply_conf_change(&entry)?,
+                EntryType::EntryConfChange => {
                     return Err(format!(
-                        "Raft entry {index} changes the cluster's membership, which this version does not do"
+                        "Raft entry {index} changes the membership the old way (ConfChange), \
+                         which Runnel never proposes"
                     ));
                 }
             }
@@ -851,6 +933,124 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// Applies a committed membership change: Raft's membership, the log's record of it,
+    /// the applied mark. An orderer the change leaves out of the cluster stops ordering.
+    fn apply_conf_change(&mut self, entry: &Entry) -> Stop {
+        let index = entry.index;
+        let change = wire::conf_change_from_bytes(&entry.data)
+            .map_err(|e| format!("Raft entry {index}: {e}"))?;
+        let conf_state = self
+            .node
+            .apply_conf_change(&change)
+            .map_err(|e| format!("applying the membership change of Raft entry {index}: {e}"))?;
+        self.log
+            .set_conf_state(&conf_state)
+            .map_err(|e| e.to_string())?;
+        self.stream
+            .append_txs(Vec::new(), Ids::Record, Some(index))
+            .map_err(|e| e.to_string())?;
+        tracing::info!(
+            index,
+            voters = ?conf_state.voters,
+            outgoing = ?conf_state.voters_outgoing,
+            "the ordering cluster's membership changed"
+        );
+        let was_member = voting(&self.conf_state).contains(&self.id);
+        self.conf_state = conf_state;
+        *self
+            .status
+            .voters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = voting(&self.conf_state);
+        self.transport
+            .members(&self.members, &voting(&self.conf_state));
+        if was_member && !voting(&self.conf_state).contains(&self.id) {
+            return Err(format!(
+                "this orderer was removed from the ordering cluster (Raft entry {index}); it \
+                 orders no more, and its stream stops"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads the configuration in force when it changed: the members it names, which the
+    /// transport learns, and the voters the leader moves the cluster to.
+    fn follow_configuration(&mut self) {
+        let Some((seq, definition)) = self.stream.definition_since(self.followed) else {
+            return;
+        };
+        self.followed = Some(seq);
+        let members = ClusterMember::of(&definition);
+        let mut wanted: Vec<u64> = members.iter().map(|member| member.id).collect();
+        wanted.sort_unstable();
+        if wanted.is_empty() {
+            tracing::warn!(
+                seq = seq.0,
+                "the network configuration names no ordering cluster; the cluster keeps its members"
+            );
+        } else {
+            self.wanted = Some(wanted);
+            self.members = members;
+        }
+        self.transport
+            .members(&self.members, &voting(&self.conf_state));
+    }
+
+    /// As leader, with no membership change in flight: when the configuration names other
+    /// orderers than the voters, proposes the change, through a joint membership (every
+    /// decision needs a majority of the old voters and of the new ones until Raft leaves
+    /// it on its own).
+    fn maybe_change_membership(&mut self) {
+        let Some(wanted) = &self.wanted else {
+            return;
+        };
+        if !self.is_leader()
+            || !self.conf_state.voters_outgoing.is_empty()
+            || self.node.raft.has_pending_conf()
+        {
+            return;
+        }
+        let now: BTreeSet<u64> = self.conf_state.voters.iter().copied().collect();
+        let next: BTreeSet<u64> = wanted.iter().copied().collect();
+        if now == next {
+            return;
+        }
+        if !next.contains(&self.id) {
+            // The leader leaves: it hands the lead to the voter that stays with the most of
+            // the log first, and that one makes the change.
+            let heir = now
+                .intersection(&next)
+                .filter_map(|id| Some((self.node.raft.prs().get(*id)?.matched, *id)))
+                .max();
+            if let Some((_, heir)) = heir {
+                if self.node.raft.lead_transferee != Some(heir) {
+                    tracing::info!(heir, "handing the lead over before leaving the cluster");
+                    self.node.transfer_leader(heir);
+                }
+                return;
+            }
+        }
+        let changes: Vec<_> = next
+            .difference(&now)
+            .map(|id| change_single(*id, ConfChangeType::AddNode))
+            .chain(
+                now.difference(&next)
+                    .map(|id| change_single(*id, ConfChangeType::RemoveNode)),
+            )
+            .collect();
+        let mut change = ConfChangeV2::default();
+        change.set_transition(ConfChangeTransition::Implicit);
+        change.set_changes(changes.into());
+        match self.node.propose_conf_change(Vec::new(), change) {
+            Ok(()) => tracing::info!(
+                from = ?now,
+                to = ?next,
+                "proposing a change of the ordering cluster's membership"
+            ),
+            Err(error) => tracing::warn!(%error, "a membership change was not proposed"),
+        }
     }
 
     fn apply_normal(&mut self, entry: &Entry) -> Stop {
@@ -953,6 +1153,27 @@ impl Runner {
             }
         }
     }
+}
+
+/// One change of a membership change.
+fn change_single(id: u64, change_type: ConfChangeType) -> ConfChangeSingle {
+    let mut single = ConfChangeSingle::default();
+    single.node_id = id;
+    single.set_change_type(change_type);
+    single
+}
+
+/// The ids a membership counts: its voters and, during a change, the outgoing ones.
+fn voting(conf_state: &ConfState) -> Vec<u64> {
+    let mut ids: Vec<u64> = conf_state
+        .voters
+        .iter()
+        .chain(&conf_state.voters_outgoing)
+        .copied()
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// A committed transaction as the stream log takes it: its id and proposal time read

@@ -7,12 +7,16 @@
 //! by field here. Everything that comes from another orderer is checked on the way in:
 //! an unknown message or entry type is refused, not guessed.
 
+use prost::Message as _;
 use prost::bytes::Bytes;
 use raft::eraftpb::{
-    ConfState, Entry, EntryType, Message, MessageType, Snapshot, SnapshotMetadata,
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, ConfState, Entry,
+    EntryType, Message, MessageType, Snapshot, SnapshotMetadata,
 };
 
-use crate::proto::{RaftConfState, RaftEntry, RaftMessage, RaftSnapshot, RaftSnapshotMetadata};
+use crate::proto::{
+    RaftConfChangeV2, RaftConfState, RaftEntry, RaftMessage, RaftSnapshot, RaftSnapshotMetadata,
+};
 
 /// Why a message from another orderer was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,6 +30,50 @@ pub enum WireError {
     /// A message type that only ever travels inside one node (a local tick or proposal).
     #[error("Raft message type {0:?} is local to a node and never sent between orderers")]
     Local(MessageType),
+    /// A membership change that does not decode, or names an unknown kind of change.
+    #[error("a malformed membership change: {0}")]
+    ConfChange(String),
+}
+
+/// Most changes one membership change may make: a cluster has a handful of members.
+pub const CONF_CHANGES_MAX: usize = 64;
+
+/// A membership change from an entry's data (Raft encodes it; Runnel decodes it), refused
+/// if it does not decode or names an unknown transition or kind of change.
+pub fn conf_change_from_bytes(data: &[u8]) -> Result<ConfChangeV2, WireError> {
+    let wire = RaftConfChangeV2::decode(data).map_err(|e| WireError::ConfChange(e.to_string()))?;
+    if wire.changes.len() > CONF_CHANGES_MAX {
+        return Err(WireError::ConfChange(format!(
+            "{} changes; at most {CONF_CHANGES_MAX}",
+            wire.changes.len()
+        )));
+    }
+    let mut change = ConfChangeV2::default();
+    change.set_transition(match wire.transition {
+        0 => ConfChangeTransition::Auto,
+        1 => ConfChangeTransition::Implicit,
+        2 => ConfChangeTransition::Explicit,
+        other => return Err(WireError::ConfChange(format!("unknown transition {other}"))),
+    });
+    let mut changes = Vec::with_capacity(wire.changes.len());
+    for single in wire.changes {
+        let mut one = ConfChangeSingle::default();
+        one.node_id = single.node_id;
+        one.set_change_type(match single.change_type {
+            0 => ConfChangeType::AddNode,
+            1 => ConfChangeType::RemoveNode,
+            2 => ConfChangeType::AddLearnerNode,
+            other => {
+                return Err(WireError::ConfChange(format!(
+                    "unknown change type {other}"
+                )));
+            }
+        });
+        changes.push(one);
+    }
+    change.set_changes(changes.into());
+    change.context = Bytes::from(wire.context);
+    Ok(change)
 }
 
 /// A message as it goes on the wire.
@@ -277,5 +325,43 @@ mod tests {
             from_wire(wire),
             Err(WireError::Local(MessageType::MsgPropose))
         );
+    }
+
+    fn single(id: u64, change_type: ConfChangeType) -> ConfChangeSingle {
+        let mut single = ConfChangeSingle::default();
+        single.node_id = id;
+        single.set_change_type(change_type);
+        single
+    }
+
+    #[test]
+    fn a_membership_change_raft_encodes_decodes_the_same_and_a_bad_one_is_refused() {
+        use protobuf::Message as _;
+        let mut change = ConfChangeV2::default();
+        change.set_transition(ConfChangeTransition::Implicit);
+        change.set_changes(
+            vec![
+                single(4, ConfChangeType::AddNode),
+                single(1, ConfChangeType::RemoveNode),
+            ]
+            .into(),
+        );
+        let bytes = change.write_to_bytes().unwrap();
+        assert_eq!(conf_change_from_bytes(&bytes).unwrap(), change);
+        // Raft's own entry to leave a joint membership: no data at all.
+        assert_eq!(
+            conf_change_from_bytes(&[]).unwrap(),
+            ConfChangeV2::default()
+        );
+
+        let mut wire = RaftConfChangeV2::decode(bytes.as_slice()).unwrap();
+        wire.changes[0].change_type = 9;
+        let error = conf_change_from_bytes(&wire.encode_to_vec()).unwrap_err();
+        assert!(matches!(error, WireError::ConfChange(_)), "{error:?}");
+        wire.changes[0].change_type = 0;
+        wire.transition = 5;
+        let error = conf_change_from_bytes(&wire.encode_to_vec()).unwrap_err();
+        assert!(matches!(error, WireError::ConfChange(_)), "{error:?}");
+        assert!(conf_change_from_bytes(b"\xff\xff").is_err());
     }
 }
