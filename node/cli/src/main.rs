@@ -53,6 +53,9 @@ enum Command {
     /// The network definition: show it, propose a change, sign one, submit one.
     #[command(subcommand)]
     Config(netadmin::ConfigCommand),
+    /// The ordering cluster's members: propose adding or removing an orderer.
+    #[command(subcommand)]
+    Orderer(netadmin::OrdererCommand),
     /// Call a contract function as a transaction: endorse, sign, order, wait for commit.
     Invoke(client::CallArgs),
     /// Call a contract function on the node's current state, without a transaction.
@@ -128,6 +131,7 @@ fn main() -> ExitCode {
         Command::Up(args) => up::up(&args),
         Command::Identity(command) => netadmin::identity(&command),
         Command::Config(command) => netadmin::config(&command),
+        Command::Orderer(command) => netadmin::orderer(&command),
         Command::Down(args) => up::down(&args),
         Command::Invoke(args) => client::invoke(&args),
         Command::Query(args) => client::query(&args),

@@ -15,7 +15,8 @@ use clap::{Args, Subcommand};
 use prost::Message;
 use runnel_client::{Connection, connect, signer, status};
 use runnel_ledger::identity::{
-    CertificateAuthority, IDENTITIES_DIR, NetworkDefinition, Role, certificate_der, write_identity,
+    CertificateAuthority, IDENTITIES_DIR, NetworkDefinition, OrdererNode, Role, certificate_der,
+    write_identity,
 };
 use runnel_ledger::netconfig::{self, CONFIG_NAMESPACE, FN_UPDATE};
 use runnel_ledger::tx;
@@ -120,6 +121,136 @@ pub struct SignArgs {
     pub update: PathBuf,
 }
 
+/// `runnel orderer ...`: the members of the ordering cluster.
+#[derive(Subcommand, Debug)]
+pub enum OrdererCommand {
+    /// Propose adding an orderer of this admin's organisation to the Raft cluster: a
+    /// configuration update, signed by this admin, that other admins sign (`runnel config
+    /// sign`) before it is submitted; and the new orderer's directory in the
+    /// organisation's (its keys from the org's CAs), to start once the update commits.
+    Add(AddOrdererArgs),
+    /// Propose removing an orderer from the Raft cluster: a configuration update, signed by
+    /// this admin, that other admins sign before it is submitted.
+    Remove(RemoveOrdererArgs),
+}
+
+/// `runnel orderer add`.
+#[derive(Args, Debug)]
+pub struct AddOrdererArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// Its name, the CN of its certificate (e.g. orderer1.Org2); its directory is the
+    /// name's first part, in the organisation's directory (--dir).
+    #[arg(long)]
+    pub name: String,
+    /// Its ordering service, `https://host:port`: it listens on that address.
+    #[arg(long)]
+    pub endpoint: String,
+    /// Where to write the update.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// How long its certificates are valid, in days.
+    #[arg(long, default_value_t = 365)]
+    pub validity_days: i64,
+    /// A name its TLS certificate holds besides the endpoint's host and the local ones;
+    /// repeat for more.
+    #[arg(long = "tls-host")]
+    pub tls_hosts: Vec<String>,
+}
+
+/// `runnel orderer remove`.
+#[derive(Args, Debug)]
+pub struct RemoveOrdererArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The orderer's name (e.g. orderer0.Org1).
+    #[arg(long)]
+    pub name: String,
+    /// Where to write the update.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `runnel orderer ...`.
+pub fn orderer(command: &OrdererCommand) -> Result<()> {
+    match command {
+        OrdererCommand::Add(args) => add_orderer(args),
+        OrdererCommand::Remove(args) => remove_orderer(args),
+    }
+}
+
+/// The Raft id of the first orderer an update of sequence `sequence` adds: the sequence
+/// times 2^32, plus one. Sequences only grow, so no id is ever one a removed orderer had
+/// (Raft must never see a removed member come back under its old id), and the ids
+/// `runnel init` gives (1, 2, ...) stay below every one.
+fn added_raft_id(sequence: u64) -> u64 {
+    (sequence << 32) | 1
+}
+
+fn add_orderer(args: &AddOrdererArgs) -> Result<()> {
+    let org = args.connection.org.clone();
+    if !(args.endpoint.starts_with("https://") || args.endpoint.starts_with("http://")) {
+        bail!("--endpoint: an https://host:port URL");
+    }
+    let (next, mut report) = propose(&args.connection, &args.out, |current, sequence| {
+        if current.cluster().is_empty() {
+            bail!(
+                "the network orders through one solo orderer, not a Raft cluster: orderers are \
+                 added to a cluster (`runnel init --orderers 3`)"
+            );
+        }
+        if current.orderers.iter().any(|o| o.name == args.name) {
+            bail!("orderer {} is in the network already", args.name);
+        }
+        let mut next = current.clone();
+        next.orderers.push(OrdererNode {
+            name: args.name.clone(),
+            org: org.clone(),
+            endpoint: args.endpoint.clone(),
+            raft_id: added_raft_id(sequence),
+        });
+        Ok(next)
+    })?;
+    let orderer = next
+        .orderers
+        .iter()
+        .find(|o| o.name == args.name)
+        .context("the update adds the orderer")?;
+    let dir = crate::network::add_orderer_dir(
+        &args.connection.dir,
+        orderer,
+        &next,
+        time::Duration::days(args.validity_days),
+        &args.tls_hosts,
+    )?;
+    report["orderer"] = json!(orderer.name);
+    report["raft_id"] = json!(orderer.raft_id);
+    report["dir"] = json!(dir);
+    report["start"] = json!(format!(
+        "runnel start --dir {} (once the update commits)",
+        dir.display()
+    ));
+    print(&report)
+}
+
+fn remove_orderer(args: &RemoveOrdererArgs) -> Result<()> {
+    let (_, report) = propose(&args.connection, &args.out, |current, _| {
+        if current.cluster().is_empty() {
+            bail!("the network orders through one solo orderer, not a Raft cluster");
+        }
+        let mut next = current.clone();
+        next.orderers.retain(|o| o.name != args.name);
+        if next.orderers.len() == current.orderers.len() {
+            bail!("no orderer {} in the network", args.name);
+        }
+        if next.orderers.is_empty() {
+            bail!("{} is the cluster's last orderer", args.name);
+        }
+        Ok(next)
+    })?;
+    print(&report)
+}
+
 /// `runnel identity ...`.
 pub fn identity(command: &IdentityCommand) -> Result<()> {
     match command {
@@ -144,7 +275,7 @@ pub fn config(command: &ConfigCommand) -> Result<()> {
             let next: NetworkDefinition = serde_json::from_str(&text).with_context(|| {
                 format!("{} is not a network definition", args.definition.display())
             })?;
-            propose(&args.connection, &args.out, |_| Ok(next))
+            print(&propose(&args.connection, &args.out, |_, _| Ok(next))?.1)
         }
         ConfigCommand::Sign(args) => sign(args),
         ConfigCommand::Submit(args) => submit(args),
@@ -208,7 +339,7 @@ fn revoke(args: &RevokeArgs) -> Result<()> {
         .with_context(|| format!("reading {}", args.cert.display()))?;
     let der = certificate_der(&pem, "certificate").context("the certificate to revoke")?;
     let fingerprint = hex::encode(tx::sha256(&der));
-    propose(&args.connection, &args.out, |current| {
+    let (_, report) = propose(&args.connection, &args.out, |current, _| {
         let msp = current.msp()?;
         let identity = msp.identify(&der).map_err(|e| {
             anyhow!(
@@ -232,7 +363,8 @@ fn revoke(args: &RevokeArgs) -> Result<()> {
             identity.role
         );
         Ok(next)
-    })
+    })?;
+    print(&report)
 }
 
 /// The definition in force at the connection's node, and the seq that wrote it.
@@ -249,15 +381,16 @@ async fn in_force(connection: &Connection) -> Result<(NetworkDefinition, u64)> {
 }
 
 /// Writes an update to `out`: the definition `change` makes of the one in force, with
-/// the next sequence, proposed and signed by the connection's admin.
+/// the next sequence, proposed and signed by the connection's admin. The new definition,
+/// and the report to print: the file, the sequence, who signed and what it needs.
 fn propose(
     connection: &Connection,
     out: &Path,
-    change: impl FnOnce(&NetworkDefinition) -> Result<NetworkDefinition>,
-) -> Result<()> {
+    change: impl FnOnce(&NetworkDefinition, u64) -> Result<NetworkDefinition>,
+) -> Result<(NetworkDefinition, serde_json::Value)> {
     let admin = signer(connection, Role::Admin)?;
     let (current, version) = runtime()?.block_on(in_force(connection))?;
-    let mut next = change(&current)?;
+    let mut next = change(&current, current.sequence + 1)?;
     next.sequence = current.sequence + 1;
     next.check().context("the new definition")?;
     if next.channel != current.channel {
@@ -281,15 +414,18 @@ fn propose(
     std::fs::write(out, update.encode_to_vec())
         .with_context(|| format!("writing {}", out.display()))?;
     let policy = netconfig::update_policy(&current)?;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&json!({
-            "update": out,
-            "sequence": next.sequence,
-            "signed_by": [connection.org],
-            "needs": policy.to_string(),
-        }))?
-    );
+    let report = json!({
+        "update": out,
+        "sequence": next.sequence,
+        "signed_by": [connection.org],
+        "needs": policy.to_string(),
+    });
+    Ok((next, report))
+}
+
+/// Prints a command's report.
+fn print(report: &serde_json::Value) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(report)?);
     Ok(())
 }
 

@@ -13,6 +13,7 @@
 //!                                     identities/<Org>/peer.pem, .key, tls/server.pem, .key
 //! <dir>/<Org>/orderer<i>/             an orderer: the same with orderer.pem (one, the
 //!                                     first org's; or a Raft cluster's, orgs in turn)
+//!                                     (one `runnel orderer add` made holds cluster.json too)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,49 @@ pub fn nodes(dir: &Path) -> Result<Vec<NodeDir>> {
             endpoint: orderer.endpoint.clone(),
         })
         .collect();
+    // Orderers added to the cluster after genesis: their directories hold the
+    // definition they joined.
+    for org in &definition.orgs {
+        let Ok(entries) = std::fs::read_dir(dir.join(&org.name)) else {
+            continue;
+        };
+        let mut added: Vec<PathBuf> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.join(crate::node::JOIN_FILE).is_file())
+            .collect();
+        added.sort();
+        for node_dir in added {
+            let joined = std::fs::read(node_dir.join(crate::node::JOIN_FILE))
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| Ok(NetworkDefinition::from_bytes(&bytes)?))
+                .with_context(|| {
+                    format!(
+                        "reading {}",
+                        node_dir.join(crate::node::JOIN_FILE).display()
+                    )
+                })?;
+            let short = node_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let own = joined
+                .orderers
+                .iter()
+                .find(|o| o.org == org.name && short_name(&o.name) == short);
+            if let Some(orderer) = own
+                && !nodes.iter().any(|node| node.dir == node_dir)
+            {
+                nodes.push(NodeDir {
+                    role: Role::Orderer,
+                    org: orderer.org.clone(),
+                    name: orderer.name.clone(),
+                    dir: node_dir.clone(),
+                    endpoint: orderer.endpoint.clone(),
+                });
+            }
+        }
+    }
     for org in &definition.orgs {
         for peer in &org.peers {
             nodes.push(NodeDir {
@@ -299,6 +343,78 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The directory of an orderer `joined` (the definition that adds it) names, made in
+/// its organisation's directory `org_dir` (which holds the org's CAs and the genesis
+/// `network.json`), ready for `runnel start`: its orderer identity and TLS server
+/// certificate from the org's CAs (valid for `validity`, naming `tls_hosts` besides the
+/// endpoint's host and the local names), the genesis definition, the one it joined
+/// ([`crate::node::JOIN_FILE`]) and its runnel.toml.
+pub fn add_orderer_dir(
+    org_dir: &Path,
+    orderer: &OrdererNode,
+    joined: &NetworkDefinition,
+    validity: time::Duration,
+    tls_hosts: &[String],
+) -> Result<PathBuf> {
+    let genesis = NetworkDefinition::load(org_dir)
+        .with_context(|| format!("reading the genesis network.json in {}", org_dir.display()))?;
+    let dir = org_dir.join(short_name(&orderer.name));
+    if dir.exists() {
+        bail!("{} exists already", dir.display());
+    }
+    let ca_dir = org_dir.join(CA_DIR);
+    let read = |name: &str| {
+        let path = ca_dir.join(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let ca = CertificateAuthority::from_pem(&read(CA_CERT)?, &read(CA_KEY)?)
+        .context("loading the organisation's CA")?;
+    let tls = TlsAuthority::from_pem(&orderer.org, &read(TLS_CA_CERT)?, &read(TLS_CA_KEY)?)
+        .context("loading the organisation's TLS CA")?;
+    let listen = orderer
+        .endpoint
+        .split_once("://")
+        .map_or(orderer.endpoint.as_str(), |(_, rest)| rest)
+        .trim_end_matches('/')
+        .to_string();
+    let host = listen
+        .rsplit_once(':')
+        .map_or(listen.as_str(), |(host, _)| host);
+    let mut hosts: Vec<String> = runnel_ledger::identity::TLS_LOCAL_HOSTS
+        .map(String::from)
+        .to_vec();
+    for name in tls_hosts.iter().map(String::as_str).chain([host]) {
+        if !hosts.iter().any(|h| h == name) {
+            hosts.push(name.to_string());
+        }
+    }
+    let staging = org_dir.join(format!(".{}.new", short_name(&orderer.name)));
+    let _ = std::fs::remove_dir_all(&staging);
+    let own = staging.join(IDENTITIES_DIR).join(&orderer.org);
+    write_identity(
+        &own,
+        Role::Orderer.as_str(),
+        &ca.issue(Role::Orderer, &orderer.name, validity)?,
+    )?;
+    let server = tls.issue_server(&orderer.name, &hosts, validity)?;
+    write_pair(&own, (TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE), &server)?;
+    genesis.write(&staging)?;
+    std::fs::write(staging.join(crate::node::JOIN_FILE), joined.to_bytes())?;
+    let orgs: Vec<String> = genesis.orgs.iter().map(|org| org.name.clone()).collect();
+    let settings = settings(&NodeSettings {
+        role: Role::Orderer,
+        org: &orderer.org,
+        channel: &genesis.channel,
+        orgs: &orgs,
+        listen,
+        orderer: None,
+    });
+    std::fs::write(staging.join(config::FILE_NAME), settings)?;
+    std::fs::rename(&staging, &dir)
+        .with_context(|| format!("moving {} into place", dir.display()))?;
+    Ok(dir)
 }
 
 /// Writes a certificate and its key under the two names given.

@@ -640,23 +640,24 @@ fn serve_orderer(
         .build()
         .context("starting the async runtime")?;
     let log_dir = dir.join("orderer");
-    let (orderer, raft): (Arc<dyn Orderer>, Option<Arc<RaftOrderer>>) =
-        if definition.cluster().is_empty() {
-            let solo = SoloOrderer::open(&log_dir, ledger.orderer, msp.clone(), signer)
-                .with_context(|| format!("opening the orderer's log in {}", dir.display()))?;
-            (Arc::new(solo), None)
-        } else {
-            let raft = Arc::new(open_cluster_member(
-                dir,
-                &keys,
-                &org,
-                signer,
-                (ledger.orderer, msp.clone()),
-                config.api.message_bytes_max,
-                runtime.handle(),
-            )?);
-            (raft.clone(), Some(raft))
-        };
+    type Cluster = (Arc<RaftOrderer>, Members);
+    let (orderer, raft): (Arc<dyn Orderer>, Option<Cluster>) = if definition.cluster().is_empty() {
+        let solo = SoloOrderer::open(&log_dir, ledger.orderer, msp.clone(), signer)
+            .with_context(|| format!("opening the orderer's log in {}", dir.display()))?;
+        (Arc::new(solo), None)
+    } else {
+        let (raft, members) = open_cluster_member(
+            dir,
+            &keys,
+            &org,
+            signer,
+            (ledger.orderer, msp.clone()),
+            config.api.message_bytes_max,
+            runtime.handle(),
+        )?;
+        let raft = Arc::new(raft);
+        (raft.clone(), Some((raft, members)))
+    };
     let served = runtime.block_on(async {
         let stop = interrupted();
         let mut server = OrderingServerHandle::bind(
@@ -669,10 +670,10 @@ fn serve_orderer(
         if api.read_access == ReadAccess::Members {
             server = server.peers_only(msp.clone());
         }
-        if let Some(raft) = &raft {
+        if let Some((raft, members)) = &raft {
             server = server.with_cluster(ClusterService::new(
                 raft.clone(),
-                Members::of(&definition),
+                members.clone(),
                 msp.clone(),
             ));
         }
@@ -696,9 +697,16 @@ fn serve_orderer(
     served
 }
 
+/// The network definition in force when an orderer was added to a running cluster
+/// (`runnel orderer add` writes it into the new orderer's directory): its Raft id and the
+/// members it first reaches. Its `network.json` stays the genesis one, as every node's.
+pub const JOIN_FILE: &str = "cluster.json";
+
 /// This orderer as a member of the Raft cluster `keys`' network definition names: its
 /// Raft id is the one the definition gives the orderer whose certificate it holds; it
-/// reaches the others over mutual TLS as itself.
+/// reaches the others over mutual TLS as itself. An orderer the genesis definition does
+/// not name joins the cluster as [`JOIN_FILE`] names it. Also the members who may call
+/// its `Cluster` service, kept up to date as the configuration changes.
 fn open_cluster_member(
     dir: &Path,
     keys: &NetworkKeys,
@@ -710,18 +718,39 @@ fn open_cluster_member(
     ),
     message_bytes_max: usize,
     handle: &tokio::runtime::Handle,
-) -> Result<RaftOrderer> {
-    let definition = keys.definition();
+) -> Result<(RaftOrderer, Members)> {
+    let genesis = keys.definition();
     let name = msp.identify(signer.cert_der())?.name;
-    let cluster = definition.cluster();
-    let Some((id, _)) = cluster
-        .iter()
-        .find(|(_, orderer)| orderer.org == org && orderer.name == name)
-    else {
-        bail!(
-            "this orderer ({org}/{name}) is not a member of the ordering cluster in {}",
-            dir.join(runnel_ledger::identity::NETWORK_FILE).display()
-        );
+    let founders: Vec<u64> = genesis.cluster().iter().map(|(id, _)| *id).collect();
+    let own_id = |definition: &runnel_ledger::identity::NetworkDefinition| {
+        definition
+            .cluster()
+            .iter()
+            .find(|(_, orderer)| orderer.org == org && orderer.name == name)
+            .map(|(id, _)| *id)
+    };
+    let joined = dir.join(JOIN_FILE);
+    let (id, definition, joins) = match own_id(genesis) {
+        Some(id) => (id, genesis.clone(), false),
+        None if joined.exists() => {
+            let text =
+                std::fs::read(&joined).with_context(|| format!("reading {}", joined.display()))?;
+            let definition = runnel_ledger::identity::NetworkDefinition::from_bytes(&text)
+                .with_context(|| format!("reading {}", joined.display()))?;
+            let id = own_id(&definition).with_context(|| {
+                format!(
+                    "this orderer ({org}/{name}) is not a member of the cluster {} names",
+                    joined.display()
+                )
+            })?;
+            (id, definition, true)
+        }
+        None => bail!(
+            "this orderer ({org}/{name}) is not a member of the ordering cluster in {}, and \
+             {} (written when an orderer is added) is not there",
+            dir.join(runnel_ledger::identity::NETWORK_FILE).display(),
+            joined.display()
+        ),
     };
     let held = keys
         .held()
@@ -739,23 +768,34 @@ fn open_cluster_member(
     for pem in definition.tls_ca_pems() {
         tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
     }
-    let transport = GrpcTransport::new(handle, definition, *id, Some(tls), message_bytes_max)
-        .context("reaching the other orderers")?;
-    let voters = cluster.iter().map(|(id, _)| *id).collect();
+    let members = Members::of(&definition);
+    let transport = GrpcTransport::new(
+        handle,
+        &definition,
+        id,
+        Some(tls),
+        message_bytes_max,
+        members.clone(),
+    )
+    .context("reaching the other orderers")?;
     tracing::info!(
         raft_id = id,
-        ?voters,
+        ?founders,
+        joins,
         "ordering as a member of a Raft cluster"
     );
-    RaftOrderer::open(
+    let mut settings = RaftSettings::new(id, founders);
+    settings.joins = joins;
+    let orderer = RaftOrderer::open(
         &dir.join("orderer"),
         config,
         msp,
         signer,
-        RaftSettings::new(*id, voters),
+        settings,
         Arc::new(transport),
     )
-    .with_context(|| format!("opening the orderer's logs in {}", dir.display()))
+    .with_context(|| format!("opening the orderer's logs in {}", dir.display()))?;
+    Ok((orderer, members))
 }
 
 /// Deploys each example contract that is not deployed yet.

@@ -9,7 +9,7 @@
 //! and checked ([`runnel_ledger::orderer::raft::wire`]) before Raft sees them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use raft::eraftpb::Message;
@@ -18,7 +18,7 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
 use crate::identity::{Msp, NetworkDefinition, Role};
-use crate::orderer::raft::{RaftOrderer, Transport, wire};
+use crate::orderer::raft::{ClusterMember, RaftOrderer, Transport, wire};
 use crate::orderer::{OrderError, Ordered, Orderer};
 use crate::proto::cluster_client::ClusterClient;
 use crate::proto::cluster_server::{Cluster, ClusterServer};
@@ -39,31 +39,55 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 /// carries a whole entry (the largest transaction admitted) with Raft's fields around it.
 pub const STEP_HEADROOM_BYTES: usize = 1 << 20;
 
-/// The members of a cluster, as a caller's certificate names them.
-#[derive(Clone, Debug)]
+/// The members of a cluster, as a caller's certificate names them. Clones share one set,
+/// which the transport updates as the cluster changes ([`Transport::members`]).
+#[derive(Clone, Debug, Default)]
 pub struct Members {
     /// (org, name) → Raft id.
-    ids: HashMap<(String, String), u64>,
+    ids: Arc<RwLock<HashMap<(String, String), u64>>>,
 }
 
 impl Members {
     /// Members as `((org, name), raft id)` pairs, the name their orderer certificate's.
     pub fn new(members: impl IntoIterator<Item = ((String, String), u64)>) -> Members {
         Members {
-            ids: members.into_iter().collect(),
+            ids: Arc::new(RwLock::new(members.into_iter().collect())),
         }
     }
 
     /// The cluster the definition names.
     pub fn of(definition: &NetworkDefinition) -> Members {
-        Members {
-            ids: definition
-                .cluster()
-                .into_iter()
-                .map(|(id, orderer)| ((orderer.org.clone(), orderer.name.clone()), id))
-                .collect(),
-        }
+        Members::new(named(&ClusterMember::of(definition)))
     }
+
+    /// The Raft id of the member `(org, name)`, if it is one.
+    fn id(&self, org: &str, name: &str) -> Option<u64> {
+        self.ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(org.to_string(), name.to_string()))
+            .copied()
+    }
+
+    /// Becomes `members`, keeping those it held whose ids are still `voting` (a member
+    /// the configuration removed counts until the change is complete).
+    fn set(&self, members: &[ClusterMember], voting: &[u64]) {
+        let mut ids = self.ids.write().unwrap_or_else(PoisonError::into_inner);
+        let mut next: HashMap<(String, String), u64> = named(members).collect();
+        for (name, id) in ids.iter() {
+            if voting.contains(id) && !next.values().any(|other| other == id) {
+                next.insert(name.clone(), *id);
+            }
+        }
+        *ids = next;
+    }
+}
+
+/// `((org, name), id)` of each member.
+fn named(members: &[ClusterMember]) -> impl Iterator<Item = ((String, String), u64)> + '_ {
+    members
+        .iter()
+        .map(|member| ((member.org.clone(), member.name.clone()), member.id))
 }
 
 /// The `Cluster` service of one orderer.
@@ -100,13 +124,9 @@ impl ClusterService {
                 )
             })?;
         let member = (identity.role == Role::Orderer)
-            .then(|| {
-                self.members
-                    .ids
-                    .get(&(identity.org.clone(), identity.name.clone()))
-            })
+            .then(|| self.members.id(&identity.org, &identity.name))
             .flatten();
-        member.copied().ok_or_else(|| {
+        member.ok_or_else(|| {
             status::error(
                 Code::PermissionDenied,
                 "ACCESS_DENIED",
@@ -157,68 +177,101 @@ impl Cluster for ClusterService {
 
 /// How this orderer reaches the others: a channel to each (mutual TLS as itself), a
 /// task each that sends what queued as one `Step` call at a time, and a
-/// [`RemoteOrderer`] each to forward transactions when it is the leader.
+/// [`RemoteOrderer`] each to forward transactions when it is the leader. The links follow
+/// the cluster's membership as it changes.
 pub struct GrpcTransport {
-    outboxes: HashMap<u64, mpsc::Sender<Message>>,
-    leaders: HashMap<u64, RemoteOrderer>,
+    own: u64,
+    handle: tokio::runtime::Handle,
+    tls: Option<ClientTlsConfig>,
+    message_bytes_max: usize,
+    links: RwLock<HashMap<u64, Link>>,
+    /// Who may call this orderer's `Cluster` service, shared with it.
+    members: Members,
+}
+
+/// The way to one other orderer.
+struct Link {
+    endpoint: String,
+    outbox: mpsc::Sender<Message>,
+    leader: Arc<RemoteOrderer>,
 }
 
 impl GrpcTransport {
     /// Connects lazily to every other member of `definition`'s cluster (not `own`), on the
     /// runtime of `handle`, with `tls` (this orderer's certificate, the network's TLS CAs)
-    /// when their endpoints are `https://`.
+    /// when their endpoints are `https://`. `members` (shared with this orderer's
+    /// `Cluster` service) follows the cluster from then on.
     pub fn new(
         handle: &tokio::runtime::Handle,
         definition: &NetworkDefinition,
         own: u64,
         tls: Option<ClientTlsConfig>,
         message_bytes_max: usize,
+        members: Members,
     ) -> Result<GrpcTransport, OrderError> {
-        let mut outboxes = HashMap::new();
-        let mut leaders = HashMap::new();
-        for (id, orderer) in definition.cluster() {
-            if id == own {
-                continue;
+        let transport = GrpcTransport {
+            own,
+            handle: handle.clone(),
+            tls,
+            message_bytes_max,
+            links: RwLock::default(),
+            members,
+        };
+        for member in ClusterMember::of(definition) {
+            if member.id != own {
+                let link = transport.link(&member.endpoint)?;
+                transport
+                    .links
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(member.id, link);
             }
-            let endpoint = Endpoint::from_shared(orderer.endpoint.clone())
-                .map_err(|e| OrderError::Unavailable(format!("{}: {e}", orderer.endpoint)))?
-                .connect_timeout(STEP_TIMEOUT)
-                .tcp_nodelay(true);
-            let endpoint = match (&tls, orderer.endpoint.starts_with("https://")) {
-                (Some(tls), true) => endpoint.tls_config(tls.clone()).map_err(|e| {
-                    OrderError::Unavailable(format!("TLS for {}: {e}", orderer.endpoint))
-                })?,
-                _ => endpoint,
-            };
-            let channel = {
-                let _entered = handle.enter();
-                endpoint.connect_lazy()
-            };
-            let (send, receive) = mpsc::channel(OUTBOX_MAX);
-            handle.spawn(send_in_batches(channel, receive, message_bytes_max));
-            outboxes.insert(id, send);
-            let https = orderer.endpoint.starts_with("https://");
-            leaders.insert(
-                id,
-                RemoteOrderer::connect(
-                    &orderer.endpoint,
-                    tls.clone().filter(|_| https),
-                    message_bytes_max,
-                    Duration::from_secs(10),
-                )?,
-            );
         }
-        Ok(GrpcTransport { outboxes, leaders })
+        Ok(transport)
+    }
+
+    /// A new link to the orderer at `endpoint`.
+    fn link(&self, endpoint: &str) -> Result<Link, OrderError> {
+        let https = endpoint.starts_with("https://");
+        let target = Endpoint::from_shared(endpoint.to_string())
+            .map_err(|e| OrderError::Unavailable(format!("{endpoint}: {e}")))?
+            .connect_timeout(STEP_TIMEOUT)
+            .tcp_nodelay(true);
+        let target = match (&self.tls, https) {
+            (Some(tls), true) => target
+                .tls_config(tls.clone())
+                .map_err(|e| OrderError::Unavailable(format!("TLS for {endpoint}: {e}")))?,
+            _ => target,
+        };
+        let channel = {
+            let _entered = self.handle.enter();
+            target.connect_lazy()
+        };
+        let (outbox, receive) = mpsc::channel(OUTBOX_MAX);
+        self.handle
+            .spawn(send_in_batches(channel, receive, self.message_bytes_max));
+        let leader = RemoteOrderer::connect(
+            endpoint,
+            self.tls.clone().filter(|_| https),
+            self.message_bytes_max,
+            Duration::from_secs(10),
+        )?;
+        Ok(Link {
+            endpoint: endpoint.to_string(),
+            outbox,
+            leader: Arc::new(leader),
+        })
     }
 }
 
 impl Transport for GrpcTransport {
     fn send(&self, messages: Vec<Message>) {
+        let links = self.links.read().unwrap_or_else(PoisonError::into_inner);
         for message in messages {
             let to = message.to;
-            match self.outboxes.get(&to) {
-                Some(outbox) => {
-                    if outbox.try_send(message).is_err() {
+            match links.get(&to) {
+                Some(link) => {
+                    if link.outbox.try_send(message).is_err() {
                         tracing::debug!(to, "outbox full or closed; a Raft message dropped");
                     }
                 }
@@ -228,7 +281,13 @@ impl Transport for GrpcTransport {
     }
 
     fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
-        match self.leaders.get(&leader) {
+        let remote = self
+            .links
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&leader)
+            .map(|link| link.leader.clone());
+        match remote {
             Some(remote) => remote.submit_batch(transactions),
             None => transactions
                 .iter()
@@ -239,6 +298,32 @@ impl Transport for GrpcTransport {
                 })
                 .collect(),
         }
+    }
+
+    /// Links to members new or moved, drops those that left and no longer vote, and
+    /// lets the `Cluster` service hear the new set.
+    fn members(&self, members: &[ClusterMember], voting: &[u64]) {
+        self.members.set(members, voting);
+        let mut links = self.links.write().unwrap_or_else(PoisonError::into_inner);
+        for member in members {
+            if member.id == self.own
+                || links
+                    .get(&member.id)
+                    .is_some_and(|link| link.endpoint == member.endpoint)
+            {
+                continue;
+            }
+            match self.link(&member.endpoint) {
+                Ok(link) => {
+                    tracing::info!(id = member.id, endpoint = %member.endpoint, "reaching a member of the ordering cluster");
+                    links.insert(member.id, link);
+                }
+                Err(error) => {
+                    tracing::warn!(id = member.id, %error, "cannot reach a member of the ordering cluster")
+                }
+            }
+        }
+        links.retain(|id, _| members.iter().any(|member| member.id == *id) || voting.contains(id));
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) struct Network {
 /// `count` consecutive free loopback ports: the first. Taken below the range the system
 /// hands out for outgoing connections (32768 and up on Linux): a node stopped and started
 /// again must find its port free, not taken meanwhile by someone's outgoing connection.
-fn free_ports(count: u16) -> u16 {
+pub(crate) fn free_ports(count: u16) -> u16 {
     let mut next = u64::from(std::process::id())
         ^ std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -137,8 +137,8 @@ impl Network {
 
     /// `runnel <command> --url <node> --dir <org's people> --org <org> <args>`.
     pub(crate) fn run(&self, node: &str, org: &str, args: &[&str]) -> Output {
-        // `identity` and `config` take a subcommand before their options.
-        let words = if matches!(args[0], "identity" | "config") {
+        // `identity`, `config` and `orderer` take a subcommand before their options.
+        let words = if matches!(args[0], "identity" | "config" | "orderer") {
             2
         } else {
             1

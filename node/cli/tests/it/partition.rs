@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use runnel_ledger::identity::Role;
 use runnel_ledger::tx;
 use runnel_server::proto::BroadcastRequest;
-use runnel_server::proto::ordering_client::OrderingClient;
 
 use crate::orgs::{Network, endorse, org_of};
 use crate::raft_cluster::{
-    Load, ORDERERS, all_committed_on_every_peer, caught_up, leader, orderer, pid_of, view,
+    Load, ORDERERS, Started, all_committed_on_every_peer, as_peer, caught_up, leader, orderer,
+    pid_of, start, view,
 };
 
 /// Who may reach whom: the orderer process cut off from the other orderers, if any.
@@ -212,16 +212,9 @@ async fn broadcast(
     transaction: &runnel_ledger::proto::Transaction,
     signer: &runnel_ledger::identity::Signer,
 ) -> Result<u64, tonic::Status> {
-    let peer = net.node("Org1/peer0");
-    let own = peer.join("identities/Org1");
-    let connection = runnel_client::Connection {
-        tls_client_cert: Some(own.join("peer.pem")),
-        tls_client_key: Some(own.join("peer.key")),
-        ..runnel_client::Connection::to(url, &peer, "Org1")
-    };
-    let channel = runnel_client::connect_channel(&connection).await.unwrap();
+    let mut client = as_peer(net, url).await.unwrap();
     let signed = tx::sign_transaction(signer, transaction);
-    let answer = OrderingClient::new(channel)
+    let answer = client
         .broadcast(BroadcastRequest {
             signed_transaction: prost::Message::encode_to_vec(&signed),
         })
@@ -234,26 +227,26 @@ const PARTITION: Duration = Duration::from_secs(4);
 
 #[test]
 fn a_leader_cut_off_from_the_other_orderers_orders_nothing_and_the_majority_goes_on() {
-    let mut net = Network::init_with("Org1,Org2", 1, 3);
+    let net = Network::init_with("Org1,Org2", 1, 3);
     let targets: Vec<u16> = ORDERERS
         .iter()
         .map(|(_, node)| port_of(&net.url(node)))
         .collect();
     let proxies = Proxies::start(&targets);
     through_proxies(&net.dir, &targets, &proxies.ports);
-    net.up();
+    let Started {
+        net,
+        rt,
+        leader: old,
+        leader_node: old_node,
+        rest,
+    } = start(net);
     let pids: Vec<i32> = ORDERERS
         .iter()
         .map(|(_, node)| pid_of(&net.node(node)))
         .collect();
     proxies.cut.lock().unwrap().orderers = pids.clone();
-    let net = Arc::new(net);
-    let rt = crate::orgs::runtime();
-    let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
-    let old = rt.block_on(leader(&net, &nodes, None));
-    let old_node = orderer(old);
     let old_index = ORDERERS.iter().position(|(id, _)| *id == old).unwrap();
-    let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
 
     // A transaction for the minority side, endorsed before the cut.
     let people = net.dir.join("Org1");

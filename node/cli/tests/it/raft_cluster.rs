@@ -31,20 +31,34 @@ pub(crate) const ORDERERS: [(u64, &str); 3] = [
 /// Raft's election timeout as a cluster runs it (ticks of 100 ms; up to twice 10 ticks).
 const ELECTION_TIMEOUT_MAX: Duration = Duration::from_secs(2);
 
-/// (raft id, leader it knows, height) of the orderer `node`, asked as Org1's peer.
-pub(crate) async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
+/// A client of the `Ordering` service of `node` at `url` (its own address when `None`),
+/// connected as Org1's peer.
+pub(crate) async fn as_peer(
+    net: &Network,
+    url: &str,
+) -> Option<OrderingClient<tonic::transport::Channel>> {
     let peer = net.node("Org1/peer0");
     let own = peer.join("identities/Org1");
     let connection = runnel_client::Connection {
         tls_client_cert: Some(own.join("peer.pem")),
         tls_client_key: Some(own.join("peer.key")),
-        ..runnel_client::Connection::to(&net.url(node), &peer, "Org1")
+        ..runnel_client::Connection::to(url, &peer, "Org1")
     };
     let channel = runnel_client::connect_channel(&connection).await.ok()?;
-    let mut client = OrderingClient::new(channel);
+    Some(OrderingClient::new(channel).max_decoding_message_size(64 << 20))
+}
+
+/// What orderer `node` answers to `Heights`, asked as Org1's peer.
+async fn heights(net: &Network, node: &str) -> Option<runnel_server::proto::HeightsResponse> {
+    let mut client = as_peer(net, &net.url(node)).await?;
     let mut request = tonic::Request::new(HeightsRequest {});
     request.set_timeout(Duration::from_secs(1));
-    let heights = client.heights(request).await.ok()?.into_inner();
+    Some(client.heights(request).await.ok()?.into_inner())
+}
+
+/// (raft id, leader it knows, height) of the orderer `node`, asked as Org1's peer.
+pub(crate) async fn view(net: &Network, node: &str) -> Option<(u64, u64, u64)> {
+    let heights = heights(net, node).await?;
     Some((heights.raft_id, heights.raft_leader, heights.height))
 }
 
@@ -292,16 +306,43 @@ pub(crate) fn orderer(id: u64) -> &'static str {
     ORDERERS.iter().find(|(i, _)| *i == id).unwrap().1
 }
 
-#[test]
-fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
-    let mut net = Network::init_with("Org1,Org2", 1, 3);
+/// A network of two organisations and three orderers, started: the network, a runtime
+/// to ask it from, the leader the orderers agree on, its node, and the other two.
+pub(crate) struct Started {
+    pub(crate) net: Arc<Network>,
+    pub(crate) rt: tokio::runtime::Runtime,
+    pub(crate) leader: u64,
+    pub(crate) leader_node: &'static str,
+    pub(crate) rest: Vec<&'static str>,
+}
+
+/// Starts `net` (`runnel up`) and waits for its cluster's leader.
+pub(crate) fn start(mut net: Network) -> Started {
     net.up();
     let net = Arc::new(net);
     let rt = runtime();
-    let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
-    let old = rt.block_on(leader(&net, &nodes, None));
-    let old_node = orderer(old);
-    let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
+    let nodes: Vec<&'static str> = ORDERERS.iter().map(|(_, node)| *node).collect();
+    let leader = rt.block_on(self::leader(&net, &nodes, None));
+    let leader_node = orderer(leader);
+    let rest = nodes.into_iter().filter(|n| *n != leader_node).collect();
+    Started {
+        net,
+        rt,
+        leader,
+        leader_node,
+        rest,
+    }
+}
+
+#[test]
+fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
+    let Started {
+        net,
+        rt,
+        leader: old,
+        leader_node: old_node,
+        rest,
+    } = start(Network::init_with("Org1,Org2", 1, 3));
 
     let load = Load::start(&net, 6);
     std::thread::sleep(Duration::from_secs(3));
@@ -357,14 +398,13 @@ const ROOM_LEFT: u64 = 64 << 10;
 
 #[test]
 fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on() {
-    let mut net = Network::init_with("Org1,Org2", 1, 3);
-    net.up();
-    let net = Arc::new(net);
-    let rt = runtime();
-    let nodes: Vec<&str> = ORDERERS.iter().map(|(_, node)| *node).collect();
-    let old = rt.block_on(leader(&net, &nodes, None));
-    let old_node = orderer(old);
-    let rest: Vec<&str> = nodes.iter().copied().filter(|n| *n != old_node).collect();
+    let Started {
+        net,
+        rt,
+        leader: old,
+        leader_node: old_node,
+        rest,
+    } = start(Network::init_with("Org1,Org2", 1, 3));
 
     let load = Load::start(&net, 4);
     std::thread::sleep(Duration::from_secs(2));
@@ -435,16 +475,9 @@ fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on(
 async fn stream_seqs(net: &Network, node: &str, count: u64) -> Vec<u64> {
     use runnel_server::proto::StreamRequest;
     use runnel_server::proto::ordering_item::Item;
-    let peer = net.node("Org1/peer0");
-    let own = peer.join("identities/Org1");
-    let connection = runnel_client::Connection {
-        tls_client_cert: Some(own.join("peer.pem")),
-        tls_client_key: Some(own.join("peer.key")),
-        ..runnel_client::Connection::to(&net.url(node), &peer, "Org1")
-    };
-    let channel = runnel_client::connect_channel(&connection).await.unwrap();
-    let mut stream = OrderingClient::new(channel)
-        .max_decoding_message_size(64 << 20)
+    let mut stream = as_peer(net, &net.url(node))
+        .await
+        .unwrap()
         .stream(StreamRequest {
             from_seq: 1,
             next_block: 1,
@@ -472,4 +505,139 @@ async fn stream_seqs(net: &Network, node: &str, count: u64) -> Vec<u64> {
     }
     seqs.truncate(count as usize);
     seqs
+}
+
+/// The ids the cluster's membership counts, as orderer `node` applied it.
+async fn voters(net: &Network, node: &str) -> Option<Vec<u64>> {
+    Some(heights(net, node).await?.raft_voters)
+}
+
+/// Waits until every orderer of `nodes` counts `ids`.
+fn voters_are(rt: &tokio::runtime::Runtime, net: &Network, nodes: &[&str], ids: &[u64]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen: Vec<Option<Vec<u64>>> = nodes
+            .iter()
+            .map(|node| rt.block_on(voters(net, node)))
+            .collect();
+        if seen.iter().all(|v| v.as_deref() == Some(ids)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "voters {seen:?}, not {ids:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `orderer0.Org1` of `Org1/orderer0`.
+fn orderer_name(node: &str) -> String {
+    let (org, short) = node.split_once('/').unwrap();
+    format!("{short}.{org}")
+}
+
+#[test]
+fn orderers_join_and_leave_the_cluster_by_configuration_updates_the_admins_sign() {
+    let mut net = Network::init_with("Org1,Org2", 1, 3);
+    net.up();
+    let net = Arc::new(net);
+    let rt = runtime();
+    let load = Load::start(&net, 2);
+
+    // Org2's admin proposes a second orderer of Org2 (its directory made beside Org2's
+    // others, its keys from Org2's CAs); Org1's admin signs; Org2's submits.
+    let port = crate::orgs::free_ports(1);
+    let update = net.dir.join("add-orderer.update");
+    let update = update.to_str().unwrap();
+    let added = net.json(
+        "Org2/peer0",
+        "Org2",
+        &[
+            "orderer",
+            "add",
+            "--name",
+            "orderer1.Org2",
+            "--endpoint",
+            &format!("https://127.0.0.1:{port}"),
+            "--out",
+            update,
+        ],
+    );
+    let new_id = added["raft_id"].as_u64().unwrap();
+    assert!(new_id > 3, "{added}");
+    net.json("Org1/peer0", "Org1", &["config", "sign", update]);
+    net.json("Org2/peer0", "Org2", &["config", "submit", update]);
+    // `runnel up` starts it too: it joins, catches up from the first entry, and votes.
+    up_again(&net);
+    let four = [
+        "Org1/orderer0",
+        "Org2/orderer0",
+        "Org1/orderer1",
+        "Org2/orderer1",
+    ];
+    voters_are(&rt, &net, &four, &[1, 2, 3, new_id]);
+    let old = rt.block_on(leader(&net, &four, None));
+    caught_up(&rt, &net, "Org2/orderer1", orderer(old));
+
+    // The leader is removed (Org1's admin proposes, Org2's signs): it hands the lead over,
+    // the other three carry on, and it stops ordering, saying why.
+    let leaving = orderer(old);
+    let update = net.dir.join("remove-orderer.update");
+    let update = update.to_str().unwrap();
+    net.json(
+        "Org1/peer0",
+        "Org1",
+        &[
+            "orderer",
+            "remove",
+            "--name",
+            &orderer_name(leaving),
+            "--out",
+            update,
+        ],
+    );
+    net.json("Org2/peer0", "Org2", &["config", "sign", update]);
+    net.json("Org1/peer0", "Org1", &["config", "submit", update]);
+    let staying: Vec<&str> = four
+        .iter()
+        .copied()
+        .filter(|node| *node != leaving)
+        .collect();
+    let mut ids: Vec<u64> = [1, 2, 3, new_id]
+        .into_iter()
+        .filter(|id| *id != old)
+        .collect();
+    ids.sort_unstable();
+    voters_are(&rt, &net, &staying, &ids);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(net.node(leaving).join("node.log"))
+        .unwrap_or_default()
+        .contains("removed from the ordering cluster")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{leaving}:\n{}",
+            log_tail(&net, leaving)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The added orderer votes: with a founder that stays killed, it and the other make
+    // two of three, and transactions still commit on both peers.
+    let founder = staying
+        .iter()
+        .copied()
+        .find(|node| *node != "Org2/orderer1")
+        .unwrap();
+    kill(&net.node(founder));
+    let put = net.json(
+        "Org2/peer0",
+        "Org2",
+        &["invoke", "kv", "put", "members", "changed"],
+    );
+    assert_eq!(put["code"], "VALID", "{put}");
+    let (acknowledged, retries) = load.stop();
+    eprintln!(
+        "{} transactions acknowledged, {retries} submits retried",
+        acknowledged.len()
+    );
+    all_committed_on_every_peer(&net, &acknowledged);
 }
