@@ -161,6 +161,9 @@ pub struct OrderingSection {
     pub seal_max_delay_ms: u64,
     /// Most transaction ids the orderer remembers to refuse replays.
     pub replay_ids_max: usize,
+    /// An orderer of a Raft cluster: entries its Raft log keeps behind the point it is
+    /// compacted to (compacted each time twice this many are applied past the last time).
+    pub raft_log_entries_kept: u64,
     /// The orderer a peer orders through, `http://host:port` (role `peer` only).
     pub endpoint: Option<String>,
 }
@@ -279,6 +282,7 @@ impl Default for NodeConfig {
                 seal_max_txs: ledger.orderer.seal_max_txs,
                 seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
                 replay_ids_max: ledger.orderer.replay_ids_max,
+                raft_log_entries_kept: runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT,
                 endpoint: None,
             },
             validator: ValidatorSection {
@@ -342,6 +346,9 @@ impl NodeConfig {
         }
         if !(1..=SEAL_TXS_MAX).contains(&config.ordering.seal_max_txs) {
             return Err(format!("ordering.seal_max_txs: 1 to {SEAL_TXS_MAX}"));
+        }
+        if config.ordering.raft_log_entries_kept == 0 {
+            return Err("ordering.raft_log_entries_kept: at least 1".into());
         }
         config.check_roles()?;
         Ok(config)
@@ -562,6 +569,11 @@ seal_max_delay_ms = 250
 # proposals go early, and proposals dated at or before them are refused
 # (TIMESTAMP_OUT_OF_WINDOW: their clients sign new ones), so no replay is ordered.
 replay_ids_max = 4194304
+# An orderer of a Raft cluster: entries its Raft log keeps behind the point it is
+# compacted to; it is compacted each time twice this many are applied past the last
+# time. A member further behind is sent a snapshot and reads the stream up to it from
+# another orderer.
+raft_log_entries_kept = 20000
 # The orderer a peer orders through (role "peer" only).
 # endpoint = "http://127.0.0.1:7050"
 

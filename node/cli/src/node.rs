@@ -652,7 +652,7 @@ fn serve_orderer(
             &org,
             signer,
             (ledger.orderer, msp.clone()),
-            config.api.message_bytes_max,
+            config,
             runtime.handle(),
         )?;
         let raft = Arc::new(raft);
@@ -712,13 +712,14 @@ fn open_cluster_member(
     keys: &NetworkKeys,
     org: &str,
     signer: runnel_ledger::identity::Signer,
-    (config, msp): (
+    (orderer_config, msp): (
         runnel_ledger::orderer::OrdererConfig,
         Arc<runnel_ledger::identity::Msp>,
     ),
-    message_bytes_max: usize,
+    config: &NodeConfig,
     handle: &tokio::runtime::Handle,
 ) -> Result<(RaftOrderer, Members)> {
+    let message_bytes_max = config.api.message_bytes_max;
     let genesis = keys.definition();
     let name = msp.identify(signer.cert_der())?.name;
     let founders: Vec<u64> = genesis.cluster().iter().map(|(id, _)| *id).collect();
@@ -786,9 +787,10 @@ fn open_cluster_member(
     );
     let mut settings = RaftSettings::new(id, founders);
     settings.joins = joins;
+    settings.log_entries_kept = config.ordering.raft_log_entries_kept;
     let orderer = RaftOrderer::open(
         &dir.join("orderer"),
-        config,
+        orderer_config,
         msp,
         signer,
         settings,

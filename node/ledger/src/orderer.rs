@@ -295,6 +295,8 @@ pub struct ClusterView {
     pub term: u64,
     /// The ids its membership counts now (during a change, the outgoing voters too).
     pub voters: Vec<u64>,
+    /// The entry its Raft log was last compacted to (0: never).
+    pub compacted: u64,
 }
 
 /// Why the orderer refused or failed.

@@ -18,8 +18,9 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
 use crate::identity::{Msp, NetworkDefinition, Role};
+use crate::ids::{BlockNumber, Seq};
 use crate::orderer::raft::{ClusterMember, RaftOrderer, Transport, wire};
-use crate::orderer::{OrderError, Ordered, Orderer};
+use crate::orderer::{Delivery, OrderError, Ordered, Orderer};
 use crate::proto::cluster_client::ClusterClient;
 use crate::proto::cluster_server::{Cluster, ClusterServer};
 use crate::proto::{StepRequest, StepResponse};
@@ -298,6 +299,26 @@ impl Transport for GrpcTransport {
                 })
                 .collect(),
         }
+    }
+
+    fn deliver_from(
+        &self,
+        member: u64,
+        from: Seq,
+        next_block: BlockNumber,
+    ) -> Result<Box<dyn Delivery>, OrderError> {
+        let remote = self
+            .links
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&member)
+            .map(|link| link.leader.clone())
+            .ok_or_else(|| {
+                OrderError::Unavailable(format!(
+                    "orderer {member} is not in this orderer's cluster"
+                ))
+            })?;
+        remote.deliver(from, next_block)
     }
 
     /// Links to members new or moved, drops those that left and no longer vote, and

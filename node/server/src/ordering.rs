@@ -222,6 +222,7 @@ impl Ordering for OrderingService {
             raft_id: cluster.as_ref().map_or(0, |view| view.id),
             raft_leader: cluster.as_ref().and_then(|view| view.leader).unwrap_or(0),
             raft_term: cluster.as_ref().map_or(0, |view| view.term),
+            raft_compacted: cluster.as_ref().map_or(0, |view| view.compacted),
             raft_voters: cluster.map(|view| view.voters).unwrap_or_default(),
         }))
     }

@@ -641,3 +641,62 @@ fn orderers_join_and_leave_the_cluster_by_configuration_updates_the_admins_sign(
     );
     all_committed_on_every_peer(&net, &acknowledged);
 }
+
+#[test]
+fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_network() {
+    let net = Network::init_with("Org1,Org2", 1, 3);
+    // Raft logs that keep 16 entries: a follower away for seconds of load is past them.
+    for (_, node) in ORDERERS {
+        let path = net.node(node).join("runnel.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("raft_log_entries_kept = 20000"), "{text}");
+        std::fs::write(
+            &path,
+            text.replace(
+                "raft_log_entries_kept = 20000",
+                "raft_log_entries_kept = 16",
+            ),
+        )
+        .unwrap();
+    }
+    let Started {
+        net,
+        rt,
+        leader_node,
+        rest,
+        ..
+    } = start(net);
+    let away = rest[0];
+    kill(&net.node(away));
+    let load = Load::start(&net, 4);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rt
+        .block_on(heights(&net, leader_node))
+        .map_or(0, |h| h.raft_compacted)
+        < 64
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the leader never compacted its log"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (acknowledged, retries) = load.stop();
+    eprintln!(
+        "{} transactions acknowledged, {retries} submits retried",
+        acknowledged.len()
+    );
+
+    // Back, it is sent a snapshot, reads the stream up to it from the leader over the
+    // network (seals checked), and takes the entries after it.
+    up_again(&net);
+    net.json(
+        "Org1/peer0",
+        "Org1",
+        &["invoke", "kv", "put", "after", "snapshot"],
+    );
+    caught_up(&rt, &net, away, leader_node);
+    let compacted = rt.block_on(heights(&net, away)).unwrap().raft_compacted;
+    assert!(compacted > 0, "{away} installed no snapshot");
+    all_committed_on_every_peer(&net, &acknowledged);
+}

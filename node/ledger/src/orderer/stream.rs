@@ -1009,6 +1009,12 @@ impl StreamLog {
         self.inner.definition_since(seen)
     }
 
+    /// The last seq appended and the last block sealed.
+    pub(crate) fn position(&self) -> (Seq, BlockNumber) {
+        let state = self.inner.lock();
+        (state.head, state.sealed)
+    }
+
     /// In a replicated log, the index of the last replicated entry applied: after open,
     /// the one its last applied mark holds; 0 when none.
     pub(crate) fn applied_index(&self) -> u64 {

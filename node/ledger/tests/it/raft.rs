@@ -13,7 +13,7 @@ use runnel_ledger::block::SealChain;
 use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role};
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings, Transport};
-use runnel_ledger::orderer::{OrderError, Ordered, Orderer, OrdererConfig};
+use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer, OrdererConfig};
 use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
 
 /// The in-memory network: who is up, and which links are cut.
@@ -61,6 +61,18 @@ impl Transport for HubTransport {
         }
     }
 
+    fn deliver_from(
+        &self,
+        member: u64,
+        from: Seq,
+        next_block: BlockNumber,
+    ) -> Result<Box<dyn Delivery>, OrderError> {
+        match self.hub.reaches(self.from, member) {
+            Some(node) => node.deliver(from, next_block),
+            None => Err(OrderError::Unavailable("unreachable".into())),
+        }
+    }
+
     fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
         match self.hub.reaches(self.from, leader) {
             Some(node) => node.submit_batch(transactions),
@@ -81,6 +93,8 @@ struct Cluster {
     nodes: HashMap<u64, Arc<RaftOrderer>>,
     /// The genesis definition every orderer follows the configuration from, if any.
     follow: Option<NetworkDefinition>,
+    /// [`RaftSettings::log_entries_kept`] of every orderer.
+    kept: u64,
 }
 
 impl Cluster {
@@ -91,12 +105,19 @@ impl Cluster {
     /// Orderers [`IDS`] of `net`, following the configuration from `follow` if given,
     /// each with a membership service of its own, as an orderer process has.
     fn with(net: Net, follow: Option<NetworkDefinition>) -> Cluster {
+        Cluster::keeping(net, follow, runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT)
+    }
+
+    /// [`Cluster::with`], each orderer's Raft log keeping `kept` entries behind its
+    /// compaction point.
+    fn keeping(net: Net, follow: Option<NetworkDefinition>, kept: u64) -> Cluster {
         let mut cluster = Cluster {
             net,
             hub: Arc::default(),
             dir: tempfile::tempdir().unwrap(),
             nodes: HashMap::new(),
             follow,
+            kept,
         };
         for id in IDS {
             cluster.start(id);
@@ -119,6 +140,7 @@ impl Cluster {
         // A quick clock: elections in 0.3-0.6 s.
         settings.tick = Duration::from_millis(30);
         settings.commit_timeout = Duration::from_secs(3);
+        settings.log_entries_kept = self.kept;
         let (config, msp) = match &self.follow {
             Some(genesis) => (
                 OrdererConfig {
@@ -443,4 +465,62 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
         seen.txs.iter().map(|(seq, _)| seq.0).collect::<Vec<_>>(),
         (1..=height).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn a_follower_behind_the_compacted_log_catches_up_from_a_snapshot_and_the_stream() {
+    // Logs keeping 8 entries behind their compaction point, compacted every 16.
+    let mut cluster = Cluster::keeping(Net::new(), None, 8);
+    let leader = cluster.leader(&IDS);
+    let behind = IDS.into_iter().find(|id| *id != leader).unwrap();
+    assert_eq!(ordered(&cluster.submit(leader, "a", 5)).len(), 5);
+    cluster.stop(behind);
+    // One call at a time: an entry each, many more than the logs keep.
+    for i in 0..60 {
+        assert_eq!(
+            ordered(&cluster.submit(leader, &format!("b{i}-"), 2)).len(),
+            2
+        );
+    }
+    assert!(
+        cluster.nodes[&leader].compacted() > 16,
+        "the leader compacted its log"
+    );
+
+    // Back, it is sent the leader's snapshot, reads the stream up to it from the leader,
+    // and goes on from the entries after it: the same stream, seals checked.
+    cluster.start(behind);
+    assert_eq!(ordered(&cluster.submit(leader, "c", 3)).len(), 3);
+    let height = cluster.nodes[&leader].height().0;
+    let deadline = Instant::now() + PATIENCE;
+    while cluster.nodes[&behind].height().0 < height {
+        assert!(Instant::now() < deadline, "it did not catch up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        cluster.nodes[&behind].compacted() > 0,
+        "it installed a snapshot"
+    );
+    let (theirs, ours) = (
+        cluster.stream(leader, height),
+        cluster.stream(behind, height),
+    );
+    assert_eq!(ours.txs, theirs.txs);
+    assert_eq!(ours.seals, theirs.seals);
+
+    // Both read their compacted logs back after a restart and order on.
+    for id in [behind, leader] {
+        cluster.stop(id);
+        cluster.start(id);
+    }
+    let now = cluster.leader(&IDS);
+    assert_eq!(ordered(&cluster.submit(now, "d", 3)).len(), 3);
+    let height = cluster.nodes[&now].height().0;
+    for id in IDS {
+        let deadline = Instant::now() + PATIENCE;
+        while cluster.nodes[&id].height().0 < height {
+            assert!(Instant::now() < deadline, "{id} did not catch up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

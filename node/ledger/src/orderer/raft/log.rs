@@ -10,6 +10,7 @@
 //! | `'e'` | an entry: index and term (u64 little-endian each), entry type (u8), context length (u32 little-endian), context, data |
 //! | `'h'` | Raft's hard state: term, vote and commit (u64 little-endian each) |
 //! | `'c'` | the membership in force (an encoded `RaftConfState`) |
+//! | `'s'` | a snapshot: the entries up to its index are gone ([`Snapshotted`]; first record of a compacted log) |
 //!
 //! Raft overwrites the tail of a follower's log that a new leader does not hold. The file
 //! is only ever appended to: an entry record at an index the log already holds replaces
@@ -21,6 +22,15 @@
 //! one Ready persists (group commit), before it sends the messages that depend on it. A
 //! crash leaves at most a torn tail of unsynced records, which [`RecordFile::open`] cuts:
 //! nothing Raft was told is durable.
+//!
+//! # Compaction
+//!
+//! The entries up to an index every orderer has applied can go ([`RaftLog::compact`]): the
+//! log is written again, from a snapshot record (that index, its term, the membership then
+//! and what the orderer's stream held then) and the entries after it, into a new file
+//! that replaces the old one (synced, renamed, the directory synced), so a crash leaves
+//! one or the other. A follower too far behind is sent the snapshot and starts its log
+//! afresh from it ([`RaftLog::install`]).
 //!
 //! The latest entries are also kept decoded in memory (up to [`CACHE_BYTES_MAX`]), since
 //! Raft reads them again at once, to send them to followers and to apply them.
@@ -44,6 +54,77 @@ pub const RAFT_LOG_FILE: &str = "raft.log";
 const ENTRY: u8 = b'e';
 const HARD_STATE: u8 = b'h';
 const CONF_STATE: u8 = b'c';
+const SNAPSHOT: u8 = b's';
+
+/// What a log compacted up to an index holds of what came before: that index and its
+/// term, the membership then, and the application's data (what the orderer's stream held
+/// then).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshotted {
+    /// The last entry compacted away.
+    pub index: u64,
+    /// Its term.
+    pub term: u64,
+    /// The membership in force once it was applied.
+    pub conf_state: ConfState,
+    /// The application's data.
+    pub data: Vec<u8>,
+}
+
+impl Snapshotted {
+    fn encode(&self) -> Vec<u8> {
+        let conf = wire::conf_state_to_wire(&self.conf_state).encode_to_vec();
+        let mut bytes = Vec::with_capacity(20 + conf.len() + self.data.len());
+        bytes.extend_from_slice(&self.index.to_le_bytes());
+        bytes.extend_from_slice(&self.term.to_le_bytes());
+        bytes.extend_from_slice(&(conf.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&conf);
+        bytes.extend_from_slice(&self.data);
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Snapshotted, LogError> {
+        let bad = || LogError::Corrupt(format!("a snapshot record of {} bytes", bytes.len()));
+        if bytes.len() < 20 {
+            return Err(bad());
+        }
+        let conf_len = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]) as usize;
+        let data_at = 20usize
+            .checked_add(conf_len)
+            .filter(|end| *end <= bytes.len())
+            .ok_or_else(bad)?;
+        let conf = RaftConfState::decode(&bytes[20..data_at])
+            .map_err(|e| LogError::Corrupt(format!("a snapshot's membership: {e}")))?;
+        Ok(Snapshotted {
+            index: u64_at(bytes, 0),
+            term: u64_at(bytes, 8),
+            conf_state: wire::conf_state_from_wire(conf),
+            data: bytes[data_at..].to_vec(),
+        })
+    }
+
+    /// As Raft sends it.
+    pub fn to_snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        snapshot.data = Bytes::from(self.data.clone());
+        let metadata = snapshot.mut_metadata();
+        metadata.index = self.index;
+        metadata.term = self.term;
+        metadata.set_conf_state(self.conf_state.clone());
+        snapshot
+    }
+
+    /// As Raft received it.
+    pub fn of(snapshot: &Snapshot) -> Snapshotted {
+        let metadata = snapshot.get_metadata();
+        Snapshotted {
+            index: metadata.index,
+            term: metadata.term,
+            conf_state: metadata.get_conf_state().clone(),
+            data: snapshot.data.to_vec(),
+        }
+    }
+}
 
 /// An entry record's fixed part: index, term, type, context length.
 const ENTRY_HEADER_BYTES: usize = 8 + 8 + 1 + 4;
@@ -70,8 +151,12 @@ pub struct RaftLog {
 }
 
 struct Core {
+    path: std::path::PathBuf,
+    sync: SyncMode,
     file: RecordFile,
     reader: RecordReader,
+    /// What the log was compacted up to (index 0: never compacted).
+    snapshot: Snapshotted,
     /// The index of `entries[0]`.
     first: u64,
     /// Where each entry lies, from `first` on.
@@ -86,6 +171,128 @@ struct Core {
 }
 
 impl Core {
+    /// Reads the log at `path` back (created empty, `genesis` its membership, if it is
+    /// not there); whether it held a membership record.
+    fn load(path: &Path, genesis: &ConfState, sync: SyncMode) -> Result<(Core, bool), LogError> {
+        let Opened {
+            file,
+            records,
+            torn_at,
+        } = RecordFile::open(path)?;
+        if let Some(offset) = torn_at {
+            tracing::warn!(
+                offset,
+                "the Raft log ended in a torn record (a crash during a write); cut it"
+            );
+        }
+        let reader = file.handle()?.with_sync(sync);
+        let mut core = Core {
+            path: path.to_path_buf(),
+            sync,
+            file,
+            reader,
+            snapshot: Snapshotted::default(),
+            first: 1,
+            entries: Vec::new(),
+            terms: Vec::new(),
+            cache: VecDeque::new(),
+            cache_bytes: 0,
+            hard_state: HardState::default(),
+            conf_state: genesis.clone(),
+        };
+        let mut conf_found = false;
+        for (n, at) in records.into_iter().enumerate() {
+            match at.kind {
+                SNAPSHOT if n == 0 => {
+                    core.snapshot = Snapshotted::decode(&core.reader.read(at)?)?;
+                    core.first = core.snapshot.index + 1;
+                    core.conf_state = core.snapshot.conf_state.clone();
+                    conf_found = true;
+                }
+                ENTRY => {
+                    let header = core.reader.read_part(at, 0, 16)?;
+                    let (index, term) = (u64_at(&header, 0), u64_at(&header, 8));
+                    if index < core.first || index > core.last() + 1 {
+                        return Err(LogError::Corrupt(format!(
+                            "entry {index} follows entry {} (byte {})",
+                            core.last(),
+                            at.offset
+                        )));
+                    }
+                    core.truncate(index);
+                    let before = core.terms.last().copied().unwrap_or(core.snapshot.term);
+                    if term < before {
+                        return Err(LogError::Corrupt(format!(
+                            "entry {index} has term {term}, below the entry before it"
+                        )));
+                    }
+                    core.entries.push(at);
+                    core.terms.push(term);
+                }
+                HARD_STATE => core.hard_state = decode_hard_state(&core.reader.read(at)?)?,
+                CONF_STATE => {
+                    let conf = RaftConfState::decode(core.reader.read(at)?.as_slice())
+                        .map_err(|e| LogError::Corrupt(format!("a membership record: {e}")))?;
+                    core.conf_state = wire::conf_state_from_wire(conf);
+                    conf_found = true;
+                }
+                other => {
+                    return Err(LogError::Corrupt(format!(
+                        "a record of unknown kind {other} at byte {}",
+                        at.offset
+                    )));
+                }
+            }
+        }
+        if core.hard_state.commit > core.last() {
+            return Err(LogError::Corrupt(format!(
+                "commit index {} past the last entry, {}",
+                core.hard_state.commit,
+                core.last()
+            )));
+        }
+        Ok((core, conf_found))
+    }
+
+    /// Writes the log again as `snapshot` and the entries after it this log holds, into a
+    /// new file that replaces this one once synced; reads it back.
+    fn rewrite(&mut self, snapshot: &Snapshotted) -> Result<(), LogError> {
+        let staging = self.path.with_extension("log.new");
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| LogError::Io(RecordError::Io { path, source })
+        };
+        match std::fs::remove_file(&staging) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&staging)(e)),
+        }
+        {
+            let Opened { mut file, .. } = RecordFile::open(&staging)?;
+            file.append(SNAPSHOT, &snapshot.encode())?;
+            let mut hard_state = self.hard_state.clone();
+            hard_state.commit = hard_state.commit.max(snapshot.index);
+            file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
+            let conf = wire::conf_state_to_wire(&self.conf_state).encode_to_vec();
+            file.append(CONF_STATE, &conf)?;
+            for index in snapshot.index + 1..=self.last() {
+                if index >= self.first {
+                    file.append(ENTRY, &encode_entry(&self.read(index)?))?;
+                }
+            }
+            file.handle()?.with_sync(SyncMode::Full).sync()?;
+        }
+        std::fs::rename(&staging, &self.path).map_err(io(&self.path))?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|dir| dir.sync_all())
+                .map_err(io(dir))?;
+        }
+        let (core, _) = Core::load(&self.path, &self.conf_state, self.sync)?;
+        *self = core;
+        Ok(())
+    }
+
     fn last(&self) -> u64 {
         self.first + self.entries.len() as u64 - 1
     }
@@ -197,73 +404,7 @@ impl RaftLog {
     /// Opens the log in `dir`, or creates it empty with `genesis` as its membership (the
     /// voters a new cluster starts with). A log that exists keeps the membership it holds.
     pub fn open(dir: &Path, genesis: &ConfState, sync: SyncMode) -> Result<RaftLog, LogError> {
-        let Opened {
-            file,
-            records,
-            torn_at,
-        } = RecordFile::open(&dir.join(RAFT_LOG_FILE))?;
-        if let Some(offset) = torn_at {
-            tracing::warn!(
-                offset,
-                "the Raft log ended in a torn record (a crash during a write); cut it"
-            );
-        }
-        let reader = file.handle()?.with_sync(sync);
-        let mut core = Core {
-            file,
-            reader,
-            first: 1,
-            entries: Vec::new(),
-            terms: Vec::new(),
-            cache: VecDeque::new(),
-            cache_bytes: 0,
-            hard_state: HardState::default(),
-            conf_state: genesis.clone(),
-        };
-        let mut conf_found = false;
-        for at in records {
-            match at.kind {
-                ENTRY => {
-                    let header = core.reader.read_part(at, 0, 16)?;
-                    let (index, term) = (u64_at(&header, 0), u64_at(&header, 8));
-                    if index < core.first || index > core.last() + 1 {
-                        return Err(LogError::Corrupt(format!(
-                            "entry {index} follows entry {} (byte {})",
-                            core.last(),
-                            at.offset
-                        )));
-                    }
-                    core.truncate(index);
-                    if core.terms.last().is_some_and(|last| term < *last) {
-                        return Err(LogError::Corrupt(format!(
-                            "entry {index} has term {term}, below the entry before it"
-                        )));
-                    }
-                    core.entries.push(at);
-                    core.terms.push(term);
-                }
-                HARD_STATE => core.hard_state = decode_hard_state(&core.reader.read(at)?)?,
-                CONF_STATE => {
-                    let conf = RaftConfState::decode(core.reader.read(at)?.as_slice())
-                        .map_err(|e| LogError::Corrupt(format!("a membership record: {e}")))?;
-                    core.conf_state = wire::conf_state_from_wire(conf);
-                    conf_found = true;
-                }
-                other => {
-                    return Err(LogError::Corrupt(format!(
-                        "a record of unknown kind {other} at byte {}",
-                        at.offset
-                    )));
-                }
-            }
-        }
-        if core.hard_state.commit > core.last() {
-            return Err(LogError::Corrupt(format!(
-                "commit index {} past the last entry, {}",
-                core.hard_state.commit,
-                core.last()
-            )));
-        }
+        let (mut core, conf_found) = Core::load(&dir.join(RAFT_LOG_FILE), genesis, sync)?;
         if !conf_found {
             // Written once, so that a restart with another genesis cannot change it.
             let bytes = wire::conf_state_to_wire(genesis).encode_to_vec();
@@ -368,6 +509,53 @@ impl RaftLog {
         }
         core.read(index).map(Some)
     }
+
+    /// What the log was compacted up to (index 0: never compacted).
+    pub fn snapshotted(&self) -> Snapshotted {
+        self.read().snapshot.clone()
+    }
+
+    /// Drops the entries up to `index` (applied by this orderer, the membership then
+    /// `conf_state`), keeping `data` in their place: see the module doc. Durable when it
+    /// returns.
+    pub fn compact(
+        &self,
+        index: u64,
+        conf_state: &ConfState,
+        data: Vec<u8>,
+    ) -> Result<(), LogError> {
+        let mut core = self.write();
+        if index < core.first || index > core.last() || index > core.hard_state.commit {
+            return Err(LogError::Corrupt(format!(
+                "compacting up to entry {index}, in a log of entries {} to {}, committed to {}",
+                core.first,
+                core.last(),
+                core.hard_state.commit
+            )));
+        }
+        let term = core.terms[(index - core.first) as usize];
+        let snapshot = Snapshotted {
+            index,
+            term,
+            conf_state: conf_state.clone(),
+            data,
+        };
+        core.rewrite(&snapshot)
+    }
+
+    /// Starts the log afresh from `snapshot` (a follower too far behind, sent the
+    /// leader's): every entry it held goes; its membership becomes the snapshot's. Durable
+    /// when it returns.
+    pub fn install(&self, snapshot: &Snapshotted) -> Result<(), LogError> {
+        let mut core = self.write();
+        core.entries.clear();
+        core.terms.clear();
+        core.cache.clear();
+        core.cache_bytes = 0;
+        core.first = snapshot.index + 1;
+        core.conf_state = snapshot.conf_state.clone();
+        core.rewrite(snapshot)
+    }
 }
 
 fn storage_error(error: LogError) -> raft::Error {
@@ -415,8 +603,8 @@ impl raft::Storage for RaftLog {
     fn term(&self, index: u64) -> raft::Result<u64> {
         let core = self.read();
         if index + 1 == core.first {
-            // Before the first entry: nothing was ever compacted, so term 0.
-            return Ok(0);
+            // The entry before the first: the snapshot's (term 0 if never compacted).
+            return Ok(core.snapshot.term);
         }
         if index < core.first {
             return Err(raft::Error::Store(StorageError::Compacted));
@@ -436,10 +624,14 @@ impl raft::Storage for RaftLog {
     }
 
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // The log is never compacted: a follower catches up from the entries themselves.
-        Err(raft::Error::Store(
-            StorageError::SnapshotTemporarilyUnavailable,
-        ))
+        let core = self.read();
+        if core.snapshot.index == 0 {
+            // Never compacted: a follower catches up from the entries themselves.
+            return Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable,
+            ));
+        }
+        Ok(core.snapshot.to_snapshot())
     }
 }
 
@@ -574,5 +766,90 @@ mod tests {
             error.to_string().contains("entry 5 follows entry 0"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_compacted_log_keeps_the_entries_after_its_snapshot_and_reopens_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RaftLog::open(dir.path(), &voters(&[1, 2, 3]), SyncMode::Data).unwrap();
+        let entries: Vec<Entry> = (1..=10)
+            .map(|i| entry(i, 1 + i / 5, &format!("e{i}")))
+            .collect();
+        log.append(&entries).unwrap();
+        let mut hard_state = HardState::default();
+        hard_state.term = 3;
+        hard_state.commit = 8;
+        log.set_hard_state(&hard_state).unwrap();
+        // Past the commit index: refused, and nothing changes.
+        assert!(
+            log.compact(9, &voters(&[1, 2, 3, 4]), b"later".to_vec())
+                .is_err()
+        );
+        log.compact(6, &voters(&[1, 2, 3, 4]), b"stream at 6".to_vec())
+            .unwrap();
+
+        for log in [
+            log.clone(),
+            RaftLog::open(dir.path(), &voters(&[9]), SyncMode::Data).unwrap(),
+        ] {
+            assert_eq!(log.first_index().unwrap(), 7);
+            assert_eq!(log.last_index(), 10);
+            assert_eq!(log.term(6).unwrap(), 2);
+            assert!(matches!(
+                log.term(5),
+                Err(raft::Error::Store(StorageError::Compacted))
+            ));
+            assert!(matches!(
+                log.entries(5, 8, None, GetEntriesContext::empty(false)),
+                Err(raft::Error::Store(StorageError::Compacted))
+            ));
+            let kept: Vec<u64> = log
+                .entries(7, 11, None, GetEntriesContext::empty(false))
+                .unwrap()
+                .iter()
+                .map(|e| e.index)
+                .collect();
+            assert_eq!(kept, vec![7, 8, 9, 10]);
+            let snapshot = log.snapshot(0, 2).unwrap();
+            assert_eq!(snapshot.get_metadata().index, 6);
+            assert_eq!(snapshot.get_metadata().term, 2);
+            assert_eq!(
+                snapshot.get_metadata().get_conf_state().voters,
+                vec![1, 2, 3, 4]
+            );
+            assert_eq!(&snapshot.data[..], b"stream at 6");
+            assert_eq!(log.hard_state().commit, 8);
+        }
+    }
+
+    #[test]
+    fn a_follower_starts_afresh_from_an_installed_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RaftLog::open(dir.path(), &voters(&[1, 2, 3]), SyncMode::Data).unwrap();
+        log.append(&[entry(1, 1, "a"), entry(2, 1, "b")]).unwrap();
+        // Never compacted: no snapshot to send.
+        assert!(log.snapshot(0, 2).is_err());
+        let snapshot = Snapshotted {
+            index: 40,
+            term: 5,
+            conf_state: voters(&[1, 2, 4]),
+            data: b"leader's stream".to_vec(),
+        };
+        log.install(&snapshot).unwrap();
+        for log in [
+            log.clone(),
+            RaftLog::open(dir.path(), &voters(&[9]), SyncMode::Data).unwrap(),
+        ] {
+            assert_eq!((log.first_index().unwrap(), log.last_index()), (41, 40));
+            assert_eq!(log.term(40).unwrap(), 5);
+            assert_eq!(log.snapshotted(), snapshot);
+            assert_eq!(
+                log.initial_state().unwrap().conf_state.voters,
+                vec![1, 2, 4]
+            );
+            assert_eq!(log.hard_state().commit, 40);
+        }
+        log.append(&[entry(41, 5, "next")]).unwrap();
+        assert_eq!(log.last_index(), 41);
     }
 }

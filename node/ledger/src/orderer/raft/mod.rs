@@ -11,4 +11,4 @@ mod logger;
 mod node;
 pub mod wire;
 
-pub use node::{ClusterMember, RaftOrderer, RaftSettings, Transport};
+pub use node::{ClusterMember, LOG_ENTRIES_KEPT, RaftOrderer, RaftSettings, Transport};

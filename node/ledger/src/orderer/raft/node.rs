@@ -26,7 +26,7 @@
 //! leader cut that a newer one's overtook). So every orderer's stream is the same, byte
 //! for byte, and a peer may read it from any of them.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -42,7 +42,7 @@ use raft::eraftpb::{
 };
 use raft::{RawNode, StateRole};
 
-use super::log::{LogError, RAFT_LOG_FILE, RaftLog};
+use super::log::{LogError, RAFT_LOG_FILE, RaftLog, Snapshotted};
 use super::{logger, wire};
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq, TxId};
@@ -51,9 +51,10 @@ use crate::netconfig::CONFIG_NAMESPACE;
 use crate::orderer::replay::Seen;
 use crate::orderer::stream::{Ids, StreamLog, StreamOptions, StreamTx};
 use crate::orderer::{
-    Admitted, ClusterView, Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit_batch,
+    Admitted, ClusterView, Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig,
+    admit_batch,
 };
-use crate::proto::{OrderedBatch, OrderedInput, OrderingEntry, ordering_entry};
+use crate::proto::{OrderedBatch, OrderedInput, OrderingEntry, OrderingSnapshot, ordering_entry};
 use crate::tx;
 
 /// How one orderer takes part in its cluster.
@@ -77,6 +78,10 @@ pub struct RaftSettings {
     pub heartbeat_ticks: usize,
     /// How long a submit waits for its transactions to be committed.
     pub commit_timeout: Duration,
+    /// Entries applied that the Raft log keeps behind the point it is compacted to, so
+    /// that a follower a little behind catches up from entries rather than a snapshot; the
+    /// log is compacted once twice this many are applied past its last compaction.
+    pub log_entries_kept: u64,
 }
 
 impl RaftSettings {
@@ -91,9 +96,18 @@ impl RaftSettings {
             election_ticks: 10,
             heartbeat_ticks: 2,
             commit_timeout: Duration::from_secs(10),
+            log_entries_kept: LOG_ENTRIES_KEPT,
         }
     }
 }
+
+/// [`RaftSettings::log_entries_kept`] by default: a minute or more of entries under load
+/// (an entry holds every transaction of one turn of the leader).
+pub const LOG_ENTRIES_KEPT: u64 = 20_000;
+
+/// How long a follower installing a snapshot waits for the next item of the stream it
+/// reads from another orderer before it tries the next one.
+const CATCH_UP_PATIENCE: Duration = Duration::from_secs(5);
 
 /// How an orderer reaches the other orderers of its cluster.
 pub trait Transport: Send + Sync {
@@ -110,6 +124,20 @@ pub trait Transport: Send + Sync {
     /// configuration no longer names). Called at open and after each change.
     fn members(&self, members: &[ClusterMember], voting: &[u64]) {
         let _ = (members, voting);
+    }
+
+    /// The ordered stream of orderer `member` from seq `from` and block `next_block`: what
+    /// a follower installing a snapshot reads up to the snapshot's point.
+    fn deliver_from(
+        &self,
+        member: u64,
+        from: Seq,
+        next_block: BlockNumber,
+    ) -> Result<Box<dyn Delivery>, OrderError> {
+        let _ = (from, next_block);
+        Err(OrderError::Unavailable(format!(
+            "this transport cannot read orderer {member}'s stream"
+        )))
     }
 }
 
@@ -204,6 +232,8 @@ struct Status {
     failure: Mutex<Option<String>>,
     /// The ids the membership counts, as last applied.
     voters: Mutex<Vec<u64>>,
+    /// The entry the Raft log was last compacted to (0: never).
+    compacted: AtomicU64,
 }
 
 impl Status {
@@ -285,8 +315,10 @@ impl RaftOrderer {
         genesis.voters = settings.voters.clone();
         let log = RaftLog::open(dir, &genesis, config.sync).map_err(log_failure)?;
         // Everything the stream log applied was committed: a commit index recorded
-        // before the last applies were (it is synced lazily) is raised to them.
-        let applied = stream.applied_index();
+        // before the last applies were (it is synced lazily) is raised to them. A
+        // snapshot installed before a crash let the stream catch up is finished first
+        // (`Runner::finish_install`): Raft starts after it either way.
+        let applied = stream.applied_index().max(log.snapshotted().index);
         if applied > log.last_index() {
             return Err(OrderError::Corrupt(format!(
                 "the stream log applied Raft entry {applied}, past the Raft log's last, {}",
@@ -322,6 +354,9 @@ impl RaftOrderer {
         let (stop, stopped) = crossbeam_channel::bounded(1);
         let status = Arc::new(Status::default());
         *status.voters.lock().unwrap_or_else(PoisonError::into_inner) = voting(&conf_state);
+        status
+            .compacted
+            .store(log.snapshotted().index, AtomicOrdering::Release);
         let mut runner = Runner {
             node,
             log,
@@ -343,6 +378,8 @@ impl RaftOrderer {
             members: Vec::new(),
             wanted: None,
             followed: None,
+            kept: settings.log_entries_kept.max(1),
+            checkpoints: VecDeque::new(),
         };
         runner.follow_configuration();
         let thread = std::thread::Builder::new()
@@ -385,6 +422,12 @@ impl RaftOrderer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The entry this orderer's Raft log was last compacted to (0: never), by itself or
+    /// by a snapshot it installed.
+    pub fn compacted(&self) -> u64 {
+        self.status.compacted.load(AtomicOrdering::Acquire)
     }
 
     /// The Raft term this orderer is in.
@@ -554,6 +597,7 @@ impl Orderer for RaftOrderer {
             leader: self.leader(),
             term: self.term(),
             voters: self.voters(),
+            compacted: self.compacted(),
         })
     }
 
@@ -608,6 +652,11 @@ struct Runner {
     wanted: Option<Vec<u64>>,
     /// The seq of the configuration update last read (`Seq::ZERO`: the genesis one).
     followed: Option<Seq>,
+    /// [`RaftSettings::log_entries_kept`].
+    kept: u64,
+    /// Points the log may be compacted to: applied indexes, oldest first, with what the
+    /// stream held and the membership then.
+    checkpoints: VecDeque<(u64, OrderingSnapshot, ConfState)>,
 }
 
 /// Why the Raft thread stops.
@@ -660,6 +709,7 @@ impl Runner {
     }
 
     fn turns(&mut self) -> Stop {
+        self.finish_install()?;
         loop {
             if self.stopped.try_recv().is_ok() {
                 return Ok(());
@@ -847,13 +897,10 @@ impl Runner {
         if !ready.messages().is_empty() {
             // A leader's appends go out before its own sync: the followers write in
             // parallel with it.
-            self.transport.send(ready.take_messages());
+            self.send(ready.take_messages());
         }
         if !ready.snapshot().is_empty() {
-            return Err(
-                "a Raft snapshot arrived; this orderer's log is never compacted and takes none"
-                    .into(),
-            );
+            self.install(&Snapshotted::of(ready.snapshot()))?;
         }
         self.apply(ready.take_committed_entries())?;
         let mut persist = false;
@@ -875,7 +922,7 @@ impl Runner {
                 .map_err(|e| format!("syncing the Raft log: {e}"))?;
         }
         if !ready.persisted_messages().is_empty() {
-            self.transport.send(ready.take_persisted_messages());
+            self.send(ready.take_persisted_messages());
         }
         if let Some(soft) = ready.ss() {
             self.status
@@ -890,10 +937,11 @@ impl Runner {
             self.log.set_commit(commit).map_err(|e| e.to_string())?;
         }
         if !light.messages().is_empty() {
-            self.transport.send(light.take_messages());
+            self.send(light.take_messages());
         }
         self.apply(light.take_committed_entries())?;
         self.node.advance_apply();
+        self.maybe_compact()?;
         self.status
             .leader
             .store(self.node.raft.leader_id, AtomicOrdering::Release);
@@ -973,6 +1021,192 @@ impl Runner {
             ));
         }
         Ok(())
+    }
+
+    /// Hands `messages` to the transport. A snapshot sent counts as delivered: the
+    /// follower's progress goes back to probing, and if it did not get it, the next
+    /// probe sends another.
+    fn send(&mut self, messages: Vec<Message>) {
+        let snapshots: Vec<u64> = messages
+            .iter()
+            .filter(|message| message.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot)
+            .map(|message| message.to)
+            .collect();
+        self.transport.send(messages);
+        for to in snapshots {
+            self.node.report_snapshot(to, raft::SnapshotStatus::Finish);
+        }
+    }
+
+    /// Keeps the Raft log bounded: notes a checkpoint every quarter of `kept` entries
+    /// applied, and once twice `kept` are applied past the last compaction, compacts up to
+    /// the newest checkpoint at least `kept` behind.
+    fn maybe_compact(&mut self) -> Stop {
+        let applied = self.node.raft.raft_log.applied;
+        let step = (self.kept / 4).max(1);
+        let last = self.checkpoints.back().map_or(0, |(index, _, _)| *index);
+        if applied >= last + step && self.stream.applied_index() == applied {
+            let (height, blocks) = self.stream.position();
+            self.checkpoints.push_back((
+                applied,
+                OrderingSnapshot {
+                    height: height.0,
+                    blocks: blocks.0,
+                    source: self.id,
+                },
+                self.conf_state.clone(),
+            ));
+        }
+        let compacted = self.log.snapshotted().index;
+        if applied < compacted + 2 * self.kept {
+            return Ok(());
+        }
+        let Some(at) = self
+            .checkpoints
+            .iter()
+            .rposition(|(index, _, _)| *index + self.kept <= applied)
+        else {
+            return Ok(());
+        };
+        let (index, data, conf_state) = self.checkpoints[at].clone();
+        self.checkpoints.drain(..=at);
+        self.log
+            .compact(index, &conf_state, data.encode_to_vec())
+            .map_err(|e| format!("compacting the Raft log up to entry {index}: {e}"))?;
+        self.status.compacted.store(index, AtomicOrdering::Release);
+        tracing::info!(index, height = data.height, "compacted the Raft log");
+        Ok(())
+    }
+
+    /// Installs a snapshot another orderer sent (this one was too far behind for
+    /// entries): the Raft log starts afresh from it, and the stream catches up to its
+    /// point from the orderer that made it, or another member.
+    fn install(&mut self, snapshot: &Snapshotted) -> Stop {
+        tracing::info!(
+            index = snapshot.index,
+            "installing a snapshot: this orderer was too far behind for the log's entries"
+        );
+        self.log
+            .install(snapshot)
+            .map_err(|e| format!("installing the snapshot of entry {}: {e}", snapshot.index))?;
+        self.checkpoints.clear();
+        self.status
+            .compacted
+            .store(snapshot.index, AtomicOrdering::Release);
+        self.finish_install()
+    }
+
+    /// When the Raft log was compacted by an installed snapshot past what the stream log
+    /// applied: reads the stream up to the snapshot's point from the members (the
+    /// snapshot's source first), appends it, checking every seal as a peer does, and marks
+    /// the snapshot's index applied.
+    fn finish_install(&mut self) -> Stop {
+        let snapshot = self.log.snapshotted();
+        if snapshot.index <= self.stream.applied_index() {
+            return Ok(());
+        }
+        let point = OrderingSnapshot::decode(snapshot.data.as_slice())
+            .map_err(|e| format!("the snapshot of entry {}: {e}", snapshot.index))?;
+        let mut sources: Vec<u64> = voting(&snapshot.conf_state)
+            .into_iter()
+            .filter(|id| *id != self.id && *id != point.source)
+            .collect();
+        sources.insert(0, point.source);
+        let deadline = Instant::now() + self.commit_timeout.max(CATCH_UP_PATIENCE) * 6;
+        let mut tried = 0usize;
+        loop {
+            let (height, blocks) = self.stream.position();
+            if height.0 >= point.height && blocks.0 >= point.blocks {
+                break;
+            }
+            if self.stopped.try_recv().is_ok() {
+                return Err("stopped while catching up the stream from a snapshot".into());
+            }
+            let source = sources[tried % sources.len()];
+            tried += 1;
+            match self.catch_up_from(source, &point) {
+                Ok(()) => {}
+                Err(error) if Instant::now() < deadline => {
+                    tracing::warn!(source, %error, "catching the stream up from another orderer; trying the next");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(error) => {
+                    return Err(format!(
+                        "catching the stream up to seq {} for the snapshot of entry {}: {error}",
+                        point.height, snapshot.index
+                    ));
+                }
+            }
+        }
+        self.stream
+            .append_txs(Vec::new(), Ids::Record, Some(snapshot.index))
+            .map_err(|e| e.to_string())?;
+        self.conf_state = snapshot.conf_state.clone();
+        *self
+            .status
+            .voters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = voting(&self.conf_state);
+        self.transport
+            .members(&self.members, &voting(&self.conf_state));
+        tracing::info!(
+            index = snapshot.index,
+            height = point.height,
+            "the stream caught up to the snapshot"
+        );
+        Ok(())
+    }
+
+    /// Reads orderer `source`'s stream from this one's position up to `point`, appending
+    /// it; stops early (`Ok`) only at the point, and errs when the stream fails or stalls.
+    fn catch_up_from(&mut self, source: u64, point: &OrderingSnapshot) -> Result<(), String> {
+        let (height, blocks) = self.stream.position();
+        let mut delivery = self
+            .transport
+            .deliver_from(source, height.next(), BlockNumber(blocks.0 + 1))
+            .map_err(|e| e.to_string())?;
+        loop {
+            let (height, blocks) = self.stream.position();
+            if height.0 >= point.height && blocks.0 >= point.blocks {
+                return Ok(());
+            }
+            let item = delivery
+                .next(CATCH_UP_PATIENCE)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("orderer {source}'s stream stalled"))?;
+            match item {
+                Delivered::Tx(ordered) if ordered.seq.0 <= point.height => {
+                    let expected = height.next();
+                    let input = OrderedInput {
+                        timestamp_ms: ordered.timestamp_ms,
+                        transaction: ordered.transaction,
+                    };
+                    let seqs = self
+                        .stream
+                        .append_txs(vec![stream_tx(input)], Ids::Record, None)
+                        .map_err(|e| e.to_string())?;
+                    if ordered.seq != expected || seqs != [expected] {
+                        return Err(format!(
+                            "orderer {source} delivered seq {} where {expected} was next",
+                            ordered.seq.0
+                        ));
+                    }
+                }
+                Delivered::Seal(sealed) if sealed.seal.number.0 <= point.blocks => {
+                    let accepted = self
+                        .stream
+                        .accept_seal(&sealed.bytes, &self.msp, None)
+                        .map_err(|e| e.to_string())?;
+                    if !accepted {
+                        return Err(format!(
+                            "orderer {source} delivered seal {} that does not follow the chain",
+                            sealed.seal.number.0
+                        ));
+                    }
+                }
+                Delivered::Tx(_) | Delivered::Seal(_) | Delivered::Durable(_) => {}
+            }
+        }
     }
 
     /// Reads the configuration in force when it changed: the members it names, which the

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file runnel/v1/cluster.proto.
  */
 export const file_runnel_v1_cluster: GenFile = /*@__PURE__*/
-  fileDesc("ChdydW5uZWwvdjEvY2x1c3Rlci5wcm90bxIJcnVubmVsLnYxIjcKC1N0ZXBSZXF1ZXN0EigKCG1lc3NhZ2VzGAEgAygLMhYucnVubmVsLnYxLlJhZnRNZXNzYWdlIg4KDFN0ZXBSZXNwb25zZSLeAgoLUmFmdE1lc3NhZ2USEAoIbXNnX3R5cGUYASABKAUSCgoCdG8YAiABKAQSDAoEZnJvbRgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiUKB2VudHJpZXMYByADKAsyFC5ydW5uZWwudjEuUmFmdEVudHJ5Eg4KBmNvbW1pdBgIIAEoBBIpCghzbmFwc2hvdBgJIAEoCzIXLnJ1bm5lbC52MS5SYWZ0U25hcHNob3QSDgoGcmVqZWN0GAogASgIEhMKC3JlamVjdF9oaW50GAsgASgEEg8KB2NvbnRleHQYDCABKAwSGAoQcmVxdWVzdF9zbmFwc2hvdBgNIAEoBBIbChNkZXByZWNhdGVkX3ByaW9yaXR5GA4gASgEEhMKC2NvbW1pdF90ZXJtGA8gASgEEhAKCHByaW9yaXR5GBAgASgDIm0KCVJhZnRFbnRyeRISCgplbnRyeV90eXBlGAEgASgFEgwKBHRlcm0YAiABKAQSDQoFaW5kZXgYAyABKAQSDAoEZGF0YRgEIAEoDBIQCghzeW5jX2xvZxgFIAEoCBIPCgdjb250ZXh0GAYgASgMIk8KDFJhZnRTbmFwc2hvdBIMCgRkYXRhGAEgASgMEjEKCG1ldGFkYXRhGAIgASgLMh8ucnVubmVsLnYxLlJhZnRTbmFwc2hvdE1ldGFkYXRhImEKFFJhZnRTbmFwc2hvdE1ldGFkYXRhEiwKCmNvbmZfc3RhdGUYASABKAsyGC5ydW5uZWwudjEuUmFmdENvbmZTdGF0ZRINCgVpbmRleBgCIAEoBBIMCgR0ZXJtGAMgASgEInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiUgoNT3JkZXJpbmdFbnRyeRIoCgViYXRjaBgBIAEoCzIXLnJ1bm5lbC52MS5PcmRlcmVkQmF0Y2hIABIOCgRzZWFsGAIgASgMSABCBwoFZW50cnkiPQoMT3JkZXJlZEJhdGNoEi0KDHRyYW5zYWN0aW9ucxgBIAMoCzIXLnJ1bm5lbC52MS5PcmRlcmVkSW5wdXQiOQoMT3JkZXJlZElucHV0EhQKDHRpbWVzdGFtcF9tcxgBIAEoBBITCgt0cmFuc2FjdGlvbhgCIAEoDDJCCgdDbHVzdGVyEjcKBFN0ZXASFi5ydW5uZWwudjEuU3RlcFJlcXVlc3QaFy5ydW5uZWwudjEuU3RlcFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChdydW5uZWwvdjEvY2x1c3Rlci5wcm90bxIJcnVubmVsLnYxIjcKC1N0ZXBSZXF1ZXN0EigKCG1lc3NhZ2VzGAEgAygLMhYucnVubmVsLnYxLlJhZnRNZXNzYWdlIg4KDFN0ZXBSZXNwb25zZSLeAgoLUmFmdE1lc3NhZ2USEAoIbXNnX3R5cGUYASABKAUSCgoCdG8YAiABKAQSDAoEZnJvbRgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiUKB2VudHJpZXMYByADKAsyFC5ydW5uZWwudjEuUmFmdEVudHJ5Eg4KBmNvbW1pdBgIIAEoBBIpCghzbmFwc2hvdBgJIAEoCzIXLnJ1bm5lbC52MS5SYWZ0U25hcHNob3QSDgoGcmVqZWN0GAogASgIEhMKC3JlamVjdF9oaW50GAsgASgEEg8KB2NvbnRleHQYDCABKAwSGAoQcmVxdWVzdF9zbmFwc2hvdBgNIAEoBBIbChNkZXByZWNhdGVkX3ByaW9yaXR5GA4gASgEEhMKC2NvbW1pdF90ZXJtGA8gASgEEhAKCHByaW9yaXR5GBAgASgDIm0KCVJhZnRFbnRyeRISCgplbnRyeV90eXBlGAEgASgFEgwKBHRlcm0YAiABKAQSDQoFaW5kZXgYAyABKAQSDAoEZGF0YRgEIAEoDBIQCghzeW5jX2xvZxgFIAEoCBIPCgdjb250ZXh0GAYgASgMIk8KDFJhZnRTbmFwc2hvdBIMCgRkYXRhGAEgASgMEjEKCG1ldGFkYXRhGAIgASgLMh8ucnVubmVsLnYxLlJhZnRTbmFwc2hvdE1ldGFkYXRhImEKFFJhZnRTbmFwc2hvdE1ldGFkYXRhEiwKCmNvbmZfc3RhdGUYASABKAsyGC5ydW5uZWwudjEuUmFmdENvbmZTdGF0ZRINCgVpbmRleBgCIAEoBBIMCgR0ZXJtGAMgASgEInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiaQoQUmFmdENvbmZDaGFuZ2VWMhISCgp0cmFuc2l0aW9uGAEgASgFEjAKB2NoYW5nZXMYAiADKAsyHy5ydW5uZWwudjEuUmFmdENvbmZDaGFuZ2VTaW5nbGUSDwoHY29udGV4dBgDIAEoDCI8ChRSYWZ0Q29uZkNoYW5nZVNpbmdsZRITCgtjaGFuZ2VfdHlwZRgBIAEoBRIPCgdub2RlX2lkGAIgASgEIkIKEE9yZGVyaW5nU25hcHNob3QSDgoGaGVpZ2h0GAEgASgEEg4KBmJsb2NrcxgCIAEoBBIOCgZzb3VyY2UYAyABKAQiUgoNT3JkZXJpbmdFbnRyeRIoCgViYXRjaBgBIAEoCzIXLnJ1bm5lbC52MS5PcmRlcmVkQmF0Y2hIABIOCgRzZWFsGAIgASgMSABCBwoFZW50cnkiPQoMT3JkZXJlZEJhdGNoEi0KDHRyYW5zYWN0aW9ucxgBIAMoCzIXLnJ1bm5lbC52MS5PcmRlcmVkSW5wdXQiOQoMT3JkZXJlZElucHV0EhQKDHRpbWVzdGFtcF9tcxgBIAEoBBITCgt0cmFuc2FjdGlvbhgCIAEoDDJCCgdDbHVzdGVyEjcKBFN0ZXASFi5ydW5uZWwudjEuU3RlcFJlcXVlc3QaFy5ydW5uZWwudjEuU3RlcFJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message runnel.v1.StepRequest
@@ -273,6 +273,100 @@ export const RaftConfStateSchema: GenMessage<RaftConfState> = /*@__PURE__*/
   messageDesc(file_runnel_v1_cluster, 6);
 
 /**
+ * A membership change, as the data of an EntryConfChangeV2 entry (Raft's ConfChangeV2,
+ * the same fields and numbers): the leader proposes one when the network configuration
+ * in force names other orderers than the cluster's voters.
+ *
+ * @generated from message runnel.v1.RaftConfChangeV2
+ */
+export type RaftConfChangeV2 = Message<"runnel.v1.RaftConfChangeV2"> & {
+  /**
+   * 0 auto, 1 joint and leave implicitly, 2 joint and leave explicitly
+   *
+   * @generated from field: int32 transition = 1;
+   */
+  transition: number;
+
+  /**
+   * @generated from field: repeated runnel.v1.RaftConfChangeSingle changes = 2;
+   */
+  changes: RaftConfChangeSingle[];
+
+  /**
+   * @generated from field: bytes context = 3;
+   */
+  context: Uint8Array;
+};
+
+/**
+ * Describes the message runnel.v1.RaftConfChangeV2.
+ * Use `create(RaftConfChangeV2Schema)` to create a new message.
+ */
+export const RaftConfChangeV2Schema: GenMessage<RaftConfChangeV2> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_cluster, 7);
+
+/**
+ * @generated from message runnel.v1.RaftConfChangeSingle
+ */
+export type RaftConfChangeSingle = Message<"runnel.v1.RaftConfChangeSingle"> & {
+  /**
+   * 0 add a voter, 1 remove, 2 add a learner
+   *
+   * @generated from field: int32 change_type = 1;
+   */
+  changeType: number;
+
+  /**
+   * @generated from field: uint64 node_id = 2;
+   */
+  nodeId: bigint;
+};
+
+/**
+ * Describes the message runnel.v1.RaftConfChangeSingle.
+ * Use `create(RaftConfChangeSingleSchema)` to create a new message.
+ */
+export const RaftConfChangeSingleSchema: GenMessage<RaftConfChangeSingle> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_cluster, 8);
+
+/**
+ * What an orderer's stream held when it compacted its Raft log up to an index: the data
+ * of the Raft snapshot it sends a follower too far behind, which then reads the stream up
+ * to there from that orderer (or another member) and resumes from the entries after it.
+ *
+ * @generated from message runnel.v1.OrderingSnapshot
+ */
+export type OrderingSnapshot = Message<"runnel.v1.OrderingSnapshot"> & {
+  /**
+   * the last seq applied
+   *
+   * @generated from field: uint64 height = 1;
+   */
+  height: bigint;
+
+  /**
+   * the last block sealed
+   *
+   * @generated from field: uint64 blocks = 2;
+   */
+  blocks: bigint;
+
+  /**
+   * the Raft id of the orderer that compacted
+   *
+   * @generated from field: uint64 source = 3;
+   */
+  source: bigint;
+};
+
+/**
+ * Describes the message runnel.v1.OrderingSnapshot.
+ * Use `create(OrderingSnapshotSchema)` to create a new message.
+ */
+export const OrderingSnapshotSchema: GenMessage<OrderingSnapshot> = /*@__PURE__*/
+  messageDesc(file_runnel_v1_cluster, 9);
+
+/**
  * What one normal entry of the cluster's log holds: transactions the leader admitted, in
  * order, or a seal it cut. Every orderer gives the transactions of committed entries the
  * next seqs in log order, so all give the same seqs.
@@ -305,7 +399,7 @@ export type OrderingEntry = Message<"runnel.v1.OrderingEntry"> & {
  * Use `create(OrderingEntrySchema)` to create a new message.
  */
 export const OrderingEntrySchema: GenMessage<OrderingEntry> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_cluster, 7);
+  messageDesc(file_runnel_v1_cluster, 10);
 
 /**
  * @generated from message runnel.v1.OrderedBatch
@@ -322,7 +416,7 @@ export type OrderedBatch = Message<"runnel.v1.OrderedBatch"> & {
  * Use `create(OrderedBatchSchema)` to create a new message.
  */
 export const OrderedBatchSchema: GenMessage<OrderedBatch> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_cluster, 8);
+  messageDesc(file_runnel_v1_cluster, 11);
 
 /**
  * @generated from message runnel.v1.OrderedInput
@@ -348,7 +442,7 @@ export type OrderedInput = Message<"runnel.v1.OrderedInput"> & {
  * Use `create(OrderedInputSchema)` to create a new message.
  */
 export const OrderedInputSchema: GenMessage<OrderedInput> = /*@__PURE__*/
-  messageDesc(file_runnel_v1_cluster, 9);
+  messageDesc(file_runnel_v1_cluster, 12);
 
 /**
  * What an orderer of a cluster offers the others.
