@@ -536,6 +536,12 @@ impl RecordFile {
         Ok(places)
     }
 
+    /// The file was renamed to `path` (a staging file moved into place): the name its
+    /// errors and new handles give from now on.
+    pub fn renamed(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
     /// Drops every record from byte `at` on (a record's start, found by
     /// [`RecordFile::open`]): zeroes them, durably, and appends there next.
     pub fn cut(&mut self, at: u64) -> Result<(), RecordError> {

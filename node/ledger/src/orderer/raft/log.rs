@@ -157,6 +157,9 @@ struct Core {
     reader: RecordReader,
     /// What the log was compacted up to (index 0: never compacted).
     snapshot: Snapshotted,
+    /// Changes each time the log is started afresh from a snapshot or compacted: a
+    /// compaction planned before another one ended is given up.
+    generation: u64,
     /// The index of `entries[0]`.
     first: u64,
     /// Where each entry lies, from `first` on.
@@ -192,6 +195,7 @@ impl Core {
             file,
             reader,
             snapshot: Snapshotted::default(),
+            generation: 0,
             first: 1,
             entries: Vec::new(),
             terms: Vec::new(),
@@ -288,7 +292,8 @@ impl Core {
                 .and_then(|dir| dir.sync_all())
                 .map_err(io(dir))?;
         }
-        let (core, _) = Core::load(&self.path, &self.conf_state, self.sync)?;
+        let (mut core, _) = Core::load(&self.path, &self.conf_state, self.sync)?;
+        core.generation = self.generation + 1;
         *self = core;
         Ok(())
     }
@@ -516,31 +521,102 @@ impl RaftLog {
     }
 
     /// Drops the entries up to `index` (applied by this orderer, the membership then
-    /// `conf_state`), keeping `data` in their place: see the module doc. Durable when it
-    /// returns.
+    /// `conf_state`), keeping `data` in their place: see the module doc. The entries kept
+    /// are copied to the new file while Raft goes on using this one (each read under a
+    /// brief lock); the few appended meanwhile are copied under the write lock, which is
+    /// held only for them, the sync and the rename. `false` when it gave up: the log was
+    /// compacted or started afresh meanwhile, or a new leader replaced an entry it copied
+    /// (the next try starts over). Durable when it returns `true`.
     pub fn compact(
         &self,
         index: u64,
         conf_state: &ConfState,
         data: Vec<u8>,
-    ) -> Result<(), LogError> {
-        let mut core = self.write();
-        if index < core.first || index > core.last() || index > core.hard_state.commit {
-            return Err(LogError::Corrupt(format!(
-                "compacting up to entry {index}, in a log of entries {} to {}, committed to {}",
-                core.first,
-                core.last(),
-                core.hard_state.commit
-            )));
-        }
-        let term = core.terms[(index - core.first) as usize];
+    ) -> Result<bool, LogError> {
+        let (generation, term, copy_to, path) = {
+            let core = self.read();
+            if index < core.first || index > core.last() || index > core.hard_state.commit {
+                return Err(LogError::Corrupt(format!(
+                    "compacting up to entry {index}, in a log of entries {} to {}, committed to {}",
+                    core.first,
+                    core.last(),
+                    core.hard_state.commit
+                )));
+            }
+            let term = core.terms[(index - core.first) as usize];
+            (core.generation, term, core.last(), core.path.clone())
+        };
         let snapshot = Snapshotted {
             index,
             term,
             conf_state: conf_state.clone(),
             data,
         };
-        core.rewrite(&snapshot)
+        let staging = path.with_extension("log.new");
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| LogError::Io(RecordError::Io { path, source })
+        };
+        match std::fs::remove_file(&staging) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&staging)(e)),
+        }
+        let Opened { mut file, .. } = RecordFile::open(&staging)?;
+        file.append(SNAPSHOT, &snapshot.encode())?;
+        let mut places = Vec::new();
+        let mut terms = Vec::new();
+        for at in index + 1..=copy_to {
+            let entry = {
+                let core = self.read();
+                if core.generation != generation || at < core.first || at > core.last() {
+                    return Ok(false);
+                }
+                core.read(at)?
+            };
+            places.push(file.append(ENTRY, &encode_entry(&entry))?);
+            terms.push(entry.term);
+        }
+        let mut core = self.write();
+        let copied_still_held = terms.iter().enumerate().all(|(k, copied)| {
+            let at = index + 1 + k as u64;
+            at <= core.last() && core.terms[(at - core.first) as usize] == *copied
+        });
+        if core.generation != generation || !copied_still_held {
+            return Ok(false);
+        }
+        for at in copy_to + 1..=core.last() {
+            let entry = core.read(at)?;
+            places.push(file.append(ENTRY, &encode_entry(&entry))?);
+            terms.push(entry.term);
+        }
+        let mut hard_state = core.hard_state.clone();
+        hard_state.commit = hard_state.commit.max(index);
+        file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
+        let conf = wire::conf_state_to_wire(&core.conf_state).encode_to_vec();
+        file.append(CONF_STATE, &conf)?;
+        file.handle()?.with_sync(SyncMode::Full).sync()?;
+        std::fs::rename(&staging, &path).map_err(io(&path))?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|dir| dir.sync_all())
+                .map_err(io(dir))?;
+        }
+        file.renamed(&path);
+        core.reader = file.handle()?.with_sync(core.sync);
+        core.file = file;
+        core.snapshot = snapshot;
+        core.generation += 1;
+        core.first = index + 1;
+        core.entries = places;
+        core.terms = terms;
+        core.hard_state = hard_state;
+        while core.cache.front().is_some_and(|entry| entry.index <= index) {
+            if let Some(entry) = core.cache.pop_front() {
+                core.cache_bytes -= entry.data.len() + entry.context.len();
+            }
+        }
+        Ok(true)
     }
 
     /// Starts the log afresh from `snapshot` (a follower too far behind, sent the

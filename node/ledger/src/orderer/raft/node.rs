@@ -380,6 +380,7 @@ impl RaftOrderer {
             followed: None,
             kept: settings.log_entries_kept.max(1),
             checkpoints: VecDeque::new(),
+            compaction: None,
         };
         runner.follow_configuration();
         let thread = std::thread::Builder::new()
@@ -657,6 +658,9 @@ struct Runner {
     /// Points the log may be compacted to: applied indexes, oldest first, with what the
     /// stream held and the membership then.
     checkpoints: VecDeque<(u64, OrderingSnapshot, ConfState)>,
+    /// The compaction under way on a thread of its own: the index it compacts to, if it
+    /// did not give up.
+    compaction: Option<JoinHandle<Result<Option<u64>, String>>>,
 }
 
 /// Why the Raft thread stops.
@@ -664,7 +668,8 @@ type Stop = Result<(), String>;
 
 impl Runner {
     fn run(&mut self) {
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.turns()));
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.turns()))
+            .map(|turns| turns.and(self.finish_compaction().map(drop)));
         let failure = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(failure)) => Some(failure),
@@ -1040,7 +1045,8 @@ impl Runner {
 
     /// Keeps the Raft log bounded: notes a checkpoint every quarter of `kept` entries
     /// applied, and once twice `kept` are applied past the last compaction, compacts up to
-    /// the newest checkpoint at least `kept` behind.
+    /// the newest checkpoint at least `kept` behind, on a thread of its own (the log is
+    /// written again: see `log.rs`), one compaction at a time.
     fn maybe_compact(&mut self) -> Stop {
         let applied = self.node.raft.raft_log.applied;
         let step = (self.kept / 4).max(1);
@@ -1057,6 +1063,15 @@ impl Runner {
                 self.conf_state.clone(),
             ));
         }
+        if let Some(compaction) = &self.compaction {
+            if !compaction.is_finished() {
+                return Ok(());
+            }
+            if let Some(index) = self.finish_compaction()? {
+                self.status.compacted.store(index, AtomicOrdering::Release);
+                tracing::info!(index, "compacted the Raft log");
+            }
+        }
         let compacted = self.log.snapshotted().index;
         if applied < compacted + 2 * self.kept {
             return Ok(());
@@ -1070,12 +1085,26 @@ impl Runner {
         };
         let (index, data, conf_state) = self.checkpoints[at].clone();
         self.checkpoints.drain(..=at);
-        self.log
-            .compact(index, &conf_state, data.encode_to_vec())
-            .map_err(|e| format!("compacting the Raft log up to entry {index}: {e}"))?;
-        self.status.compacted.store(index, AtomicOrdering::Release);
-        tracing::info!(index, height = data.height, "compacted the Raft log");
+        let log = self.log.clone();
+        let thread = std::thread::Builder::new()
+            .name("runnel-raft-compact".into())
+            .spawn(move || {
+                log.compact(index, &conf_state, data.encode_to_vec())
+                    .map(|done| done.then_some(index))
+                    .map_err(|e| format!("compacting the Raft log up to entry {index}: {e}"))
+            })
+            .map_err(|e| format!("starting a compaction of the Raft log: {e}"))?;
+        self.compaction = Some(thread);
         Ok(())
+    }
+
+    /// Waits for the compaction under way, if any: the index it compacted to.
+    fn finish_compaction(&mut self) -> Result<Option<u64>, String> {
+        match self.compaction.take().map(JoinHandle::join) {
+            None => Ok(None),
+            Some(Ok(done)) => done,
+            Some(Err(_)) => Err("the compaction of the Raft log panicked".into()),
+        }
     }
 
     /// Installs a snapshot another orderer sent (this one was too far behind for
@@ -1086,6 +1115,7 @@ impl Runner {
             index = snapshot.index,
             "installing a snapshot: this orderer was too far behind for the log's entries"
         );
+        self.finish_compaction()?;
         self.log
             .install(snapshot)
             .map_err(|e| format!("installing the snapshot of entry {}: {e}", snapshot.index))?;
