@@ -326,11 +326,7 @@ fn a_leader_cut_off_from_the_other_orderers_orders_nothing_and_the_majority_goes
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (acknowledged, retries) = load.stop();
-    eprintln!(
-        "{} transactions acknowledged, {retries} submits retried",
-        acknowledged.len()
-    );
+    let (acknowledged, _) = load.stop();
     caught_up(&rt, &net, old_node, orderer(new));
     all_committed_on_every_peer(&net, &acknowledged);
     for peer in ["Org1/peer0", "Org2/peer0"] {

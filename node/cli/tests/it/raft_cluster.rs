@@ -221,7 +221,12 @@ impl Load {
     /// submits they retried.
     pub(crate) fn stop(mut self) -> (Vec<String>, usize) {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap()
+        let (acknowledged, retries) = self.thread.take().unwrap().join().unwrap();
+        eprintln!(
+            "{} transactions acknowledged, {retries} submits retried",
+            acknowledged.len()
+        );
+        (acknowledged, retries)
     }
 }
 
@@ -356,12 +361,9 @@ fn killing_the_leader_under_load_loses_nothing_and_a_new_one_serves() {
         "a new leader after {elected:?}"
     );
     std::thread::sleep(Duration::from_secs(3));
-    let (acknowledged, retries) = load.stop();
+    let (acknowledged, _) = load.stop();
     assert!(acknowledged.len() > 20, "load ran: {}", acknowledged.len());
-    eprintln!(
-        "{} transactions acknowledged, {retries} submits retried, new leader after {elected:?}",
-        acknowledged.len()
-    );
+    eprintln!("a new leader after {elected:?}");
     all_committed_on_every_peer(&net, &acknowledged);
 
     // The killed leader comes back (a second `runnel up`) and catches up. Then a follower
@@ -450,11 +452,7 @@ fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on(
     let (status, _) = crate::process::https(&address, &cas, "GET", "/healthz", "");
     assert_eq!(status, 503, "its health");
     std::thread::sleep(Duration::from_secs(2));
-    let (acknowledged, retries) = load.stop();
-    eprintln!(
-        "{} transactions acknowledged, {retries} submits retried",
-        acknowledged.len()
-    );
+    let (acknowledged, _) = load.stop();
     let put = net.json(
         "Org2/peer0",
         "Org2",
@@ -634,11 +632,7 @@ fn orderers_join_and_leave_the_cluster_by_configuration_updates_the_admins_sign(
         &["invoke", "kv", "put", "members", "changed"],
     );
     assert_eq!(put["code"], "VALID", "{put}");
-    let (acknowledged, retries) = load.stop();
-    eprintln!(
-        "{} transactions acknowledged, {retries} submits retried",
-        acknowledged.len()
-    );
+    let (acknowledged, _) = load.stop();
     all_committed_on_every_peer(&net, &acknowledged);
 }
 
@@ -681,11 +675,7 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let (acknowledged, retries) = load.stop();
-    eprintln!(
-        "{} transactions acknowledged, {retries} submits retried",
-        acknowledged.len()
-    );
+    let (acknowledged, _) = load.stop();
 
     // Back, it is sent a snapshot, reads the stream up to it from the leader over the
     // network (seals checked), and takes the entries after it.

@@ -258,40 +258,17 @@ impl Core {
         Ok((core, conf_found))
     }
 
-    /// Writes the log again as `snapshot` and the entries after it this log holds, into a
-    /// new file that replaces this one once synced; reads it back.
+    /// Starts the log afresh as `snapshot`, with this log's hard state and membership,
+    /// in a new file that replaces this one once synced; reads it back.
     fn rewrite(&mut self, snapshot: &Snapshotted) -> Result<(), LogError> {
-        let staging = self.path.with_extension("log.new");
-        let io = |path: &Path| {
-            let path = path.display().to_string();
-            move |source| LogError::Io(RecordError::Io { path, source })
-        };
-        match std::fs::remove_file(&staging) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&staging)(e)),
-        }
-        {
-            let Opened { mut file, .. } = RecordFile::open(&staging)?;
-            file.append(SNAPSHOT, &snapshot.encode())?;
-            let mut hard_state = self.hard_state.clone();
-            hard_state.commit = hard_state.commit.max(snapshot.index);
-            file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
-            let conf = wire::conf_state_to_wire(&self.conf_state).encode_to_vec();
-            file.append(CONF_STATE, &conf)?;
-            for index in snapshot.index + 1..=self.last() {
-                if index >= self.first {
-                    file.append(ENTRY, &encode_entry(&self.read(index)?))?;
-                }
-            }
-            file.handle()?.with_sync(SyncMode::Full).sync()?;
-        }
-        std::fs::rename(&staging, &self.path).map_err(io(&self.path))?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(io(dir))?;
-        }
+        let (staging, mut file) = staging(&self.path)?;
+        file.append(SNAPSHOT, &snapshot.encode())?;
+        let mut hard_state = self.hard_state.clone();
+        hard_state.commit = hard_state.commit.max(snapshot.index);
+        file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
+        let conf = wire::conf_state_to_wire(&self.conf_state).encode_to_vec();
+        file.append(CONF_STATE, &conf)?;
+        drop(replace(file, &staging, &self.path)?);
         let (mut core, _) = Core::load(&self.path, &self.conf_state, self.sync)?;
         core.generation = self.generation + 1;
         *self = core;
@@ -403,6 +380,39 @@ fn decode_hard_state(bytes: &[u8]) -> Result<HardState, LogError> {
     hard_state.vote = u64_at(bytes, 8);
     hard_state.commit = u64_at(bytes, 16);
     Ok(hard_state)
+}
+
+/// The error of a file operation on `path`.
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError {
+    let path = path.display().to_string();
+    move |source| LogError::Io(RecordError::Io { path, source })
+}
+
+/// A new, empty file beside the log at `path` to write it again into (`raft.log.new`),
+/// any left by a crash removed.
+fn staging(path: &Path) -> Result<(std::path::PathBuf, RecordFile), LogError> {
+    let staging = path.with_extension("log.new");
+    match std::fs::remove_file(&staging) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error(&staging)(e)),
+    }
+    let Opened { file, .. } = RecordFile::open(&staging)?;
+    Ok((staging, file))
+}
+
+/// Syncs `file`, written at `staging`, moves it over the log at `path` and syncs the
+/// directory: after a crash the log is the old file or the new one, whole.
+fn replace(mut file: RecordFile, staging: &Path, path: &Path) -> Result<RecordFile, LogError> {
+    file.handle()?.with_sync(SyncMode::Full).sync()?;
+    std::fs::rename(staging, path).map_err(io_error(path))?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(io_error(dir))?;
+    }
+    file.renamed(path);
+    Ok(file)
 }
 
 impl RaftLog {
@@ -552,17 +562,7 @@ impl RaftLog {
             conf_state: conf_state.clone(),
             data,
         };
-        let staging = path.with_extension("log.new");
-        let io = |path: &Path| {
-            let path = path.display().to_string();
-            move |source| LogError::Io(RecordError::Io { path, source })
-        };
-        match std::fs::remove_file(&staging) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&staging)(e)),
-        }
-        let Opened { mut file, .. } = RecordFile::open(&staging)?;
+        let (staging, mut file) = staging(&path)?;
         file.append(SNAPSHOT, &snapshot.encode())?;
         let mut places = Vec::new();
         let mut terms = Vec::new();
@@ -595,14 +595,7 @@ impl RaftLog {
         file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
         let conf = wire::conf_state_to_wire(&core.conf_state).encode_to_vec();
         file.append(CONF_STATE, &conf)?;
-        file.handle()?.with_sync(SyncMode::Full).sync()?;
-        std::fs::rename(&staging, &path).map_err(io(&path))?;
-        if let Some(dir) = path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(io(dir))?;
-        }
-        file.renamed(&path);
+        let file = replace(file, &staging, &path)?;
         core.reader = file.handle()?.with_sync(core.sync);
         core.file = file;
         core.snapshot = snapshot;
