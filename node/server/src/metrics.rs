@@ -239,8 +239,9 @@ impl NodeMetrics {
 pub struct OrdererMetrics {
     registry: Registry,
     height: Family<HeightLabel, Gauge>,
-    /// For an orderer of a Raft cluster: its id, the leader's (0: none known), its term.
-    raft: Option<[Gauge; 3]>,
+    /// For an orderer of a Raft cluster: its id, the leader's (0: none known), its term,
+    /// how many voters it counts and the entry its log was compacted to.
+    raft: Option<[Gauge; 5]>,
 }
 
 impl std::fmt::Debug for OrdererMetrics {
@@ -267,8 +268,8 @@ impl OrdererMetrics {
             height.clone(),
         );
         let raft = orderer.cluster().map(|_| {
-            let gauges: [Gauge; 3] = Default::default();
-            let [id, leader, term] = &gauges;
+            let gauges: [Gauge; 5] = Default::default();
+            let [id, leader, term, voters, compacted] = &gauges;
             registry.register(
                 "raft_id",
                 "This orderer's id in its Raft cluster",
@@ -280,6 +281,16 @@ impl OrdererMetrics {
                 leader.clone(),
             );
             registry.register("raft_term", "This orderer's Raft term", term.clone());
+            registry.register(
+                "raft_voters",
+                "Orderers the cluster's membership counts, as this orderer applied it",
+                voters.clone(),
+            );
+            registry.register(
+                "raft_compacted",
+                "The Raft entry this orderer's log was last compacted to (0: never)",
+                compacted.clone(),
+            );
             gauges
         });
         OrdererMetrics {
@@ -300,10 +311,14 @@ impl OrdererMetrics {
                 .get_or_create(&HeightLabel { of })
                 .set(value as i64);
         }
-        if let (Some([id, leader, term]), Some(view)) = (&self.raft, orderer.cluster()) {
+        if let (Some([id, leader, term, voters, compacted]), Some(view)) =
+            (&self.raft, orderer.cluster())
+        {
             id.set(view.id as i64);
             leader.set(view.leader.unwrap_or(0) as i64);
             term.set(view.term as i64);
+            voters.set(view.voters.len() as i64);
+            compacted.set(view.compacted as i64);
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

@@ -306,6 +306,17 @@ pub(crate) fn caught_up(
     );
 }
 
+/// `GET path` of `node`'s operations endpoints, trusting the network's TLS CAs: the
+/// status and the body.
+fn ops_get(net: &Network, node: &str, path: &str) -> (u16, String) {
+    let dir = net.node(node);
+    let definition = runnel_ledger::identity::NetworkDefinition::load(&dir).unwrap();
+    let cas = net.dir.join("tls-cas.pem");
+    std::fs::write(&cas, definition.tls_ca_pems().collect::<String>()).unwrap();
+    let address = net.url(node).replace("https://", "");
+    crate::process::https(&address, &cas, "GET", path, "")
+}
+
 /// The orderer of Raft id `id`.
 pub(crate) fn orderer(id: u64) -> &'static str {
     ORDERERS.iter().find(|(i, _)| *i == id).unwrap().1
@@ -445,11 +456,7 @@ fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on(
         Path::new(&format!("/proc/{}", pid_of(&dir))).exists(),
         "it stopped ordering, not running"
     );
-    let definition = runnel_ledger::identity::NetworkDefinition::load(&dir).unwrap();
-    let cas = dir.join("tls-cas.pem");
-    std::fs::write(&cas, definition.tls_ca_pems().collect::<String>()).unwrap();
-    let address = net.url(old_node).replace("https://", "");
-    let (status, _) = crate::process::https(&address, &cas, "GET", "/healthz", "");
+    let (status, _) = ops_get(&net, old_node, "/healthz");
     assert_eq!(status, 503, "its health");
     std::thread::sleep(Duration::from_secs(2));
     let (acknowledged, _) = load.stop();
@@ -688,5 +695,19 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     caught_up(&rt, &net, away, leader_node);
     let compacted = rt.block_on(heights(&net, away)).unwrap().raft_compacted;
     assert!(compacted > 0, "{away} installed no snapshot");
+    // Its metrics say so too.
+    let (status, metrics) = ops_get(&net, away, "/metrics");
+    assert_eq!(status, 200);
+    let gauge = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse::<u64>().ok())
+    };
+    assert_eq!(gauge("runnel_raft_voters"), Some(3), "{metrics}");
+    assert!(
+        gauge("runnel_raft_compacted") >= Some(compacted),
+        "{metrics}"
+    );
     all_committed_on_every_peer(&net, &acknowledged);
 }
