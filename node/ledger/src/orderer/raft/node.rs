@@ -521,10 +521,13 @@ impl Orderer for RaftOrderer {
     /// On the leader, orders them; on a follower, forwards them to the leader. While
     /// there is no leader, or the leader cannot be reached (it may have just failed),
     /// waits for the next one, up to the commit timeout: a client sees an election as a
-    /// pause, not an error.
+    /// pause, not an error. An orderer that knows no leader for two election timeouts
+    /// (longer than an election takes: it is likely cut off from the others) answers
+    /// unavailable then, so that its caller tries another orderer.
     fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
         let count = signed_transactions.len();
         let deadline = Instant::now() + self.commit_timeout;
+        let leaderless_until = Instant::now() + 2 * self.election_timeout;
         loop {
             if let Err(error) = self.check() {
                 return (0..count).map(|_| Err(error.clone())).collect();
@@ -552,12 +555,14 @@ impl Orderer for RaftOrderer {
                         return answers;
                     }
                 }
-                None if Instant::now() >= deadline => {
+                None if Instant::now() >= deadline.min(leaderless_until) => {
                     return (0..count)
                         .map(|_| {
                             Err(OrderError::Unavailable(format!(
-                                "the ordering cluster elected no leader within {:?}; retry",
-                                self.commit_timeout
+                                "this orderer has known no leader of its cluster for {:?} \
+                                 (cut off from the others, or no majority is up); retry \
+                                 through another orderer",
+                                2 * self.election_timeout
                             )))
                         })
                         .collect();
