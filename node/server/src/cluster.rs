@@ -9,7 +9,7 @@
 //! and checked ([`runnel_ledger::orderer::raft::wire`]) before Raft sees them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use raft::eraftpb::Message;
@@ -188,6 +188,8 @@ pub struct GrpcTransport {
     links: RwLock<HashMap<u64, Link>>,
     /// Who may call this orderer's `Cluster` service, shared with it.
     members: Members,
+    /// The sequence of the network configuration its members come from.
+    sequence: Mutex<u64>,
 }
 
 /// The way to one other orderer.
@@ -217,6 +219,7 @@ impl GrpcTransport {
             message_bytes_max,
             links: RwLock::default(),
             members,
+            sequence: Mutex::new(definition.sequence),
         };
         for member in ClusterMember::of(definition) {
             if member.id != own {
@@ -322,8 +325,16 @@ impl Transport for GrpcTransport {
     }
 
     /// Links to members new or moved, drops those that left and no longer vote, and
-    /// lets the `Cluster` service hear the new set.
-    fn members(&self, members: &[ClusterMember], voting: &[u64]) {
+    /// lets the `Cluster` service hear the new set; a configuration older than the one it
+    /// knows changes nothing.
+    fn members(&self, sequence: u64, members: &[ClusterMember], voting: &[u64]) {
+        {
+            let mut known = self.sequence.lock().unwrap_or_else(PoisonError::into_inner);
+            if sequence < *known {
+                return;
+            }
+            *known = sequence;
+        }
         self.members.set(members, voting);
         let mut links = self.links.write().unwrap_or_else(PoisonError::into_inner);
         for member in members {
@@ -372,5 +383,68 @@ async fn send_in_batches(
             // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
             tracing::debug!(%error, "a Step call to another orderer failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::OrdererNode;
+
+    fn orderer(id: u64) -> OrdererNode {
+        OrdererNode {
+            name: format!("orderer{id}.Org1"),
+            org: "Org1".into(),
+            endpoint: format!("http://127.0.0.1:{}", 7050 + id),
+            raft_id: id,
+        }
+    }
+
+    fn definition(sequence: u64, ids: &[u64]) -> NetworkDefinition {
+        NetworkDefinition {
+            channel: "main".into(),
+            sequence,
+            orgs: Vec::new(),
+            orderers: ids.iter().map(|id| orderer(*id)).collect(),
+            lifecycle_policy: String::new(),
+            config_policy: String::new(),
+        }
+    }
+
+    fn heard(members: &Members, ids: &[u64]) -> Vec<u64> {
+        ids.iter()
+            .copied()
+            .filter(|id| members.id("Org1", &format!("orderer{id}.Org1")).is_some())
+            .collect()
+    }
+
+    #[test]
+    fn members_follow_newer_configurations_only_and_keep_those_still_voting() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        // An orderer added at sequence 3 (id 5), joining a cluster whose members then
+        // were 1, 4 and 5: it hears them all.
+        let joined = definition(3, &[1, 4, 5]);
+        let members = Members::of(&joined);
+        let transport =
+            GrpcTransport::new(runtime.handle(), &joined, 5, None, 1 << 20, members.clone())
+                .unwrap();
+        assert_eq!(heard(&members, &[1, 2, 3, 4, 5]), vec![1, 4, 5]);
+        // Reading its log back from genesis (1, 2, 3) changes nothing: 4, a later member,
+        // may lead and must be heard.
+        let genesis = ClusterMember::of(&definition(0, &[1, 2, 3]));
+        transport.members(0, &genesis, &[1, 2, 3]);
+        assert_eq!(heard(&members, &[1, 2, 3, 4, 5]), vec![1, 4, 5]);
+        // A later configuration without 1: still heard while it votes, then not.
+        let later = ClusterMember::of(&definition(4, &[4, 5]));
+        transport.members(4, &later, &[1, 4, 5]);
+        assert_eq!(heard(&members, &[1, 2, 3, 4, 5]), vec![1, 4, 5]);
+        transport.members(4, &later, &[4, 5]);
+        assert_eq!(heard(&members, &[1, 2, 3, 4, 5]), vec![4, 5]);
+        let links: Vec<u64> = {
+            let mut ids: Vec<u64> = transport.links.read().unwrap().keys().copied().collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(links, vec![4]);
     }
 }

@@ -258,23 +258,6 @@ impl Core {
         Ok((core, conf_found))
     }
 
-    /// Starts the log afresh as `snapshot`, with this log's hard state and membership,
-    /// in a new file that replaces this one once synced; reads it back.
-    fn rewrite(&mut self, snapshot: &Snapshotted) -> Result<(), LogError> {
-        let (staging, mut file) = staging(&self.path)?;
-        file.append(SNAPSHOT, &snapshot.encode())?;
-        let mut hard_state = self.hard_state.clone();
-        hard_state.commit = hard_state.commit.max(snapshot.index);
-        file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
-        let conf = wire::conf_state_to_wire(&self.conf_state).encode_to_vec();
-        file.append(CONF_STATE, &conf)?;
-        drop(replace(file, &staging, &self.path)?);
-        let (mut core, _) = Core::load(&self.path, &self.conf_state, self.sync)?;
-        core.generation = self.generation + 1;
-        *self = core;
-        Ok(())
-    }
-
     fn last(&self) -> u64 {
         self.first + self.entries.len() as u64 - 1
     }
@@ -578,11 +561,16 @@ impl RaftLog {
             terms.push(entry.term);
         }
         let mut core = self.write();
+        // Same generation: the log still starts at the same entry, so every index copied
+        // is at or past `core.first`.
+        if core.generation != generation {
+            return Ok(false);
+        }
         let copied_still_held = terms.iter().enumerate().all(|(k, copied)| {
             let at = index + 1 + k as u64;
             at <= core.last() && core.terms[(at - core.first) as usize] == *copied
         });
-        if core.generation != generation || !copied_still_held {
+        if !copied_still_held {
             return Ok(false);
         }
         for at in copy_to + 1..=core.last() {
@@ -617,13 +605,21 @@ impl RaftLog {
     /// when it returns.
     pub fn install(&self, snapshot: &Snapshotted) -> Result<(), LogError> {
         let mut core = self.write();
-        core.entries.clear();
-        core.terms.clear();
-        core.cache.clear();
-        core.cache_bytes = 0;
-        core.first = snapshot.index + 1;
-        core.conf_state = snapshot.conf_state.clone();
-        core.rewrite(snapshot)
+        let (staging, mut file) = staging(&core.path)?;
+        file.append(SNAPSHOT, &snapshot.encode())?;
+        let mut hard_state = core.hard_state.clone();
+        hard_state.commit = hard_state.commit.max(snapshot.index);
+        file.append(HARD_STATE, &encode_hard_state(&hard_state))?;
+        drop(replace(file, &staging, &core.path)?);
+        let (mut fresh, _) = Core::load(&core.path, &snapshot.conf_state, core.sync)?;
+        fresh.generation = core.generation + 1;
+        *core = fresh;
+        Ok(())
+    }
+
+    /// The entry the log was compacted up to (0: never compacted).
+    pub fn compacted_to(&self) -> u64 {
+        self.read().snapshot.index
     }
 }
 

@@ -109,6 +109,10 @@ pub const LOG_ENTRIES_KEPT: u64 = 20_000;
 /// reads from another orderer before it tries the next one.
 const CATCH_UP_PATIENCE: Duration = Duration::from_secs(5);
 
+/// How long a follower installing a snapshot goes on trying the members in turn before it
+/// stops with an error.
+const CATCH_UP_MAX: Duration = Duration::from_secs(60);
+
 /// How an orderer reaches the other orderers of its cluster.
 pub trait Transport: Send + Sync {
     /// Sends each message to the orderer its `to` names. May drop any of them (an
@@ -120,10 +124,13 @@ pub trait Transport: Send + Sync {
     fn forward(&self, leader: u64, transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>>;
 
     /// The cluster changed: `members` are the orderers the network configuration in force
-    /// names, `voting` the ids Raft counts now (during a change, also members the
-    /// configuration no longer names). Called at open and after each change.
-    fn members(&self, members: &[ClusterMember], voting: &[u64]) {
-        let _ = (members, voting);
+    /// (of sequence `sequence`) names, `voting` the ids Raft counts now (during a change,
+    /// also members the configuration no longer names). Called at open and after each
+    /// change. An orderer that joined from a later configuration than the one it has
+    /// read back so far is told of older ones while it catches up: a transport that knows
+    /// a later one keeps it.
+    fn members(&self, sequence: u64, members: &[ClusterMember], voting: &[u64]) {
+        let _ = (sequence, members, voting);
     }
 
     /// The ordered stream of orderer `member` from seq `from` and block `next_block`: what
@@ -374,8 +381,11 @@ impl RaftOrderer {
             seal_in_flight: None,
             commit_timeout: settings.commit_timeout,
             id: settings.id,
+            voters: sorted(&conf_state.voters),
             conf_state,
+            followed_at: None,
             members: Vec::new(),
+            members_sequence: 0,
             wanted: None,
             followed: None,
             kept: settings.log_entries_kept.max(1),
@@ -651,8 +661,13 @@ struct Runner {
     id: u64,
     /// The membership as applied.
     conf_state: ConfState,
-    /// The orderers the configuration in force names.
+    /// Its voters, sorted: what `wanted` is compared with.
+    voters: Vec<u64>,
+    /// The applied index at which the configuration in force was last read.
+    followed_at: Option<u64>,
+    /// The orderers the configuration in force names, and its sequence.
     members: Vec<ClusterMember>,
+    members_sequence: u64,
     /// Their ids, sorted: the voters the leader moves the cluster to. `None` while this
     /// orderer follows no configuration, or it names no cluster.
     wanted: Option<Vec<u64>>,
@@ -1016,14 +1031,7 @@ impl Runner {
             "the ordering cluster's membership changed"
         );
         let was_member = voting(&self.conf_state).contains(&self.id);
-        self.conf_state = conf_state;
-        *self
-            .status
-            .voters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = voting(&self.conf_state);
-        self.transport
-            .members(&self.members, &voting(&self.conf_state));
+        self.set_conf_state(conf_state);
         if was_member && !voting(&self.conf_state).contains(&self.id) {
             return Err(format!(
                 "this orderer was removed from the ordering cluster (Raft entry {index}); it \
@@ -1031,6 +1039,20 @@ impl Runner {
             ));
         }
         Ok(())
+    }
+
+    /// The membership in force from now on: published, and the transport told.
+    fn set_conf_state(&mut self, conf_state: ConfState) {
+        self.voters = sorted(&conf_state.voters);
+        self.conf_state = conf_state;
+        let voting = voting(&self.conf_state);
+        self.transport
+            .members(self.members_sequence, &self.members, &voting);
+        *self
+            .status
+            .voters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = voting;
     }
 
     /// Hands `messages` to the transport. A snapshot sent counts as delivered: the
@@ -1077,8 +1099,7 @@ impl Runner {
                 tracing::info!(index, "compacted the Raft log");
             }
         }
-        let compacted = self.log.snapshotted().index;
-        if applied < compacted + 2 * self.kept {
+        if applied < self.log.compacted_to() + 2 * self.kept {
             return Ok(());
         }
         let Some(at) = self
@@ -1147,7 +1168,7 @@ impl Runner {
             .filter(|id| *id != self.id && *id != point.source)
             .collect();
         sources.insert(0, point.source);
-        let deadline = Instant::now() + self.commit_timeout.max(CATCH_UP_PATIENCE) * 6;
+        let deadline = Instant::now() + CATCH_UP_MAX;
         let mut tried = 0usize;
         loop {
             let (height, blocks) = self.stream.position();
@@ -1176,14 +1197,7 @@ impl Runner {
         self.stream
             .append_txs(Vec::new(), Ids::Record, Some(snapshot.index))
             .map_err(|e| e.to_string())?;
-        self.conf_state = snapshot.conf_state.clone();
-        *self
-            .status
-            .voters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = voting(&self.conf_state);
-        self.transport
-            .members(&self.members, &voting(&self.conf_state));
+        self.set_conf_state(snapshot.conf_state);
         tracing::info!(
             index = snapshot.index,
             height = point.height,
@@ -1247,6 +1261,12 @@ impl Runner {
     /// Reads the configuration in force when it changed: the members it names, which the
     /// transport learns, and the voters the leader moves the cluster to.
     fn follow_configuration(&mut self) {
+        // Only an applied entry can change it.
+        let applied = self.node.raft.raft_log.applied;
+        if self.followed_at == Some(applied) {
+            return;
+        }
+        self.followed_at = Some(applied);
         let Some((seq, definition)) = self.stream.definition_since(self.followed) else {
             return;
         };
@@ -1262,9 +1282,13 @@ impl Runner {
         } else {
             self.wanted = Some(wanted);
             self.members = members;
+            self.members_sequence = definition.sequence;
         }
-        self.transport
-            .members(&self.members, &voting(&self.conf_state));
+        self.transport.members(
+            self.members_sequence,
+            &self.members,
+            &voting(&self.conf_state),
+        );
     }
 
     /// As leader, with no membership change in flight: when the configuration names other
@@ -1275,17 +1299,15 @@ impl Runner {
         let Some(wanted) = &self.wanted else {
             return;
         };
-        if !self.is_leader()
+        if *wanted == self.voters
+            || !self.is_leader()
             || !self.conf_state.voters_outgoing.is_empty()
             || self.node.raft.has_pending_conf()
         {
             return;
         }
-        let now: BTreeSet<u64> = self.conf_state.voters.iter().copied().collect();
+        let now: BTreeSet<u64> = self.voters.iter().copied().collect();
         let next: BTreeSet<u64> = wanted.iter().copied().collect();
-        if now == next {
-            return;
-        }
         if !next.contains(&self.id) {
             // The leader leaves: it hands the lead to the voter that stays with the most of
             // the log first, and that one makes the change.
@@ -1430,6 +1452,13 @@ fn change_single(id: u64, change_type: ConfChangeType) -> ConfChangeSingle {
     single.node_id = id;
     single.set_change_type(change_type);
     single
+}
+
+/// `ids`, sorted.
+fn sorted(ids: &[u64]) -> Vec<u64> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids
 }
 
 /// The ids a membership counts: its voters and, during a change, the outgoing ones.
