@@ -44,31 +44,18 @@ run() {
   rm -rf "$up_dir"
   "$runnel" up --dir "$up_dir" --orgs "$orgs" --orderers "$orderers" --base-port "$base_port" \
     --contracts target/wasm32-unknown-unknown/contract >/dev/null
-  local nodes=() pids=() before=() node
+  local nodes=() node
   for node in "$up_dir"/Org*/orderer* "$up_dir"/Org*/peer0; do nodes+=("${node#"$up_dir"/}"); done
-  for node in "${nodes[@]}"; do pids+=("$(cat "$up_dir/$node/runnel.pid")"); done
-  for pid in "${pids[@]}"; do before+=("$(ticks "$pid")"); done
-  local loaded=(Org1) started loaders=() org
+  cpu_start "${nodes[@]}"
+  local loaded=(Org1) loaders=() org
   [[ $clients -gt 1 && $orgs -eq 2 ]] && loaded=(Org1 Org2)
-  started=$(date +%s.%N)
   for org in "${loaded[@]}"; do
-    local url
-    url=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(o for o in d['orgs'] if o['name']==sys.argv[2])['peers'][0]['endpoint'])" "$up_dir/network.json" "$org")
-    "$runnel" bench --duration "$seconds" --warmup 3 --url "$url" --dir "$up_dir/$org" --org "$org" \
-      --clients $((clients / ${#loaded[@]})) --keys 0 --out "$run/$org" | sed -n '1,2p' &
+    "$runnel" bench --duration "$seconds" --warmup 3 --url "$(peer_url "$org")" --dir "$up_dir/$org" \
+      --org "$org" --clients $((clients / ${#loaded[@]})) --keys 0 --out "$run/$org" | sed -n '1,2p' &
     loaders+=($!)
   done
   for loader in "${loaders[@]}"; do wait "$loader"; done
-  local elapsed
-  elapsed=$(python3 -c "import time,sys; print(time.time() - float(sys.argv[1]))" "$started")
-  {
-    echo "{\"seconds\": $elapsed, \"hz\": $(getconf CLK_TCK), \"ticks\": {"
-    for i in "${!nodes[@]}"; do
-      [[ $i -gt 0 ]] && echo ","
-      echo "\"${nodes[$i]}\": $(($(ticks "${pids[$i]}") - ${before[$i]}))"
-    done
-    echo "}}"
-  } >"$run/cpu.json"
+  cpu_write "$run/cpu.json"
   stop_up
 }
 

@@ -63,6 +63,38 @@ stop_up() { [[ -d ${up_dir:-} ]] && "$runnel" down --dir "$up_dir" >/dev/null 2>
 # ticks PID: the clock ticks a process has used (user + system).
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# peer_url ORG: the endpoint of ORG's first peer in the network in $up_dir.
+peer_url() {
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(o for o in d['orgs'] if o['name']==sys.argv[2])['peers'][0]['endpoint'])" \
+    "$up_dir/network.json" "$1"
+}
+
+# cpu_start NODE...: notes the clock ticks the nodes of $up_dir (e.g. Org1/peer0) have
+# used so far, and the time; cpu_write FILE writes what each used since, as JSON:
+# {"seconds": ..., "hz": ..., "ticks": {"Org1/peer0": ..., ...}}.
+cpu_start() {
+  cpu_nodes=("$@") cpu_pids=() cpu_before=()
+  local node pid
+  for node in "${cpu_nodes[@]}"; do
+    pid=$(cat "$up_dir/$node/runnel.pid")
+    cpu_pids+=("$pid")
+    cpu_before+=("$(ticks "$pid")")
+  done
+  cpu_started=$(date +%s.%N)
+}
+cpu_write() {
+  local elapsed i
+  elapsed=$(python3 -c "import time,sys; print(time.time() - float(sys.argv[1]))" "$cpu_started")
+  {
+    echo "{\"seconds\": $elapsed, \"hz\": $(getconf CLK_TCK), \"ticks\": {"
+    for i in "${!cpu_nodes[@]}"; do
+      [[ $i -gt 0 ]] && echo ","
+      echo "\"${cpu_nodes[$i]}\": $(($(ticks "${cpu_pids[$i]}") - ${cpu_before[$i]}))"
+    done
+    echo "}}"
+  } >"$1"
+}
+
 # next_run SETTING: the directory of its next run under $out.
 next_run() {
   local runs="$out/$1" n

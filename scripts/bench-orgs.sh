@@ -53,30 +53,15 @@ orgs_run() {
   rm -rf "$up_dir"
   "$runnel" up --dir "$up_dir" --base-port "$base_port" \
     --contracts target/wasm32-unknown-unknown/contract >/dev/null
-  local nodes=(Org1/orderer0 Org1/peer0 Org2/peer0) pids=() before=() node
-  for node in "${nodes[@]}"; do pids+=("$(cat "$up_dir/$node/runnel.pid")"); done
-  for pid in "${pids[@]}"; do before+=("$(ticks "$pid")"); done
-  local started loaders=() org i=0
-  started=$(date +%s.%N)
+  cpu_start Org1/orderer0 Org1/peer0 Org2/peer0
+  local loaders=() org
   for org in "$@"; do
-    local url
-    url=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(o for o in d['orgs'] if o['name']==sys.argv[2])['peers'][0]['endpoint'])" "$up_dir/network.json" "$org")
-    bench --url "$url" --dir "$up_dir/$org" --org "$org" --clients "$clients" --keys 0 \
+    bench --url "$(peer_url "$org")" --dir "$up_dir/$org" --org "$org" --clients "$clients" --keys 0 \
       --out "$run/$org" &
     loaders+=($!)
-    i=$((i + 1))
   done
   for loader in "${loaders[@]}"; do wait "$loader"; done
-  local elapsed
-  elapsed=$(python3 -c "import time,sys; print(time.time() - float(sys.argv[1]))" "$started")
-  {
-    echo "{\"seconds\": $elapsed, \"hz\": $(getconf CLK_TCK), \"ticks\": {"
-    for i in "${!nodes[@]}"; do
-      [[ $i -gt 0 ]] && echo ","
-      echo "\"${nodes[$i]}\": $(($(ticks "${pids[$i]}") - ${before[$i]}))"
-    done
-    echo "}}"
-  } >"$run/cpu.json"
+  cpu_write "$run/cpu.json"
   stop_up
 }
 

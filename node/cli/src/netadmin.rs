@@ -179,18 +179,42 @@ pub fn orderer(command: &OrdererCommand) -> Result<()> {
     }
 }
 
+/// Refuses an identity name that is not 1-64 letters, digits, `-`, `_` or `.`, or that
+/// starts with `.` (a node's directory is named after its first part).
+fn check_name(name: &str) -> Result<()> {
+    let valid = name.len() <= 64
+        && !name.starts_with('.')
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !valid {
+        bail!("--name: 1-64 letters, digits, `-`, `_` or `.`, not starting with `.`");
+    }
+    Ok(())
+}
+
 /// The Raft id of the first orderer an update of sequence `sequence` adds: the sequence
 /// times 2^32, plus one. Sequences only grow, so no id is ever one a removed orderer had
 /// (Raft must never see a removed member come back under its old id), and the ids
 /// `runnel init` gives (1, 2, ...) stay below every one.
-fn added_raft_id(sequence: u64) -> u64 {
-    (sequence << 32) | 1
+fn added_raft_id(sequence: u64) -> Result<u64> {
+    sequence
+        .checked_mul(1 << 32)
+        .map(|id| id | 1)
+        .context("the configuration's sequence is past what Raft ids can follow")
 }
 
 fn add_orderer(args: &AddOrdererArgs) -> Result<()> {
     let org = args.connection.org.clone();
     if !(args.endpoint.starts_with("https://") || args.endpoint.starts_with("http://")) {
         bail!("--endpoint: an https://host:port URL");
+    }
+    check_name(&args.name)?;
+    // Before the update is written: its directory must be free.
+    let dir = crate::network::node_dir(&args.connection.dir, &args.name);
+    if dir.exists() {
+        bail!("{} exists already", dir.display());
     }
     let (next, mut report) = propose(&args.connection, &args.out, |current, sequence| {
         if current.cluster().is_empty() {
@@ -207,7 +231,7 @@ fn add_orderer(args: &AddOrdererArgs) -> Result<()> {
             name: args.name.clone(),
             org: org.clone(),
             endpoint: args.endpoint.clone(),
-            raft_id: added_raft_id(sequence),
+            raft_id: added_raft_id(sequence)?,
         });
         Ok(next)
     })?;
@@ -303,15 +327,7 @@ fn issue(args: &IssueArgs) -> Result<()> {
             args.org
         );
     }
-    let valid = args.name.len() <= 64
-        && !args.name.is_empty()
-        && args
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !valid {
-        bail!("--name: 1-64 letters, digits, `-`, `_` or `.`");
-    }
+    check_name(&args.name)?;
     let identity = ca
         .issue(
             args.role,

@@ -138,6 +138,12 @@ pub fn nodes(dir: &Path) -> Result<Vec<NodeDir>> {
     Ok(nodes)
 }
 
+/// The directory of the node `name` (e.g. `orderer1.Org2`) in its organisation's
+/// directory `org_dir`: `org_dir/orderer1`.
+pub fn node_dir(org_dir: &Path, name: &str) -> PathBuf {
+    org_dir.join(short_name(name))
+}
+
 /// `peer0` of `peer0.Org1`.
 fn short_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
@@ -178,17 +184,18 @@ pub fn create(dir: &Path, layout: &Layout<'_>) -> Result<Vec<NodeDir>> {
 }
 
 fn hosts(layout: &Layout<'_>) -> Vec<String> {
+    tls_names(layout.tls_hosts, layout.host)
+}
+
+/// The names a node's TLS server certificate holds: the local ones, `extra`, and `host`
+/// (where it is reached), each once.
+fn tls_names(extra: &[String], host: &str) -> Vec<String> {
     let mut hosts: Vec<String> = runnel_ledger::identity::TLS_LOCAL_HOSTS
         .map(String::from)
         .to_vec();
-    for host in layout
-        .tls_hosts
-        .iter()
-        .map(String::as_str)
-        .chain([layout.host])
-    {
-        if !hosts.iter().any(|h| h == host) {
-            hosts.push(host.to_string());
+    for name in extra.iter().map(String::as_str).chain([host]) {
+        if !hosts.iter().any(|h| h == name) {
+            hosts.push(name.to_string());
         }
     }
     hosts
@@ -360,7 +367,7 @@ pub fn add_orderer_dir(
 ) -> Result<PathBuf> {
     let genesis = NetworkDefinition::load(org_dir)
         .with_context(|| format!("reading the genesis network.json in {}", org_dir.display()))?;
-    let dir = org_dir.join(short_name(&orderer.name));
+    let dir = node_dir(org_dir, &orderer.name);
     if dir.exists() {
         bail!("{} exists already", dir.display());
     }
@@ -382,14 +389,7 @@ pub fn add_orderer_dir(
     let host = listen
         .rsplit_once(':')
         .map_or(listen.as_str(), |(host, _)| host);
-    let mut hosts: Vec<String> = runnel_ledger::identity::TLS_LOCAL_HOSTS
-        .map(String::from)
-        .to_vec();
-    for name in tls_hosts.iter().map(String::as_str).chain([host]) {
-        if !hosts.iter().any(|h| h == name) {
-            hosts.push(name.to_string());
-        }
-    }
+    let hosts = tls_names(tls_hosts, host);
     let staging = org_dir.join(format!(".{}.new", short_name(&orderer.name)));
     let _ = std::fs::remove_dir_all(&staging);
     let own = staging.join(IDENTITIES_DIR).join(&orderer.org);
