@@ -161,13 +161,7 @@ pub fn throughput(path: &Path, samples: &[Sample], start_us: u64, end_us: u64) -
         format!("{committed} committed, by {bucket_s} s")
     };
     let svg = render(
-        &Frame {
-            size: RUN_PLOT_PX,
-            caption: "committed transactions per second",
-            x_desc: "seconds into the run",
-            y_desc: "tx/s",
-            legend: SeriesLabelPosition::LowerRight,
-        },
+        &THROUGHPUT_FRAME,
         0.0..buckets.run_s(),
         0.0..if y_max > 0.0 { y_max * 1.05 } else { 1.0 },
         &[Series {
@@ -286,13 +280,7 @@ pub fn timeline(
         let (top, bottom) = root.split_vertically(TIMELINE_PLOT_PX.1 / 2);
         chart(
             &top,
-            &Frame {
-                size: RUN_PLOT_PX,
-                caption: "committed transactions per second",
-                x_desc: "seconds into the run",
-                y_desc: "tx/s",
-                legend: SeriesLabelPosition::LowerRight,
-            },
+            &THROUGHPUT_FRAME,
             x.clone(),
             0.0..if y_max > 0.0 { y_max * 1.05 } else { 1.0 },
             &rates,
@@ -577,6 +565,16 @@ struct Frame<'a> {
     /// Where the legend goes: a corner the lines leave free.
     legend: SeriesLabelPosition,
 }
+
+/// The frame of a run's throughput over time (`throughput.svg`, the top of
+/// `timeline.svg`).
+const THROUGHPUT_FRAME: Frame<'static> = Frame {
+    size: RUN_PLOT_PX,
+    caption: "committed transactions per second",
+    x_desc: "seconds into the run",
+    y_desc: "tx/s",
+    legend: SeriesLabelPosition::LowerRight,
+};
 
 /// A line of a chart, with its legend.
 struct Series {
