@@ -391,7 +391,12 @@ pub fn add_orderer_dir(
         .map_or(listen.as_str(), |(host, _)| host);
     let hosts = tls_names(tls_hosts, host);
     let staging = org_dir.join(format!(".{}.new", short_name(&orderer.name)));
-    let _ = std::fs::remove_dir_all(&staging);
+    // Left by an earlier attempt that failed half way.
+    match std::fs::remove_dir_all(&staging) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing {}", staging.display())),
+    }
     let own = staging.join(IDENTITIES_DIR).join(&orderer.org);
     write_identity(
         &own,
