@@ -134,22 +134,30 @@ pub fn up(args: &UpArgs) -> Result<()> {
         .or_else(|| Some(PathBuf::from("explorer/dist")))
         .filter(|dir| dir.join("index.html").is_file())
         .map(|dir| std::path::absolute(&dir).unwrap_or(dir));
+    // The processes this run starts, watched until they serve: whether one of them ended
+    // is asked of the child itself (its pid is not yet a `runnel start` while it execs).
+    let mut started = Vec::with_capacity(nodes.len());
     for node in &nodes {
         match running(&node.dir) {
-            Some(pid) => eprintln!("{} is running (pid {pid})", node.name),
+            Some(pid) => {
+                eprintln!("{} is running (pid {pid})", node.name);
+                started.push(None);
+            }
             None => {
-                let pid = spawn(node, explorer.as_deref())?;
+                let child = spawn(node, explorer.as_deref())?;
                 eprintln!(
-                    "started {} (pid {pid}), log {}",
+                    "started {} (pid {}), log {}",
                     node.name,
+                    child.id(),
                     node.dir.join(LOG_FILE).display()
                 );
+                started.push(Some(child));
             }
         }
     }
     crate::client::runtime()?.block_on(async {
-        for node in &nodes {
-            wait_until_serving(&args.dir, node).await?;
+        for (node, child) in nodes.iter().zip(&mut started) {
+            wait_until_serving(&args.dir, node, child.as_mut()).await?;
         }
         wait_for_leader(&args.dir, &nodes).await?;
         if !args.no_examples {
@@ -195,7 +203,7 @@ fn running(dir: &Path) -> Option<i32> {
 }
 
 /// Starts the node in `node.dir` as a process of its own, detached from this one.
-fn spawn(node: &NodeDir, explorer: Option<&Path>) -> Result<i32> {
+fn spawn(node: &NodeDir, explorer: Option<&Path>) -> Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the runnel executable")?;
     let log = std::fs::OpenOptions::new()
@@ -219,9 +227,8 @@ fn spawn(node: &NodeDir, explorer: Option<&Path>) -> Result<i32> {
     let child = command
         .spawn()
         .with_context(|| format!("starting {}", node.name))?;
-    let pid = i32::try_from(child.id()).context("process id")?;
-    std::fs::write(node.dir.join(PID_FILE), format!("{pid}\n"))?;
-    Ok(pid)
+    std::fs::write(node.dir.join(PID_FILE), format!("{}\n", child.id()))?;
+    Ok(child)
 }
 
 /// Sends SIGTERM to `pid` and waits for it to end; kills it past [`STOP_TIMEOUT`].
@@ -250,7 +257,12 @@ fn connection(dir: &Path, org: &str, url: &str) -> Connection {
 }
 
 /// Waits until `node` accepts connections (an orderer) or answers a client (a peer).
-async fn wait_until_serving(dir: &Path, node: &NodeDir) -> Result<()> {
+/// `child` is its process when this run started it.
+async fn wait_until_serving(
+    dir: &Path,
+    node: &NodeDir,
+    mut child: Option<&mut std::process::Child>,
+) -> Result<()> {
     let deadline = Instant::now() + START_TIMEOUT;
     let address = node
         .endpoint
@@ -271,7 +283,11 @@ async fn wait_until_serving(dir: &Path, node: &NodeDir) -> Result<()> {
         if answered {
             return Ok(());
         }
-        if running(&node.dir).is_none() {
+        let ended = match child.as_deref_mut() {
+            Some(child) => child.try_wait()?.is_some(),
+            None => running(&node.dir).is_none(),
+        };
+        if ended {
             bail!(
                 "{} stopped while starting; see {}",
                 node.name,
