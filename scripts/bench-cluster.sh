@@ -18,6 +18,8 @@
 #
 #   ./scripts/bench-cluster.sh [rounds] [seconds-per-run] [out-dir] [orgs]
 #                                             (default 3, 15, bench-cluster, 1)
+#
+# SETTINGS="solo-c1 raft-c1" runs only those settings (the one-client pair, say).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -59,12 +61,15 @@ run() {
   stop_up
 }
 
+settings=${SETTINGS:-solo-c64 raft-c64 solo-c1 raft-c1}
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
-  run solo-c64 1 64
-  run raft-c64 3 64
-  run solo-c1 1 1
-  run raft-c1 3 1
+  for setting in $settings; do
+    orderers=1 clients=64
+    [[ $setting == raft-* ]] && orderers=3
+    [[ $setting == *-c1 ]] && clients=1
+    run "$setting" "$orderers" "$clients"
+  done
 done
 
 python3 - "$out" <<'PY' | tee "$out/summary.md"
@@ -101,6 +106,8 @@ print(f"raft-c1 - solo-c1 p50, ms, per round: {spread([x['p50'] - y['p50'] for x
 print(f"raft-c1 / solo-c1 p99, per round: {spread([x['p99'] / y['p99'] for x, y in pairs('raft-c1', 'solo-c1')], lambda v: f'{v:.2f}')}")
 print()
 for setting in ["solo-c64", "raft-c64"]:
+    if not table[setting]:
+        continue
     print(f"CPU per committed transaction, µs ({setting}):")
     per_node = {}
     for run in table[setting]:

@@ -172,16 +172,24 @@ pub fn up(args: &UpArgs) -> Result<()> {
 /// `runnel down` (see the module doc).
 pub fn down(args: &DownArgs) -> Result<()> {
     let nodes = network::nodes(&args.dir)?;
-    // Peers first, so none of them sees its orderer go while it still serves.
+    // Peers first, so none of them sees its orderer go while it still serves. One that
+    // had to be killed does not keep the others running.
+    let mut failed = Vec::new();
     for node in nodes.iter().rev() {
         match running(&node.dir) {
-            Some(pid) => {
-                stop(pid).with_context(|| format!("stopping {}", node.name))?;
-                eprintln!("stopped {} (pid {pid})", node.name);
-            }
+            Some(pid) => match stop(pid) {
+                Ok(()) => eprintln!("stopped {} (pid {pid})", node.name),
+                Err(error) => {
+                    eprintln!("stopping {} (pid {pid}): {error}", node.name);
+                    failed.push(node.name.clone());
+                }
+            },
             None => eprintln!("{} was not running", node.name),
         }
         let _ = std::fs::remove_file(node.dir.join(PID_FILE));
+    }
+    if !failed.is_empty() {
+        bail!("{} did not stop when asked", failed.join(", "));
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use raft::eraftpb::Message;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
@@ -35,6 +35,9 @@ const OUTBOX_MAX: usize = 4096;
 
 /// How long a `Step` call to another orderer may take before it counts as lost.
 const STEP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a link to another orderer pings it.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What a `Step` message may hold beyond the largest message the node takes: an append
 /// carries a whole entry (the largest transaction admitted) with Raft's fields around it.
@@ -96,22 +99,35 @@ pub struct ClusterService {
     orderer: Arc<RaftOrderer>,
     members: Members,
     msp: Arc<Msp>,
+    /// True once the server stops: the streams end then.
+    stopping: Option<watch::Receiver<bool>>,
 }
 
 impl ClusterService {
     /// The service handing `orderer` what `members` send it, callers checked through `msp`.
-    pub fn new(orderer: Arc<RaftOrderer>, members: Members, msp: Arc<Msp>) -> ClusterServer<Self> {
-        ClusterServer::new(ClusterService {
+    pub fn new(orderer: Arc<RaftOrderer>, members: Members, msp: Arc<Msp>) -> ClusterService {
+        ClusterService {
             orderer,
             members,
             msp,
-        })
+            stopping: None,
+        }
     }
 
-    /// The Raft id of the member that made `request`, from its TLS client certificate.
-    fn caller<T>(&self, request: &Request<T>) -> Result<u64, Status> {
-        let identity = request
-            .peer_certs()
+    /// The service as served, its streams ended once `stopping` turns true.
+    pub(crate) fn serve(mut self, stopping: watch::Receiver<bool>) -> ClusterServer<Self> {
+        self.stopping = Some(stopping);
+        ClusterServer::new(self)
+    }
+
+    /// The Raft id of the member whose TLS client certificate is `certs`' first.
+    /// Asked again for each request of a stream, so that a member that leaves the
+    /// cluster, or whose certificate expires or is revoked, is cut off mid-stream.
+    fn caller(
+        &self,
+        certs: Option<&[tonic::transport::CertificateDer<'static>]>,
+    ) -> Result<u64, Status> {
+        let identity = certs
             .and_then(|certs| {
                 let now_s = crate::tx::now_seconds();
                 self.msp.verify(certs.first()?.as_ref(), now_s).ok()
@@ -135,19 +151,16 @@ impl ClusterService {
             )
         })
     }
-}
 
-#[tonic::async_trait]
-impl Cluster for ClusterService {
-    async fn step(&self, request: Request<StepRequest>) -> Result<Response<StepResponse>, Status> {
-        let from = self.caller(&request)?;
-        let messages = request.into_inner().messages;
+    /// Checks one request of `from`'s stream and hands its messages to Raft: all of them,
+    /// or none if one is refused.
+    fn step_all(&self, from: u64, messages: Vec<crate::proto::RaftMessage>) -> Result<(), Status> {
         if messages.len() > STEP_MESSAGES_MAX {
             return Err(status::error(
                 Code::InvalidArgument,
                 "BAD_REQUEST",
                 format_args!(
-                    "{} messages in one call; at most {STEP_MESSAGES_MAX}",
+                    "{} messages in one request; at most {STEP_MESSAGES_MAX}",
                     messages.len()
                 ),
             ));
@@ -162,17 +175,50 @@ impl Cluster for ClusterService {
                     Code::PermissionDenied,
                     "ACCESS_DENIED",
                     format_args!(
-                        "a message from {} to {} on a call by orderer {from} to orderer {own}",
+                        "a message from {} to {} on a stream of orderer {from} to orderer {own}",
                         message.from, message.to
                     ),
                 ));
             }
             checked.push(message);
         }
+        tracing::trace!(from, count = checked.len(), "Raft messages in");
         for message in checked {
             self.orderer.step(message);
         }
-        Ok(Response::new(StepResponse {}))
+        Ok(())
+    }
+}
+
+#[tonic::async_trait]
+impl Cluster for ClusterService {
+    async fn step(
+        &self,
+        request: Request<tonic::Streaming<StepRequest>>,
+    ) -> Result<Response<StepResponse>, Status> {
+        let certs = request.peer_certs();
+        let mut requests = request.into_inner();
+        let mut stopping = self.stopping.clone();
+        let stopped = async move {
+            match &mut stopping {
+                Some(stopping) => drop(stopping.wait_for(|stop| *stop).await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(stopped);
+        loop {
+            let request = tokio::select! {
+                request = requests.message() => request?,
+                () = &mut stopped => {
+                    return Err(Status::unavailable("this orderer is stopping"));
+                }
+            };
+            let Some(request) = request else {
+                return Ok(Response::new(StepResponse {}));
+            };
+            let from = self.caller(certs.as_deref().map(Vec::as_slice))?;
+            self.step_all(from, request.messages)?;
+        }
     }
 }
 
@@ -240,7 +286,12 @@ impl GrpcTransport {
         let target = Endpoint::from_shared(endpoint.to_string())
             .map_err(|e| OrderError::Unavailable(format!("{endpoint}: {e}")))?
             .connect_timeout(STEP_TIMEOUT)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            // A `Step` stream lives as long as its connection: pings find one that died
+            // silently (a partition), which then fails and is opened again.
+            .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+            .keep_alive_timeout(STEP_TIMEOUT)
+            .keep_alive_while_idle(true);
         let target = match (&self.tls, https) {
             (Some(tls), true) => target
                 .tls_config(tls.clone())
@@ -359,16 +410,23 @@ impl Transport for GrpcTransport {
     }
 }
 
-/// Sends what waits for one orderer as one `Step` call at a time: while a call is out,
-/// the next messages gather.
+/// Requests queued on one `Step` stream beyond the one being sent: little, so that
+/// what waits gathers in the outbox and goes as one request.
+const STREAM_QUEUE: usize = 2;
+
+/// Sends what waits for one orderer over one `Step` stream, each request the messages
+/// that gathered while the last one went. A stream that fails, or does not take a
+/// request within [`STEP_TIMEOUT`], is dropped with what it held (Raft sends again) and
+/// the next messages open another.
 async fn send_in_batches(
     channel: Channel,
     mut outbox: mpsc::Receiver<Message>,
     message_bytes_max: usize,
 ) {
-    let mut client = ClusterClient::new(channel)
+    let client = ClusterClient::new(channel)
         .max_decoding_message_size(message_bytes_max + STEP_HEADROOM_BYTES)
         .max_encoding_message_size(message_bytes_max + STEP_HEADROOM_BYTES);
+    let mut stream: Option<mpsc::Sender<StepRequest>> = None;
     while let Some(first) = outbox.recv().await {
         let mut messages = vec![wire::to_wire(&first)];
         while messages.len() < STEP_MESSAGES_MAX {
@@ -377,11 +435,29 @@ async fn send_in_batches(
                 Err(_) => break,
             }
         }
-        let mut request = Request::new(StepRequest { messages });
-        request.set_timeout(STEP_TIMEOUT);
-        if let Err(error) = client.step(request).await {
-            // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
-            tracing::debug!(%error, "a Step call to another orderer failed");
+        let sender = match &stream {
+            Some(sender) if !sender.is_closed() => sender.clone(),
+            _ => {
+                let (sender, requests) = mpsc::channel(STREAM_QUEUE);
+                let mut client = client.clone();
+                tokio::spawn(async move {
+                    let requests = tokio_stream::wrappers::ReceiverStream::new(requests);
+                    if let Err(error) = client.step(requests).await {
+                        // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
+                        tracing::debug!(%error, "a Step stream to another orderer ended");
+                    }
+                });
+                stream = Some(sender.clone());
+                sender
+            }
+        };
+        tracing::trace!(count = messages.len(), "Raft messages out");
+        let sent = tokio::time::timeout(STEP_TIMEOUT, sender.send(StepRequest { messages })).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            tracing::debug!(
+                "a Step stream to another orderer stopped taking requests; opening another"
+            );
+            stream = None;
         }
     }
 }

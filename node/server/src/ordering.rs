@@ -283,7 +283,7 @@ pub struct OrderingServerHandle {
     /// Set: only the network's peers may call the service ([`Self::peers_only`]).
     peers: Option<Arc<Msp>>,
     /// The `Cluster` service, when this orderer is one of a Raft cluster.
-    cluster: Option<crate::proto::cluster_server::ClusterServer<crate::cluster::ClusterService>>,
+    cluster: Option<crate::cluster::ClusterService>,
 }
 
 impl OrderingServerHandle {
@@ -315,16 +315,8 @@ impl OrderingServerHandle {
 
     /// Serves `cluster` beside the `Ordering` service: this orderer is one of a Raft
     /// cluster, and the others reach it there.
-    pub fn with_cluster(
-        mut self,
-        cluster: crate::proto::cluster_server::ClusterServer<crate::cluster::ClusterService>,
-    ) -> Self {
-        let bytes = self.message_bytes_max + crate::cluster::STEP_HEADROOM_BYTES;
-        self.cluster = Some(
-            cluster
-                .max_decoding_message_size(bytes)
-                .max_encoding_message_size(bytes),
-        );
+    pub fn with_cluster(mut self, cluster: crate::cluster::ClusterService) -> Self {
+        self.cluster = Some(cluster);
         self
     }
 
@@ -401,7 +393,7 @@ impl OrderingServerHandle {
         let service = OrderingService {
             orderer: self.orderer,
             broadcasts: Arc::new(broadcasts),
-            stopping,
+            stopping: stopping.clone(),
             streams: Arc::new(tokio::sync::Semaphore::new(STREAMS_MAX)),
         };
         let signal = async move {
@@ -415,7 +407,13 @@ impl OrderingServerHandle {
                 .max_encoding_message_size(self.message_bytes_max),
         );
         if let Some(cluster) = self.cluster {
-            routes = routes.add_service(cluster);
+            let bytes = self.message_bytes_max + crate::cluster::STEP_HEADROOM_BYTES;
+            routes = routes.add_service(
+                cluster
+                    .serve(stopping)
+                    .max_decoding_message_size(bytes)
+                    .max_encoding_message_size(bytes),
+            );
         }
         let mut services = routes.into_axum_router();
         if let Some(msp) = self.peers.clone() {

@@ -122,7 +122,7 @@ fn only_the_cluster_s_orderers_may_step_its_raft_and_only_as_themselves() {
                 .unwrap();
             ClusterClient::new(channel)
                 .max_encoding_message_size(64 << 20)
-                .step(StepRequest { messages })
+                .step(tokio_stream::iter([StepRequest { messages }]))
                 .await
                 .map(|_| ())
         })

@@ -768,11 +768,18 @@ impl Runner {
     fn take(&mut self, input: Input, calls: &mut Vec<Call>) {
         match input {
             Input::Step(message) => {
+                tracing::trace!(from = message.from, kind = ?message.get_msg_type(), index = message.index, "Raft message stepped");
                 if let Err(error) = self.node.step(message) {
                     tracing::debug!(%error, "a Raft message from another orderer was not taken");
                 }
             }
-            Input::Propose(call) => calls.push(call),
+            Input::Propose(call) => {
+                tracing::trace!(
+                    count = call.transactions.len(),
+                    "transactions to propose taken"
+                );
+                calls.push(call)
+            }
         }
     }
 
@@ -861,6 +868,7 @@ impl Runner {
         match self.node.propose(Vec::new(), data) {
             Ok(()) => {
                 let index = self.node.raft.raft_log.last_index();
+                tracing::trace!(index, "Raft entry proposed");
                 self.proposed.insert(
                     index,
                     Proposed {
@@ -928,23 +936,27 @@ impl Runner {
             self.install(&Snapshotted::of(ready.snapshot()))?;
         }
         self.apply(ready.take_committed_entries())?;
-        let mut persist = false;
         if !ready.entries().is_empty() {
             self.log
                 .append(ready.entries())
                 .map_err(|e| e.to_string())?;
-            persist = true;
         }
         if let Some(hard_state) = ready.hs() {
             self.log
                 .set_hard_state(hard_state)
                 .map_err(|e| e.to_string())?;
-            persist = true;
         }
-        if persist || ready.must_sync() {
+        // Synced when Raft needs it (entries, a term or a vote): a hard state that only
+        // moved the commit index is written and made durable by the next sync (a
+        // restart raises a lagging commit index to what the stream log applied).
+        if ready.must_sync() {
             self.log
                 .sync()
                 .map_err(|e| format!("syncing the Raft log: {e}"))?;
+            tracing::trace!(
+                last = self.node.raft.raft_log.last_index(),
+                "Raft log synced"
+            );
         }
         if !ready.persisted_messages().is_empty() {
             self.send(ready.take_persisted_messages());
@@ -1064,6 +1076,11 @@ impl Runner {
             .filter(|message| message.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot)
             .map(|message| message.to)
             .collect();
+        if tracing::enabled!(tracing::Level::TRACE) {
+            for message in &messages {
+                tracing::trace!(to = message.to, kind = ?message.get_msg_type(), index = message.index, entries = message.entries.len(), commit = message.commit, "Raft message sent");
+            }
+        }
         self.transport.send(messages);
         for to in snapshots {
             self.node.report_snapshot(to, raft::SnapshotStatus::Finish);
@@ -1346,6 +1363,7 @@ impl Runner {
 
     fn apply_normal(&mut self, entry: &Entry) -> Stop {
         let index = entry.index;
+        tracing::trace!(index, "Raft entry applied");
         let decoded = OrderingEntry::decode(entry.data.as_ref())
             .map_err(|e| format!("Raft entry {index} does not decode: {e}"))?;
         match decoded.entry {
