@@ -60,6 +60,15 @@ pub enum LoadError {
     /// The module has a start function; contracts must not run code at instantiation.
     #[error("module has a start function; contracts must not run code when instantiated")]
     StartFunction,
+    /// The module exports a WASI entry point (`_start`, `_initialize`) that nothing would
+    /// call: it was built for another host, and its set-up code would never run.
+    #[error(
+        "module exports `{name}`, an entry point no Runnel node calls: build it as a library without one (its set-up code would never run)"
+    )]
+    EntryPoint {
+        /// The export's name.
+        name: String,
+    },
     /// The module declares more initial memory than a call may use.
     #[error(
         "module needs {initial_bytes} bytes of initial memory, over the limit memory_bytes_max = {limit_bytes}"

@@ -6,6 +6,10 @@ use wasmparser::{ExternalKind, Parser, Payload, TypeRef, Validator, WasmFeatures
 use crate::abi::{self, ABI_VERSION};
 use crate::{Limits, LoadError};
 
+/// Exports by which WASI hosts start a command or initialise a reactor. A Runnel node
+/// calls neither, so a module that has one expects set-up that would never happen.
+const ENTRY_POINTS: [&str; 2] = ["_start", "_initialize"];
+
 /// The WebAssembly features a contract may use: WebAssembly 2.0 without SIMD. No threads,
 /// no relaxed SIMD (non-deterministic), no memory64, exceptions, GC or stack switching.
 /// Floats are allowed: NaN canonicalisation makes them deterministic.
@@ -83,6 +87,11 @@ pub fn check(wasm: &[u8], module_bytes_max: usize, limits: &Limits) -> Result<()
             Payload::ExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(malformed)?;
+                    if ENTRY_POINTS.contains(&export.name) {
+                        return Err(LoadError::EntryPoint {
+                            name: export.name.to_string(),
+                        });
+                    }
                     if let Some(version) = abi::abi_marker_version(export.name) {
                         abi_versions.push(version);
                     }

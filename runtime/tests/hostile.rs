@@ -158,6 +158,19 @@ fn start_function_is_refused() {
 }
 
 #[test]
+fn wasi_entry_points_are_refused() {
+    let rt = runtime(|_| {});
+    for name in ["_start", "_initialize"] {
+        let wasm = module(&format!(r#"(func (export "{name}"))"#));
+        assert_eq!(
+            load_err(&rt, &wasm),
+            LoadError::EntryPoint { name: name.into() },
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn simd_threads_and_multiple_memories_are_refused() {
     let rt = runtime(|_| {});
     let simd =

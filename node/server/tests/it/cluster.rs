@@ -127,6 +127,24 @@ fn only_the_cluster_s_orderers_may_step_its_raft_and_only_as_themselves() {
                 .map(|_| ())
         })
     };
+    let member_channel = || {
+        let config = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(&ca))
+            .identity(Identity::from_pem(
+                std::fs::read(file("Org2", "orderer.pem")).unwrap(),
+                std::fs::read(file("Org2", "orderer.key")).unwrap(),
+            ));
+        let url = url.clone();
+        async move {
+            Channel::from_shared(url)
+                .unwrap()
+                .tls_config(config)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap()
+        }
+    };
     let refused = |result: Result<(), tonic::Status>, code: tonic::Code, name: &str| {
         let status = result.expect_err("refused");
         assert_eq!(status.code(), code, "{status:?}");
@@ -190,6 +208,47 @@ fn only_the_cluster_s_orderers_may_step_its_raft_and_only_as_themselves() {
     step(Some(("Org2", "orderer")), vec![heartbeat(2, 1)]).expect("a member's own message");
     assert!(orderer.failure().is_none());
 
+    // A stream is checked request by request: one forged request after a good one ends it.
+    let forged = runtime.block_on(async {
+        let (requests, stream) = tokio::sync::mpsc::channel(4);
+        let mut client = ClusterClient::new(member_channel().await);
+        let call = tokio::spawn(async move {
+            client
+                .step(tokio_stream::wrappers::ReceiverStream::new(stream))
+                .await
+        });
+        for messages in [vec![heartbeat(2, 1)], vec![heartbeat(3, 1)]] {
+            requests.send(StepRequest { messages }).await.unwrap();
+        }
+        let answer = call.await.unwrap().map(|_| ());
+        drop(requests);
+        answer
+    });
+    refused(forged, tonic::Code::PermissionDenied, "ACCESS_DENIED");
+
+    // A member's stream stays open between requests; the orderer stopping ends it, so
+    // that it stops at once.
+    let (requests, open) = runtime.block_on(async {
+        let (requests, stream) = tokio::sync::mpsc::channel(4);
+        let mut client = ClusterClient::new(member_channel().await);
+        let open = tokio::spawn(async move {
+            client
+                .step(tokio_stream::wrappers::ReceiverStream::new(stream))
+                .await
+        });
+        requests
+            .send(StepRequest {
+                messages: vec![heartbeat(2, 1)],
+            })
+            .await
+            .unwrap();
+        (requests, open)
+    });
     let _ = stop.send(());
-    runtime.block_on(serving).unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(PATIENCE, serving).await })
+        .expect("the server stops with a member's stream open")
+        .unwrap();
+    assert!(runtime.block_on(open).unwrap().is_err(), "the stream ended");
+    drop(requests);
 }
