@@ -1,0 +1,276 @@
+// The argument convention of Runnel contract functions, the same as the Rust SDK's
+// (contracts/sdk/src/args.rs): an argument is decoded as JSON into the parameter's type; if
+// that fails and the bytes are UTF-8, the raw text is used as if it were a JSON string, with
+// numbers and booleans parsed from it. So `hello` and `"hello"` both give the string hello,
+// and `100` gives the integer 100. Error reasons are serde's and Rust's own wording.
+//
+// Each decoder returns its value and leaves `decodeError` null, or sets `decodeError` to the
+// reason (the caller adds which function and argument it was).
+
+import { JsonKind, JsonScalar, scanJson, trailing, unexpected, position } from "./json";
+import { isValidUtf8 } from "./utf8";
+
+/** Why the last decode failed, or null if it succeeded. */
+export let decodeError: string | null = null;
+/** Whether the last JSON failure was about the value's type or range (serde's `Category::Data`). */
+let dataError: bool = false;
+
+function isAsciiWs(c: u32): bool {
+  return c == 0x20 || (c >= 0x09 && c <= 0x0d);
+}
+
+function meantAsJson(bytes: Uint8Array): bool {
+  if (dataError) return true;
+  let i = 0;
+  while (i < bytes.length && isAsciiWs(bytes[i])) i++;
+  if (i >= bytes.length) return false;
+  const c = bytes[i];
+  return c == 0x7b || c == 0x5b || c == 0x22;
+}
+
+function jsonFail(message: string, data: bool): void {
+  decodeError = message;
+  dataError = data;
+}
+
+function invalidType(s: JsonScalar, bytes: Uint8Array, expected: string): void {
+  jsonFail("invalid type: " + unexpected(s) + ", expected " + expected + " at " + position(bytes, s.end), true);
+}
+
+function checkTrailing(bytes: Uint8Array, s: JsonScalar): bool {
+  const t = trailing(bytes, s.end);
+  if (t != null) {
+    jsonFail(t, false);
+    return false;
+  }
+  return true;
+}
+
+function utf8(bytes: Uint8Array): bool {
+  return isValidUtf8(bytes.dataStart, <usize>bytes.length);
+}
+
+// ---- Text ------------------------------------------------------------------------------
+
+/** JSON only: a JSON string's UTF-8 bytes. */
+export function jsonText(bytes: Uint8Array): Uint8Array {
+  decodeError = null;
+  const s = scanJson(bytes);
+  if (s.kind == JsonKind.Syntax) {
+    jsonFail(s.error, false);
+    return bytes;
+  }
+  if (s.kind != JsonKind.Str) {
+    invalidType(s, bytes, "a string");
+    return bytes;
+  }
+  if (!checkTrailing(bytes, s)) return bytes;
+  return s.str!;
+}
+
+/** A `String` argument (as UTF-8 bytes): a JSON string, else the raw text if it is UTF-8. */
+export function argText(bytes: Uint8Array): Uint8Array {
+  const value = jsonText(bytes);
+  if (decodeError == null) return value;
+  if (utf8(bytes)) {
+    decodeError = null;
+    return bytes;
+  }
+  return bytes;
+}
+
+/** An `Option<String>` argument: JSON `null` is none (`isNull` set), else as `argText`. */
+export let isNull: bool = false;
+export function argTextOrNull(bytes: Uint8Array): Uint8Array {
+  isNull = false;
+  const s = scanJson(bytes);
+  if (s.kind == JsonKind.Null && trailing(bytes, s.end) == null) {
+    decodeError = null;
+    isNull = true;
+    return bytes;
+  }
+  return argText(bytes);
+}
+
+// ---- Integers --------------------------------------------------------------------------
+
+/** JSON only: an unsigned integer at most `max`, serde's `typeName` (`u64`). */
+export function jsonUint(bytes: Uint8Array, max: u64, typeName: string): u64 {
+  decodeError = null;
+  const s = scanJson(bytes);
+  if (s.kind == JsonKind.Syntax) {
+    jsonFail(s.error, false);
+    return 0;
+  }
+  if (s.kind == JsonKind.UInt) {
+    if (s.magnitude > max) {
+      jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+      return 0;
+    }
+    if (!checkTrailing(bytes, s)) return 0;
+    return s.magnitude;
+  }
+  if (s.kind == JsonKind.NegInt) {
+    jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+    return 0;
+  }
+  invalidType(s, bytes, typeName);
+  return 0;
+}
+
+/** JSON only: a signed integer in `[min, max]`. */
+export function jsonInt(bytes: Uint8Array, min: i64, max: i64, typeName: string): i64 {
+  decodeError = null;
+  const s = scanJson(bytes);
+  if (s.kind == JsonKind.Syntax) {
+    jsonFail(s.error, false);
+    return 0;
+  }
+  if (s.kind == JsonKind.UInt || s.kind == JsonKind.NegInt) {
+    let ok = true;
+    let value: i64 = 0;
+    if (s.kind == JsonKind.UInt) {
+      ok = s.magnitude <= <u64>max;
+      value = <i64>s.magnitude;
+    } else {
+      // magnitude <= 2^63 here; -(2^63) wraps to i64.MIN_VALUE, as intended.
+      value = -(<i64>s.magnitude);
+      ok = value >= min;
+    }
+    if (!ok) {
+      jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+      return 0;
+    }
+    if (!checkTrailing(bytes, s)) return 0;
+    return value;
+  }
+  invalidType(s, bytes, typeName);
+  return 0;
+}
+
+/** Rust's `str::trim` for ASCII whitespace: [start, end). */
+function trimmed(bytes: Uint8Array): Uint8Array {
+  let a = 0;
+  let b = bytes.length;
+  while (a < b && isAsciiWs(bytes[a])) a++;
+  while (b > a && isAsciiWs(bytes[b - 1])) b--;
+  return bytes.subarray(a, b);
+}
+
+/** Rust's `u64::from_str` family on raw text. */
+function rawUint(text: Uint8Array, max: u64): u64 {
+  decodeError = null;
+  if (text.length == 0) {
+    decodeError = "cannot parse integer from empty string";
+    return 0;
+  }
+  let i = 0;
+  if (text[0] == 0x2b) {
+    if (text.length == 1) {
+      decodeError = "invalid digit found in string";
+      return 0;
+    }
+    i = 1;
+  }
+  let value: u64 = 0;
+  let overflow = false;
+  for (; i < text.length; i++) {
+    const c = <u32>text[i];
+    if (c < 0x30 || c > 0x39) {
+      decodeError = "invalid digit found in string";
+      return 0;
+    }
+    const d = <u64>(c - 0x30);
+    if (!overflow && (value > (max - d) / 10)) overflow = true;
+    if (!overflow) value = value * 10 + d;
+  }
+  if (overflow) {
+    decodeError = "number too large to fit in target type";
+    return 0;
+  }
+  return value;
+}
+
+function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
+  decodeError = null;
+  if (text.length == 0) {
+    decodeError = "cannot parse integer from empty string";
+    return 0;
+  }
+  let i = 0;
+  let negative = false;
+  const c0 = text[0];
+  if (c0 == 0x2b || c0 == 0x2d) {
+    if (text.length == 1) {
+      decodeError = "invalid digit found in string";
+      return 0;
+    }
+    negative = c0 == 0x2d;
+    i = 1;
+  }
+  const limit: u64 = negative ? <u64>(-(min + 1)) + 1 : <u64>max;
+  let value: u64 = 0;
+  let overflow = false;
+  for (; i < text.length; i++) {
+    const c = <u32>text[i];
+    if (c < 0x30 || c > 0x39) {
+      decodeError = "invalid digit found in string";
+      return 0;
+    }
+    const d = <u64>(c - 0x30);
+    if (!overflow && (value > (limit - d) / 10)) overflow = true;
+    if (!overflow) value = value * 10 + d;
+  }
+  if (overflow) {
+    decodeError = negative ? "number too small to fit in target type" : "number too large to fit in target type";
+    return 0;
+  }
+  return negative ? -(<i64>value) : <i64>value;
+}
+
+/** An unsigned integer argument (JSON number, else raw text). */
+export function argUint(bytes: Uint8Array, max: u64, typeName: string): u64 {
+  const value = jsonUint(bytes, max, typeName);
+  if (decodeError == null) return value;
+  if (!utf8(bytes) || meantAsJson(bytes)) return 0;
+  return rawUint(trimmed(bytes), max);
+}
+
+/** A signed integer argument (JSON number, else raw text). */
+export function argInt(bytes: Uint8Array, min: i64, max: i64, typeName: string): i64 {
+  const value = jsonInt(bytes, min, max, typeName);
+  if (decodeError == null) return value;
+  if (!utf8(bytes) || meantAsJson(bytes)) return 0;
+  return rawInt(trimmed(bytes), min, max);
+}
+
+// ---- Booleans --------------------------------------------------------------------------
+
+/** JSON only: `true` or `false`. */
+export function jsonBool(bytes: Uint8Array): bool {
+  decodeError = null;
+  const s = scanJson(bytes);
+  if (s.kind == JsonKind.Syntax) {
+    jsonFail(s.error, false);
+    return false;
+  }
+  if (s.kind != JsonKind.True && s.kind != JsonKind.False) {
+    invalidType(s, bytes, "a boolean");
+    return false;
+  }
+  if (!checkTrailing(bytes, s)) return false;
+  return s.kind == JsonKind.True;
+}
+
+/** A boolean argument (JSON, else raw `true`/`false`). */
+export function argBool(bytes: Uint8Array): bool {
+  const value = jsonBool(bytes);
+  if (decodeError == null) return value;
+  if (!utf8(bytes) || meantAsJson(bytes)) return false;
+  const t = trimmed(bytes);
+  decodeError = null;
+  if (t.length == 4 && t[0] == 0x74 && t[1] == 0x72 && t[2] == 0x75 && t[3] == 0x65) return true;
+  if (t.length == 5 && t[0] == 0x66 && t[1] == 0x61 && t[2] == 0x6c && t[3] == 0x73 && t[4] == 0x65) return false;
+  decodeError = "provided string was not `true` or `false`";
+  return false;
+}
