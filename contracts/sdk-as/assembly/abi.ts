@@ -7,7 +7,7 @@ import * as host from "./host";
 import { fail } from "./error";
 import { Utf8 } from "./utf8";
 import { JsonWriter, writeJson } from "./json";
-import { argBool, argInt, argText, argTextOrNull, argUint, decodeError, isNull } from "./decode";
+import { argBool, argInt, argText, argTextOrNull, argUint, decodeError, decodeFailed, isNull } from "./decode";
 import { Context } from "./context";
 
 /** Marks the module as speaking ABI version 1. Never called. */
@@ -93,8 +93,8 @@ export class Args {
   }
 
   private check(index: i32, name: string): void {
-    if (decodeError != null) {
-      fail(this.fn + ": argument " + (index + 1).toString() + " (" + name + "): " + decodeError!);
+    if (decodeFailed()) {
+      fail(this.fn + ": argument " + (index + 1).toString() + " (" + name + "): " + decodeError());
     }
   }
 

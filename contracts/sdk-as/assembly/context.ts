@@ -7,7 +7,7 @@ import { fail } from "./error";
 import { CompositeKey, prefixEnd } from "./key";
 import { Utf8, decodeUtf8, encodeUtf8, isValidUtf8, showKey } from "./utf8";
 import { toJson } from "./json";
-import { decodeError, jsonBool, jsonInt, jsonText, jsonUint } from "./decode";
+import { decodeError, decodeFailed, jsonBool, jsonInt, jsonText, jsonUint } from "./decode";
 import { decodeByteList } from "./abi";
 
 /** The severity of a log line. */
@@ -97,7 +97,7 @@ function checkedKey(key: Uint8Array): Uint8Array {
 }
 
 function notJson(key: Uint8Array): void {
-  fail("the value of key " + showKey(key) + " is not the expected JSON: " + decodeError!);
+  fail("the value of key " + showKey(key) + " is not the expected JSON: " + decodeError());
 }
 
 /**
@@ -192,7 +192,7 @@ export class Context {
     } else if (isString<T>()) {
       const text = jsonText(bytes);
       // @ts-ignore: T is string
-      value = decodeError == null ? String.UTF8.decodeUnsafe(text.dataStart, <usize>text.length) : "";
+      value = !decodeFailed() ? String.UTF8.decodeUnsafe(text.dataStart, <usize>text.length) : "";
     } else if (isReference<T>() && idof<T>() == idof<Utf8>()) {
       // @ts-ignore: T is Utf8
       value = new Utf8(jsonText(bytes));
@@ -200,7 +200,7 @@ export class Context {
       ERROR("runnel: getJson reads integers, bool, string and Utf8; read other values with getBytes");
       return absent;
     }
-    if (decodeError != null) notJson(k);
+    if (decodeFailed()) notJson(k);
     return value;
   }
 

@@ -4,23 +4,67 @@
 // numbers and booleans parsed from it. So `hello` and `"hello"` both give the string hello,
 // and `100` gives the integer 100. Error reasons are serde's and Rust's own wording.
 //
-// Each decoder returns its value and leaves `decodeError` null, or sets `decodeError` to the
-// reason (the caller adds which function and argument it was).
 
-import { JsonKind, JsonScalar, scanJson, trailing, unexpected, position } from "./json";
+
+
+import { JsonKind, JsonScalar, position, scanJson, syntaxMessage, trailing, unexpected } from "./json";
 import { isValidUtf8 } from "./utf8";
 
-/** Why the last decode failed, or null if it succeeded. */
-export let decodeError: string | null = null;
-/** Whether the last JSON failure was about the value's type or range (serde's `Category::Data`). */
-let dataError: bool = false;
+// Why the last decode failed, kept in pieces: the message is assembled only if it is
+// reported (`decodeError()`), because a failed JSON attempt is the normal path for raw text.
+const NONE = 0;
+const SYNTAX = 1;
+const INVALID_TYPE = 2;
+const INVALID_VALUE = 3;
+const TRAILING = 4;
+const TEXT = 5;
+let failure: i32 = NONE;
+let failScalar: JsonScalar | null = null;
+let failBytes: Uint8Array | null = null;
+let failAt: i32 = 0;
+let failText: string = "";
+
+/** Whether the last decode failed. */
+export function decodeFailed(): bool {
+  return failure != NONE;
+}
+
+/** Why the last decode failed, in serde's and Rust's words. */
+export function decodeError(): string {
+  const bytes = failBytes!;
+  switch (failure) {
+    case SYNTAX:
+      return syntaxMessage(failScalar!, bytes);
+    case INVALID_TYPE:
+      return "invalid type: " + unexpected(failScalar!) + ", expected " + failText + " at " + position(bytes, failScalar!.end);
+    case INVALID_VALUE:
+      return "invalid value: " + unexpected(failScalar!) + ", expected " + failText + " at " + position(bytes, failScalar!.end);
+    case TRAILING:
+      return "trailing characters at " + position(bytes, failAt);
+    case TEXT:
+      return failText;
+    default:
+      return "";
+  }
+}
+
+function ok(): void {
+  failure = NONE;
+}
+
+function fail(kind: i32, s: JsonScalar | null, bytes: Uint8Array, text: string): void {
+  failure = kind;
+  failScalar = s;
+  failBytes = bytes;
+  failText = text;
+}
 
 function isAsciiWs(c: u32): bool {
   return c == 0x20 || (c >= 0x09 && c <= 0x0d);
 }
 
 function meantAsJson(bytes: Uint8Array): bool {
-  if (dataError) return true;
+  if (failure == INVALID_TYPE || failure == INVALID_VALUE) return true;
   let i = 0;
   while (i < bytes.length && isAsciiWs(bytes[i])) i++;
   if (i >= bytes.length) return false;
@@ -28,19 +72,11 @@ function meantAsJson(bytes: Uint8Array): bool {
   return c == 0x7b || c == 0x5b || c == 0x22;
 }
 
-function jsonFail(message: string, data: bool): void {
-  decodeError = message;
-  dataError = data;
-}
-
-function invalidType(s: JsonScalar, bytes: Uint8Array, expected: string): void {
-  jsonFail("invalid type: " + unexpected(s) + ", expected " + expected + " at " + position(bytes, s.end), true);
-}
-
 function checkTrailing(bytes: Uint8Array, s: JsonScalar): bool {
-  const t = trailing(bytes, s.end);
-  if (t != null) {
-    jsonFail(t, false);
+  const at = trailing(bytes, s.end);
+  if (at >= 0) {
+    fail(TRAILING, s, bytes, "");
+    failAt = at;
     return false;
   }
   return true;
@@ -54,14 +90,14 @@ function utf8(bytes: Uint8Array): bool {
 
 /** JSON only: a JSON string's UTF-8 bytes. */
 export function jsonText(bytes: Uint8Array): Uint8Array {
-  decodeError = null;
+  ok();
   const s = scanJson(bytes);
   if (s.kind == JsonKind.Syntax) {
-    jsonFail(s.error, false);
+    fail(SYNTAX, s, bytes, "");
     return bytes;
   }
   if (s.kind != JsonKind.Str) {
-    invalidType(s, bytes, "a string");
+    fail(INVALID_TYPE, s, bytes, "a string");
     return bytes;
   }
   if (!checkTrailing(bytes, s)) return bytes;
@@ -71,11 +107,8 @@ export function jsonText(bytes: Uint8Array): Uint8Array {
 /** A `String` argument (as UTF-8 bytes): a JSON string, else the raw text if it is UTF-8. */
 export function argText(bytes: Uint8Array): Uint8Array {
   const value = jsonText(bytes);
-  if (decodeError == null) return value;
-  if (utf8(bytes)) {
-    decodeError = null;
-    return bytes;
-  }
+  if (failure == NONE) return value;
+  if (utf8(bytes)) ok();
   return bytes;
 }
 
@@ -84,8 +117,8 @@ export let isNull: bool = false;
 export function argTextOrNull(bytes: Uint8Array): Uint8Array {
   isNull = false;
   const s = scanJson(bytes);
-  if (s.kind == JsonKind.Null && trailing(bytes, s.end) == null) {
-    decodeError = null;
+  if (s.kind == JsonKind.Null && trailing(bytes, s.end) < 0) {
+    ok();
     isNull = true;
     return bytes;
   }
@@ -96,34 +129,34 @@ export function argTextOrNull(bytes: Uint8Array): Uint8Array {
 
 /** JSON only: an unsigned integer at most `max`, serde's `typeName` (`u64`). */
 export function jsonUint(bytes: Uint8Array, max: u64, typeName: string): u64 {
-  decodeError = null;
+  ok();
   const s = scanJson(bytes);
   if (s.kind == JsonKind.Syntax) {
-    jsonFail(s.error, false);
+    fail(SYNTAX, s, bytes, "");
     return 0;
   }
   if (s.kind == JsonKind.UInt) {
     if (s.magnitude > max) {
-      jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+      fail(INVALID_VALUE, s, bytes, typeName);
       return 0;
     }
     if (!checkTrailing(bytes, s)) return 0;
     return s.magnitude;
   }
   if (s.kind == JsonKind.NegInt) {
-    jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+    fail(INVALID_VALUE, s, bytes, typeName);
     return 0;
   }
-  invalidType(s, bytes, typeName);
+  fail(INVALID_TYPE, s, bytes, typeName);
   return 0;
 }
 
 /** JSON only: a signed integer in `[min, max]`. */
 export function jsonInt(bytes: Uint8Array, min: i64, max: i64, typeName: string): i64 {
-  decodeError = null;
+  ok();
   const s = scanJson(bytes);
   if (s.kind == JsonKind.Syntax) {
-    jsonFail(s.error, false);
+    fail(SYNTAX, s, bytes, "");
     return 0;
   }
   if (s.kind == JsonKind.UInt || s.kind == JsonKind.NegInt) {
@@ -138,13 +171,13 @@ export function jsonInt(bytes: Uint8Array, min: i64, max: i64, typeName: string)
       ok = value >= min;
     }
     if (!ok) {
-      jsonFail("invalid value: " + unexpected(s) + ", expected " + typeName + " at " + position(bytes, s.end), true);
+      fail(INVALID_VALUE, s, bytes, typeName);
       return 0;
     }
     if (!checkTrailing(bytes, s)) return 0;
     return value;
   }
-  invalidType(s, bytes, typeName);
+  fail(INVALID_TYPE, s, bytes, typeName);
   return 0;
 }
 
@@ -159,15 +192,15 @@ function trimmed(bytes: Uint8Array): Uint8Array {
 
 /** Rust's `u64::from_str` family on raw text. */
 function rawUint(text: Uint8Array, max: u64): u64 {
-  decodeError = null;
+  ok();
   if (text.length == 0) {
-    decodeError = "cannot parse integer from empty string";
+    fail(TEXT, null, text, "cannot parse integer from empty string");
     return 0;
   }
   let i = 0;
   if (text[0] == 0x2b) {
     if (text.length == 1) {
-      decodeError = "invalid digit found in string";
+      fail(TEXT, null, text, "invalid digit found in string");
       return 0;
     }
     i = 1;
@@ -177,7 +210,7 @@ function rawUint(text: Uint8Array, max: u64): u64 {
   for (; i < text.length; i++) {
     const c = <u32>text[i];
     if (c < 0x30 || c > 0x39) {
-      decodeError = "invalid digit found in string";
+      fail(TEXT, null, text, "invalid digit found in string");
       return 0;
     }
     const d = <u64>(c - 0x30);
@@ -185,16 +218,16 @@ function rawUint(text: Uint8Array, max: u64): u64 {
     if (!overflow) value = value * 10 + d;
   }
   if (overflow) {
-    decodeError = "number too large to fit in target type";
+    fail(TEXT, null, text, "number too large to fit in target type");
     return 0;
   }
   return value;
 }
 
 function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
-  decodeError = null;
+  ok();
   if (text.length == 0) {
-    decodeError = "cannot parse integer from empty string";
+    fail(TEXT, null, text, "cannot parse integer from empty string");
     return 0;
   }
   let i = 0;
@@ -202,7 +235,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
   const c0 = text[0];
   if (c0 == 0x2b || c0 == 0x2d) {
     if (text.length == 1) {
-      decodeError = "invalid digit found in string";
+      fail(TEXT, null, text, "invalid digit found in string");
       return 0;
     }
     negative = c0 == 0x2d;
@@ -214,7 +247,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
   for (; i < text.length; i++) {
     const c = <u32>text[i];
     if (c < 0x30 || c > 0x39) {
-      decodeError = "invalid digit found in string";
+      fail(TEXT, null, text, "invalid digit found in string");
       return 0;
     }
     const d = <u64>(c - 0x30);
@@ -222,7 +255,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
     if (!overflow) value = value * 10 + d;
   }
   if (overflow) {
-    decodeError = negative ? "number too small to fit in target type" : "number too large to fit in target type";
+    fail(TEXT, null, text, negative ? "number too small to fit in target type" : "number too large to fit in target type");
     return 0;
   }
   return negative ? -(<i64>value) : <i64>value;
@@ -231,7 +264,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
 /** An unsigned integer argument (JSON number, else raw text). */
 export function argUint(bytes: Uint8Array, max: u64, typeName: string): u64 {
   const value = jsonUint(bytes, max, typeName);
-  if (decodeError == null) return value;
+  if (failure == NONE) return value;
   if (!utf8(bytes) || meantAsJson(bytes)) return 0;
   return rawUint(trimmed(bytes), max);
 }
@@ -239,7 +272,7 @@ export function argUint(bytes: Uint8Array, max: u64, typeName: string): u64 {
 /** A signed integer argument (JSON number, else raw text). */
 export function argInt(bytes: Uint8Array, min: i64, max: i64, typeName: string): i64 {
   const value = jsonInt(bytes, min, max, typeName);
-  if (decodeError == null) return value;
+  if (failure == NONE) return value;
   if (!utf8(bytes) || meantAsJson(bytes)) return 0;
   return rawInt(trimmed(bytes), min, max);
 }
@@ -248,14 +281,14 @@ export function argInt(bytes: Uint8Array, min: i64, max: i64, typeName: string):
 
 /** JSON only: `true` or `false`. */
 export function jsonBool(bytes: Uint8Array): bool {
-  decodeError = null;
+  ok();
   const s = scanJson(bytes);
   if (s.kind == JsonKind.Syntax) {
-    jsonFail(s.error, false);
+    fail(SYNTAX, s, bytes, "");
     return false;
   }
   if (s.kind != JsonKind.True && s.kind != JsonKind.False) {
-    invalidType(s, bytes, "a boolean");
+    fail(INVALID_TYPE, s, bytes, "a boolean");
     return false;
   }
   if (!checkTrailing(bytes, s)) return false;
@@ -265,12 +298,12 @@ export function jsonBool(bytes: Uint8Array): bool {
 /** A boolean argument (JSON, else raw `true`/`false`). */
 export function argBool(bytes: Uint8Array): bool {
   const value = jsonBool(bytes);
-  if (decodeError == null) return value;
+  if (failure == NONE) return value;
   if (!utf8(bytes) || meantAsJson(bytes)) return false;
   const t = trimmed(bytes);
-  decodeError = null;
+  ok();
   if (t.length == 4 && t[0] == 0x74 && t[1] == 0x72 && t[2] == 0x75 && t[3] == 0x65) return true;
   if (t.length == 5 && t[0] == 0x66 && t[1] == 0x61 && t[2] == 0x6c && t[3] == 0x73 && t[4] == 0x65) return false;
-  decodeError = "provided string was not `true` or `false`";
+  fail(TEXT, null, t, "provided string was not `true` or `false`");
   return false;
 }

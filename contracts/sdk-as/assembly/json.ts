@@ -286,8 +286,10 @@ export class JsonScalar {
   floatText: string = "";
   /** Str: the decoded UTF-8. */
   str: Uint8Array | null = null;
-  /** Syntax: serde_json's message (with position). */
+  /** Syntax: serde_json's message (without its position, see `errorAt`). */
   error: string = "";
+  /** Syntax: the byte index serde_json reports the error at. */
+  errorAt: i32 = 0;
   /** Index just after the value. */
   end: i32 = 0;
   /** Index where the value starts. */
@@ -312,10 +314,18 @@ export function position(bytes: Uint8Array, i: i32): string {
   return "line " + line.toString() + " column " + (i - lineStart).toString();
 }
 
+// Messages are assembled only when one is reported: a failed JSON attempt is the normal
+// path for raw-text arguments and must cost next to nothing.
 function syntax(s: JsonScalar, bytes: Uint8Array, message: string, at: i32): JsonScalar {
   s.kind = JsonKind.Syntax;
-  s.error = message + " at " + position(bytes, at);
+  s.error = message;
+  s.errorAt = at;
   return s;
+}
+
+/** A syntax error's full message, as serde_json words it. */
+export function syntaxMessage(s: JsonScalar, bytes: Uint8Array): string {
+  return s.error + " at " + position(bytes, s.errorAt);
 }
 
 function hexValue(c: u32): i32 {
@@ -535,12 +545,11 @@ export function scanJson(bytes: Uint8Array): JsonScalar {
   return syntax(s, bytes, "expected value", i + 1);
 }
 
-/** After a value ending at `end`: `null` if only whitespace follows, else serde_json's error. */
-export function trailing(bytes: Uint8Array, end: i32): string | null {
+/** After a value ending at `end`: -1 if only whitespace follows, else where serde_json reports trailing characters. */
+export function trailing(bytes: Uint8Array, end: i32): i32 {
   let i = end;
   while (i < bytes.length && isWs(bytes[i])) i++;
-  if (i < bytes.length) return "trailing characters at " + position(bytes, i + 1);
-  return null;
+  return i < bytes.length ? i + 1 : -1;
 }
 
 /** serde's description of what a scan found, for "invalid type: ..." messages. */
