@@ -43,7 +43,7 @@ export function decodeByteList(bytes: Uint8Array): Uint8Array[] | null {
     byteListError = "byte list: " + count.toString() + " items announced, but only " + (n - at).toString() + " bytes follow";
     return null;
   }
-  const items = new Array<Uint8Array>(<i32>count);
+  const items = new Array<Uint8Array>(0);
   for (let i = 0; i < <i32>count; i++) {
     if (n - at < 4) {
       byteListError = "byte list: truncated length";
@@ -55,7 +55,7 @@ export function decodeByteList(bytes: Uint8Array): Uint8Array[] | null {
       byteListError = "byte list: item " + i.toString() + " is " + len.toString() + " bytes, but only " + (n - at).toString() + " bytes follow";
       return null;
     }
-    items[i] = bytes.subarray(at, at + <i32>len);
+    items.push(bytes.subarray(at, at + <i32>len));
     at += <i32>len;
   }
   if (at != n) {
@@ -84,7 +84,7 @@ export class Args {
       fail("ABI: malformed argument list: " + byteListError);
       unreachable();
     }
-    const list = items!;
+    const list = changetype<Uint8Array[]>(items);
     if (list.length != expected) {
       const noun = expected == 1 ? "argument" : "arguments";
       fail(fn + ": expected " + expected.toString() + " " + noun + ", got " + list.length.toString());

@@ -43,7 +43,7 @@ export class Creator {
       fail("creator identity: " + byteListError);
       unreachable();
     }
-    const list = items!;
+    const list = changetype<Uint8Array[]>(items);
     if (list.length != 4) fail("creator identity: expected 4 items, got " + list.length.toString());
     return new Creator(creatorText(list[0], "org"), creatorText(list[1], "role"), creatorText(list[2], "name"), list[3]);
   }
@@ -54,7 +54,7 @@ import { byteListError } from "./abi";
 function creatorText(bytes: Uint8Array, what: string): string {
   const text = decodeUtf8(bytes);
   if (text == null) fail("creator identity: " + what + " is not UTF-8");
-  return text!;
+  return changetype<string>(text);
 }
 
 /** Copies the host's result buffer (of `len` bytes) out. */

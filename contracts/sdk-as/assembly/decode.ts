@@ -31,14 +31,15 @@ export function decodeFailed(): bool {
 
 /** Why the last decode failed, in serde's and Rust's words. */
 export function decodeError(): string {
-  const bytes = failBytes!;
+  const bytes = changetype<Uint8Array>(failBytes);
+  const s = changetype<JsonScalar>(failScalar);
   switch (failure) {
     case SYNTAX:
-      return syntaxMessage(failScalar!, bytes);
+      return syntaxMessage(s, bytes);
     case INVALID_TYPE:
-      return "invalid type: " + unexpected(failScalar!) + ", expected " + failText + " at " + position(bytes, failScalar!.end);
+      return "invalid type: " + unexpected(s) + ", expected " + failText + " at " + position(bytes, s.end);
     case INVALID_VALUE:
-      return "invalid value: " + unexpected(failScalar!) + ", expected " + failText + " at " + position(bytes, failScalar!.end);
+      return "invalid value: " + unexpected(s) + ", expected " + failText + " at " + position(bytes, s.end);
     case TRAILING:
       return "trailing characters at " + position(bytes, failAt);
     case TEXT:
@@ -66,9 +67,9 @@ function isAsciiWs(c: u32): bool {
 function meantAsJson(bytes: Uint8Array): bool {
   if (failure == INVALID_TYPE || failure == INVALID_VALUE) return true;
   let i = 0;
-  while (i < bytes.length && isAsciiWs(bytes[i])) i++;
+  while (i < bytes.length && isAsciiWs(unchecked(bytes[i]))) i++;
   if (i >= bytes.length) return false;
-  const c = bytes[i];
+  const c = unchecked(bytes[i]);
   return c == 0x7b || c == 0x5b || c == 0x22;
 }
 
@@ -101,7 +102,7 @@ export function jsonText(bytes: Uint8Array): Uint8Array {
     return bytes;
   }
   if (!checkTrailing(bytes, s)) return bytes;
-  return s.str!;
+  return changetype<Uint8Array>(s.str);
 }
 
 /** A `String` argument (as UTF-8 bytes): a JSON string, else the raw text if it is UTF-8. */
@@ -185,8 +186,8 @@ export function jsonInt(bytes: Uint8Array, min: i64, max: i64, typeName: string)
 function trimmed(bytes: Uint8Array): Uint8Array {
   let a = 0;
   let b = bytes.length;
-  while (a < b && isAsciiWs(bytes[a])) a++;
-  while (b > a && isAsciiWs(bytes[b - 1])) b--;
+  while (a < b && isAsciiWs(unchecked(bytes[a]))) a++;
+  while (b > a && isAsciiWs(unchecked(bytes[b - 1]))) b--;
   return bytes.subarray(a, b);
 }
 
@@ -198,7 +199,7 @@ function rawUint(text: Uint8Array, max: u64): u64 {
     return 0;
   }
   let i = 0;
-  if (text[0] == 0x2b) {
+  if (unchecked(text[0]) == 0x2b) {
     if (text.length == 1) {
       fail(TEXT, null, text, "invalid digit found in string");
       return 0;
@@ -208,7 +209,7 @@ function rawUint(text: Uint8Array, max: u64): u64 {
   let value: u64 = 0;
   let overflow = false;
   for (; i < text.length; i++) {
-    const c = <u32>text[i];
+    const c = <u32>unchecked(text[i]);
     if (c < 0x30 || c > 0x39) {
       fail(TEXT, null, text, "invalid digit found in string");
       return 0;
@@ -232,7 +233,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
   }
   let i = 0;
   let negative = false;
-  const c0 = text[0];
+  const c0 = unchecked(text[0]);
   if (c0 == 0x2b || c0 == 0x2d) {
     if (text.length == 1) {
       fail(TEXT, null, text, "invalid digit found in string");
@@ -245,7 +246,7 @@ function rawInt(text: Uint8Array, min: i64, max: i64): i64 {
   let value: u64 = 0;
   let overflow = false;
   for (; i < text.length; i++) {
-    const c = <u32>text[i];
+    const c = <u32>unchecked(text[i]);
     if (c < 0x30 || c > 0x39) {
       fail(TEXT, null, text, "invalid digit found in string");
       return 0;
@@ -302,8 +303,8 @@ export function argBool(bytes: Uint8Array): bool {
   if (!utf8(bytes) || meantAsJson(bytes)) return false;
   const t = trimmed(bytes);
   ok();
-  if (t.length == 4 && t[0] == 0x74 && t[1] == 0x72 && t[2] == 0x75 && t[3] == 0x65) return true;
-  if (t.length == 5 && t[0] == 0x66 && t[1] == 0x61 && t[2] == 0x6c && t[3] == 0x73 && t[4] == 0x65) return false;
+  if (t.length == 4 && unchecked(t[0]) == 0x74 && unchecked(t[1]) == 0x72 && unchecked(t[2]) == 0x75 && unchecked(t[3]) == 0x65) return true;
+  if (t.length == 5 && unchecked(t[0]) == 0x66 && unchecked(t[1]) == 0x61 && unchecked(t[2]) == 0x6c && unchecked(t[3]) == 0x73 && unchecked(t[4]) == 0x65) return false;
   fail(TEXT, null, t, "provided string was not `true` or `false`");
   return false;
 }

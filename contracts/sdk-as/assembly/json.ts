@@ -230,7 +230,7 @@ export function writeJson<T>(w: JsonWriter, value: T): void {
     } else if (value instanceof Uint8Array) {
       const bytes = changetype<Uint8Array>(value);
       w.beginArray();
-      for (let i = 0; i < bytes.length; i++) w.u64(bytes[i]);
+      for (let i = 0; i < bytes.length; i++) w.u64(unchecked(bytes[i]));
       w.endArray();
     } else if (isArray<T>()) {
       // @ts-ignore: T is an array here
@@ -306,7 +306,7 @@ export function position(bytes: Uint8Array, i: i32): string {
   let lineStart = 0;
   const n = i < bytes.length ? i : bytes.length;
   for (let k = 0; k < n; k++) {
-    if (bytes[k] == 0x0a) {
+    if (unchecked(bytes[k]) == 0x0a) {
       line++;
       lineStart = k + 1;
     }
@@ -339,7 +339,7 @@ function read4(bytes: Uint8Array, i: i32): i32 {
   if (i + 4 > bytes.length) return -2;
   let v = 0;
   for (let k = 0; k < 4; k++) {
-    const h = hexValue(bytes[i + k]);
+    const h = hexValue(unchecked(bytes[i + k]));
     if (h < 0) return -1;
     v = (v << 4) | h;
   }
@@ -348,38 +348,38 @@ function read4(bytes: Uint8Array, i: i32): i32 {
 
 function putCodePoint(out: Uint8Array, at: i32, cp: u32): i32 {
   if (cp < 0x80) {
-    out[at] = <u8>cp;
+    unchecked(out[at] = <u8>cp);
     return at + 1;
   }
   if (cp < 0x800) {
-    out[at] = <u8>(0xc0 | (cp >> 6));
-    out[at + 1] = <u8>(0x80 | (cp & 0x3f));
+    unchecked(out[at] = <u8>(0xc0 | (cp >> 6)));
+    unchecked(out[at + 1] = <u8>(0x80 | (cp & 0x3f)));
     return at + 2;
   }
   if (cp < 0x10000) {
-    out[at] = <u8>(0xe0 | (cp >> 12));
-    out[at + 1] = <u8>(0x80 | ((cp >> 6) & 0x3f));
-    out[at + 2] = <u8>(0x80 | (cp & 0x3f));
+    unchecked(out[at] = <u8>(0xe0 | (cp >> 12)));
+    unchecked(out[at + 1] = <u8>(0x80 | ((cp >> 6) & 0x3f)));
+    unchecked(out[at + 2] = <u8>(0x80 | (cp & 0x3f)));
     return at + 3;
   }
-  out[at] = <u8>(0xf0 | (cp >> 18));
-  out[at + 1] = <u8>(0x80 | ((cp >> 12) & 0x3f));
-  out[at + 2] = <u8>(0x80 | ((cp >> 6) & 0x3f));
-  out[at + 3] = <u8>(0x80 | (cp & 0x3f));
+  unchecked(out[at] = <u8>(0xf0 | (cp >> 18)));
+  unchecked(out[at + 1] = <u8>(0x80 | ((cp >> 12) & 0x3f)));
+  unchecked(out[at + 2] = <u8>(0x80 | ((cp >> 6) & 0x3f)));
+  unchecked(out[at + 3] = <u8>(0x80 | (cp & 0x3f)));
   return at + 4;
 }
 
-/** Parses the JSON string whose opening quote is at `bytes[open]`. */
+/** Parses the JSON string whose opening quote is at `unchecked(bytes[open])`. */
 function scanString(s: JsonScalar, bytes: Uint8Array, open: i32): JsonScalar {
   const n = bytes.length;
   let i = open + 1;
   // Fast path: no escapes; the result is a view of the input.
   while (i < n) {
-    const c = <u32>bytes[i];
+    const c = <u32>unchecked(bytes[i]);
     if (c == 0x22 || c == 0x5c || c < 0x20) break;
     i++;
   }
-  if (i < n && bytes[i] == 0x22) {
+  if (i < n && unchecked(bytes[i]) == 0x22) {
     const view = bytes.subarray(open + 1, i);
     if (!isValidUtf8Slice(view)) return syntax(s, bytes, "invalid unicode code point", i + 1);
     s.kind = JsonKind.Str;
@@ -393,27 +393,27 @@ function scanString(s: JsonScalar, bytes: Uint8Array, open: i32): JsonScalar {
   i = open + 1;
   while (true) {
     if (i >= n) return syntax(s, bytes, "EOF while parsing a string", n);
-    const c = <u32>bytes[i];
+    const c = <u32>unchecked(bytes[i]);
     if (c == 0x22) {
       i++;
       break;
     }
     if (c < 0x20) return syntax(s, bytes, "control character (\\u0000-\\u001F) found while parsing a string", i + 1);
     if (c != 0x5c) {
-      out[at++] = <u8>c;
+      unchecked(out[at++] = <u8>c);
       i++;
       continue;
     }
     i++;
     if (i >= n) return syntax(s, bytes, "EOF while parsing a string", n);
-    const e = <u32>bytes[i];
+    const e = <u32>unchecked(bytes[i]);
     i++;
-    if (e == 0x22 || e == 0x5c || e == 0x2f) out[at++] = <u8>e;
-    else if (e == 0x62) out[at++] = 0x08;
-    else if (e == 0x66) out[at++] = 0x0c;
-    else if (e == 0x6e) out[at++] = 0x0a;
-    else if (e == 0x72) out[at++] = 0x0d;
-    else if (e == 0x74) out[at++] = 0x09;
+    if (e == 0x22 || e == 0x5c || e == 0x2f) unchecked(out[at++] = <u8>e);
+    else if (e == 0x62) unchecked(out[at++] = 0x08);
+    else if (e == 0x66) unchecked(out[at++] = 0x0c);
+    else if (e == 0x6e) unchecked(out[at++] = 0x0a);
+    else if (e == 0x72) unchecked(out[at++] = 0x0d);
+    else if (e == 0x74) unchecked(out[at++] = 0x09);
     else if (e == 0x75) {
       let u = read4(bytes, i);
       if (u == -2) return syntax(s, bytes, "EOF while parsing a string", n);
@@ -422,7 +422,7 @@ function scanString(s: JsonScalar, bytes: Uint8Array, open: i32): JsonScalar {
       let cp = <u32>u;
       if (cp >= 0xdc00 && cp < 0xe000) return syntax(s, bytes, "lone leading surrogate in hex escape", i);
       if (cp >= 0xd800 && cp < 0xdc00) {
-        if (i + 2 > n || bytes[i] != 0x5c || bytes[i + 1] != 0x75) {
+        if (i + 2 > n || unchecked(bytes[i]) != 0x5c || unchecked(bytes[i + 1]) != 0x75) {
           return syntax(s, bytes, "unexpected end of hex escape", i + 1);
         }
         const low = read4(bytes, i + 2);
@@ -451,7 +451,7 @@ function scanIdent(s: JsonScalar, bytes: Uint8Array, at: i32, word: string, kind
   for (let k = 1; k < word.length; k++) {
     const i = at + k;
     if (i >= bytes.length) return syntax(s, bytes, "EOF while parsing a value", bytes.length);
-    if (<u32>bytes[i] != <u32>word.charCodeAt(k)) return syntax(s, bytes, "expected ident", i + 1);
+    if (<u32>unchecked(bytes[i]) != <u32>word.charCodeAt(k)) return syntax(s, bytes, "expected ident", i + 1);
   }
   s.kind = kind;
   s.end = at + word.length;
@@ -471,19 +471,19 @@ function floatText(text: string): string {
 function scanNumber(s: JsonScalar, bytes: Uint8Array, at: i32): JsonScalar {
   const n = bytes.length;
   let i = at;
-  const negative = bytes[i] == 0x2d;
+  const negative = unchecked(bytes[i]) == 0x2d;
   if (negative) i++;
   if (i >= n) return syntax(s, bytes, "EOF while parsing a value", n);
-  let c = <u32>bytes[i];
+  let c = <u32>unchecked(bytes[i]);
   if (c < 0x30 || c > 0x39) return syntax(s, bytes, "invalid number", i + 1);
   let value: u64 = 0;
   let overflow = false;
   if (c == 0x30) {
     i++;
-    if (i < n && bytes[i] >= 0x30 && bytes[i] <= 0x39) return syntax(s, bytes, "invalid number", i + 1);
+    if (i < n && unchecked(bytes[i]) >= 0x30 && unchecked(bytes[i]) <= 0x39) return syntax(s, bytes, "invalid number", i + 1);
   } else {
     while (i < n) {
-      c = <u32>bytes[i];
+      c = <u32>unchecked(bytes[i]);
       if (c < 0x30 || c > 0x39) break;
       const d = <u64>(c - 0x30);
       if (value > (u64.MAX_VALUE - d) / 10) overflow = true;
@@ -492,18 +492,18 @@ function scanNumber(s: JsonScalar, bytes: Uint8Array, at: i32): JsonScalar {
     }
   }
   let isFloat = overflow;
-  if (i < n && bytes[i] == 0x2e) {
+  if (i < n && unchecked(bytes[i]) == 0x2e) {
     isFloat = true;
     i++;
-    if (i >= n || bytes[i] < 0x30 || bytes[i] > 0x39) return syntax(s, bytes, i >= n ? "EOF while parsing a value" : "invalid number", i + 1);
-    while (i < n && bytes[i] >= 0x30 && bytes[i] <= 0x39) i++;
+    if (i >= n || unchecked(bytes[i]) < 0x30 || unchecked(bytes[i]) > 0x39) return syntax(s, bytes, i >= n ? "EOF while parsing a value" : "invalid number", i + 1);
+    while (i < n && unchecked(bytes[i]) >= 0x30 && unchecked(bytes[i]) <= 0x39) i++;
   }
-  if (i < n && (bytes[i] == 0x65 || bytes[i] == 0x45)) {
+  if (i < n && (unchecked(bytes[i]) == 0x65 || unchecked(bytes[i]) == 0x45)) {
     isFloat = true;
     i++;
-    if (i < n && (bytes[i] == 0x2b || bytes[i] == 0x2d)) i++;
-    if (i >= n || bytes[i] < 0x30 || bytes[i] > 0x39) return syntax(s, bytes, i >= n ? "EOF while parsing a value" : "invalid number", i + 1);
-    while (i < n && bytes[i] >= 0x30 && bytes[i] <= 0x39) i++;
+    if (i < n && (unchecked(bytes[i]) == 0x2b || unchecked(bytes[i]) == 0x2d)) i++;
+    if (i >= n || unchecked(bytes[i]) < 0x30 || unchecked(bytes[i]) > 0x39) return syntax(s, bytes, i >= n ? "EOF while parsing a value" : "invalid number", i + 1);
+    while (i < n && unchecked(bytes[i]) >= 0x30 && unchecked(bytes[i]) <= 0x39) i++;
   }
   s.end = i;
   if (!isFloat && negative && value == 0) isFloat = true; // serde_json reads `-0` as -0.0
@@ -523,10 +523,10 @@ export function scanJson(bytes: Uint8Array): JsonScalar {
   const s = new JsonScalar();
   let i = 0;
   const n = bytes.length;
-  while (i < n && isWs(bytes[i])) i++;
+  while (i < n && isWs(unchecked(bytes[i]))) i++;
   s.start = i;
   if (i >= n) return syntax(s, bytes, "EOF while parsing a value", n);
-  const c = <u32>bytes[i];
+  const c = <u32>unchecked(bytes[i]);
   if (c == 0x22) return scanString(s, bytes, i);
   if (c == 0x2d || (c >= 0x30 && c <= 0x39)) return scanNumber(s, bytes, i);
   if (c == 0x74) return scanIdent(s, bytes, i, "true", JsonKind.True);
@@ -548,7 +548,7 @@ export function scanJson(bytes: Uint8Array): JsonScalar {
 /** After a value ending at `end`: -1 if only whitespace follows, else where serde_json reports trailing characters. */
 export function trailing(bytes: Uint8Array, end: i32): i32 {
   let i = end;
-  while (i < bytes.length && isWs(bytes[i])) i++;
+  while (i < bytes.length && isWs(unchecked(bytes[i]))) i++;
   return i < bytes.length ? i + 1 : -1;
 }
 
@@ -556,7 +556,7 @@ export function trailing(bytes: Uint8Array, end: i32): i32 {
 export function unexpected(s: JsonScalar): string {
   switch (s.kind) {
     case JsonKind.Str: {
-      const str = s.str!;
+      const str = changetype<Uint8Array>(s.str);
       return "string " + debugUtf8(str);
     }
     case JsonKind.True:

@@ -41,7 +41,7 @@ export class CompositeKey {
       fail("composite key: not UTF-8");
       unreachable();
     }
-    const s = text!;
+    const s = changetype<string>(text);
     if (s.length < 2 || s.charCodeAt(0) != 0 || s.charCodeAt(s.length - 1) != 0) {
       fail("composite key: must start and end with U+0000");
     }
@@ -85,11 +85,11 @@ function checkedPart(part: string): string {
 export function prefixEnd(prefix: Uint8Array): Uint8Array {
   let n = prefix.length;
   while (n > 0) {
-    const last = prefix[n - 1];
+    const last = unchecked(prefix[n - 1]);
     if (last < 0xff) {
       const end = new Uint8Array(n);
       memory.copy(end.dataStart, prefix.dataStart, <usize>n);
-      end[n - 1] = last + 1;
+      unchecked(end[n - 1] = last + 1);
       return end;
     }
     n--;

@@ -51,7 +51,7 @@ export function utf8Error(bytes: Uint8Array): string | null {
   const n = bytes.length;
   let i = 0;
   while (i < n) {
-    const b0 = <u32>bytes[i];
+    const b0 = <u32>unchecked(bytes[i]);
     if (b0 < 0x80) {
       i++;
       continue;
@@ -62,14 +62,14 @@ export function utf8Error(bytes: Uint8Array): string | null {
     else if (b0 >= 0xf0 && b0 < 0xf5) width = 4;
     if (width == 0) return invalidAt(1, i);
     if (i + 1 >= n) return incompleteAt(i);
-    const b1 = <u32>bytes[i + 1];
+    const b1 = <u32>unchecked(bytes[i + 1]);
     let ok1 = (b1 & 0xc0) == 0x80;
     if (width == 3) ok1 = ok1 && !(b0 == 0xe0 && b1 < 0xa0) && !(b0 == 0xed && b1 >= 0xa0);
     if (width == 4) ok1 = ok1 && !(b0 == 0xf0 && b1 < 0x90) && !(b0 == 0xf4 && b1 >= 0x90);
     if (!ok1) return invalidAt(1, i);
     for (let k = 2; k < width; k++) {
       if (i + k >= n) return incompleteAt(i);
-      if ((<u32>bytes[i + k] & 0xc0) != 0x80) return invalidAt(k, i);
+      if ((<u32>unchecked(bytes[i + k]) & 0xc0) != 0x80) return invalidAt(k, i);
     }
     i += width;
   }
@@ -159,7 +159,12 @@ export function concatBytes(parts: Uint8Array[]): Uint8Array {
 }
 
 function hex(n: u32): string {
-  return n.toString(16);
+  let out = "";
+  do {
+    out = String.fromCharCode(<i32>(n & 0xf) + ((n & 0xf) < 10 ? 0x30 : 0x57)) + out;
+    n >>= 4;
+  } while (n != 0);
+  return out;
 }
 
 /**
@@ -193,7 +198,7 @@ export function showKey(key: Uint8Array): string {
   let out = "[";
   for (let i = 0; i < key.length; i++) {
     if (i > 0) out += ", ";
-    out += key[i].toString();
+    out += unchecked(key[i]).toString();
   }
   return out + "]";
 }
