@@ -3,7 +3,7 @@
 // serde_json (`{"from":null,"to":"a","amount":30}`, no spaces, the same string escapes), so a
 // client cannot tell which SDK built a contract.
 
-import { Utf8 } from "./utf8";
+import { Utf8, plainRunEnd } from "./utf8";
 
 const HEX: string = "0123456789abcdef";
 
@@ -126,21 +126,15 @@ export class JsonWriter {
   utf8Bytes(ptr: usize, n: i32): void {
     this.comma();
     this.byte(0x22);
-    let run = ptr;
     const end = ptr + <usize>n;
-    let p = ptr;
-    while (p < end) {
-      const c = <u32>load<u8>(p);
-      if (c >= 0x20 && c != 0x22 && c != 0x5c) {
-        p++;
-        continue;
-      }
+    let run = ptr;
+    while (run < end) {
+      const p = plainRunEnd(run, end);
       if (p > run) this.copy(run, <i32>(p - run));
-      this.escapedAscii(c);
-      p++;
-      run = p;
+      if (p == end) break;
+      this.escapedAscii(<u32>load<u8>(p));
+      run = p + 1;
     }
-    if (p > run) this.copy(run, <i32>(p - run));
     this.byte(0x22);
   }
 
@@ -372,13 +366,9 @@ function putCodePoint(out: Uint8Array, at: i32, cp: u32): i32 {
 /** Parses the JSON string whose opening quote is at `unchecked(bytes[open])`. */
 function scanString(s: JsonScalar, bytes: Uint8Array, open: i32): JsonScalar {
   const n = bytes.length;
-  let i = open + 1;
+  const base = bytes.dataStart;
   // Fast path: no escapes; the result is a view of the input.
-  while (i < n) {
-    const c = <u32>unchecked(bytes[i]);
-    if (c == 0x22 || c == 0x5c || c < 0x20) break;
-    i++;
-  }
+  let i = <i32>(plainRunEnd(base + <usize>(open + 1), base + <usize>n) - base);
   if (i < n && unchecked(bytes[i]) == 0x22) {
     const view = bytes.subarray(open + 1, i);
     if (!isValidUtf8Slice(view)) return syntax(s, bytes, "invalid unicode code point", i + 1);

@@ -8,6 +8,11 @@ export function isValidUtf8(ptr: usize, len: usize): bool {
   const end = ptr + len;
   let p = ptr;
   while (p < end) {
+    // Eight ASCII bytes at a time: text is mostly ASCII.
+    if (p + 8 <= end && (load<u64>(p) & 0x8080808080808080) == 0) {
+      p += 8;
+      continue;
+    }
     const b0 = <u32>load<u8>(p);
     if (b0 < 0x80) {
       p += 1;
@@ -82,6 +87,30 @@ function invalidAt(len: i32, index: i32): string {
 
 function incompleteAt(index: i32): string {
   return "incomplete utf-8 byte sequence from index " + index.toString();
+}
+
+/**
+ * The first address in [p, end) holding a byte a JSON string cannot carry as it is (a
+ * control character, `"` or `\\`), or `end`. Eight bytes at a time.
+ */
+export function plainRunEnd(p: usize, end: usize): usize {
+  while (p + 8 <= end) {
+    const x = load<u64>(p);
+    const quote = x ^ 0x2222222222222222;
+    const backslash = x ^ 0x5c5c5c5c5c5c5c5c;
+    const special =
+      ((x - 0x2020202020202020) & ~x) |
+      ((quote - 0x0101010101010101) & ~quote) |
+      ((backslash - 0x0101010101010101) & ~backslash);
+    if ((special & 0x8080808080808080) != 0) break;
+    p += 8;
+  }
+  while (p < end) {
+    const c = <u32>load<u8>(p);
+    if (c < 0x20 || c == 0x22 || c == 0x5c) return p;
+    p++;
+  }
+  return end;
 }
 
 /** `bytes` as a string if they are valid UTF-8, else `null`. */
