@@ -1,0 +1,16 @@
+// @runnel/contract: write Runnel smart contracts in TypeScript (AssemblyScript).
+//
+// A contract is a file of exported functions whose first parameter is `ctx: Context`; the
+// transform (`--transform @runnel/contract/transform`, set by the shared asconfig.json)
+// makes each one a function clients call by name, as the Rust SDK's `#[contract]` does.
+// Guide: docs/contracts.md.
+
+export { Context, Creator, LogLevel, Range } from "./assembly/context";
+export { CompositeKey, CompositeKeyParts } from "./assembly/key";
+export { Utf8, bytesEqual, concatBytes, decodeUtf8, encodeUtf8, quoted, showKey, utf8Error } from "./assembly/utf8";
+export { ensure, fail, failBytes } from "./assembly/error";
+export { JsonWriter, toJson, writeJson } from "./assembly/json";
+
+// Used by the code the transform generates; not part of the authoring API.
+export { runnel_abi_v1, runnel_alloc, Args as __Args, newContext as __newContext, returnBytes as __returnBytes, returnJson as __returnJson, returnNull as __returnNull } from "./assembly/abi";
+export { runnelAbort as __runnelAbort, runnelSeed as __runnelSeed } from "./assembly/error";
