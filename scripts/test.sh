@@ -22,10 +22,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown \
   -p runnel-abi -p runnel-contract -p kv -p token -p asset-transfer -p faulty -- -D warnings
 
-step "contracts -> wasm32 (profile contract)"
+step "contracts -> wasm32 (Rust with profile contract, TypeScript with @runnel/contract)"
 ./scripts/build-contracts.sh
 
-step "Rust tests (unit, integration, hostile modules, doc tests)"
+step "contracts in TypeScript (@runnel/contract: its build checks, the Vitest harness, the examples)"
+npm test -w @runnel/contract
+
+step "Rust tests (unit, integration, hostile modules, conformance of the TypeScript examples, doc tests)"
 cargo test --workspace --locked
 
 step "TypeScript SDK (type check, build, tests against a real node)"

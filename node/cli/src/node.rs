@@ -23,10 +23,13 @@ use runnel_server::{ApiConfig, ClientAuth, ReadAccess, Server, TlsConfig};
 use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
-const EXAMPLES: [(&str, &str); 3] = [
+const EXAMPLES: [(&str, &str); 5] = [
     ("kv", "kv.wasm"),
     ("token", "token.wasm"),
     ("basic", "asset_transfer.wasm"),
+    // Their twins written in TypeScript (contracts/examples-as/).
+    ("kv-ts", "kv_ts.wasm"),
+    ("token-ts", "token_ts.wasm"),
 ];
 
 /// `runnel init`.
