@@ -1,7 +1,13 @@
 // Ending a call with a contract error: the client receives the message as CONTRACT_ERROR,
 // exactly as from a Rust contract's `Err(...)`, and nothing the call wrote or emitted is kept.
+//
+// The transform writes a message given as a literal, a template literal or a `+` chain
+// (`fail("the balance of " + account + " would overflow")`) straight into the message buffer
+// as UTF-8, piece by piece (see text.ts); only a message given as a ready string takes the
+// path below.
 
 import * as host from "./host";
+import { __mFail, __mStart, __mValue, lit, textLen, textStart } from "./text";
 
 /** Ends the call with a contract error carrying `message` (UTF-8 bytes). Never returns. */
 export function failBytes(message: Uint8Array): void {
@@ -12,16 +18,25 @@ export function failBytes(message: Uint8Array): void {
 
 /** Ends the call with a contract error carrying `message`. Never returns. */
 export function fail(message: string): void {
-  const bytes = String.UTF8.encode(message);
-  host.abort(changetype<usize>(bytes), <usize>bytes.byteLength);
-  unreachable();
+  __mStart();
+  __mValue<string>(message);
+  __mFail();
 }
 
 /** Ends the call with a contract error unless `condition` holds (Rust's `ensure!`). */
-// @ts-ignore: decorator
-@inline
 export function ensure(condition: bool, message: string): void {
   if (!condition) fail(message);
+}
+
+/** Whether `s` starts with static text `t` (ASCII). */
+function startsWith(s: string, t: usize): bool {
+  const n = <usize>textLen(t);
+  const p = textStart(t);
+  if (<usize>s.length < n) return false;
+  for (let i: usize = 0; i < n; i++) {
+    if (<u32>load<u16>(changetype<usize>(s) + (i << 1)) != <u32>load<u8>(p + i)) return false;
+  }
+  return true;
 }
 
 /**
@@ -33,9 +48,10 @@ export function ensure(condition: bool, message: string): void {
  * the way the Rust SDK reports a panic: `panicked at <file>:<line>:<column>: <message>`.
  */
 export function runnelAbort(message: string | null, fileName: string | null, line: u32, column: u32): void {
-  const text = message == null ? "abort" : message;
-  if (fileName != null && fileName.startsWith("~lib/") && !fileName.startsWith("~lib/@runnel/")) {
-    fail("panicked at " + fileName + ":" + line.toString() + ":" + column.toString() + ": " + text);
+  const file = changetype<string>(fileName);
+  const text = changetype<usize>(message) == 0 ? "abort" : changetype<string>(message);
+  if (changetype<usize>(fileName) != 0 && startsWith(file, lit("~lib/")) && !startsWith(file, lit("~lib/@runnel/"))) {
+    fail("panicked at " + file + ":" + line.toString() + ":" + column.toString() + ": " + text);
   }
   fail(text);
 }

@@ -47,27 +47,30 @@ export function seed(ctx: Context): void {
 export function by_owner(ctx: Context, owner: string): string[] {
   const ids = new Array<string>();
   const entries = ctx.byPartialCompositeKey("owned", [owner]);
-  while (entries.next()) ids.push(CompositeKey.split(entries.key).attributes.join("/"));
+  while (entries.next()) {
+    const attributes = CompositeKey.split(entries.key).attributes;
+    ids.push(attributes[0].toString() + "/" + attributes[1].toString());
+  }
   return ids;
 }
 
 /** Splits `key` (raw bytes) as a composite key. */
 export function split(ctx: Context, key: Uint8Array): string[] {
   const parts = CompositeKey.split(key);
-  const out = [parts.objectType];
-  for (let i = 0; i < parts.attributes.length; i++) out.push(parts.attributes[i]);
+  const out = [parts.objectType.toString()];
+  for (let i = 0; i < parts.attributes.length; i++) out.push(parts.attributes[i].toString());
   return out;
 }
 
 @json
 class Info {
   txId: string;
-  id: string;
-  role: string;
+  id: Utf8;
+  role: Utf8;
   timestamp: u64;
   cert: Uint8Array;
 
-  constructor(txId: string, id: string, role: string, timestamp: u64, cert: Uint8Array) {
+  constructor(txId: string, id: Utf8, role: Utf8, timestamp: u64, cert: Uint8Array) {
     this.txId = txId;
     this.id = id;
     this.role = role;
