@@ -27,5 +27,5 @@ export {
   returnJson as __returnJson,
   returnNull as __returnNull,
 } from "./assembly/abi";
-export { __TEXT, __mFail, __mQuoted, __mStart, __mText, __mValue, lit as __lit } from "./assembly/text";
+export { __mFail, __mQuoted, __mStart, __mText, __mValue, lit as __lit } from "./assembly/text";
 export { runnelAbort as __runnelAbort, runnelSeed as __runnelSeed } from "./assembly/error";

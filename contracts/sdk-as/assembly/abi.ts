@@ -72,17 +72,20 @@ export function decodeByteList(p: usize, n: i32, prefix: usize): i32 {
 let argBuffer: ArrayBuffer | null = null;
 let args: usize = 0;
 
+// Messages name the function (`fn`, static text) and say the rest after it (`what`, static
+// text such as `": argument 2 (amount): "`), so that functions share the text they can.
+
 /**
- * Decodes the argument list the host wrote at `ptr` (from `runnel_alloc`) and checks it
- * has `expected` items, as the Rust macro's generated code does; `countMessage` is
- * `"<fn>: expected <n> arguments, got "`.
+ * Decodes the argument list the host wrote at `ptr` (from `runnel_alloc`) for function
+ * `fn` and checks it has `expected` items, as the Rust macro's generated code does;
+ * `countMessage` is `": expected <n> arguments, got "`.
  */
-export function __args(ptr: usize, len: i32, expected: i32, countMessage: usize): void {
+export function __args(ptr: usize, len: i32, expected: i32, fn: usize, countMessage: usize): void {
   if (len < 0) fail("ABI: negative argument list length");
   argBuffer = changetype<ArrayBuffer>(ptr);
   const count = decodeByteList(ptr, len, lit("ABI: malformed argument list: "));
   args = listItems;
-  if (count != expected) fail(txt(countMessage) + count.toString());
+  if (count != expected) fail(txt(fn) + txt(countMessage) + count.toString());
 }
 
 function argPtr(i: i32): usize {
@@ -97,10 +100,11 @@ function buffer(): ArrayBuffer {
   return changetype<ArrayBuffer>(argBuffer);
 }
 
-/** Ends the call if the last decode failed: `<what>` (`"put: argument 2 (value): "`), then why. */
-function check(what: usize): void {
+/** Ends the call if the last decode failed: `<fn><what>` (`"put: argument 2 (value): "`), then why. */
+function check(fn: usize, what: usize): void {
   if (decodeFailed()) {
     const w = __mStart();
+    __mText(fn);
     __mText(what);
     appendDecodeError(w);
     __mFail();
@@ -113,46 +117,46 @@ export function __argBytes(i: i32): Uint8Array {
 }
 
 /** A text argument as UTF-8 bytes (a view of the arguments if it had no escapes). */
-function textArg(i: i32, what: usize): Uint8Array {
+function textArg(i: i32, fn: usize, what: usize): Uint8Array {
   const json = argText(argPtr(i), argLen(i), buffer());
-  check(what);
+  check(fn, what);
   return json ? scannedStr() : __argBytes(i);
 }
 
 /** A text argument, kept as UTF-8. */
-export function __argUtf8(i: i32, what: usize): Utf8 {
-  return new Utf8(textArg(i, what));
+export function __argUtf8(i: i32, fn: usize, what: usize): Utf8 {
+  return new Utf8(textArg(i, fn, what));
 }
 
 /** A text argument that may be JSON `null`. */
-export function __argUtf8OrNull(i: i32, what: usize): Utf8 | null {
+export function __argUtf8OrNull(i: i32, fn: usize, what: usize): Utf8 | null {
   if (isJsonNull(argPtr(i), argLen(i), buffer())) return null;
-  return __argUtf8(i, what);
+  return __argUtf8(i, fn, what);
 }
 
 /** A text argument as a string. */
-export function __argString(i: i32, what: usize): string {
-  const bytes = textArg(i, what);
+export function __argString(i: i32, fn: usize, what: usize): string {
+  const bytes = textArg(i, fn, what);
   return utf8ToString(bytes.dataStart, bytes.length);
 }
 
 /** A text argument that may be JSON `null`, as a string. */
-export function __argStringOrNull(i: i32, what: usize): string | null {
+export function __argStringOrNull(i: i32, fn: usize, what: usize): string | null {
   if (isJsonNull(argPtr(i), argLen(i), buffer())) return null;
-  return __argString(i, what);
+  return __argString(i, fn, what);
 }
 
 /** An integer argument in [-minMagnitude, max] (serde's type name `typeName`), as two's complement. */
-export function __argInteger(i: i32, what: usize, minMagnitude: u64, max: u64, typeName: usize): u64 {
+export function __argInteger(i: i32, fn: usize, what: usize, minMagnitude: u64, max: u64, typeName: usize): u64 {
   const value = argInteger(argPtr(i), argLen(i), buffer(), minMagnitude, max, typeName);
-  check(what);
+  check(fn, what);
   return value;
 }
 
 /** A boolean argument. */
-export function __argBool(i: i32, what: usize): bool {
+export function __argBool(i: i32, fn: usize, what: usize): bool {
   const value = argBool(argPtr(i), argLen(i), buffer());
-  check(what);
+  check(fn, what);
   return value;
 }
 

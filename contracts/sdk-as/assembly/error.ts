@@ -7,7 +7,7 @@
 // path below.
 
 import * as host from "./host";
-import { __mFail, __mStart, __mValue, lit, textLen, textStart } from "./text";
+import { __mFail, __mStart, __mValue, lit } from "./text";
 
 /** Ends the call with a contract error carrying `message` (UTF-8 bytes). Never returns. */
 export function failBytes(message: Uint8Array): void {
@@ -28,15 +28,12 @@ export function ensure(condition: bool, message: string): void {
   if (!condition) fail(message);
 }
 
-/** Whether `s` starts with static text `t` (ASCII). */
-function startsWith(s: string, t: usize): bool {
-  const n = <usize>textLen(t);
-  const p = textStart(t);
-  if (<usize>s.length < n) return false;
-  for (let i: usize = 0; i < n; i++) {
-    if (<u32>load<u16>(changetype<usize>(s) + (i << 1)) != <u32>load<u8>(p + i)) return false;
-  }
-  return true;
+/** Whether `file` is in the standard library: `~lib/`, but not `~lib/@runnel/`. */
+function isStdFile(file: string): bool {
+  const p = changetype<usize>(file);
+  // "~lib" and "/@" as UTF-16 code units, read four and two at a time.
+  if (file.length < 5 || load<u64>(p) != 0x0062_0069_006c_007e || load<u16>(p, 8) != 0x2f) return false;
+  return file.length < 13 || load<u64>(p, 10) != 0x006e_0075_0072_0040 || load<u64>(p, 18) != 0x002f_006c_0065_006e;
 }
 
 /**
@@ -48,12 +45,19 @@ function startsWith(s: string, t: usize): bool {
  * the way the Rust SDK reports a panic: `panicked at <file>:<line>:<column>: <message>`.
  */
 export function runnelAbort(message: string | null, fileName: string | null, line: u32, column: u32): void {
-  const file = changetype<string>(fileName);
-  const text = changetype<usize>(message) == 0 ? "abort" : changetype<string>(message);
-  if (changetype<usize>(fileName) != 0 && startsWith(file, lit("~lib/")) && !startsWith(file, lit("~lib/@runnel/"))) {
-    fail("panicked at " + file + ":" + line.toString() + ":" + column.toString() + ": " + text);
+  const w = __mStart();
+  if (changetype<usize>(fileName) != 0 && isStdFile(changetype<string>(fileName))) {
+    w.text(lit("panicked at "));
+    w.utf16(changetype<string>(fileName), false);
+    w.byte(0x3a);
+    w.dec(line);
+    w.byte(0x3a);
+    w.dec(column);
+    w.text(lit(": "));
   }
-  fail(text);
+  if (changetype<usize>(message) == 0) w.text(lit("abort"));
+  else w.utf16(changetype<string>(message), false);
+  __mFail();
 }
 
 /**

@@ -4,7 +4,7 @@
 // string escapes), so a client cannot tell which SDK built a contract. Everything works on
 // UTF-8 bytes in linear memory; a `string` is converted only where one is given.
 
-import { Utf8, isValidUtf8, plainRunEnd } from "./utf8";
+import { Utf8, isMaxChar, isValidUtf8, plainRunEnd } from "./utf8";
 import { lit, textLen, textStart } from "./text";
 import { newBytes, view } from "./bytes";
 
@@ -166,17 +166,9 @@ export class JsonWriter {
     this.byte(0x22);
     while (p < end) {
       const b0 = <u32>load<u8>(p);
-      let width = 1;
-      let cp = b0;
-      if (b0 >= 0xf0) {
-        width = 4;
-        cp = ((b0 & 7) << 18) | ((<u32>load<u8>(p, 1) & 0x3f) << 12) | ((<u32>load<u8>(p, 2) & 0x3f) << 6) | (<u32>load<u8>(p, 3) & 0x3f);
-      } else if (b0 >= 0xe0) {
-        width = 3;
-      } else if (b0 >= 0x80) {
-        width = 2;
-        cp = ((b0 & 0x1f) << 6) | (<u32>load<u8>(p, 1) & 0x3f);
-      }
+      const width: usize = b0 < 0x80 ? 1 : b0 < 0xe0 ? 2 : b0 < 0xf0 ? 3 : 4;
+      // C1 controls are C2 80..C2 9F; their code point is the second byte.
+      let cp = b0 == 0xc2 ? <u32>load<u8>(p, 1) : b0;
       let e: u32 = 0;
       if (cp == 0x22 || cp == 0x5c) e = cp;
       else if (cp == 0x0a) e = 0x6e;
@@ -186,14 +178,15 @@ export class JsonWriter {
       if (e != 0) {
         this.byte(0x5c);
         this.byte(e);
-      } else if (cp < 0x20 || cp - 0x7f < 0x21 || cp == 0x10ffff) {
+      } else if (cp < 0x20 || cp - 0x7f < 0x21 || isMaxChar(p, end)) {
+        if (width == 4) cp = 0x10ffff;
         this.text(lit("\\u{"));
         let shift = 20;
         while (shift > 0 && (cp >> shift) == 0) shift -= 4;
         for (; shift >= 0; shift -= 4) this.hexDigit((cp >> shift) & 0xf);
         this.byte(0x7d);
       } else {
-        this.copy(p, width);
+        this.copy(p, <i32>width);
       }
       p += width;
     }

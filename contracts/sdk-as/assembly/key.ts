@@ -5,7 +5,7 @@
 
 import { fail } from "./error";
 import { JsonWriter } from "./json";
-import { Utf8, isValidUtf8 } from "./utf8";
+import { Utf8, isMaxChar, isValidUtf8 } from "./utf8";
 import { __mFail, __mStart, lit, utf8ToString } from "./text";
 import { newBytes, view } from "./bytes";
 
@@ -30,10 +30,8 @@ function checkPart(w: JsonWriter, start: i32): void {
   const first = w.ptr + <usize>start;
   const end = w.ptr + <usize>w.len;
   for (let p = first; p < end; p++) {
-    const b = <u32>load<u8>(p);
-    // U+10FFFF is F4 8F BF BF.
-    const max = b == 0xf4 && p + 3 < end && load<u8>(p, 1) == 0x8f && load<u8>(p, 2) == 0xbf && load<u8>(p, 3) == 0xbf;
-    if (b == 0 || max) {
+    const max = isMaxChar(p, end);
+    if (load<u8>(p) == 0 || max) {
       const m = __mStart();
       m.text(lit("composite key: "));
       m.debugUtf8(first, <i32>(end - first));

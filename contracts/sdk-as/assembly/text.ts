@@ -1,20 +1,19 @@
 // Static text and contract error messages, kept as UTF-8.
 //
 // AssemblyScript stores each string literal as UTF-16 with an object header; a contract's
-// error messages would take twice their length and more. Instead, the transform collects
-// the literals of messages (`fail("...")`, `ensure(c, "...")`, the `+` chains and template
-// literals given to them) and of `lit("...")` into one UTF-8 data segment, `__TEXT`, and
-// replaces each by a constant pointer into it: a static text is its length (one byte below
-// 128, else two, low seven bits first) followed by its bytes. Messages are written as UTF-8
-// straight into a buffer and handed to `abort`; no AssemblyScript string is made on the way.
+// error messages would take twice their length and more. Instead, the transform turns the
+// literals of messages (`fail("...")`, `ensure(c, "...")`, the `+` chains and template
+// literals given to them) and of `lit("...")` into static UTF-8 text: each distinct text a
+// function `__T<n>` added to this file, returning the address of the text's length (one
+// byte below 128, else two, low seven bits first) followed by its bytes. Only the functions
+// a contract calls are compiled, and each call is inlined to a constant. Messages are
+// written as UTF-8 straight into a buffer and handed to `abort`; no AssemblyScript string
+// is made on the way.
 //
 // Without the transform everything here still works, at run time and at UTF-16's size.
 
 import * as host from "./host";
 import { JsonWriter } from "./json";
-
-/** The program's static text, filled in by the transform. */
-export const __TEXT: usize = memory.data<u8>([0]);
 
 /** The static text `text`: a constant with the transform, built at run time without it. */
 export function lit(text: string): usize {

@@ -62,6 +62,11 @@ function utf8ErrorAt(ptr: usize, len: usize): i32 {
   return -1;
 }
 
+/** Whether the UTF-8 at `p` (before `end`) starts with U+10FFFF (F4 8F BF BF). */
+export function isMaxChar(p: usize, end: usize): bool {
+  return p + 4 <= end && load<u32>(p) == 0xbfbf8ff4;
+}
+
 /** Why bytes are not UTF-8, as Rust's `Utf8Error` says it. */
 export class Utf8Error {
   constructor(

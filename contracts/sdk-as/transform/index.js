@@ -13,8 +13,8 @@
 //   literal, a template literal or a `+` chain with a literal in it, become writes of each
 //   piece into the message buffer (literals as static UTF-8 text, `quoted(x)` quoted in
 //   place, other values as Rust's `{}` shows them), and every literal of a message or of
-//   `lit("...")` goes into one UTF-8 data segment (see assembly/text.ts). No UTF-16 copy of
-//   a message is stored, and no string is built to fail.
+//   `lit("...")` becomes static UTF-8 text (see assembly/text.ts). No UTF-16 copy of a
+//   message is stored, and no string is built to fail.
 //
 // An exported function of the entry file whose first parameter is not `Context` is an error,
 // as a `pub fn` without `&mut Context` is for the macro. `@rename("CreateAsset")` on a
@@ -59,10 +59,10 @@ function lit(text) {
 }
 
 /** The argument decoder for a parameter's type, or null if the type is not supported. */
-function decoderFor(type, index, what) {
+function decoderFor(type, index, name, what) {
   if (type.kind !== NodeKind.NamedType || (type.typeArguments && type.typeArguments.length)) return null;
   const base = type.name.identifier.text;
-  const at = `${index}, ${lit(what)}`;
+  const at = `${index}, ${lit(name)}, ${lit(what)}`;
   if (type.isNullable) {
     if (base === "string") return `__runnel.__argStringOrNull(${at})`;
     if (base === "Utf8") return `__runnel.__argUtf8OrNull(${at})`;
@@ -103,21 +103,7 @@ export default class RunnelTransform {
     for (const source of own) new MessageRewriter(this, source, text, false).run();
     for (const source of sdk) new MessageRewriter(this, source, text, true).run();
     const home = parser.sources.find((s) => TEXT_SOURCE.test(s.normalizedPath));
-    if (home) this.fillText(home, text);
-  }
-
-  /** Sets `__TEXT` in the SDK's text.ts to the program's static text. */
-  fillText(source, text) {
-    if (text.bytes.length === 0) return;
-    for (const statement of source.statements) {
-      if (statement.kind !== NodeKind.Variable) continue;
-      for (const declaration of statement.declarations) {
-        if (declaration.name.text !== "__TEXT") continue;
-        declaration.initializer = this.parseExpression(source, `memory.data<u8>([${text.bytes.join(",")}])`);
-        return;
-      }
-    }
-    this.error(source.statements[0], "text.ts has no __TEXT to fill");
+    if (home) this.inject(home, text.functions());
   }
 
   /** Parses one generated expression in `source`. */
@@ -252,8 +238,8 @@ export default class RunnelTransform {
     for (let i = 1; i < params.length; i++) {
       const param = params[i];
       const pname = param.name.text;
-      const what = `${name}: argument ${i} (${pname}): `;
-      const decoder = param.initializer ? null : decoderFor(param.type, i - 1, what);
+      const what = `: argument ${i} (${pname}): `;
+      const decoder = param.initializer ? null : decoderFor(param.type, i - 1, name, what);
       if (!decoder) {
         this.error(
           param.type || param,
@@ -276,35 +262,49 @@ export default class RunnelTransform {
     const count = params.length - 1;
     const call = `${ident}(__runnel.__newContext()${vars.map((v) => `, ${v}`).join("")})`;
     const finish = isVoid(returnType) ? `${call};\n  __runnel.__returnNull();` : `__runnel.__returnJson(${call});`;
-    const countMessage = `${name}: expected ${count} ${count === 1 ? "argument" : "arguments"}, got `;
+    const countMessage = `: expected ${count} ${count === 1 ? "argument" : "arguments"}, got `;
     const wrapper =
       `export function runnel_fn_${name}(__ptr: usize, __len: i32): void {\n` +
-      `  __runnel.__args(__ptr, __len, ${count}, ${lit(countMessage)});\n` +
+      `  __runnel.__args(__ptr, __len, ${count}, ${lit(name)}, ${lit(countMessage)});\n` +
       decodes.map((d) => `  ${d}\n`).join("") +
       `  ${finish}\n}\n`;
     return { ident, name, wrapper };
   }
 }
 
-/** The program's static UTF-8 text: each distinct text once, as its length and bytes. */
+/**
+ * The program's static UTF-8 text: each distinct text once, as a function of text.ts
+ * returning the address of its length and bytes. A function is compiled only if called,
+ * so the text of code the contract does not use never reaches the module, and the
+ * optimizer inlines each call to a constant.
+ */
 class StaticText {
   constructor() {
-    this.bytes = [];
-    this.offsets = new Map();
+    this.ids = new Map();
+    this.texts = [];
   }
 
-  /** The offset of `text` in the blob (added if new). */
-  offset(text) {
-    let at = this.offsets.get(text);
-    if (at !== undefined) return at;
-    const utf8 = Buffer.from(text, "utf8");
-    if (utf8.length >= 1 << 15) return -1;
-    at = this.bytes.length;
-    if (utf8.length < 0x80) this.bytes.push(utf8.length);
-    else this.bytes.push((utf8.length & 0x7f) | 0x80, utf8.length >> 7);
-    for (const b of utf8) this.bytes.push(b);
-    this.offsets.set(text, at);
-    return at;
+  /** The name of the function that gives `text` (`__T<n>`), or null if it is too long. */
+  name(text) {
+    let id = this.ids.get(text);
+    if (id === undefined) {
+      if (Buffer.byteLength(text, "utf8") >= 1 << 15) return null;
+      id = this.texts.length;
+      this.texts.push(text);
+      this.ids.set(text, id);
+    }
+    return `__T${id}`;
+  }
+
+  /** The functions' code. */
+  functions() {
+    return this.texts
+      .map((text, id) => {
+        const utf8 = [...Buffer.from(text, "utf8")];
+        const length = utf8.length < 0x80 ? [utf8.length] : [(utf8.length & 0x7f) | 0x80, utf8.length >> 7];
+        return `export function __T${id}(): usize { return memory.data<u8>([${[...length, ...utf8].join(",")}]); }\n`;
+      })
+      .join("");
   }
 }
 
@@ -345,10 +345,11 @@ class MessageRewriter {
   run() {
     this.walk(this.source);
     if (!this.used) return;
-    const from = this.sdk ? "./text" : SDK;
+    const from = this.sdk ? "./text" : `${SDK}/assembly/text`;
     this.transform.inject(
       this.source,
-      `import { __TEXT as __runnel_TEXT, __mStart as __runnel_mStart, __mText as __runnel_mText, ` +
+      `import * as __runnel_T from "${from}";\n` +
+        `import { __mStart as __runnel_mStart, __mText as __runnel_mText, ` +
         `__mValue as __runnel_mValue, __mQuoted as __runnel_mQuoted, __mFail as __runnel_mFail } from "${from}";\n`,
       true,
     );
@@ -403,10 +404,10 @@ class MessageRewriter {
     if (fn === "lit") {
       const arg = node.args.length === 1 ? node.args[0] : null;
       if (!arg || !isStringLiteral(arg)) return null;
-      const at = this.text.offset(arg.value);
-      if (at < 0) return null;
+      const name = this.text.name(arg.value);
+      if (!name) return null;
       this.used = true;
-      return this.transform.parseExpression(this.source, `(__runnel_TEXT + ${at})`);
+      return this.transform.parseExpression(this.source, `__runnel_T.${name}()`);
     }
     if (fn === "fail" && node.args.length === 1) {
       const pieces = this.pieces(node.args[0]);
@@ -424,12 +425,12 @@ class MessageRewriter {
     for (const piece of pieces) {
       if (piece.text !== undefined) {
         if (piece.text === "") continue;
-        const at = this.text.offset(piece.text);
-        if (at < 0) {
+        const name = this.text.name(piece.text);
+        if (!name) {
           holes.push(piece.node);
           parts.push(`__runnel_mValue(__runnel_hole${holes.length - 1})`);
         } else {
-          parts.push(`__runnel_mText(__runnel_TEXT + ${at})`);
+          parts.push(`__runnel_mText(__runnel_T.${name}())`);
         }
         continue;
       }
