@@ -1,6 +1,6 @@
 // A contract that exercises the SDK (the twin of the probe in the Rust SDK's testing.rs).
 
-import { CompositeKey, Context, LogLevel, Utf8, fail } from "@runnel/contract";
+import { CompositeKey, Context, LogLevel, Utf8, bytesEqual, ensure, fail, quoted, utf8Error } from "@runnel/contract";
 
 /** Writes `key`, then fails if `failing` is set: nothing may survive. */
 export function write(ctx: Context, key: string, failing: bool): void {
@@ -138,4 +138,25 @@ export function spin(ctx: Context, n: u64): u64 {
   let i: u64 = 0;
   while (i < n) i++;
   return i;
+}
+
+/** Messages the transform writes as UTF-8: template literals, `+` chains, `ensure`, ready strings. */
+export function message(ctx: Context, kind: u8, text: Utf8, n: i64): void {
+  const s = text.toString();
+  if (kind == 0) fail(`template ${n} ${quoted(text)} ${quoted(s)} ${n < 0} ${text} ${<u8>n}`);
+  if (kind == 1) ensure(n > 0, "ensure " + n.toString() + " " + s + " " + quoted(text));
+  if (kind == 2) fail(s);
+  if (kind == 3) {
+    const bad = new Uint8Array(2);
+    bad[0] = 0x61;
+    bad[1] = 0xff;
+    fail("invalid: " + utf8Error(bad)!.toString() + "|" + quoted(s));
+  }
+}
+
+/** Utf8.equals against each kind of text, and a composite key of one attribute or an array of it. */
+export function compare(ctx: Context, a: Utf8, b: string): bool[] {
+  const one = CompositeKey.of("t", a);
+  const many = CompositeKey.of("t", [a, a]);
+  return [a.equals(b), a.equals(Utf8.of(b)), a.equals(Utf8.of(b).bytes), bytesEqual(one.bytes, CompositeKey.of("t", [a]).bytes), many.bytes.length == 2 * one.bytes.length - 3];
 }
