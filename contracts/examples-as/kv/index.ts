@@ -62,7 +62,7 @@ export function range(ctx: Context, start: Utf8, end: Utf8): Pair[] {
   const entries = ctx.range(start, end);
   while (entries.next()) {
     const keyError = utf8Error(entries.key);
-    if (keyError != null) fail("a stored key is not UTF-8: " + keyError);
+    if (keyError != null) fail("a stored key is not UTF-8: " + keyError.toString());
     const key = new Utf8(entries.key);
     pairs.push(new Pair(key, text(key, entries.value)));
   }
@@ -71,6 +71,6 @@ export function range(ctx: Context, start: Utf8, end: Utf8): Pair[] {
 
 function text(key: Utf8, bytes: Uint8Array): Utf8 {
   const value = Utf8.from(bytes);
-  if (value == null) fail("the value of " + quoted(key.toString()) + " is not UTF-8");
+  if (value == null) fail("the value of " + quoted(key) + " is not UTF-8");
   return value!;
 }

@@ -3,6 +3,8 @@
 //
 // Accounts are identities, `"{org}/{name}"` (`Creator.id()`); balances are stored as JSON
 // under the composite key `("balance", [account])` and the supply under `total_supply`.
+// Account ids stay UTF-8 bytes throughout (`Utf8`): a call never converts them to
+// AssemblyScript's UTF-16 strings.
 // Every change emits a `Transfer` event `{"from": account or null for a mint, "to": account,
 // "amount": n}`.
 //
@@ -14,7 +16,7 @@
 // | `total_supply` | | anyone | the supply |
 // | `whoami` | | anyone | the caller's account id |
 
-import { CompositeKey, Context, fail, quoted } from "@runnel/contract";
+import { CompositeKey, Context, Utf8, fail, quoted } from "@runnel/contract";
 
 /** The role allowed to mint. */
 const MINTER_ROLE = "admin";
@@ -27,13 +29,13 @@ const BALANCE_TYPE = "balance";
 @json
 class Transfer {
   /** The account debited; `null` for a mint. */
-  from: string | null;
+  from: Utf8 | null;
   /** The account credited. */
-  to: string;
+  to: Utf8;
   /** How much moved. */
   amount: u64;
 
-  constructor(from: string | null, to: string, amount: u64) {
+  constructor(from: Utf8 | null, to: Utf8, amount: u64) {
     this.from = from;
     this.to = to;
     this.amount = amount;
@@ -41,9 +43,9 @@ class Transfer {
 }
 
 /** Creates `amount` new tokens in account `to`. Only a caller with role `admin`. */
-export function mint(ctx: Context, to: string, amount: u64): void {
+export function mint(ctx: Context, to: Utf8, amount: u64): void {
   const caller = ctx.creator();
-  if (caller.role != MINTER_ROLE) {
+  if (!caller.role.equals(MINTER_ROLE)) {
     fail("mint: only role " + quoted(MINTER_ROLE) + " may mint; " + caller.id() + " has role " + quoted(caller.role));
   }
   if (amount == 0) fail("mint: amount must be greater than 0");
@@ -56,7 +58,7 @@ export function mint(ctx: Context, to: string, amount: u64): void {
 }
 
 /** Moves `amount` from the caller's account to `to`. */
-export function transfer(ctx: Context, to: string, amount: u64): void {
+export function transfer(ctx: Context, to: Utf8, amount: u64): void {
   const from = ctx.creator().id();
   if (amount == 0) fail("transfer: amount must be greater than 0");
   checkAccount(to);
@@ -69,7 +71,7 @@ export function transfer(ctx: Context, to: string, amount: u64): void {
 }
 
 /** The balance of `account` (0 for an account never credited). */
-export function balance(ctx: Context, account: string): u64 {
+export function balance(ctx: Context, account: Utf8): u64 {
   checkAccount(account);
   return ctx.getJson(balanceKey(account), <u64>0);
 }
@@ -80,24 +82,24 @@ export function total_supply(ctx: Context): u64 {
 }
 
 /** The caller's account id, `"{org}/{name}"`. */
-export function whoami(ctx: Context): string {
+export function whoami(ctx: Context): Utf8 {
   return ctx.creator().id();
 }
 
-function checkAccount(account: string): void {
-  if (account.length == 0) fail("the account must not be empty");
+function checkAccount(account: Utf8): void {
+  if (account.isEmpty) fail("the account must not be empty");
 }
 
-function balanceKey(account: string): CompositeKey {
-  return CompositeKey.of(BALANCE_TYPE, [account]);
+function balanceKey(account: Utf8): CompositeKey {
+  return CompositeKey.of(BALANCE_TYPE, account);
 }
 
-function credit(ctx: Context, account: string, amount: u64): void {
+function credit(ctx: Context, account: Utf8, amount: u64): void {
   const current = balance(ctx, account);
   if (current > u64.MAX_VALUE - amount) fail("the balance of " + account + " would overflow");
   setBalance(ctx, account, current + amount);
 }
 
-function setBalance(ctx: Context, account: string, amount: u64): void {
+function setBalance(ctx: Context, account: Utf8, amount: u64): void {
   ctx.putJson(balanceKey(account), amount);
 }

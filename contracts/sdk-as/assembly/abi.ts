@@ -1,14 +1,15 @@
 // The guest side of ABI v1 (docs/abi.md): the module's fixed exports, the argument list,
-// and ending a call with `return_value` or `abort`. The code the transform generates for
-// each contract function (`runnel_fn_<name>`) calls into this file; contract authors never
-// need to.
+// and ending a call with `return_value`. The code the transform generates for each contract
+// function (`runnel_fn_<name>`) calls into this file; contract authors never need to.
 
 import * as host from "./host";
 import { fail } from "./error";
 import { Utf8 } from "./utf8";
-import { JsonWriter, writeJson } from "./json";
-import { argBool, argInt, argText, argTextOrNull, argUint, decodeError, decodeFailed, isNull } from "./decode";
+import { jsonOf, scannedStr } from "./json";
+import { __mFail, __mStart, __mText, lit, textStart, txt, utf8ToString } from "./text";
+import { appendDecodeError, argBool, argInteger, argText, decodeFailed, isJsonNull } from "./decode";
 import { Context } from "./context";
+import { newBuffer, view } from "./bytes";
 
 /** Marks the module as speaking ABI version 1. Never called. */
 export function runnel_abi_v1(): void {}
@@ -20,137 +21,143 @@ export function runnel_abi_v1(): void {}
 export function runnel_alloc(len: i32): usize {
   if (len < 0) fail("runnel_alloc: negative length");
   // An ArrayBuffer, so that arguments can be viewed as Uint8Arrays without a copy.
-  return changetype<usize>(new ArrayBuffer(len));
+  return changetype<usize>(newBuffer(len));
 }
 
-/** Why the last `decodeByteList` failed. */
-export let byteListError: string = "";
+/** The items of the last byte list decoded: per item its address and length (u32 each). */
+let listItems: usize = 0;
+
+/** Item `i` of the last byte list: its address. */
+export function itemPtr(i: i32): usize {
+  return <usize>load<u32>(listItems + (<usize>i << 3));
+}
+
+/** Item `i` of the last byte list: its length. */
+export function itemLen(i: i32): i32 {
+  return load<i32>(listItems + (<usize>i << 3), 4);
+}
 
 /**
- * Decodes a byte list (`u32 count`, then `u32 len, len bytes` per item, little-endian) into
- * views of `bytes`; null (with `byteListError`) if truncated, overlong or followed by bytes.
+ * Decodes the byte list (`u32 count`, then `u32 len, len bytes` per item, little-endian) in
+ * the `n` bytes at `p` and returns its item count (items: `itemPtr`, `itemLen`). A list
+ * truncated, overlong or followed by bytes ends the call with an error after `prefix`.
  */
-export function decodeByteList(bytes: Uint8Array): Uint8Array[] | null {
-  const n = bytes.length;
-  if (n < 4) {
-    byteListError = "byte list: truncated length";
-    return null;
-  }
-  const count = load<u32>(bytes.dataStart);
+export function decodeByteList(p: usize, n: i32, prefix: usize): i32 {
+  if (n < 4) fail(txt(prefix) + "byte list: truncated length");
+  const count = load<u32>(p);
   let at = 4;
   // Each item needs at least its 4-byte length: bounds the allocation by the input.
   if (<u64>count > <u64>((n - at) / 4)) {
-    byteListError = "byte list: " + count.toString() + " items announced, but only " + (n - at).toString() + " bytes follow";
-    return null;
+    fail(txt(prefix) + "byte list: " + count.toString() + " items announced, but only " + (n - at).toString() + " bytes follow");
   }
-  const items = new Array<Uint8Array>(0);
-  for (let i = 0; i < <i32>count; i++) {
-    if (n - at < 4) {
-      byteListError = "byte list: truncated length";
-      return null;
-    }
-    const len = load<u32>(bytes.dataStart + <usize>at);
+  const items = heap.alloc(<usize>count << 3);
+  for (let i: u32 = 0; i < count; i++) {
+    if (n - at < 4) fail(txt(prefix) + "byte list: truncated length");
+    const len = load<u32>(p + <usize>at);
     at += 4;
     if (<u64>len > <u64>(n - at)) {
-      byteListError = "byte list: item " + i.toString() + " is " + len.toString() + " bytes, but only " + (n - at).toString() + " bytes follow";
-      return null;
+      fail(txt(prefix) + "byte list: item " + i.toString() + " is " + len.toString() + " bytes, but only " + (n - at).toString() + " bytes follow");
     }
-    items.push(bytes.subarray(at, at + <i32>len));
+    store<u32>(items + (<usize>i << 3), <u32>(p + <usize>at));
+    store<u32>(items + (<usize>i << 3), len, 4);
     at += <i32>len;
   }
-  if (at != n) {
-    byteListError = "byte list: " + (n - at).toString() + " bytes after the last item";
-    return null;
-  }
-  return items;
+  if (at != n) fail(txt(prefix) + "byte list: " + (n - at).toString() + " bytes after the last item");
+  listItems = items;
+  return <i32>count;
 }
 
-/** The decoded arguments of one call to contract function `fn`. */
-export class Args {
-  constructor(
-    private readonly fn: string,
-    private readonly items: Uint8Array[],
-  ) {}
+// ---- Arguments (for the code the transform generates) ---------------------------------
 
-  /**
-   * Decodes the argument list the host wrote at `ptr` (from `runnel_alloc`) and checks it
-   * has `expected` items, as the Rust macro's generated code does.
-   */
-  static decode(ptr: usize, len: i32, fn: string, expected: i32): Args {
-    if (len < 0) fail("ABI: negative argument list length");
-    const bytes = len == 0 ? new Uint8Array(0) : Uint8Array.wrap(changetype<ArrayBuffer>(ptr), 0, len);
-    const items = decodeByteList(bytes);
-    if (items == null) {
-      fail("ABI: malformed argument list: " + byteListError);
-      unreachable();
-    }
-    const list = changetype<Uint8Array[]>(items);
-    if (list.length != expected) {
-      const noun = expected == 1 ? "argument" : "arguments";
-      fail(fn + ": expected " + expected.toString() + " " + noun + ", got " + list.length.toString());
-    }
-    return new Args(fn, list);
-  }
+let argBuffer: ArrayBuffer | null = null;
+let args: usize = 0;
 
-  private check(index: i32, name: string): void {
-    if (decodeFailed()) {
-      fail(this.fn + ": argument " + (index + 1).toString() + " (" + name + "): " + decodeError());
-    }
-  }
+// Messages name the function (`fn`, static text) and say the rest after it (`what`, static
+// text such as `": argument 2 (amount): "`), so that functions share the text they can.
 
-  /** Argument `index` as given (no decoding). */
-  bytes(index: i32): Uint8Array {
-    return this.items[index];
-  }
+/**
+ * Decodes the argument list the host wrote at `ptr` (from `runnel_alloc`) for function
+ * `fn` and checks it has `expected` items, as the Rust macro's generated code does;
+ * `countMessage` is `": expected <n> arguments, got "`.
+ */
+export function __args(ptr: usize, len: i32, expected: i32, fn: usize, countMessage: usize): void {
+  if (len < 0) fail("ABI: negative argument list length");
+  argBuffer = changetype<ArrayBuffer>(ptr);
+  const count = decodeByteList(ptr, len, lit("ABI: malformed argument list: "));
+  args = listItems;
+  if (count != expected) fail(txt(fn) + txt(countMessage) + count.toString());
+}
 
-  /** A text argument, kept as UTF-8. */
-  utf8(index: i32, name: string): Utf8 {
-    const bytes = argText(this.items[index]);
-    this.check(index, name);
-    return new Utf8(bytes);
-  }
+function argPtr(i: i32): usize {
+  return <usize>load<u32>(args + (<usize>i << 3));
+}
 
-  /** A text argument that may be JSON `null`. */
-  utf8OrNull(index: i32, name: string): Utf8 | null {
-    const bytes = argTextOrNull(this.items[index]);
-    this.check(index, name);
-    return isNull ? null : new Utf8(bytes);
-  }
+function argLen(i: i32): i32 {
+  return load<i32>(args + (<usize>i << 3), 4);
+}
 
-  /** A text argument as a string. */
-  string(index: i32, name: string): string {
-    const bytes = argText(this.items[index]);
-    this.check(index, name);
-    return String.UTF8.decodeUnsafe(bytes.dataStart, <usize>bytes.length);
-  }
+function buffer(): ArrayBuffer {
+  return changetype<ArrayBuffer>(argBuffer);
+}
 
-  /** A text argument that may be JSON `null`, as a string. */
-  stringOrNull(index: i32, name: string): string | null {
-    const bytes = argTextOrNull(this.items[index]);
-    this.check(index, name);
-    return isNull ? null : String.UTF8.decodeUnsafe(bytes.dataStart, <usize>bytes.length);
+/** Ends the call if the last decode failed: `<fn><what>` (`"put: argument 2 (value): "`), then why. */
+function check(fn: usize, what: usize): void {
+  if (decodeFailed()) {
+    const w = __mStart();
+    __mText(fn);
+    __mText(what);
+    appendDecodeError(w);
+    __mFail();
   }
+}
 
-  /** An unsigned integer argument of at most `max` (serde's type name `typeName`). */
-  uint(index: i32, name: string, max: u64, typeName: string): u64 {
-    const value = argUint(this.items[index], max, typeName);
-    this.check(index, name);
-    return value;
-  }
+/** Argument `i` as given (no decoding). */
+export function __argBytes(i: i32): Uint8Array {
+  return view(buffer(), argPtr(i), argLen(i));
+}
 
-  /** A signed integer argument in `[min, max]`. */
-  int(index: i32, name: string, min: i64, max: i64, typeName: string): i64 {
-    const value = argInt(this.items[index], min, max, typeName);
-    this.check(index, name);
-    return value;
-  }
+/** A text argument as UTF-8 bytes (a view of the arguments if it had no escapes). */
+function textArg(i: i32, fn: usize, what: usize): Uint8Array {
+  const json = argText(argPtr(i), argLen(i), buffer());
+  check(fn, what);
+  return json ? scannedStr() : __argBytes(i);
+}
 
-  /** A boolean argument. */
-  bool(index: i32, name: string): bool {
-    const value = argBool(this.items[index]);
-    this.check(index, name);
-    return value;
-  }
+/** A text argument, kept as UTF-8. */
+export function __argUtf8(i: i32, fn: usize, what: usize): Utf8 {
+  return new Utf8(textArg(i, fn, what));
+}
+
+/** A text argument that may be JSON `null`. */
+export function __argUtf8OrNull(i: i32, fn: usize, what: usize): Utf8 | null {
+  if (isJsonNull(argPtr(i), argLen(i), buffer())) return null;
+  return __argUtf8(i, fn, what);
+}
+
+/** A text argument as a string. */
+export function __argString(i: i32, fn: usize, what: usize): string {
+  const bytes = textArg(i, fn, what);
+  return utf8ToString(bytes.dataStart, bytes.length);
+}
+
+/** A text argument that may be JSON `null`, as a string. */
+export function __argStringOrNull(i: i32, fn: usize, what: usize): string | null {
+  if (isJsonNull(argPtr(i), argLen(i), buffer())) return null;
+  return __argString(i, fn, what);
+}
+
+/** An integer argument in [-minMagnitude, max] (serde's type name `typeName`), as two's complement. */
+export function __argInteger(i: i32, fn: usize, what: usize, minMagnitude: u64, max: u64, typeName: usize): u64 {
+  const value = argInteger(argPtr(i), argLen(i), buffer(), minMagnitude, max, typeName);
+  check(fn, what);
+  return value;
+}
+
+/** A boolean argument. */
+export function __argBool(i: i32, fn: usize, what: usize): bool {
+  const value = argBool(argPtr(i), argLen(i), buffer());
+  check(fn, what);
+  return value;
 }
 
 /** A fresh context for a call. */
@@ -163,16 +170,13 @@ export function returnBytes(result: Uint8Array): void {
   host.return_value(result.dataStart, <usize>result.length);
 }
 
-const NULL_JSON: StaticArray<u8> = [0x6e, 0x75, 0x6c, 0x6c];
-
 /** Ends the call with the result `null` (a function returning `void`). */
 export function returnNull(): void {
-  host.return_value(changetype<usize>(NULL_JSON), 4);
+  host.return_value(textStart(lit("null")), 4);
 }
 
 /** Ends the call with `value` as its JSON result. */
 export function returnJson<T>(value: T): void {
-  const w = new JsonWriter(16);
-  writeJson<T>(w, value);
-  returnBytes(w.toBytes());
+  const w = jsonOf<T>(value);
+  host.return_value(w.ptr, <usize>w.len);
 }

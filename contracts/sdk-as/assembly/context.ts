@@ -1,14 +1,16 @@
 // `Context`: what a contract function sees of the ledger for one call (state, events, the
 // transaction's id, submitter and timestamp), and `Creator`, who called. Everything goes
-// through the `runnel` host functions of docs/abi.md.
+// through the `runnel` host functions of docs/abi.md, with keys and values as bytes.
 
 import * as host from "./host";
 import { fail } from "./error";
 import { CompositeKey, prefixEnd } from "./key";
-import { Utf8, decodeUtf8, encodeUtf8, isValidUtf8, showKey } from "./utf8";
-import { toJson } from "./json";
-import { decodeError, decodeFailed, jsonBool, jsonInt, jsonText, jsonUint } from "./decode";
-import { decodeByteList } from "./abi";
+import { Utf8, appendKey, isValidUtf8, utf8Of } from "./utf8";
+import { JsonWriter, jsonOf, sStr, sStrLen, scannedStr } from "./json";
+import { appendDecodeError, decodeFailed, jsonBool, jsonInteger, jsonText } from "./decode";
+import { decodeByteList, itemLen, itemPtr } from "./abi";
+import { __mFail, __mStart, lit, txt, utf8ToString } from "./text";
+import { newBuffer, newBytes, view } from "./bytes";
 
 /** The severity of a log line. */
 export enum LogLevel {
@@ -20,84 +22,128 @@ export enum LogLevel {
 
 /** The submitter of the transaction, as the node authenticated it. */
 export class Creator {
+  private cachedId: Utf8 | null = null;
+
   constructor(
     /** The organisation (membership service provider) that issued the identity. */
-    public readonly org: string,
+    public readonly org: Utf8,
     /** The role within the organisation (`admin`, `client`, `peer`, ...). */
-    public readonly role: string,
+    public readonly role: Utf8,
     /** The identity's name. */
-    public readonly name: string,
+    public readonly name: Utf8,
     /** The X.509 certificate, DER (empty when the node runs without certificates). */
     public readonly cert: Uint8Array,
   ) {}
 
   /** The account id of this identity: `"{org}/{name}"`. */
-  id(): string {
-    return this.org + "/" + this.name;
+  id(): Utf8 {
+    let id = this.cachedId;
+    if (id == null) {
+      const org = this.org.bytes;
+      const name = this.name.bytes;
+      const bytes = newBytes(org.length + 1 + name.length);
+      const p = bytes.dataStart;
+      memory.copy(p, org.dataStart, <usize>org.length);
+      store<u8>(p + <usize>org.length, 0x2f);
+      memory.copy(p + <usize>org.length + 1, name.dataStart, <usize>name.length);
+      id = new Utf8(bytes);
+      this.cachedId = id;
+    }
+    return id;
   }
 
   /** Decodes the byte list `[org, role, name, certificate DER]` of docs/abi.md. */
   static decode(bytes: Uint8Array): Creator {
-    const items = decodeByteList(bytes);
-    if (items == null) {
-      fail("creator identity: " + byteListError);
-      unreachable();
-    }
-    const list = changetype<Uint8Array[]>(items);
-    if (list.length != 4) fail("creator identity: expected 4 items, got " + list.length.toString());
-    return new Creator(creatorText(list[0], "org"), creatorText(list[1], "role"), creatorText(list[2], "name"), list[3]);
+    const count = decodeByteList(bytes.dataStart, bytes.length, lit("creator identity: "));
+    if (count != 4) fail("creator identity: expected 4 items, got " + count.toString());
+    const buffer = bytes.buffer;
+    return new Creator(
+      creatorText(buffer, 0, lit("org")),
+      creatorText(buffer, 1, lit("role")),
+      creatorText(buffer, 2, lit("name")),
+      view(buffer, itemPtr(3), itemLen(3)),
+    );
   }
 }
 
-import { byteListError } from "./abi";
-
-function creatorText(bytes: Uint8Array, what: string): string {
-  const text = decodeUtf8(bytes);
-  if (text == null) fail("creator identity: " + what + " is not UTF-8");
-  return changetype<string>(text);
+function creatorText(buffer: ArrayBuffer, i: i32, what: usize): Utf8 {
+  const p = itemPtr(i);
+  const n = itemLen(i);
+  if (!isValidUtf8(p, <usize>n)) fail("creator identity: " + txt(what) + " is not UTF-8");
+  return new Utf8(view(buffer, p, n));
 }
 
 /** Copies the host's result buffer (of `len` bytes) out. */
-export function takeResult(len: i64): Uint8Array {
+function takeResult(len: i64): Uint8Array {
   if (len < 0) fail("ABI: negative result length");
-  const out = new Uint8Array(<i32>len);
+  const out = newBytes(<i32>len);
   host.result_read(out.dataStart);
   return out;
 }
 
-/** A key's bytes: keys are `string`, `Uint8Array`, `Utf8` or `CompositeKey`. */
+// The bytes of the last key or text given (`bytesOf`).
+let bPtr: usize = 0;
+let bLen: i32 = 0;
+
+/** Points `bPtr`/`bLen` at the bytes of `value`: a `string` (as UTF-8), `Uint8Array`, `Utf8` or `CompositeKey`. */
 // @ts-ignore: decorator
 @inline
-export function keyBytes<K>(key: K): Uint8Array {
+function bytesOf<K>(value: K): void {
   if (isString<K>()) {
-    return encodeUtf8(changetype<string>(key));
-  } else if (isReference<K>() && idof<K>() == idof<Uint8Array>()) {
-    return changetype<Uint8Array>(key);
-  } else if (isReference<K>() && idof<K>() == idof<Utf8>()) {
-    return changetype<Utf8>(key).bytes;
-  } else if (isReference<K>() && idof<K>() == idof<CompositeKey>()) {
-    return changetype<CompositeKey>(key).bytes;
+    const w = utf8Of(changetype<string>(value));
+    bPtr = w.ptr;
+    bLen = w.len;
   } else {
-    ERROR("runnel: a key is a string, Uint8Array, Utf8 or CompositeKey");
-    return unreachable();
+    let bytes: Uint8Array;
+    if (isReference<K>() && idof<K>() == idof<Uint8Array>()) {
+      bytes = changetype<Uint8Array>(value);
+    } else if (isReference<K>() && idof<K>() == idof<Utf8>()) {
+      bytes = changetype<Utf8>(value).bytes;
+    } else if (isReference<K>() && idof<K>() == idof<CompositeKey>()) {
+      bytes = changetype<CompositeKey>(value).bytes;
+    } else {
+      ERROR("runnel: a key is a string, Uint8Array, Utf8 or CompositeKey");
+      return;
+    }
+    bPtr = bytes.dataStart;
+    bLen = bytes.length;
   }
 }
 
-function unsignedMax(size: usize): u64 {
-  return size >= 8 ? u64.MAX_VALUE : (<u64>1 << (<u64>size * 8)) - 1;
+/** `bytesOf` for a state key, which must not be empty. */
+// @ts-ignore: decorator
+@inline
+function setKey<K>(key: K): void {
+  bytesOf<K>(key);
+  if (bLen == 0) fail("state keys must not be empty");
 }
 
-function signedMax(size: usize): i64 {
-  return <i64>((<u64>1 << (<u64>size * 8 - 1)) - 1);
+/** The value of the key `setKey` set, or null: `state_get` and `result_read`. */
+function getKeyed(): ArrayBuffer | null {
+  const n = host.state_get(bPtr, <usize>bLen);
+  if (n < 0) return null;
+  const buffer = newBuffer(<i32>n);
+  host.result_read(changetype<usize>(buffer));
+  return buffer;
 }
 
-function checkedKey(key: Uint8Array): Uint8Array {
-  if (key.length == 0) fail("state keys must not be empty");
-  return key;
+/** Ends the call: the value of the current key is not what was expected. */
+function notExpected(what: usize, json: bool): void {
+  const w = __mStart();
+  w.text(lit("the value of key "));
+  appendKey(w, bPtr, bLen);
+  w.text(what);
+  if (json) appendDecodeError(w);
+  __mFail();
 }
 
-function notJson(key: Uint8Array): void {
-  fail("the value of key " + showKey(key) + " is not the expected JSON: " + decodeError());
+/** serde's name of integer type T. */
+// @ts-ignore: decorator
+@inline
+function typeName<T>(): usize {
+  const size = sizeof<T>();
+  if (isSigned<T>()) return size == 1 ? lit("i8") : size == 2 ? lit("i16") : size == 4 ? lit("i32") : lit("i64");
+  return size == 1 ? lit("u8") : size == 2 ? lit("u16") : size == 4 ? lit("u32") : lit("u64");
 }
 
 /**
@@ -115,37 +161,37 @@ export class Context {
 
   /** The bytes stored under `key`, or `null` if the key is absent. */
   getBytes<K>(key: K): Uint8Array | null {
-    const k = checkedKey(keyBytes<K>(key));
-    const n = host.state_get(k.dataStart, <usize>k.length);
-    if (n < 0) return null;
-    return takeResult(n);
+    setKey<K>(key);
+    const buffer = getKeyed();
+    if (buffer == null) return null;
+    return view(buffer, changetype<usize>(buffer), buffer.byteLength);
   }
 
   /** Stores `value` under `key` as given. */
   putBytes<K>(key: K, value: Uint8Array): void {
-    const k = checkedKey(keyBytes<K>(key));
-    host.state_put(k.dataStart, <usize>k.length, value.dataStart, <usize>value.length);
+    setKey<K>(key);
+    host.state_put(bPtr, <usize>bLen, value.dataStart, <usize>value.length);
   }
 
   /** Whether `key` holds a value. */
   exists<K>(key: K): bool {
-    return this.getBytes<K>(key) != null;
+    setKey<K>(key);
+    return host.state_get(bPtr, <usize>bLen) >= 0;
   }
 
   /** Deletes `key` (deleting an absent key is not an error). */
   delete<K>(key: K): void {
-    const k = checkedKey(keyBytes<K>(key));
-    host.state_delete(k.dataStart, <usize>k.length);
+    setKey<K>(key);
+    host.state_delete(bPtr, <usize>bLen);
   }
 
   // ---- State: text -------------------------------------------------------------------
 
   /** The value under `key` as UTF-8 text, or `null` if absent. A value that is not UTF-8 ends the call with an error. */
   getUtf8<K>(key: K): Utf8 | null {
-    const k = keyBytes<K>(key);
-    const bytes = this.getBytes<Uint8Array>(k);
+    const bytes = this.getBytes<K>(key);
     if (bytes == null) return null;
-    if (!isValidUtf8(bytes.dataStart, <usize>bytes.length)) fail("the value of key " + showKey(k) + " is not UTF-8");
+    if (!isValidUtf8(bytes.dataStart, <usize>bytes.length)) notExpected(lit(" is not UTF-8"), false);
     return new Utf8(bytes);
   }
 
@@ -163,7 +209,9 @@ export class Context {
 
   /** Stores `value` under `key` as its UTF-8 bytes (not JSON). */
   putString<K>(key: K, value: string): void {
-    this.putBytes<K>(key, encodeUtf8(value));
+    const w = utf8Of(value);
+    setKey<K>(key);
+    host.state_put(bPtr, <usize>bLen, w.ptr, <usize>w.len);
   }
 
   // ---- State: JSON -------------------------------------------------------------------
@@ -174,39 +222,40 @@ export class Context {
    * ends the call with an error naming the key, as the Rust SDK's `get::<T>` does.
    */
   getJson<K, T>(key: K, absent: T): T {
-    const k = keyBytes<K>(key);
-    const bytes = this.getBytes<Uint8Array>(k);
-    if (bytes == null) return absent;
+    setKey<K>(key);
+    const found = getKeyed();
+    if (found == null) return absent;
+    const buffer = changetype<ArrayBuffer>(found);
+    const p = changetype<usize>(buffer);
+    const n = buffer.byteLength;
     let value: T;
     if (isBoolean<T>()) {
       // @ts-ignore: T is bool
-      value = jsonBool(bytes);
+      value = jsonBool(p, n, buffer);
     } else if (isInteger<T>()) {
-      if (isSigned<T>()) {
-        // @ts-ignore: T is a signed integer
-        value = <T>jsonInt(bytes, -signedMax(sizeof<T>()) - 1, signedMax(sizeof<T>()), nameof<T>());
-      } else {
-        // @ts-ignore: T is an unsigned integer
-        value = <T>jsonUint(bytes, unsignedMax(sizeof<T>()), nameof<T>());
-      }
+      const max: u64 = isSigned<T>() ? <u64>((<u64>1 << (<u64>sizeof<T>() * 8 - 1)) - 1) : sizeof<T>() == 8 ? u64.MAX_VALUE : (<u64>1 << (<u64>sizeof<T>() * 8)) - 1;
+      const minMagnitude: u64 = isSigned<T>() ? max + 1 : 0;
+      // @ts-ignore: T is an integer
+      value = <T>jsonInteger(p, n, buffer, minMagnitude, max, typeName<T>());
     } else if (isString<T>()) {
-      const text = jsonText(bytes);
       // @ts-ignore: T is string
-      value = !decodeFailed() ? String.UTF8.decodeUnsafe(text.dataStart, <usize>text.length) : "";
+      value = jsonText(p, n, buffer) ? utf8ToString(sStr, sStrLen) : "";
     } else if (isReference<T>() && idof<T>() == idof<Utf8>()) {
       // @ts-ignore: T is Utf8
-      value = new Utf8(jsonText(bytes));
+      value = jsonText(p, n, buffer) ? new Utf8(scannedStr()) : changetype<T>(0);
     } else {
       ERROR("runnel: getJson reads integers, bool, string and Utf8; read other values with getBytes");
       return absent;
     }
-    if (decodeFailed()) notJson(k);
+    if (decodeFailed()) notExpected(lit(" is not the expected JSON: "), true);
     return value;
   }
 
   /** Stores `value` as JSON under `key` (integers, bool, string, Utf8, arrays, `@json` classes). */
   putJson<K, T>(key: K, value: T): void {
-    this.putBytes<K>(key, toJson<T>(value));
+    const w = jsonOf<T>(value);
+    setKey<K>(key);
+    host.state_put(bPtr, <usize>bLen, w.ptr, <usize>w.len);
   }
 
   // ---- Ranges ------------------------------------------------------------------------
@@ -217,41 +266,42 @@ export class Context {
    * this call's own earlier writes, and are recorded as a range read.
    */
   range<S, E>(start: S, end: E): Range {
-    return this.open(keyBytes<S>(start), keyBytes<E>(end));
+    bytesOf<S>(start);
+    const p = bPtr;
+    const n = bLen;
+    bytesOf<E>(end);
+    return new Range(host.range_open(p, <usize>n, bPtr, <usize>bLen));
   }
 
   /** The entries whose key starts with `prefix`, in key order (every entry if `prefix` is empty). */
   prefix<P>(prefix: P): Range {
-    const p = keyBytes<P>(prefix);
-    return this.open(p, prefixEnd(p));
+    bytesOf<P>(prefix);
+    const end = prefixEnd(bPtr, bLen);
+    return new Range(host.range_open(bPtr, <usize>bLen, end.dataStart, <usize>end.length));
   }
 
   /**
    * The entries under composite keys of `objectType` whose attributes start with
-   * `attributes`, in key order (Fabric's GetStateByPartialCompositeKey). Split a key with
-   * `CompositeKey.split`.
+   * `attributes` (one string or Utf8, or an array of them), in key order (Fabric's
+   * GetStateByPartialCompositeKey). Split a key with `CompositeKey.split`.
    */
-  byPartialCompositeKey(objectType: string, attributes: string[]): Range {
-    return this.prefix<Uint8Array>(CompositeKey.partial(objectType, attributes).bytes);
-  }
-
-  private open(start: Uint8Array, end: Uint8Array): Range {
-    const handle = host.range_open(start.dataStart, <usize>start.length, end.dataStart, <usize>end.length);
-    return new Range(handle);
+  byPartialCompositeKey<T, A>(objectType: T, attributes: A): Range {
+    return this.prefix<CompositeKey>(CompositeKey.partial<T, A>(objectType, attributes));
   }
 
   // ---- Events ------------------------------------------------------------------------
 
-  /** Emits event `name` with `payload` as JSON. Events reach subscribers only if the transaction commits. */
-  emit<T>(name: string, payload: T): void {
-    this.emitBytes(name, toJson<T>(payload));
+  /** Emits event `name` (a string or Utf8) with `payload` as JSON. Events reach subscribers only if the transaction commits. */
+  emit<N, T>(name: N, payload: T): void {
+    const w = jsonOf<T>(payload);
+    bytesOf<N>(name);
+    emitRaw(w.ptr, w.len);
   }
 
   /** Emits event `name` with `payload` as given. */
-  emitBytes(name: string, payload: Uint8Array): void {
-    if (name.length == 0) fail("event names must not be empty");
-    const n = encodeUtf8(name);
-    host.event_emit(n.dataStart, <usize>n.length, payload.dataStart, <usize>payload.length);
+  emitBytes<N>(name: N, payload: Uint8Array): void {
+    bytesOf<N>(name);
+    emitRaw(payload.dataStart, payload.length);
   }
 
   // ---- The transaction ---------------------------------------------------------------
@@ -259,7 +309,7 @@ export class Context {
   /** The transaction's id (lowercase hex). */
   txId(): string {
     const bytes = takeResult(host.ctx_tx_id());
-    return String.UTF8.decodeUnsafe(bytes.dataStart, <usize>bytes.length);
+    return utf8ToString(bytes.dataStart, bytes.length);
   }
 
   /** Who submitted the transaction. */
@@ -269,7 +319,7 @@ export class Context {
       creator = Creator.decode(takeResult(host.ctx_creator()));
       this.cachedCreator = creator;
     }
-    return changetype<Creator>(creator);
+    return creator;
   }
 
   /** The proposal's timestamp in Unix milliseconds: the only clock a contract has, the same on every endorser. */
@@ -277,11 +327,17 @@ export class Context {
     return <u64>host.ctx_timestamp_ms();
   }
 
-  /** Writes a log line for the node operator (not part of the result, not on the ledger). */
-  log(level: LogLevel, message: string): void {
-    const bytes = encodeUtf8(message);
-    host.log(<i32>level, bytes.dataStart, <usize>bytes.length);
+  /** Writes a log line (a string or Utf8) for the node operator (not part of the result, not on the ledger). */
+  log<M>(level: LogLevel, message: M): void {
+    bytesOf<M>(message);
+    host.log(<i32>level, bPtr, <usize>bLen);
   }
+}
+
+/** `event_emit` with the name in `bPtr`/`bLen`. */
+function emitRaw(payload: usize, len: i32): void {
+  if (bLen == 0) fail("event names must not be empty");
+  host.event_emit(bPtr, <usize>bLen, payload, <usize>len);
 }
 
 /**
@@ -292,9 +348,9 @@ export class Context {
  */
 export class Range {
   /** The current entry's key (after `next()` returned true). */
-  key: Uint8Array = new Uint8Array(0);
+  key: Uint8Array = newBytes(0);
   /** The current entry's value. */
-  value: Uint8Array = new Uint8Array(0);
+  value: Uint8Array = newBytes(0);
   private done: bool = false;
 
   constructor(private readonly handle: i32) {}
@@ -308,12 +364,15 @@ export class Range {
       return false;
     }
     const entry = takeResult(n);
+    const buffer = entry.buffer;
+    const p = entry.dataStart;
+    const len = entry.length;
     // `u32 key_len, key, value`.
-    if (entry.length < 4) fail("ABI: range entry shorter than its key length");
-    const keyLen = load<u32>(entry.dataStart);
-    if (<u64>keyLen > <u64>(entry.length - 4)) fail("ABI: range entry key runs past the entry");
-    this.key = entry.subarray(4, 4 + <i32>keyLen);
-    this.value = entry.subarray(4 + <i32>keyLen);
+    if (len < 4) fail("ABI: range entry shorter than its key length");
+    const keyLen = load<u32>(p);
+    if (<u64>keyLen > <u64>(len - 4)) fail("ABI: range entry key runs past the entry");
+    this.key = view(buffer, p + 4, <i32>keyLen);
+    this.value = view(buffer, p + 4 + <usize>keyLen, len - 4 - <i32>keyLen);
     return true;
   }
 

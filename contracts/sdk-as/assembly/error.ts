@@ -1,7 +1,13 @@
 // Ending a call with a contract error: the client receives the message as CONTRACT_ERROR,
 // exactly as from a Rust contract's `Err(...)`, and nothing the call wrote or emitted is kept.
+//
+// The transform writes a message given as a literal, a template literal or a `+` chain
+// (`fail("the balance of " + account + " would overflow")`) straight into the message buffer
+// as UTF-8, piece by piece (see text.ts); only a message given as a ready string takes the
+// path below.
 
 import * as host from "./host";
+import { __mFail, __mStart, __mValue, lit } from "./text";
 
 /** Ends the call with a contract error carrying `message` (UTF-8 bytes). Never returns. */
 export function failBytes(message: Uint8Array): void {
@@ -12,16 +18,22 @@ export function failBytes(message: Uint8Array): void {
 
 /** Ends the call with a contract error carrying `message`. Never returns. */
 export function fail(message: string): void {
-  const bytes = String.UTF8.encode(message);
-  host.abort(changetype<usize>(bytes), <usize>bytes.byteLength);
-  unreachable();
+  __mStart();
+  __mValue<string>(message);
+  __mFail();
 }
 
 /** Ends the call with a contract error unless `condition` holds (Rust's `ensure!`). */
-// @ts-ignore: decorator
-@inline
 export function ensure(condition: bool, message: string): void {
   if (!condition) fail(message);
+}
+
+/** Whether `file` is in the standard library: `~lib/`, but not `~lib/@runnel/`. */
+function isStdFile(file: string): bool {
+  const p = changetype<usize>(file);
+  // "~lib" and "/@" as UTF-16 code units, read four and two at a time.
+  if (file.length < 5 || load<u64>(p) != 0x0062_0069_006c_007e || load<u16>(p, 8) != 0x2f) return false;
+  return file.length < 13 || load<u64>(p, 10) != 0x006e_0075_0072_0040 || load<u64>(p, 18) != 0x002f_006c_0065_006e;
 }
 
 /**
@@ -33,11 +45,19 @@ export function ensure(condition: bool, message: string): void {
  * the way the Rust SDK reports a panic: `panicked at <file>:<line>:<column>: <message>`.
  */
 export function runnelAbort(message: string | null, fileName: string | null, line: u32, column: u32): void {
-  const text = message == null ? "abort" : message;
-  if (fileName != null && fileName.startsWith("~lib/") && !fileName.startsWith("~lib/@runnel/")) {
-    fail("panicked at " + fileName + ":" + line.toString() + ":" + column.toString() + ": " + text);
+  const w = __mStart();
+  if (changetype<usize>(fileName) != 0 && isStdFile(changetype<string>(fileName))) {
+    w.text(lit("panicked at "));
+    w.utf16(changetype<string>(fileName), false);
+    w.byte(0x3a);
+    w.dec(line);
+    w.byte(0x3a);
+    w.dec(column);
+    w.text(lit(": "));
   }
-  fail(text);
+  if (changetype<usize>(message) == 0) w.text(lit("abort"));
+  else w.utf16(changetype<string>(message), false);
+  __mFail();
 }
 
 /**

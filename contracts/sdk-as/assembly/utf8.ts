@@ -3,8 +3,23 @@
 // `Utf8`, text kept as its UTF-8 bytes so that it never pays for a round trip through
 // AssemblyScript's UTF-16 strings.
 
+import { JsonWriter } from "./json";
+import { lit, utf8ToString } from "./text";
+import { newBytes } from "./bytes";
+
 /** Whether the `len` bytes at `ptr` are valid UTF-8. */
 export function isValidUtf8(ptr: usize, len: usize): bool {
+  return utf8ErrorAt(ptr, len) < 0;
+}
+
+let errorWidth: i32 = 0;
+
+/**
+ * The index of the first invalid sequence in the `len` bytes at `ptr`, or -1 if they are
+ * valid UTF-8; `errorWidth` is then the length of the invalid sequence, 0 if it is cut short
+ * by the end.
+ */
+function utf8ErrorAt(ptr: usize, len: usize): i32 {
   const end = ptr + len;
   let p = ptr;
   while (p < end) {
@@ -15,78 +30,76 @@ export function isValidUtf8(ptr: usize, len: usize): bool {
     }
     const b0 = <u32>load<u8>(p);
     if (b0 < 0x80) {
-      p += 1;
+      p++;
       continue;
     }
-    if (b0 < 0xc2) return false;
-    if (b0 < 0xe0) {
-      if (p + 2 > end) return false;
-      if ((<u32>load<u8>(p, 1) & 0xc0) != 0x80) return false;
-      p += 2;
-      continue;
+    const width: usize = b0 - 0xc2 < 0x1e ? 2 : b0 - 0xe0 < 0x10 ? 3 : b0 - 0xf0 < 5 ? 4 : 0;
+    errorWidth = 1;
+    if (width == 0) return <i32>(p - ptr);
+    // The second byte's range depends on the first (no overlong forms, surrogates or
+    // code points above U+10FFFF); the others are 0x80..0xbf.
+    let lo: u32 = 0x80;
+    let hi: u32 = 0xbf;
+    if (b0 == 0xe0) lo = 0xa0;
+    else if (b0 == 0xed) hi = 0x9f;
+    else if (b0 == 0xf0) lo = 0x90;
+    else if (b0 == 0xf4) hi = 0x8f;
+    for (let k: usize = 1; k < width; k++) {
+      if (p + k >= end) {
+        errorWidth = 0;
+        return <i32>(p - ptr);
+      }
+      const b = <u32>load<u8>(p + k);
+      if (b < lo || b > hi) {
+        errorWidth = <i32>k;
+        return <i32>(p - ptr);
+      }
+      lo = 0x80;
+      hi = 0xbf;
     }
-    if (b0 < 0xf0) {
-      if (p + 3 > end) return false;
-      const b1 = <u32>load<u8>(p, 1);
-      if ((b1 & 0xc0) != 0x80 || (<u32>load<u8>(p, 2) & 0xc0) != 0x80) return false;
-      if (b0 == 0xe0 && b1 < 0xa0) return false; // overlong
-      if (b0 == 0xed && b1 >= 0xa0) return false; // surrogate
-      p += 3;
-      continue;
-    }
-    if (b0 < 0xf5) {
-      if (p + 4 > end) return false;
-      const b1 = <u32>load<u8>(p, 1);
-      if ((b1 & 0xc0) != 0x80 || (<u32>load<u8>(p, 2) & 0xc0) != 0x80 || (<u32>load<u8>(p, 3) & 0xc0) != 0x80) return false;
-      if (b0 == 0xf0 && b1 < 0x90) return false; // overlong
-      if (b0 == 0xf4 && b1 >= 0x90) return false; // above U+10FFFF
-      p += 4;
-      continue;
-    }
-    return false;
+    p += width;
   }
-  return true;
+  return -1;
 }
 
-/**
- * Why `bytes` are not UTF-8, worded as Rust's `Utf8Error` (`invalid utf-8 sequence of 1
- * bytes from index 0`), or `null` if they are valid.
- */
-export function utf8Error(bytes: Uint8Array): string | null {
-  const n = bytes.length;
-  let i = 0;
-  while (i < n) {
-    const b0 = <u32>unchecked(bytes[i]);
-    if (b0 < 0x80) {
-      i++;
-      continue;
+/** Whether the UTF-8 at `p` (before `end`) starts with U+10FFFF (F4 8F BF BF). */
+export function isMaxChar(p: usize, end: usize): bool {
+  return p + 4 <= end && load<u32>(p) == 0xbfbf8ff4;
+}
+
+/** Why bytes are not UTF-8, as Rust's `Utf8Error` says it. */
+export class Utf8Error {
+  constructor(
+    /** Where the invalid sequence starts. */
+    public readonly index: i32,
+    /** Its length, or 0 if the bytes end in the middle of a sequence. */
+    public readonly width: i32,
+  ) {}
+
+  /** Writes the description into a message. */
+  __display(w: JsonWriter): void {
+    if (this.width == 0) {
+      w.text(lit("incomplete utf-8 byte sequence from index "));
+    } else {
+      w.text(lit("invalid utf-8 sequence of "));
+      w.dec(this.width);
+      w.text(lit(" bytes from index "));
     }
-    let width = 0;
-    if (b0 >= 0xc2 && b0 < 0xe0) width = 2;
-    else if (b0 >= 0xe0 && b0 < 0xf0) width = 3;
-    else if (b0 >= 0xf0 && b0 < 0xf5) width = 4;
-    if (width == 0) return invalidAt(1, i);
-    if (i + 1 >= n) return incompleteAt(i);
-    const b1 = <u32>unchecked(bytes[i + 1]);
-    let ok1 = (b1 & 0xc0) == 0x80;
-    if (width == 3) ok1 = ok1 && !(b0 == 0xe0 && b1 < 0xa0) && !(b0 == 0xed && b1 >= 0xa0);
-    if (width == 4) ok1 = ok1 && !(b0 == 0xf0 && b1 < 0x90) && !(b0 == 0xf4 && b1 >= 0x90);
-    if (!ok1) return invalidAt(1, i);
-    for (let k = 2; k < width; k++) {
-      if (i + k >= n) return incompleteAt(i);
-      if ((<u32>unchecked(bytes[i + k]) & 0xc0) != 0x80) return invalidAt(k, i);
-    }
-    i += width;
+    w.dec(this.index);
   }
-  return null;
+
+  /** `invalid utf-8 sequence of 1 bytes from index 0` or `incomplete utf-8 byte sequence from index 3`. */
+  toString(): string {
+    const w = new JsonWriter();
+    this.__display(w);
+    return utf8ToString(w.ptr, w.len);
+  }
 }
 
-function invalidAt(len: i32, index: i32): string {
-  return "invalid utf-8 sequence of " + len.toString() + " bytes from index " + index.toString();
-}
-
-function incompleteAt(index: i32): string {
-  return "incomplete utf-8 byte sequence from index " + index.toString();
+/** Why `bytes` are not UTF-8 (worded as Rust's `Utf8Error`), or `null` if they are valid. */
+export function utf8Error(bytes: Uint8Array): Utf8Error | null {
+  const at = utf8ErrorAt(bytes.dataStart, <usize>bytes.length);
+  return at < 0 ? null : new Utf8Error(at, errorWidth);
 }
 
 /**
@@ -116,12 +129,19 @@ export function plainRunEnd(p: usize, end: usize): usize {
 /** `bytes` as a string if they are valid UTF-8, else `null`. */
 export function decodeUtf8(bytes: Uint8Array): string | null {
   if (!isValidUtf8(bytes.dataStart, <usize>bytes.length)) return null;
-  return String.UTF8.decodeUnsafe(bytes.dataStart, <usize>bytes.length);
+  return utf8ToString(bytes.dataStart, bytes.length);
+}
+
+/** The UTF-8 of `text` in a writer. */
+export function utf8Of(text: string): JsonWriter {
+  const w = new JsonWriter(text.length + 8);
+  w.utf16(text, false);
+  return w;
 }
 
 /** The UTF-8 bytes of `text`. */
 export function encodeUtf8(text: string): Uint8Array {
-  return Uint8Array.wrap(String.UTF8.encode(text));
+  return utf8Of(text).toBytes();
 }
 
 /**
@@ -155,14 +175,25 @@ export class Utf8 {
     return this.bytes.length == 0;
   }
 
-  /** Byte-wise equality. */
-  equals(other: Utf8): bool {
-    return bytesEqual(this.bytes, other.bytes);
+  /** Whether `other` (a `Utf8`, `string` or `Uint8Array`) is the same text, byte for byte. */
+  equals<T>(other: T): bool {
+    const a = this.bytes;
+    if (isString<T>()) {
+      const w = utf8Of(changetype<string>(other));
+      return w.len == a.length && memory.compare(a.dataStart, w.ptr, <usize>w.len) == 0;
+    } else if (isReference<T>() && idof<T>() == idof<Utf8>()) {
+      return bytesEqual(a, changetype<Utf8>(other).bytes);
+    } else if (isReference<T>() && idof<T>() == idof<Uint8Array>()) {
+      return bytesEqual(a, changetype<Uint8Array>(other));
+    } else {
+      ERROR("runnel: Utf8.equals takes a Utf8, string or Uint8Array");
+      return false;
+    }
   }
 
   /** The text as an AssemblyScript string (costs a UTF-8 to UTF-16 conversion). */
   toString(): string {
-    return String.UTF8.decodeUnsafe(this.bytes.dataStart, <usize>this.bytes.length);
+    return utf8ToString(this.bytes.dataStart, this.bytes.length);
   }
 }
 
@@ -175,59 +206,43 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): bool {
 
 /** Concatenates byte arrays. */
 export function concatBytes(parts: Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (let i = 0; i < parts.length; i++) total += parts[i].length;
-  const out = new Uint8Array(total);
-  let at = 0;
+  const w = new JsonWriter();
   for (let i = 0; i < parts.length; i++) {
-    const part = parts[i];
-    memory.copy(out.dataStart + <usize>at, part.dataStart, <usize>part.length);
-    at += part.length;
+    const part = unchecked(parts[i]);
+    w.copy(part.dataStart, part.length);
   }
-  return out;
-}
-
-function hex(n: u32): string {
-  let out = "";
-  do {
-    out = String.fromCharCode(<i32>(n & 0xf) + ((n & 0xf) < 10 ? 0x30 : 0x57)) + out;
-    n >>= 4;
-  } while (n != 0);
-  return out;
+  return w.toBytes();
 }
 
 /**
- * `text` quoted and escaped as Rust's `{:?}` shows a string (`"a\0b"`), so that error
- * messages read the same whichever SDK built the contract. Control characters are escaped;
- * other characters are shown as they are.
+ * `text` (a string or Utf8) quoted and escaped as Rust's `{:?}` shows a string (`"a\0b"`),
+ * so that error messages read the same whichever SDK built the contract. Control characters
+ * are escaped; other characters are shown as they are. In a message given to `fail`, the
+ * transform writes it straight into the message instead.
  */
-export function quoted(text: string): string {
-  let out = "\"";
-  for (let i = 0; i < text.length; i++) {
-    const c = <u32>text.charCodeAt(i);
-    if (c == 0x22) out += "\\\"";
-    else if (c == 0x5c) out += "\\\\";
-    else if (c == 0x0a) out += "\\n";
-    else if (c == 0x0d) out += "\\r";
-    else if (c == 0x09) out += "\\t";
-    else if (c == 0) out += "\\0";
-    else if (c < 0x20 || (c >= 0x7f && c < 0xa0)) out += "\\u{" + hex(c) + "}";
-    else if (c == 0xdbff && i + 1 < text.length && <u32>text.charCodeAt(i + 1) == 0xdfff) {
-      out += "\\u{10ffff}";
-      i++;
-    } else out += String.fromCharCode(c);
-  }
-  return out + "\"";
+export function quoted<T>(text: T): string {
+  const w = new JsonWriter();
+  w.debug<T>(text);
+  return utf8ToString(w.ptr, w.len);
 }
 
-/** A key for an error message, as the Rust SDK shows one: quoted text if UTF-8, else its bytes. */
-export function showKey(key: Uint8Array): string {
-  const text = decodeUtf8(key);
-  if (text != null) return quoted(text);
-  let out = "[";
-  for (let i = 0; i < key.length; i++) {
-    if (i > 0) out += ", ";
-    out += unchecked(key[i]).toString();
+/** Writes a key as the Rust SDK shows one in a message: quoted text if UTF-8, else its bytes. */
+export function appendKey(w: JsonWriter, p: usize, n: i32): void {
+  if (isValidUtf8(p, <usize>n)) {
+    w.debugUtf8(p, n);
+    return;
   }
-  return out + "]";
+  w.byte(0x5b);
+  for (let i = 0; i < n; i++) {
+    if (i > 0) w.text(lit(", "));
+    w.dec(load<u8>(p + <usize>i));
+  }
+  w.byte(0x5d);
+}
+
+/** A key as the Rust SDK shows one in a message: quoted text if UTF-8, else its bytes. */
+export function showKey(key: Uint8Array): string {
+  const w = new JsonWriter();
+  appendKey(w, key.dataStart, key.length);
+  return utf8ToString(w.ptr, w.len);
 }

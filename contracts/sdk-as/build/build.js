@@ -23,6 +23,9 @@ export const START_EXPORT = "__runnel_start";
 /** Initial memory a module must declare, in 64 KiB pages (2 MiB, as the Rust examples link). */
 export const INITIAL_MEMORY_PAGES_MIN = 32;
 
+/** The Wasm features asc's output uses; the runtime accepts them. */
+const FEATURES = ["--enable-bulk-memory", "--enable-sign-ext", "--enable-mutable-globals", "--enable-nontrapping-float-to-int"];
+
 /** The `runnel` host functions of ABI v1 and their signatures. */
 export const HOST_FUNCTIONS = {
   state_get: "(i32,i32)->i64",
@@ -251,14 +254,15 @@ export async function buildContract({ entry, outFile, config, textFile, quiet = 
         `--ctors=${START_EXPORT}`,
         "--ignore-external-input",
         "--quiet",
-        "--enable-bulk-memory",
-        "--enable-sign-ext",
-        "--enable-mutable-globals",
-        "--enable-nontrapping-float-to-int",
+        ...FEATURES,
         "-o",
         finalPath,
       ]);
     }
+    // Shrinks what wasm-ctor-eval left (the start code's functions, the data it folded).
+    const optimized = path.join(work, "optimized.wasm");
+    await run(process.execPath, [binaryenTool("wasm-opt"), finalPath, "-Oz", "--converge", ...FEATURES, "-o", optimized]);
+    finalPath = optimized;
     const bytes = await readFile(finalPath);
     const functions = checkModule(bytes, path.basename(outFile));
     await mkdir(path.dirname(outFile), { recursive: true });

@@ -140,6 +140,26 @@ describe("calls", () => {
     expect(error(5, new Uint8Array([0x20, 0xff]))).toBe("scalars: argument 6 (f): expected value at line 1 column 2");
   });
 
+  it("writes messages given as literals, templates and + chains as UTF-8, piece by piece", () => {
+    const ledger = probe();
+    const message = (kind: number, text: string, n: number) =>
+      ledger.invokeError(alice, "message", [String(kind), text, String(n)]).message;
+    expect(message(0, 'a"b', -3)).toBe('template -3 "a\\"b" "a\\"b" true a"b 253');
+    expect(message(0, "é\u0001\u0085\u{10FFFF}😀", 7)).toBe(
+      'template 7 "é\\u{1}\\u{85}\\u{10ffff}😀" "é\\u{1}\\u{85}\\u{10ffff}😀" false é\u0001\u0085\u{10FFFF}😀 7',
+    );
+    expect(message(1, "x\ty", 0)).toBe('ensure 0 x\ty "x\\ty"');
+    expect(ledger.invoke(alice, "message", ["1", "x", "5"]).text()).toBe("null");
+    expect(message(2, "a ready string, ü", 0)).toBe("a ready string, ü");
+    expect(message(3, "q", 0)).toBe('invalid: invalid utf-8 sequence of 1 bytes from index 1|"q"');
+  });
+
+  it("compares Utf8 with each kind of text; one attribute is a composite key like an array of one", () => {
+    const ledger = probe();
+    expect(ledger.evaluate(alice, "compare", ["Org1/ü", "Org1/ü"]).json()).toEqual([true, true, true, true, true]);
+    expect(ledger.evaluate(alice, "compare", ["Org1/ü", "Org1/u"]).json()).toEqual([false, false, false, true, true]);
+  });
+
   it("returns raw byte arguments as JSON arrays (serde's Vec<u8>)", () => {
     expect(probe().evaluate(alice, "raw", [new Uint8Array([0, 255, 7])]).text()).toBe("[0,255,7]");
   });

@@ -1,6 +1,6 @@
 // A contract that exercises the SDK (the twin of the probe in the Rust SDK's testing.rs).
 
-import { CompositeKey, Context, LogLevel, Utf8, fail } from "@runnel/contract";
+import { CompositeKey, Context, LogLevel, Utf8, bytesEqual, ensure, fail, quoted, utf8Error } from "@runnel/contract";
 
 /** Writes `key`, then fails if `failing` is set: nothing may survive. */
 export function write(ctx: Context, key: string, failing: bool): void {
@@ -47,27 +47,30 @@ export function seed(ctx: Context): void {
 export function by_owner(ctx: Context, owner: string): string[] {
   const ids = new Array<string>();
   const entries = ctx.byPartialCompositeKey("owned", [owner]);
-  while (entries.next()) ids.push(CompositeKey.split(entries.key).attributes.join("/"));
+  while (entries.next()) {
+    const attributes = CompositeKey.split(entries.key).attributes;
+    ids.push(attributes[0].toString() + "/" + attributes[1].toString());
+  }
   return ids;
 }
 
 /** Splits `key` (raw bytes) as a composite key. */
 export function split(ctx: Context, key: Uint8Array): string[] {
   const parts = CompositeKey.split(key);
-  const out = [parts.objectType];
-  for (let i = 0; i < parts.attributes.length; i++) out.push(parts.attributes[i]);
+  const out = [parts.objectType.toString()];
+  for (let i = 0; i < parts.attributes.length; i++) out.push(parts.attributes[i].toString());
   return out;
 }
 
 @json
 class Info {
   txId: string;
-  id: string;
-  role: string;
+  id: Utf8;
+  role: Utf8;
   timestamp: u64;
   cert: Uint8Array;
 
-  constructor(txId: string, id: string, role: string, timestamp: u64, cert: Uint8Array) {
+  constructor(txId: string, id: Utf8, role: Utf8, timestamp: u64, cert: Uint8Array) {
     this.txId = txId;
     this.id = id;
     this.role = role;
@@ -135,4 +138,25 @@ export function spin(ctx: Context, n: u64): u64 {
   let i: u64 = 0;
   while (i < n) i++;
   return i;
+}
+
+/** Messages the transform writes as UTF-8: template literals, `+` chains, `ensure`, ready strings. */
+export function message(ctx: Context, kind: u8, text: Utf8, n: i64): void {
+  const s = text.toString();
+  if (kind == 0) fail(`template ${n} ${quoted(text)} ${quoted(s)} ${n < 0} ${text} ${<u8>n}`);
+  if (kind == 1) ensure(n > 0, "ensure " + n.toString() + " " + s + " " + quoted(text));
+  if (kind == 2) fail(s);
+  if (kind == 3) {
+    const bad = new Uint8Array(2);
+    bad[0] = 0x61;
+    bad[1] = 0xff;
+    fail("invalid: " + utf8Error(bad)!.toString() + "|" + quoted(s));
+  }
+}
+
+/** Utf8.equals against each kind of text, and a composite key of one attribute or an array of it. */
+export function compare(ctx: Context, a: Utf8, b: string): bool[] {
+  const one = CompositeKey.of("t", a);
+  const many = CompositeKey.of("t", [a, a]);
+  return [a.equals(b), a.equals(Utf8.of(b)), a.equals(Utf8.of(b).bytes), bytesEqual(one.bytes, CompositeKey.of("t", [a]).bytes), many.bytes.length == 2 * one.bytes.length - 3];
 }
