@@ -1,7 +1,9 @@
 //! Contract runtime figures (recorded in docs/benchmarks.md):
 //! - kv `put` invoke (instantiate + call + host calls), pooling vs on-demand allocation;
 //! - the same for an empty function, to show what instantiation alone costs;
-//! - artifact load from the on-disk cache, and first compile, per example contract.
+//! - artifact load from the on-disk cache, and first compile, per example contract;
+//! - the same for the TypeScript (AssemblyScript) twins of kv and token (`kv_ts`,
+//!   `token_ts`): kv `put` and loads beside the Rust modules, in the same run.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -13,6 +15,15 @@ const EXAMPLES: &[&str] = &["kv", "token", "asset-transfer"];
 
 fn wasm(package: &str) -> Vec<u8> {
     runnel_wasm_build::wasm(package).expect("build the example contracts first")
+}
+
+/// The module of `name`: a Rust example, or `<example>_ts`, a TypeScript one.
+fn module(name: &str) -> Vec<u8> {
+    match name.strip_suffix("_ts") {
+        Some(example) => runnel_wasm_build::typescript_wasm(example)
+            .expect("build the TypeScript examples first (npm ci)"),
+        None => wasm(name),
+    }
 }
 
 /// A module whose one function does nothing: the floor of an invoke.
@@ -35,6 +46,7 @@ fn runtime(pooling: bool) -> Runtime {
 
 fn invoke(c: &mut Criterion) {
     let kv = wasm("kv");
+    let kv_ts = module("kv_ts");
     let value = "v".repeat(1024);
     let args = vec![b"key-000042".to_vec(), value.into_bytes()];
     let ctx = CallContext::default();
@@ -55,6 +67,15 @@ fn invoke(c: &mut Criterion) {
                 black_box(sim)
             })
         });
+        let twin = rt.install(&kv_ts).expect("kv_ts loads");
+        group.bench_function(BenchmarkId::new("kv_ts_put_1KB", label), |b| {
+            b.iter(|| {
+                black_box(
+                    rt.invoke(&twin, "kv", "put", &args, &ctx, view.clone())
+                        .expect("put"),
+                )
+            })
+        });
         let small = vec![b"key-000042".to_vec(), b"v".to_vec()];
         group.bench_function(BenchmarkId::new("kv_put_1B", label), |b| {
             b.iter(|| {
@@ -64,6 +85,25 @@ fn invoke(c: &mut Criterion) {
                 )
             })
         });
+        group.bench_function(BenchmarkId::new("kv_ts_put_1B", label), |b| {
+            b.iter(|| {
+                black_box(
+                    rt.invoke(&twin, "kv", "put", &small, &ctx, view.clone())
+                        .expect("put"),
+                )
+            })
+        });
+        if pooling {
+            for (name, module) in [("kv", &contract), ("kv_ts", &twin)] {
+                for (size, args) in [("1KB", &args), ("1B", &small)] {
+                    let fuel = rt
+                        .invoke(module, "kv", "put", args, &ctx, view.clone())
+                        .expect("put")
+                        .fuel_used;
+                    eprintln!("fuel: {name} put {size}: {fuel}");
+                }
+            }
+        }
         let get_args = vec![b"key-000042".to_vec()];
         group.bench_function(BenchmarkId::new("kv_get", label), |b| {
             b.iter(|| black_box(rt.invoke(&contract, "kv", "get", &get_args, &ctx, view.clone())))
@@ -86,8 +126,8 @@ fn load(c: &mut Criterion) {
     let uncached = runtime(true);
     let mut group = c.benchmark_group("module");
     group.sample_size(10);
-    for package in EXAMPLES {
-        let bytes = wasm(package);
+    for package in EXAMPLES.iter().chain(&["kv_ts", "token_ts"]) {
+        let bytes = module(package);
         let hash = cached.install(&bytes).expect("loads").hash();
         group.bench_function(BenchmarkId::new("load_cached_artifact", package), |b| {
             b.iter(|| {

@@ -83,7 +83,12 @@ fn same_outcomes(
                 state.apply(&expected.rwset, Version::from_seq(seq));
                 succeeded += 1;
             }
-            (Err(expected), Err(got)) => assert_eq!(got, expected, "{}: error", shown()),
+            (Err(expected), Err(got)) => assert_eq!(
+                without_float(&got.to_string()),
+                without_float(&expected.to_string()),
+                "{}: error",
+                shown()
+            ),
             (expected, got) => panic!(
                 "{}: Rust {:?}, TypeScript {:?}",
                 shown(),
@@ -93,6 +98,22 @@ fn same_outcomes(
         }
     }
     succeeded
+}
+
+/// `message` with the number of a "floating point `...`" description left out: for a
+/// float passed where an integer is expected, the TypeScript SDK shows the number as
+/// written where serde_json prints the parsed f64 (`1e3` against `1000.0`), which would
+/// cost every module a float printer (docs/contracts.md lists it). Everything else in
+/// the message must match.
+fn without_float(message: &str) -> String {
+    const FLOAT: &str = "floating point `";
+    match message.split_once(FLOAT) {
+        Some((before, after)) => {
+            let rest = after.split_once('`').map_or("", |(_, rest)| rest);
+            format!("{before}{FLOAT}…`{rest}")
+        }
+        None => message.to_string(),
+    }
 }
 
 fn both(runtime: &Runtime, example: &str) -> (Arc<Contract>, Arc<Contract>) {
@@ -170,6 +191,7 @@ fn token_in_typescript_answers_as_token_in_rust() {
         step(&alice, "transfer", &[b"Org2/bob", b"abc"]),
         step(&alice, "transfer", &[b"Org2/bob", b"-5"]),
         step(&alice, "transfer", &[b"Org2/bob", b"1.5"]),
+        step(&alice, "transfer", &[b"Org2/bob", b"1e3"]),
         step(&alice, "transfer", &[b"Org2/bob", b"\"7\""]),
         step(&alice, "transfer", &[b"Org2/bob", b"99999999999999999999"]),
         step(&alice, "transfer", &[b"Org2/bob"]),
