@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The token written in TypeScript (token-ts, contracts/examples-as/token) against its Rust
 # twin (token): `runnel bench --workload token-transfer` on a fresh release `runnel dev`
-# node for each (which deploys both), interleaved, `sync = "full"`. Prints the committed
+# node for each (which deploys both), interleaved (the first of a round alternates, since
+# the second run of a pair tends to be the slower), `sync = "full"`. Prints the committed
 # tx/s and p50 of each, and token-ts / token per round; writes the same to summary.md.
 #
 #   ./scripts/bench-contracts-ts.sh [rounds] [seconds-per-run] [clients] [out-dir]
-#                                             (default 3, 15, 64, bench-contracts-ts)
+#                                             (default 4, 15, 64, bench-contracts-ts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
+rounds=${1:-4}
 seconds=${2:-15}
 clients=${3:-64}
 out=$(realpath -m "${4:-bench-contracts-ts}")
@@ -19,7 +20,9 @@ source scripts/bench-node.sh
 
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
-  for contract in token token-ts; do
+  order="token token-ts"
+  [[ $((round % 2)) -eq 0 ]] && order="token-ts token"
+  for contract in $order; do
     dir="$out/nodes/$contract"
     start_node "$dir"
     "$runnel" bench --url "http://127.0.0.1:$port" --dir "$dir" --workload token-transfer \
