@@ -204,7 +204,7 @@ test("search by transaction id, block number and key", async ({ page, client }) 
 test("contracts: deployed contracts with version, policy and code hash", async ({ page, snap }) => {
   await page.goto("/contracts");
   const table = page.getByRole("table", { name: "Deployed contracts" });
-  for (const name of ["kv", "token", "basic"]) {
+  for (const name of ["kv", "token", "basic", "kv-ts", "token-ts"]) {
     const row = table.locator(`tr[data-contract="${name}"]`);
     await expect(row).toBeVisible();
     await expect(row.locator("code.hash")).toHaveText(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
