@@ -32,6 +32,26 @@ impl Transport for Alone {
     }
 }
 
+/// A `Step` stream over `channel`: what is sent on the returned sender goes as its
+/// requests; the task ends with the call's answer.
+fn open_stream(
+    channel: Channel,
+) -> (
+    tokio::sync::mpsc::Sender<StepRequest>,
+    tokio::task::JoinHandle<
+        Result<tonic::Response<runnel_server::proto::StepResponse>, tonic::Status>,
+    >,
+) {
+    let (requests, stream) = tokio::sync::mpsc::channel(4);
+    let mut client = ClusterClient::new(channel);
+    let call = tokio::spawn(async move {
+        client
+            .step(tokio_stream::wrappers::ReceiverStream::new(stream))
+            .await
+    });
+    (requests, call)
+}
+
 fn heartbeat(from: u64, to: u64) -> runnel_server::proto::RaftMessage {
     let mut message = Message::default();
     message.set_msg_type(MessageType::MsgHeartbeat);
@@ -210,13 +230,7 @@ fn only_the_cluster_s_orderers_may_step_its_raft_and_only_as_themselves() {
 
     // A stream is checked request by request: one forged request after a good one ends it.
     let forged = runtime.block_on(async {
-        let (requests, stream) = tokio::sync::mpsc::channel(4);
-        let mut client = ClusterClient::new(member_channel().await);
-        let call = tokio::spawn(async move {
-            client
-                .step(tokio_stream::wrappers::ReceiverStream::new(stream))
-                .await
-        });
+        let (requests, call) = open_stream(member_channel().await);
         for messages in [vec![heartbeat(2, 1)], vec![heartbeat(3, 1)]] {
             requests.send(StepRequest { messages }).await.unwrap();
         }
@@ -229,13 +243,7 @@ fn only_the_cluster_s_orderers_may_step_its_raft_and_only_as_themselves() {
     // A member's stream stays open between requests; the orderer stopping ends it, so
     // that it stops at once.
     let (requests, open) = runtime.block_on(async {
-        let (requests, stream) = tokio::sync::mpsc::channel(4);
-        let mut client = ClusterClient::new(member_channel().await);
-        let open = tokio::spawn(async move {
-            client
-                .step(tokio_stream::wrappers::ReceiverStream::new(stream))
-                .await
-        });
+        let (requests, open) = open_stream(member_channel().await);
         requests
             .send(StepRequest {
                 messages: vec![heartbeat(2, 1)],
