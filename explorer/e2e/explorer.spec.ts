@@ -210,7 +210,7 @@ test("contracts: deployed contracts with version, policy and code hash", async (
     await expect(row.locator("code.hash")).toHaveText(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
   }
   await snap("contracts");
-  await table.getByRole("link", { name: "kv" }).click();
+  await table.getByRole("link", { name: "kv", exact: true }).click();
   await expect(page).toHaveURL("/contracts/kv");
   await expect(page.getByRole("table", { name: "Contract versions" }).locator("tbody tr")).toHaveCount(1);
   await snap("contract");

@@ -118,7 +118,7 @@ test("a kv put shows its endorsements grouped under Org1 and Org2, one peer each
 test("the kv contract shows its approvals by Org1 and Org2 for sequence 1, both matching the definition in force", async ({ page }) => {
   await openAsOrg1Client(page);
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Contracts" }).click();
-  await page.getByRole("table", { name: "Deployed contracts" }).getByRole("link", { name: "kv" }).click();
+  await page.getByRole("table", { name: "Deployed contracts" }).getByRole("link", { name: "kv", exact: true }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("kv");
   await expect(page.getByTestId("definition-in-force")).toContainText("In force: sequence 1");
   const approvals = page.getByRole("table", { name: "Lifecycle approvals" });
