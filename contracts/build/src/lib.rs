@@ -106,80 +106,53 @@ pub fn wasm(package: &str) -> Result<Vec<u8>, BuildError> {
     std::fs::read(&path).map_err(|e| BuildError(format!("reading {}: {e}", path.display())))
 }
 
-/// The examples written in TypeScript (contracts/examples-as/), each the twin of the Rust
-/// example of the same name.
-pub const TYPESCRIPT_EXAMPLES: [&str; 2] = ["kv", "token"];
-
-/// Builds the TypeScript (AssemblyScript) examples with `@runnel/contract`
-/// (`npm run -w @runnel/contract build-examples`, which needs `npm ci` done) and returns
-/// the path of `example`'s module, `target/wasm32-unknown-unknown/contract/<example>_ts.wasm`
-/// under the workspace. Built at most once per process.
-pub fn build_typescript(example: &str) -> Result<PathBuf, BuildError> {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let root = workspace_root();
-    BUILT
-        .get_or_init(|| {
-            let output = Command::new("npm")
-                .current_dir(&root)
-                .args(["run", "--silent", "-w", "@runnel/contract", "build-examples"])
-                .output()
-                .map_err(|e| format!("could not run npm to build the TypeScript examples: {e}"))?;
-            if output.status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "building the TypeScript examples failed (run `npm ci` at the workspace root first):\n{}{}",
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ))
-            }
-        })
-        .clone()
-        .map_err(BuildError)?;
-    let path = root
-        .join("target")
-        .join(TARGET)
-        .join(PROFILE)
-        .join(format!("{example}_ts.wasm"));
-    if !path.is_file() {
-        return Err(BuildError(format!(
-            "the TypeScript examples were built but {} is missing",
-            path.display()
-        )));
-    }
-    Ok(path)
-}
-
-/// Builds the TypeScript example `example` and returns the module's bytes.
-pub fn typescript_wasm(example: &str) -> Result<Vec<u8>, BuildError> {
-    let path = build_typescript(example)?;
-    std::fs::read(&path).map_err(|e| BuildError(format!("reading {}: {e}", path.display())))
-}
-
-/// Builds the TypeScript contract whose entry file is `entry` (relative to the workspace)
-/// with `@runnel/contract`'s checked build, into
-/// `target/wasm32-unknown-unknown/contract/<name>.wasm`, and returns its bytes.
+/// The TypeScript (AssemblyScript) contract whose entry file is `entry` (relative to the
+/// workspace), built with `@runnel/contract`'s checked build (it needs `npm ci` done) into
+/// `target/wasm32-unknown-unknown/contract/<name>.wasm` under the workspace, where
+/// `npm run -w @runnel/contract build-examples` writes the examples too. Built at most
+/// once per name and process; returns the module's bytes.
 pub fn typescript_contract(entry: &str, name: &str) -> Result<Vec<u8>, BuildError> {
-    let root = workspace_root();
-    let out = root
-        .join("target")
-        .join(TARGET)
-        .join(PROFILE)
-        .join(format!("{name}.wasm"));
-    let script = "const { buildContract } = await import('@runnel/contract/build'); \
-                  await buildContract({ entry: process.argv[1], outFile: process.argv[2] });";
-    let output = Command::new("node")
-        .current_dir(&root)
-        .args(["--input-type=module", "-e", script])
-        .arg(root.join(entry))
-        .arg(&out)
-        .output()
-        .map_err(|e| BuildError(format!("could not run node to build {entry}: {e}")))?;
-    if !output.status.success() {
-        return Err(BuildError(format!(
-            "building {entry} failed (run `npm ci` at the workspace root first):\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )));
-    }
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .map_err(|_| BuildError("build cache poisoned".into()))?;
+    let out = match built.get(name) {
+        Some(out) => out.clone(),
+        None => {
+            let root = workspace_root();
+            let out = root
+                .join("target")
+                .join(TARGET)
+                .join(PROFILE)
+                .join(format!("{name}.wasm"));
+            let script = "const { buildContract } = await import('@runnel/contract/build'); \
+                          await buildContract({ entry: process.argv[1], outFile: process.argv[2] });";
+            let output = Command::new("node")
+                .current_dir(&root)
+                .args(["--input-type=module", "-e", script])
+                .arg(root.join(entry))
+                .arg(&out)
+                .output()
+                .map_err(|e| BuildError(format!("could not run node to build {entry}: {e}")))?;
+            if !output.status.success() {
+                return Err(BuildError(format!(
+                    "building {entry} failed (run `npm ci` at the workspace root first):\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                )));
+            }
+            built.insert(name.to_string(), out.clone());
+            out
+        }
+    };
     std::fs::read(&out).map_err(|e| BuildError(format!("reading {}: {e}", out.display())))
+}
+
+/// The TypeScript twin of the Rust example `example` (contracts/examples-as/), as
+/// [`typescript_contract`] builds it: `<example>_ts.wasm`.
+pub fn typescript_wasm(example: &str) -> Result<Vec<u8>, BuildError> {
+    typescript_contract(
+        &format!("contracts/examples-as/{example}/index.ts"),
+        &format!("{example}_ts"),
+    )
 }

@@ -33,7 +33,8 @@ pub const STEP_MESSAGES_MAX: usize = 4096;
 /// Messages waiting to go to one orderer; past it they are dropped (Raft resends).
 const OUTBOX_MAX: usize = 4096;
 
-/// How long a `Step` call to another orderer may take before it counts as lost.
+/// How long a `Step` stream to another orderer may go without taking a request, or
+/// without answering a ping, before it counts as lost.
 const STEP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often a link to another orderer pings it.
@@ -197,6 +198,9 @@ impl Cluster for ClusterService {
         request: Request<tonic::Streaming<StepRequest>>,
     ) -> Result<Response<StepResponse>, Status> {
         let certs = request.peer_certs();
+        let certs = || certs.as_deref().map(Vec::as_slice);
+        // Refused at once when it is no member's, rather than at its first request.
+        self.caller(certs())?;
         let mut requests = request.into_inner();
         let mut stopping = self.stopping.clone();
         let stopped = async move {
@@ -216,14 +220,14 @@ impl Cluster for ClusterService {
             let Some(request) = request else {
                 return Ok(Response::new(StepResponse {}));
             };
-            let from = self.caller(certs.as_deref().map(Vec::as_slice))?;
+            let from = self.caller(certs())?;
             self.step_all(from, request.messages)?;
         }
     }
 }
 
 /// How this orderer reaches the others: a channel to each (mutual TLS as itself), a
-/// task each that sends what queued as one `Step` call at a time, and a
+/// task each that sends what queued over one `Step` stream, and a
 /// [`RemoteOrderer`] each to forward transactions when it is the leader. The links follow
 /// the cluster's membership as it changes.
 pub struct GrpcTransport {
@@ -435,21 +439,9 @@ async fn send_in_batches(
                 Err(_) => break,
             }
         }
-        let sender = match &stream {
-            Some(sender) if !sender.is_closed() => sender.clone(),
-            _ => {
-                let (sender, requests) = mpsc::channel(STREAM_QUEUE);
-                let mut client = client.clone();
-                tokio::spawn(async move {
-                    let requests = tokio_stream::wrappers::ReceiverStream::new(requests);
-                    if let Err(error) = client.step(requests).await {
-                        // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
-                        tracing::debug!(%error, "a Step stream to another orderer ended");
-                    }
-                });
-                stream = Some(sender.clone());
-                sender
-            }
+        let sender = match stream.take() {
+            Some(sender) if !sender.is_closed() => stream.insert(sender),
+            _ => stream.insert(open_stream(client.clone())),
         };
         tracing::trace!(count = messages.len(), "Raft messages out");
         let sent = tokio::time::timeout(STEP_TIMEOUT, sender.send(StepRequest { messages })).await;
@@ -460,6 +452,20 @@ async fn send_in_batches(
             stream = None;
         }
     }
+}
+
+/// A new `Step` stream through `client`: what is sent on the returned sender goes as its
+/// requests; the stream ends when the sender is dropped.
+fn open_stream(mut client: ClusterClient<Channel>) -> mpsc::Sender<StepRequest> {
+    let (sender, requests) = mpsc::channel(STREAM_QUEUE);
+    tokio::spawn(async move {
+        let requests = tokio_stream::wrappers::ReceiverStream::new(requests);
+        if let Err(error) = client.step(requests).await {
+            // Lost: Raft notices and sends again (an append, a heartbeat, a vote).
+            tracing::debug!(%error, "a Step stream to another orderer ended");
+        }
+    });
+    sender
 }
 
 #[cfg(test)]

@@ -10,8 +10,10 @@
 //! - The Raft thread owns the [`RawNode`]. Each turn it takes every input queued (messages
 //!   from the other orderers, proposals), proposes the turn's transactions as one entry,
 //!   ticks, and handles Raft's Ready: sends the leader's appends, appends what Raft
-//!   persists to the [`RaftLog`] and syncs it once (group commit: what arrives during a
-//!   sync goes in the next), sends the messages that waited for that sync, and applies
+//!   persists to the [`RaftLog`] and syncs it once when Raft needs it durable (group
+//!   commit: what arrives during a sync goes in the next; a hard state that only moved
+//!   the commit index waits for the next sync), sends the messages that waited for that
+//!   sync, and applies
 //!   committed entries to the [`StreamLog`].
 //! - The stream log's own threads and deliveries serve peers what was applied: only
 //!   committed entries ever reach it, so a peer never sees a seq the cluster could still
