@@ -215,7 +215,7 @@ pub fn signed_seal(data: &[u8]) {
     }
     let mut chain = SealChain::genesis();
     let leaves = [block::leaf(0, data)];
-    let refused = chain.accept(data, &leaves, fixtures::msp());
+    let refused = chain.accept(data, &leaves, &block::Sealers::any_orderer(fixtures::msp()));
     assert!(refused.is_err(), "a forged seal was accepted");
     let _ = refused.map_err(|e| e.code());
     assert_eq!(chain, SealChain::genesis());

@@ -34,7 +34,7 @@
 use prost::Message;
 use sha2::{Digest, Sha256};
 
-use crate::identity::{IdentityError, Msp, Role, Signer};
+use crate::identity::{Identity, IdentityError, Msp, NetworkDefinition, OrdererNode, Role, Signer};
 use crate::ids::{BlockNumber, Seq};
 use crate::proto::{BlockSeal, InclusionProof, SealSignature, SignedSeal};
 use crate::tx::{Hash, sha256};
@@ -332,15 +332,78 @@ fn decode_parts(bytes: &[u8]) -> Result<(SignedSealed, SignedSeal), BlockError> 
     Ok((sealed, signed))
 }
 
+/// Who may sign a seal: an orderer whose certificate the MSP of a network definition
+/// trusts (its CA, not revoked, valid at the seal's time, role orderer) and, when that
+/// definition names the ordering service's nodes, one of them (its organisation and
+/// certificate CN are a named orderer's). Which definition applies to a seal is the
+/// caller's to choose; peers and orderers take the one in force once the seal's last
+/// transaction is applied ([`crate::seal_trust::SealTrust::after`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Sealers<'a> {
+    msp: &'a Msp,
+    /// The orderers the definition names; `None` when it names none (a single node's
+    /// embedded network), and then any orderer of `msp` may sign.
+    named: Option<&'a [OrdererNode]>,
+    /// The definition's sequence, for errors.
+    sequence: u64,
+}
+
+impl<'a> Sealers<'a> {
+    /// Any orderer whose certificate `msp` trusts: for a ledger given no network
+    /// definition, and for checks of a seal's chain and contents alone.
+    pub fn any_orderer(msp: &'a Msp) -> Sealers<'a> {
+        Sealers {
+            msp,
+            named: None,
+            sequence: 0,
+        }
+    }
+
+    /// The orderers `definition` names (any orderer of `msp` if it names none), trusted
+    /// through `msp`, which must be the definition's own ([`NetworkDefinition::msp`]).
+    pub fn of(definition: &'a NetworkDefinition, msp: &'a Msp) -> Sealers<'a> {
+        Sealers {
+            msp,
+            named: (!definition.orderers.is_empty()).then_some(definition.orderers.as_slice()),
+            sequence: definition.sequence,
+        }
+    }
+
+    /// The orderer whose certificate is `cert_der`, if it may sign a seal of time `at`
+    /// (Unix seconds).
+    pub fn verify(&self, cert_der: &[u8], at: i64) -> Result<std::sync::Arc<Identity>, BlockError> {
+        let orderer = self.msp.verify(cert_der, at).map_err(BlockError::Orderer)?;
+        orderer
+            .require_role(&[Role::Orderer])
+            .map_err(BlockError::Orderer)?;
+        if let Some(named) = self.named
+            && !named
+                .iter()
+                .any(|node| node.org == orderer.org && node.name == orderer.name)
+        {
+            return Err(BlockError::NotAMember {
+                orderer: orderer.id(),
+                sequence: self.sequence,
+            });
+        }
+        Ok(orderer)
+    }
+
+    /// Whether `signer` may sign a seal of time `timestamp_ms`.
+    pub fn admit(&self, signer: &Signer, timestamp_ms: u64) -> Result<(), BlockError> {
+        self.verify(signer.cert_der(), unix_seconds(timestamp_ms))
+            .map(drop)
+    }
+}
+
 /// Checks a seal's signatures: between [`SEAL_SIGNERS_REQUIRED`] and
-/// [`SEAL_SIGNATURES_MAX`] of them, each from a distinct orderer whose certificate
-/// verifies through `msp` at the seal's own time with the role orderer, and each over
-/// the seal. Every signature present must verify: one bad signature refuses the seal,
-/// so a seal never carries a claim that does not hold.
+/// [`SEAL_SIGNATURES_MAX`] of them, each from a distinct orderer that `sealers` admits at
+/// the seal's own time, and each over the seal. Every signature present must verify: one
+/// bad signature refuses the seal, so a seal never carries a claim that does not hold.
 fn verify_signatures(
     sealed: &SignedSealed,
     signatures: &[SealSignature],
-    msp: &Msp,
+    sealers: &Sealers<'_>,
 ) -> Result<(), BlockError> {
     if signatures.len() < SEAL_SIGNERS_REQUIRED || signatures.len() > SEAL_SIGNATURES_MAX {
         return Err(BlockError::BadSeal(format!(
@@ -352,12 +415,7 @@ fn verify_signatures(
     let message = seal_message(&sealed.hash);
     let mut signers = Vec::with_capacity(signatures.len());
     for signature in signatures {
-        let orderer = msp
-            .verify(&signature.orderer, at)
-            .map_err(BlockError::Orderer)?;
-        orderer
-            .require_role(&[Role::Orderer])
-            .map_err(BlockError::Orderer)?;
+        let orderer = sealers.verify(&signature.orderer, at)?;
         orderer
             .verify(&message, &signature.signature)
             .map_err(|_| BlockError::BadSignature)?;
@@ -424,9 +482,8 @@ impl SealChain {
 
     /// Verifies a delivered `SignedSeal` (bytes) as the next one, for a block whose
     /// transactions, each with the timestamp it was delivered with, have the [`leaf`]s
-    /// `leaves` (in seq order). In order: it decodes; the orderer certificate verifies
-    /// through `msp` at the seal's own time, and its role is orderer; the signature
-    /// verifies; the number, first seq and previous hash are the next ones; the seal
+    /// `leaves` (in seq order). In order: it decodes; each signer is an orderer `sealers`
+    /// admits at the seal's own time, and its signature verifies; the number, first seq and previous hash are the next ones; the seal
     /// covers `leaves.len()` transactions; `tx_root` is their [`merkle_root`], so a
     /// transaction's bytes or timestamp changed after sealing is [`BlockError::TxRoot`].
     /// On success the chain advances past it; on error it is unchanged.
@@ -434,11 +491,11 @@ impl SealChain {
         &mut self,
         signed_seal: &[u8],
         leaves: &[Hash],
-        msp: &Msp,
+        sealers: &Sealers<'_>,
     ) -> Result<SignedSealed, BlockError> {
         let (sealed, signed) = decode_parts(signed_seal)?;
         let seal = &sealed.seal;
-        verify_signatures(&sealed, &signed.signatures, msp)?;
+        verify_signatures(&sealed, &signed.signatures, sealers)?;
         if seal.number != self.next_number() {
             return Err(BlockError::OutOfOrder {
                 expected: self.next_number(),
@@ -578,6 +635,17 @@ pub enum BlockError {
     /// The orderer's signature over the seal does not verify.
     #[error("the orderer's signature over the seal does not verify")]
     BadSignature,
+    /// The signer is an orderer of the network, but not one the definition in force at
+    /// the seal's end names: removed from the ordering service, or never in it.
+    #[error(
+        "seal signed by {orderer}, which the network definition in force there (sequence {sequence}) does not name as an orderer"
+    )]
+    NotAMember {
+        /// The signer, `org/name`.
+        orderer: String,
+        /// The sequence of the definition in force.
+        sequence: u64,
+    },
     /// The seal is not for the next block.
     #[error("seal is for block {got}, but the next block is {expected}")]
     OutOfOrder {
@@ -633,6 +701,7 @@ impl BlockError {
                 _ => "BAD_ORDERER",
             },
             BlockError::BadSignature => "BAD_SEAL_SIGNATURE",
+            BlockError::NotAMember { .. } => "ORDERER_NOT_MEMBER",
             BlockError::OutOfOrder { .. } => "BLOCK_OUT_OF_ORDER",
             BlockError::Gap { .. } => "SEQ_GAP",
             BlockError::PreviousHash => "PREVIOUS_HASH_MISMATCH",
@@ -905,7 +974,9 @@ mod tests {
     /// Runs `accept` on `chain`, expecting an error and the chain unchanged.
     fn refused(chain: &mut SealChain, bytes: &[u8], leaves: &[Hash], msp: &Msp) -> BlockError {
         let before = chain.clone();
-        let error = chain.accept(bytes, leaves, msp).unwrap_err();
+        let error = chain
+            .accept(bytes, leaves, &Sealers::any_orderer(msp))
+            .unwrap_err();
         assert_eq!(*chain, before, "chain moved on {error}");
         error
     }
@@ -986,7 +1057,9 @@ mod tests {
             assert_eq!(sealed.seal.previous_hash, previous);
             assert_eq!(sealed.hash, sha256(&sealed.seal.encode()));
 
-            let accepted = peer_chain.accept(&sealed.bytes, &block, &f.msp).unwrap();
+            let accepted = peer_chain
+                .accept(&sealed.bytes, &block, &Sealers::any_orderer(&f.msp))
+                .unwrap();
             assert_eq!(accepted, sealed);
             assert_eq!(peer_chain, orderer_chain);
             assert_eq!(decode_signed_seal(&sealed.bytes), Ok(sealed.clone()));
@@ -1071,7 +1144,8 @@ mod tests {
             signed.signatures = signatures;
             signed.encode_to_vec()
         };
-        let accepts = |bytes: &[u8]| SealChain::genesis().accept(bytes, &block, &msp);
+        let accepts =
+            |bytes: &[u8]| SealChain::genesis().accept(bytes, &block, &Sealers::any_orderer(&msp));
 
         // Two orderers vouching for the seal, as a BFT service would have them.
         let two = with(vec![
@@ -1136,7 +1210,7 @@ mod tests {
             let mut bytes = sealed.bytes.clone();
             bytes[i] ^= 0x01;
             let mut chain = SealChain::genesis();
-            match chain.accept(&bytes, &block, &f.msp) {
+            match chain.accept(&bytes, &block, &Sealers::any_orderer(&f.msp)) {
                 Err(_) => assert_eq!(chain, SealChain::genesis()),
                 Ok(accepted) => {
                     assert!((cert_at..cert_at + cert.len()).contains(&i), "byte {i}");
@@ -1208,7 +1282,9 @@ mod tests {
         let error = refused(&mut chain, &first.bytes, &reordered, &f.msp);
         assert_eq!(error, BlockError::TxRoot);
 
-        chain.accept(&first.bytes, &block, &f.msp).unwrap();
+        chain
+            .accept(&first.bytes, &block, &Sealers::any_orderer(&f.msp))
+            .unwrap();
         let error = refused(&mut chain, &first.bytes, &block, &f.msp);
         assert_eq!(
             error,
@@ -1226,7 +1302,11 @@ mod tests {
             }
         );
         chain
-            .accept(&sign(2, 4, first.hash).bytes, &block, &f.msp)
+            .accept(
+                &sign(2, 4, first.hash).bytes,
+                &block,
+                &Sealers::any_orderer(&f.msp),
+            )
             .unwrap();
     }
 
@@ -1357,7 +1437,11 @@ mod tests {
             assert!(
                 chain
                     .clone()
-                    .accept(&sealed.bytes, &block_leaves(&txs), &f.msp)
+                    .accept(
+                        &sealed.bytes,
+                        &block_leaves(&txs),
+                        &Sealers::any_orderer(&f.msp)
+                    )
                     .is_ok()
             );
             for i in 0..txs.len() {

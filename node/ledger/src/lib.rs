@@ -30,6 +30,7 @@ pub mod endorser;
 // Order, and seal the stream in virtual blocks.
 pub mod block;
 pub mod orderer;
+pub mod seal_trust;
 
 // Validate and commit.
 pub mod queue;

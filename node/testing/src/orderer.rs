@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_ledger::block::{SealChain, SignedSealed};
+use runnel_ledger::block::{SealChain, Sealers, SignedSealed};
 use runnel_ledger::identity::{Msp, NetworkIdentities, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::{Delivered, Delivery, OrdererConfig, SoloOrderer};
@@ -182,7 +182,7 @@ pub fn read_until(
                     })
                     .collect();
                 let accepted = chain
-                    .accept(&sealed.bytes, &range, msp)
+                    .accept(&sealed.bytes, &range, &Sealers::any_orderer(msp))
                     .expect("seal verifies");
                 seen.seals.push((
                     accepted.seal.number,

@@ -12,60 +12,51 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use super::replay::Seen;
-use super::stream::{Ids, Inner, StreamLog, StreamOptions, StreamTx};
+use super::stream::{Cut, Ids, Inner, StreamLog, StreamOptions, StreamTx};
 use super::{Admitted, Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit, admit_batch};
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq};
 use crate::metrics::Histogram;
-use crate::tx::{self, Hash};
+use crate::tx;
 
 /// The sealer: cuts a block when it is full or its oldest transaction has waited
 /// long enough.
 fn run_sealer(inner: &Inner) {
-    let max_txs = inner.config.seal_txs();
     let mut state = inner.lock();
     loop {
         if state.failed.is_some() || state.closed {
             return;
         }
-        let due = match state.unsealed.front() {
-            None => None,
-            Some(_) if state.unsealed.len() >= max_txs => Some(Duration::ZERO),
-            Some(&(_, since)) => Some(
-                (since + inner.config.seal_max_delay).saturating_duration_since(Instant::now()),
-            ),
-        };
-        match due {
-            Some(wait) if wait.is_zero() => {
-                let leaves: Vec<Hash> = state
-                    .unsealed
-                    .iter()
-                    .take(max_txs)
-                    .map(|(leaf, _)| *leaf)
-                    .collect();
-                let sealed = state
-                    .chain
-                    .clone()
-                    .seal_next(&inner.signer, &leaves, tx::now_ms());
-                match inner.append_seal(&mut state, sealed, None) {
-                    Ok(wake) => inner.wake(wake),
-                    Err(error) => {
-                        inner.fail(&mut state, format!("sealing: {error}"));
-                        return;
-                    }
+        match inner.cut(&state, &inner.signer, tx::now_ms()) {
+            Cut::Seal(sealed) => match inner.append_seal(&mut state, sealed, None) {
+                Ok(wake) => inner.wake(wake),
+                Err(error) => {
+                    inner.fail(&mut state, format!("sealing: {error}"));
+                    return;
                 }
+            },
+            Cut::Barred(error) => {
+                // Replaced by a configuration update: no peer accepts this orderer's
+                // seals past it, so it orders nothing more.
+                inner.fail(
+                    &mut state,
+                    format!(
+                        "this orderer may no longer seal the stream ({error}); it stops \
+                         ordering: point the peers at the orderers the network now names"
+                    ),
+                );
+                return;
             }
-            Some(wait) => {
+            Cut::Wait(Some(wait)) => {
                 state = inner
                     .for_sealer
                     .wait_timeout(state, wait)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
-            None => {
+            Cut::Wait(None) => {
                 state = inner
                     .for_sealer
                     .wait(state)

@@ -57,12 +57,13 @@ use std::time::{Duration, Instant};
 
 use super::replay::{RecentIds, Seen};
 use super::{Delivered, Delivery, OrderError, OrderedTx, OrdererConfig, OrderingMode};
-use crate::block::{self, SealChain, SignedSealed};
+use crate::block::{self, BlockError, SealChain, Sealers, SignedSealed};
 use crate::identity::{Msp, NetworkDefinition, Signer};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
 use crate::netconfig;
 use crate::records::{HEADER, Opened, RecordAt, RecordError, RecordFile, RecordReader};
+use crate::seal_trust::SealTrust;
 use crate::store::StoreError;
 use crate::tx::{self, Hash};
 use runnel_runtime::Version;
@@ -204,6 +205,8 @@ struct Followed {
     /// The updates applied, oldest first: their seqs and definitions, as kept in
     /// [`CONFIG_FILE`].
     applied: Vec<(Seq, NetworkDefinition)>,
+    /// Who may sign the seals from the next one on ([`crate::seal_trust`]).
+    trust: SealTrust,
 }
 
 impl Followed {
@@ -332,7 +335,62 @@ pub(crate) struct Inner {
     flush_seconds: Arc<Histogram>,
 }
 
+/// What a sealer finds when it looks at the unsealed transactions ([`Inner::cut`]).
+pub(crate) enum Cut {
+    /// Nothing is due: look again after this long, or (`None`) when a transaction comes.
+    Wait(Option<Duration>),
+    /// The next seal, signed; the chain has not moved.
+    Seal(SignedSealed),
+    /// The definition in force where the next block must end does not let this orderer
+    /// sign it (removed from the ordering service, or its certificate no longer
+    /// trusted): another must.
+    Barred(BlockError),
+}
+
 impl Inner {
+    /// For a sealer signing as `signer` at `now_ms`: the next seal, over the oldest
+    /// unsealed transactions, once `seal_max_txs` of them wait or the oldest has waited
+    /// `seal_max_delay`. When this orderer follows the configuration, the block ends
+    /// before the first update in it that bars `signer` from signing, and is cut at once
+    /// then: that part is still this orderer's to seal, and the rest is not.
+    pub(super) fn cut(&self, state: &State, signer: &Signer, now_ms: u64) -> Cut {
+        let max_txs = self.config.seal_txs();
+        let Some(&(_, oldest)) = state.unsealed.front() else {
+            return Cut::Wait(None);
+        };
+        let mut count = state.unsealed.len().min(max_txs);
+        let mut due = state.unsealed.len() >= max_txs;
+        if let Some(network) = &state.network {
+            let first = state.chain.next_first();
+            let last = Seq(first.0 + count as u64 - 1);
+            for (seq, sealers) in network.trust.updates_within(first, last) {
+                if let Err(barred) = sealers.admit(signer, now_ms) {
+                    count = usize::try_from(seq.0 - first.0).unwrap_or(usize::MAX);
+                    if count == 0 {
+                        return Cut::Barred(barred);
+                    }
+                    due = true;
+                    break;
+                }
+            }
+            let last = Seq(first.0 + count as u64 - 1);
+            if let Err(barred) = network.trust.after(last).admit(signer, now_ms) {
+                return Cut::Barred(barred);
+            }
+        }
+        let waited = oldest.elapsed();
+        if !due && waited < self.config.seal_max_delay {
+            return Cut::Wait(Some(self.config.seal_max_delay - waited));
+        }
+        let leaves: Vec<Hash> = state
+            .unsealed
+            .iter()
+            .take(count)
+            .map(|(leaf, _)| *leaf)
+            .collect();
+        Cut::Seal(state.chain.clone().seal_next(signer, &leaves, now_ms))
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -452,14 +510,19 @@ impl Inner {
         let mut batch = Vec::with_capacity(appended);
         let mut encoded = Vec::with_capacity(appended);
         let mut seq = state.head;
+        let mut followed = false;
         for tx in txs {
             seq = seq.next();
-            if tx.config_update
-                && let Err(error) = self.follow(state, seq, tx.timestamp_ms, &tx.signed_transaction)
-            {
-                let failure = format!("recording the configuration update at seq {seq}: {error}");
-                self.fail(state, failure.clone());
-                return Err(OrderError::Log(failure));
+            if tx.config_update {
+                match self.follow(state, seq, tx.timestamp_ms, &tx.signed_transaction) {
+                    Ok(applied) => followed |= applied,
+                    Err(error) => {
+                        let failure =
+                            format!("recording the configuration update at seq {seq}: {error}");
+                        self.fail(state, failure.clone());
+                        return Err(OrderError::Log(failure));
+                    }
+                }
             }
             let leaf = block::leaf(tx.timestamp_ms, &tx.signed_transaction);
             let (ordered, bytes) = OrderedTx {
@@ -512,8 +575,10 @@ impl Inner {
                 flusher: true,
                 deliveries: appended > 0
                     && (self.replicated || self.config.mode == OrderingMode::Streaming),
+                // An update may bar this orderer from sealing past it: the sealer
+                // looks at once.
                 sealer: appended > 0
-                    && (unsealed <= appended || unsealed >= self.config.seal_txs()),
+                    && (unsealed <= appended || unsealed >= self.config.seal_txs() || followed),
             },
         ))
     }
@@ -574,6 +639,9 @@ impl Inner {
         state.seals.push(at);
         state.unsealed.drain(..count as usize);
         state.chain = SealChain::after(&sealed);
+        if let Some(network) = &mut state.network {
+            network.trust.forget_before(state.chain.next_first());
+        }
         state.sealed = number;
         state.pending_seals.push_back((number, sealed.seal.last));
         if self.replicated {
@@ -602,24 +670,28 @@ impl Inner {
 
     /// For an orderer that follows the configuration: when the `_config` update about to
     /// be appended at `seq` is one every peer will apply, records it ([`CONFIG_FILE`])
-    /// and makes the MSP trust what it says from now on.
+    /// and makes the MSP trust what it says from now on; whether it was one.
     fn follow(
         &self,
         state: &mut State,
         seq: Seq,
         now_ms: u64,
         signed_transaction: &[u8],
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<bool> {
         let Some(network) = &mut state.network else {
-            return Ok(());
+            return Ok(false);
         };
         let (current, version) = network.current();
         let now_s = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
         let Some(next) =
             netconfig::valid_update(current, version, &self.msp, signed_transaction, now_s)
         else {
-            return Ok(());
+            return Ok(false);
         };
+        network
+            .trust
+            .push(seq, Arc::new(next.clone()))
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         network.applied.push((seq, next));
         write_applied(&self.dir, &network.applied)?;
         if let Some((_, next)) = network.applied.last()
@@ -631,7 +703,7 @@ impl Inner {
             seq = seq.0,
             "the orderer follows the network configuration update"
         );
-        Ok(())
+        Ok(true)
     }
 
     /// The flusher: one sync covers everything appended before it started.
@@ -819,9 +891,18 @@ impl StreamLog {
                 if dropped {
                     write_applied(dir, &applied).map_err(|e| OrderError::Log(e.to_string()))?;
                 }
+                let mut trust = SealTrust::of(Seq::ZERO, Arc::new(genesis.clone()))
+                    .map_err(|e| OrderError::Corrupt(e.to_string()))?;
+                for (seq, definition) in &applied {
+                    trust
+                        .push(*seq, Arc::new(definition.clone()))
+                        .map_err(|e| OrderError::Corrupt(e.to_string()))?;
+                }
+                trust.forget_before(chain.next_first());
                 let followed = Followed {
                     genesis: genesis.clone(),
                     applied,
+                    trust,
                 };
                 if followed.applied.last().is_some() {
                     followed
@@ -934,31 +1015,20 @@ impl StreamLog {
         self.inner.lock().replays.check(tx_id, proposal_ms, now_ms)
     }
 
-    /// For the leader of a cluster: the next seal, signed by `signer`, over the oldest
-    /// unsealed transactions, once it is due (`seal_max_txs` of them wait, or the oldest
-    /// has waited `seal_max_delay`). The chain does not move: the seal is appended when
-    /// the entry carrying it is applied ([`StreamLog::accept_seal`]).
-    pub(crate) fn next_seal(&self, signer: &Signer, now_ms: u64) -> Option<SignedSealed> {
+    /// For the leader of a cluster: what [`Inner::cut`] finds. A seal's chain does not
+    /// move: the seal is appended when the entry carrying it is applied
+    /// ([`StreamLog::accept_seal`]).
+    pub(crate) fn next_seal(&self, signer: &Signer, now_ms: u64) -> Cut {
         let state = self.inner.lock();
-        let max_txs = self.inner.config.seal_txs();
-        let (_, oldest) = state.unsealed.front()?;
-        if state.unsealed.len() < max_txs && oldest.elapsed() < self.inner.config.seal_max_delay {
-            return None;
-        }
-        let leaves: Vec<Hash> = state
-            .unsealed
-            .iter()
-            .take(max_txs)
-            .map(|(leaf, _)| *leaf)
-            .collect();
-        Some(state.chain.clone().seal_next(signer, &leaves, now_ms))
+        self.inner.cut(&state, signer, now_ms)
     }
 
     /// Applies a replicated seal (`bytes`, a `SignedSeal`): appended, with the applied
-    /// mark, when it is the next seal over the oldest unsealed transactions, signed by
-    /// an orderer of `msp`, checked as a peer checks it ([`SealChain::accept`]); `true`
-    /// then. Otherwise (a seal another overtook) only the applied mark is written:
-    /// `false`.
+    /// mark, when it is the next seal over the oldest unsealed transactions, checked as a
+    /// peer checks it ([`SealChain::accept`]): signed by an orderer the definition in
+    /// force at its last seq names when this orderer follows the configuration, else by
+    /// any orderer of `msp`; `true` then. Otherwise (a seal another overtook, or one its
+    /// signer may not sign) only the applied mark is written: `false`.
     pub(crate) fn accept_seal(
         &self,
         bytes: &[u8],
@@ -966,9 +1036,12 @@ impl StreamLog {
         applied: Option<u64>,
     ) -> Result<bool, OrderError> {
         let mut state = self.inner.lock();
-        let count = match block::decode_signed_seal(bytes) {
-            Ok(sealed) => usize::try_from(sealed.seal.tx_count()).unwrap_or(usize::MAX),
-            Err(_) => usize::MAX,
+        let (count, last) = match block::decode_signed_seal(bytes) {
+            Ok(sealed) => (
+                usize::try_from(sealed.seal.tx_count()).unwrap_or(usize::MAX),
+                sealed.seal.last,
+            ),
+            Err(_) => (usize::MAX, Seq::ZERO),
         };
         let accepted = (count <= state.unsealed.len())
             .then(|| {
@@ -978,7 +1051,19 @@ impl StreamLog {
                     .take(count)
                     .map(|(leaf, _)| *leaf)
                     .collect();
-                state.chain.clone().accept(bytes, &leaves, msp).ok()
+                let sealers = match &state.network {
+                    Some(network) => network.trust.after(last),
+                    None => Sealers::any_orderer(msp),
+                };
+                let accepted = state.chain.clone().accept(bytes, &leaves, &sealers);
+                if let Err(BlockError::NotAMember { orderer, sequence }) = &accepted {
+                    tracing::warn!(
+                        %orderer,
+                        sequence,
+                        "a seal signed by an orderer the configuration does not name was skipped"
+                    );
+                }
+                accepted.ok()
             })
             .flatten();
         let (wake, appended) = match accepted {
@@ -1439,7 +1524,9 @@ mod tests {
                 assert_eq!(order, "tttS");
                 assert_eq!(seal, sealed);
                 let mut chain = SealChain::genesis();
-                chain.accept(&seal.bytes, &delivered, &fixture.msp).unwrap();
+                chain
+                    .accept(&seal.bytes, &delivered, &Sealers::any_orderer(&fixture.msp))
+                    .unwrap();
                 sealed
             };
             let log = fixture.open(dir.path(), options).unwrap();
@@ -1459,7 +1546,9 @@ mod tests {
             assert_eq!(order, "ttS");
             assert_eq!(seal, second);
             let mut chain = SealChain::after(&first);
-            let accepted = chain.accept(&seal.bytes, &delivered, &fixture.msp).unwrap();
+            let accepted = chain
+                .accept(&seal.bytes, &delivered, &Sealers::any_orderer(&fixture.msp))
+                .unwrap();
             assert_eq!(
                 (
                     accepted.seal.number,
@@ -1477,7 +1566,9 @@ mod tests {
             for expected in ["tttS", "ttS"] {
                 let (order, delivered, seal) = read_through_seal(&mut *delivery);
                 assert_eq!(order, expected);
-                chain.accept(&seal.bytes, &delivered, &fixture.msp).unwrap();
+                chain
+                    .accept(&seal.bytes, &delivered, &Sealers::any_orderer(&fixture.msp))
+                    .unwrap();
             }
         }
     }

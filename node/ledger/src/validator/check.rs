@@ -28,6 +28,9 @@ pub(crate) struct Checked {
     pub timestamp_ms: u64,
     /// The contract events of a valid transaction (none for an invalid one).
     pub events: Vec<ContractEvent>,
+    /// For a valid `_config` update, the definition it put in force: who may sign the
+    /// seals that end at it or later.
+    pub reconfigured: Option<Arc<NetworkDefinition>>,
 }
 
 /// Endorsement policies by contract, with the definition version they were read at.
@@ -110,7 +113,8 @@ fn validate(
     shared
         .world
         .stage_with_events(record, &writes, events.clone(), transaction)?;
-    if let Some(next) = reconfigure.filter(|_| valid) {
+    let reconfigured = reconfigure.filter(|_| valid);
+    if let Some(next) = &reconfigured {
         // From the next transaction on, the trust is the new definition's.
         if let Err(error) = next.apply_to(&shared.msp) {
             return Err(StoreError::Corrupt {
@@ -139,6 +143,7 @@ fn validate(
         leaf,
         timestamp_ms,
         events,
+        reconfigured: reconfigured.map(Arc::new),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Stage 3: adaptive group commit, seal verification, notifications.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, select};
 
@@ -10,6 +11,8 @@ use super::{
 };
 use crate::block::{self, SealChain, SignedSealed};
 use crate::ids::Seq;
+use crate::netconfig::{CONFIG_NAMESPACE, NETWORK_KEY};
+use crate::seal_trust::SealTrust;
 use crate::store::SealRecord;
 use crate::trace::Stage;
 use crate::tx::{self, Hash};
@@ -110,6 +113,8 @@ struct Committer {
     verified: VecDeque<(SealRecord, Hash)>,
     /// The chain the next seal must continue.
     chain: SealChain,
+    /// Who may sign each seal: the definitions in force from the chain's next seq on.
+    trust: SealTrust,
 }
 
 /// Stage 3: commits everything it has whenever it can, one sled batch per round, so a
@@ -133,6 +138,51 @@ pub(crate) fn run(
 
 fn store_error(error: impl std::fmt::Display) -> ValidatorError {
     ValidatorError::Store(error.to_string())
+}
+
+/// Who may sign the seals from `first` on: the definition in force before `first`, and
+/// every update stored from `first` on (read back from the key's history), so that a
+/// restarted peer checks the seals still to come as it would have before. Any orderer of
+/// the MSP for a validator given no network definition.
+fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> {
+    let Some(genesis) = &shared.config.genesis else {
+        return Ok(SealTrust::any_orderer(shared.msp.clone()));
+    };
+    let store = shared.world.store();
+    let mut updates = Vec::new();
+    let mut before = None;
+    let mut in_force = None;
+    'pages: loop {
+        let page = store
+            .history(CONFIG_NAMESPACE, NETWORK_KEY, before, 64)
+            .map_err(store_error)?;
+        let Some(oldest) = page.last() else {
+            break;
+        };
+        before = Some(oldest.seq);
+        for entry in page {
+            let definition = entry
+                .value
+                .as_deref()
+                .ok_or_else(|| store_error("the network definition was deleted"))
+                .and_then(|bytes| {
+                    crate::identity::NetworkDefinition::from_bytes(bytes).map_err(|e| {
+                        store_error(format!("the stored network definition is corrupt: {e}"))
+                    })
+                })?;
+            if entry.seq < first {
+                in_force = Some((entry.seq, definition));
+                break 'pages;
+            }
+            updates.push((entry.seq, definition));
+        }
+    }
+    let (from, definition) = in_force.unwrap_or((Seq::ZERO, genesis.clone()));
+    let mut trust = SealTrust::of(from, Arc::new(definition)).map_err(store_error)?;
+    for (seq, definition) in updates.into_iter().rev() {
+        trust.push(seq, Arc::new(definition)).map_err(store_error)?;
+    }
+    Ok(trust)
 }
 
 impl Committer {
@@ -159,6 +209,7 @@ impl Committer {
                 leaves.insert(tx.seq, block::leaf(tx.timestamp_ms, &tx.bytes));
             }
         }
+        let trust = seal_trust(shared, chain.next_first())?;
         Ok(Committer {
             staged: VecDeque::new(),
             orderer_durable: Seq::ZERO,
@@ -166,12 +217,17 @@ impl Committer {
             seals: VecDeque::new(),
             verified: VecDeque::new(),
             chain,
+            trust,
         })
     }
 
-    fn take(&mut self, item: Checked) {
+    fn take(&mut self, mut item: Checked) -> Result<(), ValidatorError> {
         self.leaves.insert(item.seq, item.leaf);
+        if let Some(definition) = item.reconfigured.take() {
+            self.trust.push(item.seq, definition).map_err(store_error)?;
+        }
         self.staged.push_back(item);
+        Ok(())
     }
 
     fn control(&mut self, item: Control) {
@@ -193,7 +249,7 @@ impl Committer {
             // Wait for anything, then take everything already there.
             select! {
                 recv(rx) -> item => match item {
-                    Ok(item) => self.take(item),
+                    Ok(item) => self.take(item)?,
                     Err(_) => return Ok(()),
                 },
                 recv(control) -> item => match item {
@@ -207,11 +263,11 @@ impl Committer {
             }
             while self.staged.len() < staged_max {
                 match rx.try_recv() {
-                    Ok(item) => self.take(item),
+                    Ok(item) => self.take(item)?,
                     Err(_) => break,
                 }
             }
-            self.verify_seals(shared)?;
+            self.verify_seals()?;
             // The bytes' sync overlaps the wait for the orderer's durability.
             if let Some(last) = self.staged.back()
                 && last.seq > self.orderer_durable
@@ -225,9 +281,10 @@ impl Committer {
     }
 
     /// Verifies every received seal whose transactions have all been validated, over
-    /// the leaves of the bytes and timestamps they were validated with: a seal that does
-    /// not cover exactly those stops the peer.
-    fn verify_seals(&mut self, shared: &Shared) -> Result<(), ValidatorError> {
+    /// the leaves of the bytes and timestamps they were validated with, and signed by an
+    /// orderer of the definition in force at its last seq: a seal that does not cover
+    /// exactly those, or that another signed, stops the peer.
+    fn verify_seals(&mut self) -> Result<(), ValidatorError> {
         while let Some(sealed) = self.seals.front() {
             let (first, last) = (sealed.seal.first, sealed.seal.last);
             if !self.leaves.contains_key(&last) {
@@ -240,9 +297,10 @@ impl Committer {
                 .collect();
             let accepted = self
                 .chain
-                .accept(&sealed.bytes, &range, &shared.msp)
+                .accept(&sealed.bytes, &range, &self.trust.after(last))
                 .map_err(|e| ValidatorError::Stream(format!("seal {}: {e}", sealed.seal.number)))?;
             self.leaves = self.leaves.split_off(&last.next());
+            self.trust.forget_before(last.next());
             self.verified.push_back((
                 SealRecord {
                     number: accepted.seal.number,

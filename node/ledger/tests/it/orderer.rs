@@ -13,7 +13,7 @@ use runnel_ledger::orderer::{
 };
 use runnel_ledger::records::RecordFile;
 use runnel_testing::orderer::{
-    Net, Seen, read_until, streaming, transaction, transaction_with_payload,
+    Net, PATIENCE, Seen, read_until, streaming, transaction, transaction_with_payload,
 };
 
 #[test]
@@ -680,4 +680,66 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     let reopened = open(msp());
     assert!(revoked(&reopened));
     reopened.close();
+}
+
+#[test]
+fn a_solo_orderer_an_update_replaces_seals_up_to_it_and_stops_ordering() {
+    // The genesis definition names Org1's orderer; an update names Org2's in its place.
+    // Peers refuse every seal Org1's orderer signs over a block that ends at the update
+    // or later, so it seals what came before the update at once, and then orders nothing
+    // more, saying why.
+    use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode};
+
+    let net = Net::new();
+    let named = |org: &str| OrdererNode {
+        name: format!("orderer0.{org}"),
+        org: org.into(),
+        endpoint: "https://127.0.0.1:7050".into(),
+        raft_id: 0,
+    };
+    let mut genesis = NetworkDefinition::of(&net.ids, "main");
+    genesis.orderers = vec![named("Org1")];
+    let dir = tempfile::tempdir().unwrap();
+    let orderer = SoloOrderer::open(
+        dir.path(),
+        OrdererConfig {
+            follow_config: Some(genesis.clone()),
+            // Only the update makes it seal: no block is full, none waits long enough.
+            ..streaming(100, Duration::from_secs(3600))
+        },
+        Arc::new(Msp::new(net.msp.ca_certs().iter().map(Vec::as_slice)).unwrap()),
+        net.signer("Org1", Role::Orderer),
+    )
+    .unwrap();
+    let client = net.signer("Org1", Role::Client);
+    for key in ["a", "b"] {
+        orderer.submit(transaction(&client, "main", key)).unwrap();
+    }
+    let mut next = genesis.clone();
+    next.sequence = 1;
+    next.orderers = vec![named("Org2")];
+    let update = runnel_testing::orderer::config_update(&net, None, &next, &["Org1", "Org2"]);
+    let at = orderer.submit(update).unwrap().seq;
+    assert_eq!(at, Seq(3));
+
+    let deadline = Instant::now() + PATIENCE;
+    while orderer.failure().is_none() {
+        assert!(Instant::now() < deadline, "the replaced orderer goes on");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let failure = orderer.failure().unwrap();
+    assert!(failure.contains("may no longer seal"), "{failure}");
+    assert!(failure.contains("does not name"), "{failure}");
+    assert!(orderer.submit(transaction(&client, "main", "c")).is_err());
+    orderer.close();
+    drop(orderer);
+    // Its log: the three transactions, and the one seal over the two before the update.
+    let opened = RecordFile::open(&dir.path().join("orderer.log")).unwrap();
+    let reader = opened.file.handle().unwrap();
+    let kinds: String = opened.records.iter().map(|at| at.kind as char).collect();
+    assert_eq!(kinds, "tttV");
+    let seal = runnel_ledger::block::decode_signed_seal(&reader.read(opened.records[3]).unwrap())
+        .unwrap()
+        .seal;
+    assert_eq!((seal.first, seal.last), (Seq(1), Seq(2)));
 }

@@ -7,7 +7,7 @@ use std::time::{Duration as StdDuration, Instant};
 
 use prost::Message;
 use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
-use runnel_ledger::identity::{Msp, NetworkDefinition, Role, Signer};
+use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_ledger::netconfig;
@@ -50,7 +50,20 @@ const ONE_APPROVAL: &str = "ANY admin";
 fn genesis(lifecycle_policy: &str) -> NetworkDefinition {
     let mut genesis = NetworkDefinition::of(network(), "main");
     genesis.lifecycle_policy = lifecycle_policy.to_string();
+    // The solo orderer signs as Org1's orderer: the only one seals may come from.
+    genesis.orderers = vec![orderer_node("Org1")];
     genesis
+}
+
+/// `orderer0.<org>`, the orderer [`network`] issues each organisation, as a definition
+/// names it.
+fn orderer_node(org: &str) -> OrdererNode {
+    OrdererNode {
+        name: format!("orderer0.{org}"),
+        org: org.into(),
+        endpoint: "https://127.0.0.1:7050".into(),
+        raft_id: 0,
+    }
 }
 
 /// Three transactions a block, or 20 ms.
@@ -630,35 +643,11 @@ fn a_revocation_applies_from_its_place_in_the_stream_on() {
     next.orgs[1]
         .revoked
         .push(hex::encode(tx::sha256(&issued.cert_der)));
-    let proposer = signer("Org1", Role::Admin);
-    let update = proposal(
-        &proposer,
-        netconfig::CONFIG_NAMESPACE,
-        netconfig::FN_UPDATE,
-        vec![next.to_bytes()],
-    );
-    let mut update = netconfig::update_transaction(update, None, &next);
-    let message = tx::endorsement_message(
-        &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
-        &tx::sha256(&update.payload),
-    );
-    for org in ["Org1", "Org3"] {
-        let admin = signer(org, Role::Admin);
-        update.endorsements.push(Endorsement {
-            endorser: admin.cert_der().to_vec(),
-            signature: admin.sign(&message).to_vec(),
-        });
-    }
-    let update_id = tx::tx_id(
-        &Proposal::decode(update.proposal.as_ref().unwrap().proposal.as_slice()).unwrap(),
-    );
+    let (update_id, update) = config_update(&next);
     let (after, late) = endorsed_put("after");
     let mut watch_update = peer.hub.watch(update_id);
     let mut watch_after = peer.hub.watch(after);
-    let ordered = peer.orderer.submit_batch(vec![
-        tx::sign_transaction(&proposer, &update).encode_to_vec(),
-        late,
-    ]);
+    let ordered = peer.orderer.submit_batch(vec![update, late]);
     assert_eq!(ordered.len(), 2);
     let update_status = watch_update.next_blocking().unwrap();
     assert_eq!(update_status.code, ValidationCode::Valid);
@@ -675,6 +664,116 @@ fn a_revocation_applies_from_its_place_in_the_stream_on() {
         peer.peers[1].endorse(&p).unwrap_err().code(),
         "REVOKED_CERTIFICATE"
     );
+    peer.close();
+}
+
+/// The `_config` update from the genesis definition to `next`, proposed by Org1's admin
+/// and signed by Org1's and Org3's (two of three): its id and encoded transaction.
+fn config_update(next: &NetworkDefinition) -> (runnel_ledger::ids::TxId, Vec<u8>) {
+    let proposer = signer("Org1", Role::Admin);
+    let update = proposal(
+        &proposer,
+        netconfig::CONFIG_NAMESPACE,
+        netconfig::FN_UPDATE,
+        vec![next.to_bytes()],
+    );
+    let mut update = netconfig::update_transaction(update, None, next);
+    let message = tx::endorsement_message(
+        &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
+        &tx::sha256(&update.payload),
+    );
+    for org in ["Org1", "Org3"] {
+        let admin = signer(org, Role::Admin);
+        update.endorsements.push(Endorsement {
+            endorser: admin.cert_der().to_vec(),
+            signature: admin.sign(&message).to_vec(),
+        });
+    }
+    let update_id = tx::tx_id(
+        &Proposal::decode(update.proposal.as_ref().unwrap().proposal.as_slice()).unwrap(),
+    );
+    (
+        update_id,
+        tx::sign_transaction(&proposer, &update).encode_to_vec(),
+    )
+}
+
+#[test]
+fn a_seal_signed_by_an_orderer_the_configuration_no_longer_names_stops_the_peer() {
+    // An update names Org2's orderer in place of Org1's, which this peer's orderer signs
+    // as, and which goes on sealing (it does not follow the configuration, as a stale or
+    // hostile orderer would not). The peer accepts its seals over blocks before the
+    // update, refuses the first one over the update, stores nothing of it, and stops
+    // with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    let mut blocks = peer.hub.blocks();
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    let first = blocks.blocking_recv().unwrap();
+    assert_eq!((first.first, first.last), (Seq(1), Seq(1)));
+
+    let mut next = genesis(ONE_APPROVAL);
+    next.sequence = 1;
+    next.orderers = vec![orderer_node("Org2")];
+    let (update_id, update) = config_update(&next);
+    let mut watch = peer.hub.watch(update_id);
+    let at = peer.orderer.submit(update).unwrap().seq;
+    assert_eq!(watch.next_blocking().unwrap().code, ValidationCode::Valid);
+    wait_until("the peer refuses the seal", || {
+        peer.validator.failure().is_some()
+    });
+    let failure = peer.validator.failure().unwrap();
+    assert!(
+        matches!(&failure, ValidatorError::Stream(reason)
+            if reason.contains("Org1/orderer0.Org1") && reason.contains("does not name")),
+        "{failure}"
+    );
+    let seals = peer.world.store().seals(BlockNumber(1), 100).unwrap();
+    assert!(seals.iter().all(|seal| seal.last < at), "{seals:?}");
+    peer.close();
+}
+
+#[test]
+fn a_restarted_peer_checks_an_open_block_against_the_updates_it_stored() {
+    // The update that replaces Org1's orderer commits while its block is still open;
+    // after a restart, the peer reads the update back from its store and refuses the
+    // seal Org1's orderer then cuts over it.
+    let dir = tempfile::tempdir().unwrap();
+    let never = (100, StdDuration::from_secs(3600));
+    let at = {
+        let peer = Peer::start(dir.path(), tx::PROPOSAL_WINDOW, never, |o| o);
+        assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+        let mut next = genesis(ONE_APPROVAL);
+        next.sequence = 1;
+        next.orderers = vec![orderer_node("Org2")];
+        let (update_id, update) = config_update(&next);
+        let mut watch = peer.hub.watch(update_id);
+        let at = peer.orderer.submit(update).unwrap().seq;
+        assert_eq!(watch.next_blocking().unwrap().code, ValidationCode::Valid);
+        assert!(
+            peer.world
+                .store()
+                .seals(BlockNumber(1), 1)
+                .unwrap()
+                .is_empty()
+        );
+        peer.close();
+        at
+    };
+    let peer = Peer::start(dir.path(), tx::PROPOSAL_WINDOW, SEALING, |o| o);
+    wait_until("the peer refuses the seal", || {
+        peer.validator.failure().is_some()
+    });
+    let failure = peer.validator.failure().unwrap().to_string();
+    assert!(failure.contains("(sequence 1) does not name"), "{failure}");
+    assert!(
+        peer.world
+            .store()
+            .seals(BlockNumber(1), 1)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(peer.world.durable_height(), at);
     peer.close();
 }
 

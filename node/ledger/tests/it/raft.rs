@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use raft::eraftpb::Message;
 use runnel_ledger::block::SealChain;
-use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role};
+use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings, Transport};
 use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer, OrdererConfig};
+use runnel_ledger::seal_trust::SealTrust;
 use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
 
 /// The in-memory network: who is up, and which links are cut.
@@ -95,6 +96,8 @@ struct Cluster {
     follow: Option<NetworkDefinition>,
     /// [`RaftSettings::log_entries_kept`] of every orderer.
     kept: u64,
+    /// Each orderer's key, kept across restarts.
+    signers: HashMap<u64, Signer>,
 }
 
 impl Cluster {
@@ -118,6 +121,7 @@ impl Cluster {
             nodes: HashMap::new(),
             follow,
             kept,
+            signers: HashMap::new(),
         };
         for id in IDS {
             cluster.start(id);
@@ -134,7 +138,6 @@ impl Cluster {
     fn start(&mut self, id: u64) {
         let dir = self.dir(id);
         std::fs::create_dir_all(&dir).unwrap();
-        let org = if id == 2 { "Org2" } else { "Org1" };
         let mut settings = RaftSettings::new(id, IDS.to_vec());
         settings.joins = !IDS.contains(&id);
         // A quick clock: elections in 0.3-0.6 s.
@@ -154,12 +157,13 @@ impl Cluster {
                 self.net.msp.clone(),
             ),
         };
+        let signer = self.signer(id);
         let node = Arc::new(
             RaftOrderer::open(
                 &dir,
                 config,
                 msp,
-                self.net.signer(org, Role::Orderer),
+                signer,
                 settings,
                 Arc::new(HubTransport {
                     hub: self.hub.clone(),
@@ -174,6 +178,25 @@ impl Cluster {
             .unwrap()
             .insert(id, Arc::downgrade(&node));
         self.nodes.insert(id, node);
+    }
+
+    /// Orderer `id`'s key: a certificate of its own, of the name [`member`] gives it.
+    fn signer(&mut self, id: u64) -> Signer {
+        let net = &self.net;
+        self.signers
+            .entry(id)
+            .or_insert_with(|| {
+                let node = member(id);
+                let issued = net
+                    .ids
+                    .org(&node.org)
+                    .unwrap()
+                    .ca
+                    .issue(Role::Orderer, &node.name, time::Duration::days(1))
+                    .unwrap();
+                Signer::new(&issued).unwrap()
+            })
+            .clone()
     }
 
     fn stop(&mut self, id: u64) {
@@ -439,7 +462,7 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
         .into_iter()
         .filter(|id| *id != leader)
         .collect();
-    cluster.submit_one(stay[0], update);
+    let removed_at = cluster.submit_one(stay[0], update);
     cluster.voters_are(&stay, &stay);
     let deadline = Instant::now() + PATIENCE;
     while cluster.nodes[&leader].failure().is_none() {
@@ -465,6 +488,44 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
         seen.txs.iter().map(|(seq, _)| seq.0).collect::<Vec<_>>(),
         (1..=height).collect::<Vec<_>>()
     );
+
+    // Every seal passes a peer's check: signed by an orderer the definition in force at
+    // its end names. Blocks were sealed across both updates, and none that ends at the
+    // removal or later is the removed leader's.
+    let mut trust = SealTrust::of(Seq::ZERO, Arc::new(genesis)).unwrap();
+    trust.push(at, Arc::new(added)).unwrap();
+    trust.push(removed_at, Arc::new(removed)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut signers = Vec::new();
+    for sealed in &seen.sealed {
+        let (first, last) = (sealed.seal.first.0, sealed.seal.last.0);
+        let leaves: Vec<_> = (first..=last).map(|seq| seen.leaves[&Seq(seq)]).collect();
+        chain
+            .accept(&sealed.bytes, &leaves, &trust.after(Seq(last)))
+            .unwrap_or_else(|e| panic!("seal {}..={last}: {e}", first));
+        signers.push((last, seal_signer(&cluster.net, &sealed.bytes)));
+    }
+    let gone = member(leader).name;
+    assert!(
+        signers.iter().any(|(last, _)| *last >= removed_at.0),
+        "{signers:?}"
+    );
+    assert!(
+        signers
+            .iter()
+            .all(|(last, signer)| *last < removed_at.0 || *signer != gone),
+        "{signers:?}"
+    );
+}
+
+/// The CN of the orderer that signed a seal.
+fn seal_signer(net: &Net, bytes: &[u8]) -> String {
+    use prost::Message as _;
+    let signed = runnel_ledger::proto::SignedSeal::decode(bytes).unwrap();
+    net.msp
+        .identify(&signed.signatures[0].orderer)
+        .unwrap()
+        .name
 }
 
 #[test]

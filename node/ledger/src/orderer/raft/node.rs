@@ -51,7 +51,7 @@ use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
 use crate::netconfig::CONFIG_NAMESPACE;
 use crate::orderer::replay::Seen;
-use crate::orderer::stream::{Ids, StreamLog, StreamOptions, StreamTx};
+use crate::orderer::stream::{Cut, Ids, StreamLog, StreamOptions, StreamTx};
 use crate::orderer::{
     Admitted, ClusterView, Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig,
     admit_batch,
@@ -381,6 +381,7 @@ impl RaftOrderer {
             proposed: BTreeMap::new(),
             in_flight: HashSet::new(),
             seal_in_flight: None,
+            barred_warned: false,
             commit_timeout: settings.commit_timeout,
             id: settings.id,
             voters: sorted(&conf_state.voters),
@@ -658,6 +659,8 @@ struct Runner {
     in_flight: HashSet<TxId>,
     /// The index and term of the seal entry proposed and not yet applied.
     seal_in_flight: Option<(u64, u64)>,
+    /// Whether it was said that this leader may not seal (said once until it may).
+    barred_warned: bool,
     commit_timeout: Duration,
     /// This orderer's Raft id.
     id: u64,
@@ -912,9 +915,30 @@ impl Runner {
             }
             self.seal_in_flight = None;
         }
-        let Some(sealed) = self.stream.next_seal(&self.signer, tx::now_ms()) else {
-            return;
+        let sealed = match self.stream.next_seal(&self.signer, tx::now_ms()) {
+            Cut::Seal(sealed) => sealed,
+            Cut::Wait(_) => return,
+            Cut::Barred(error) => {
+                // The block must be sealed by an orderer the configuration names there.
+                // One it no longer names hands the lead to one it does. One it names
+                // whose certificate is refused (revoked, or not of the name the
+                // definition gives) keeps the lead, so that the lead does not go round
+                // orderers none of which may seal: transactions are still ordered, and
+                // the blocks wait for a leader that may seal them.
+                let named = self
+                    .wanted
+                    .as_ref()
+                    .is_some_and(|wanted| wanted.contains(&self.id));
+                if named || !self.hand_lead_over("the configuration no longer names this orderer") {
+                    if !self.barred_warned {
+                        tracing::error!(%error, "this orderer leads but may not seal the stream; no block is sealed until another leads");
+                        self.barred_warned = true;
+                    }
+                }
+                return;
+            }
         };
+        self.barred_warned = false;
         let data = OrderingEntry {
             entry: Some(ordering_entry::Entry::Seal(sealed.bytes)),
         }
@@ -1327,20 +1351,9 @@ impl Runner {
         }
         let now: BTreeSet<u64> = self.voters.iter().copied().collect();
         let next: BTreeSet<u64> = wanted.iter().copied().collect();
-        if !next.contains(&self.id) {
-            // The leader leaves: it hands the lead to the voter that stays with the most of
-            // the log first, and that one makes the change.
-            let heir = now
-                .intersection(&next)
-                .filter_map(|id| Some((self.node.raft.prs().get(*id)?.matched, *id)))
-                .max();
-            if let Some((_, heir)) = heir {
-                if self.node.raft.lead_transferee != Some(heir) {
-                    tracing::info!(heir, "handing the lead over before leaving the cluster");
-                    self.node.transfer_leader(heir);
-                }
-                return;
-            }
+        if !next.contains(&self.id) && self.hand_lead_over("this orderer leaves the cluster") {
+            // The heir, which stays, makes the change.
+            return;
         }
         let changes: Vec<_> = next
             .difference(&now)
@@ -1361,6 +1374,29 @@ impl Runner {
             ),
             Err(error) => tracing::warn!(%error, "a membership change was not proposed"),
         }
+    }
+
+    /// As leader: hands the lead to the voter, other than this orderer, that the
+    /// configuration in force names and that holds the most of the log. False when
+    /// there is none.
+    fn hand_lead_over(&mut self, why: &str) -> bool {
+        let Some(wanted) = &self.wanted else {
+            return false;
+        };
+        let heir = self
+            .voters
+            .iter()
+            .filter(|id| **id != self.id && wanted.contains(id))
+            .filter_map(|id| Some((self.node.raft.prs().get(*id)?.matched, *id)))
+            .max();
+        let Some((_, heir)) = heir else {
+            return false;
+        };
+        if self.node.raft.lead_transferee != Some(heir) {
+            tracing::info!(heir, why, "handing the lead over");
+            self.node.transfer_leader(heir);
+        }
+        true
     }
 
     fn apply_normal(&mut self, entry: &Entry) -> Stop {
