@@ -929,11 +929,11 @@ impl Runner {
                     .wanted
                     .as_ref()
                     .is_some_and(|wanted| wanted.contains(&self.id));
-                if named || !self.hand_lead_over("the configuration no longer names this orderer") {
-                    if !self.barred_warned {
-                        tracing::error!(%error, "this orderer leads but may not seal the stream; no block is sealed until another leads");
-                        self.barred_warned = true;
-                    }
+                let handed =
+                    !named && self.hand_lead_over("the configuration no longer names this orderer");
+                if !handed && !self.barred_warned {
+                    tracing::error!(%error, "this orderer leads but may not seal the stream; no block is sealed until another leads");
+                    self.barred_warned = true;
                 }
                 return;
             }
