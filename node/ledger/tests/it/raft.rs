@@ -483,7 +483,16 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
     let new_leader = cluster.leader(&rest);
     assert_eq!(ordered(&cluster.submit(new_leader, "c", 10)).len(), 10);
     let height = cluster.nodes[&4].height().0;
-    let seen = cluster.stream(4, height);
+    // Read until the last transaction is sealed too.
+    let mut delivery = cluster.nodes[&4].deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut seen = Seen::default();
+    read_until(
+        &mut *delivery,
+        &mut SealChain::genesis(),
+        &cluster.net.msp,
+        &mut seen,
+        |s| s.seals.last().is_some_and(|(_, _, last)| last.0 >= height),
+    );
     assert_eq!(
         seen.txs.iter().map(|(seq, _)| seq.0).collect::<Vec<_>>(),
         (1..=height).collect::<Vec<_>>()
