@@ -67,6 +67,14 @@ export interface VerifyOptions {
    * is not valid.
    */
   readonly trustedCas: CaCertificates;
+  /**
+   * The orderers that may sign: those the network definition in force at the block's last
+   * seq names (`orderers` in `network.json` or `runnel config show`: each `org` and
+   * `name`, its certificate's CN), as a peer checks it. Given, a seal signed by any other
+   * orderer is not valid, even one whose certificate a trusted CA issued (an orderer since
+   * removed from the network). Not given: any orderer of a trusted CA.
+   */
+  readonly orderers?: readonly SealSigner[];
 }
 
 /** The outcome of {@link verifySeal}. */
@@ -117,8 +125,9 @@ export interface InclusionCheck extends SealCheck {
 /**
  * Checks a block's signed seal: it decodes, hashes to the block's `hash` and agrees with
  * the block's fields; the orderer's certificate in it chains to one of
- * `options.trustedCas` with the role orderer and is valid at the seal's timestamp; and
- * its Ed25519 signature over the seal verifies. Without trusted CAs it is not valid.
+ * `options.trustedCas` with the role orderer and is valid at the seal's timestamp, and is
+ * one of `options.orderers` when given; and its Ed25519 signature over the seal verifies.
+ * Without trusted CAs it is not valid.
  */
 export async function verifySeal(block: Block, options: VerifyOptions): Promise<SealCheck> {
   let signed;
@@ -174,6 +183,9 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     }
     if (!verified) return fail("the orderer's signature over the seal does not verify");
     const { org, name } = identity.identity;
+    if (options.orderers && !options.orderers.some((named) => named.org === org && named.name === name)) {
+      return fail(`orderer ${org}/${name} is not one of the orderers that may sign (the network definition in force names others)`);
+    }
     if (signers.some((signer) => signer.org === org && signer.name === name)) {
       return fail(`orderer ${org}/${name} signs the seal twice`);
     }

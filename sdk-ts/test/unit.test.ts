@@ -349,6 +349,26 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     });
   });
 
+  test("given the orderers the network names, a seal by any other orderer is not valid", async () => {
+    const net = await network();
+    const other = await network("Org2");
+    const trustedCas = [net.caPem, other.caPem];
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    const named = (org: string) => [{ org, name: `orderer0.${org}` }];
+    expect(await verifySeal(block, { trustedCas, orderers: named("Org1") })).toMatchObject({ valid: true });
+    // Org1's orderer, removed from the network in favour of Org2's: its certificate is
+    // still issued by a trusted CA, but it may no longer sign.
+    expect(await verifySeal(block, { trustedCas, orderers: named("Org2") })).toMatchObject({
+      valid: false,
+      reason: "orderer Org1/orderer0.Org1 is not one of the orderers that may sign (the network definition in force names others)",
+    });
+    // The same name in another organisation is another orderer.
+    expect(await verifySeal(block, { trustedCas, orderers: [{ org: "Org2", name: "orderer0.Org1" }] })).toMatchObject({ valid: false });
+    const two = await sealedBlock(net.ordererKeys, net.orderer, { more: [{ keys: other.ordererKeys, orderer: other.orderer }] });
+    expect(await verifySeal(two, { trustedCas, orderers: named("Org1") })).toMatchObject({ valid: false });
+    expect(await verifySeal(two, { trustedCas, orderers: [...named("Org1"), ...named("Org2")] })).toMatchObject({ valid: true });
+  });
+
   test("without trusted CAs a seal is never valid", async () => {
     const net = await network();
     const block = await sealedBlock(net.ordererKeys, net.orderer);
