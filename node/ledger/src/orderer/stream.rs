@@ -360,8 +360,8 @@ impl Inner {
         };
         let mut count = state.unsealed.len().min(max_txs);
         let mut due = state.unsealed.len() >= max_txs;
+        let first = state.chain.next_first();
         if let Some(network) = &state.network {
-            let first = state.chain.next_first();
             let last = Seq(first.0 + count as u64 - 1);
             for (seq, sealers) in network.trust.updates_within(first, last) {
                 if let Err(barred) = sealers.admit(signer, now_ms) {
@@ -373,14 +373,17 @@ impl Inner {
                     break;
                 }
             }
-            let last = Seq(first.0 + count as u64 - 1);
-            if let Err(barred) = network.trust.after(last).admit(signer, now_ms) {
-                return Cut::Barred(barred);
-            }
         }
         let waited = oldest.elapsed();
         if !due && waited < self.config.seal_max_delay {
             return Cut::Wait(Some(self.config.seal_max_delay - waited));
+        }
+        // Checked once a block is due, not at every look (a leader looks every turn).
+        let last = Seq(first.0 + count as u64 - 1);
+        if let Some(network) = &state.network
+            && let Err(barred) = network.trust.after(last).admit(signer, now_ms)
+        {
+            return Cut::Barred(barred);
         }
         let leaves: Vec<Hash> = state
             .unsealed

@@ -481,8 +481,9 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
     cluster.stop(founder);
     let rest: Vec<u64> = stay.iter().copied().filter(|id| *id != founder).collect();
     let new_leader = cluster.leader(&rest);
-    assert_eq!(ordered(&cluster.submit(new_leader, "c", 10)).len(), 10);
-    let height = cluster.nodes[&4].height().0;
+    let last = ordered(&cluster.submit(new_leader, "c", 10));
+    assert_eq!(last.len(), 10);
+    let height = last[9].0;
     // Read until the last transaction is sealed too.
     let mut delivery = cluster.nodes[&4].deliver(Seq(1), BlockNumber(1)).unwrap();
     let mut seen = Seen::default();
