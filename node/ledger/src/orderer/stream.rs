@@ -273,6 +273,15 @@ fn write_applied(dir: &Path, applied: &[(Seq, NetworkDefinition)]) -> std::io::R
 const RECENT_BYTES_MAX: usize = 8 << 20;
 
 impl State {
+    /// The Merkle leaves of the oldest `count` unsealed transactions (fewer if fewer wait).
+    fn unsealed_leaves(&self, count: usize) -> Vec<Hash> {
+        self.unsealed
+            .iter()
+            .take(count)
+            .map(|(leaf, _)| *leaf)
+            .collect()
+    }
+
     /// Keeps `ordered`, just appended, for deliveries; forgets the oldest beyond the bound.
     fn remember(&mut self, ordered: OrderedTx) {
         self.recent_bytes += ordered.transaction.len();
@@ -385,12 +394,7 @@ impl Inner {
         {
             return Cut::Barred(barred);
         }
-        let leaves: Vec<Hash> = state
-            .unsealed
-            .iter()
-            .take(count)
-            .map(|(leaf, _)| *leaf)
-            .collect();
+        let leaves = state.unsealed_leaves(count);
         Cut::Seal(state.chain.clone().seal_next(signer, &leaves, now_ms))
     }
 
@@ -620,14 +624,7 @@ impl Inner {
         }
         debug_assert_eq!(
             seal.tx_root,
-            block::merkle_root(
-                &state
-                    .unsealed
-                    .iter()
-                    .take(count as usize)
-                    .map(|(leaf, _)| *leaf)
-                    .collect::<Vec<_>>()
-            ),
+            block::merkle_root(&state.unsealed_leaves(count as usize)),
             "the seal covers the oldest unsealed transactions"
         );
         let number = seal.number;
@@ -1048,12 +1045,7 @@ impl StreamLog {
         };
         let accepted = (count <= state.unsealed.len())
             .then(|| {
-                let leaves: Vec<Hash> = state
-                    .unsealed
-                    .iter()
-                    .take(count)
-                    .map(|(leaf, _)| *leaf)
-                    .collect();
+                let leaves = state.unsealed_leaves(count);
                 let sealers = match &state.network {
                     Some(network) => network.trust.after(last),
                     None => Sealers::any_orderer(msp),
