@@ -9,3 +9,4 @@ mod orgs;
 mod partition;
 mod process;
 mod raft_cluster;
+mod sealers;
