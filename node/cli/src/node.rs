@@ -518,6 +518,8 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
             .unwrap_or_else(|| config.network.orgs[0].clone());
         api.gateway = gateway_config(dir, &org)?;
     }
+    // A peer's link to the ordering service, which follows the orderers the network names.
+    let mut remote: Option<(Arc<RemoteOrderer>, String)> = None;
     let ledger = match config.node.role {
         NodeRole::All => Ledger::open(dir, config.ledger_config()),
         NodeRole::Orderer => return serve_orderer(dir, &config, &api, logs),
@@ -548,26 +550,25 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 })?),
                 false => None,
             };
-            // With a Raft cluster, every orderer it names with its id, the configured one
-            // first: the peer moves to the leader once it knows it, and to the next
-            // orderer when one fails.
-            let mut members = vec![(endpoint.to_string(), 0)];
-            if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(dir) {
-                for (id, orderer) in definition.cluster() {
-                    match members.iter_mut().find(|(e, _)| *e == orderer.endpoint) {
-                        Some(member) => member.1 = id,
-                        None => members.push((orderer.endpoint.clone(), id)),
-                    }
-                }
-            }
-            let orderer = RemoteOrderer::connect_cluster(
-                &members,
-                tls,
-                config.api.message_bytes_max,
-                ORDERER_TIMEOUT,
-            )
-            .with_context(|| format!("the orderer at {endpoint}"))?;
-            Ledger::open_peer(dir, config.ledger_config(), Arc::new(orderer))
+            // Every orderer the genesis definition names, with its Raft id, the configured
+            // one first: the peer moves to the leader once it knows it, and to the next
+            // orderer when one fails. Once the ledger is open, the list follows the
+            // definition in force (`follow_orderers`).
+            let members = match runnel_ledger::identity::NetworkDefinition::load(dir) {
+                Ok(genesis) => orderer_members(endpoint, &genesis, &[]),
+                Err(_) => vec![(endpoint.to_string(), 0)],
+            };
+            let orderer = Arc::new(
+                RemoteOrderer::connect_cluster(
+                    &members,
+                    tls,
+                    config.api.message_bytes_max,
+                    ORDERER_TIMEOUT,
+                )
+                .with_context(|| format!("the orderer at {endpoint}"))?,
+            );
+            remote = Some((orderer.clone(), endpoint.to_string()));
+            Ledger::open_peer(dir, config.ledger_config(), orderer)
         }
     };
     let ledger =
@@ -587,6 +588,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 .clone()
                 .collect(ledger.completed_traces(), ledger.statuses()),
         );
+        let following = remote.map(|(orderer, configured)| {
+            tokio::spawn(follow_orderers(ledger.clone(), orderer, configured))
+        });
         let stop = interrupted();
         let tls = api.tls.clone();
         let server = Server::bind(ledger.clone(), api).await?;
@@ -603,6 +607,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
         let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
         let served = server.serve_with(extra, stop).await;
         collector.abort();
+        if let Some(following) = following {
+            following.abort();
+        }
         served.map_err(anyhow::Error::from)
     });
     tracing::info!("stopping");
@@ -612,6 +619,68 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
 
 /// How long a peer waits for its orderer to answer a call.
 const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a peer looks whether the definition in force names other orderers.
+const ORDERERS_CHECK: Duration = Duration::from_secs(1);
+
+/// The orderers a peer reaches, `(endpoint, Raft id)`: the one it was configured with
+/// first, unless a definition it followed before (`named_before`) named it and `in_force`
+/// no longer does (removed from the network: its seals would be refused), then every
+/// orderer `in_force` names.
+fn orderer_members(
+    configured: &str,
+    in_force: &runnel_ledger::identity::NetworkDefinition,
+    named_before: &[String],
+) -> Vec<(String, u64)> {
+    let named = |endpoint: &str| in_force.orderers.iter().any(|o| o.endpoint == endpoint);
+    let removed = named_before.iter().any(|e| e == configured) && !named(configured);
+    let mut members = Vec::new();
+    if !removed {
+        members.push((configured.to_string(), 0));
+    }
+    for orderer in &in_force.orderers {
+        match members.iter_mut().find(|(e, _)| *e == orderer.endpoint) {
+            Some(member) => member.1 = orderer.raft_id,
+            None => members.push((orderer.endpoint.clone(), orderer.raft_id)),
+        }
+    }
+    members
+}
+
+/// Keeps `orderer`'s list of orderers to the one the definition in force names, checked
+/// every [`ORDERERS_CHECK`]: an orderer a configuration update adds is reached without a
+/// restart, and one it removes is left.
+async fn follow_orderers(ledger: Arc<Ledger>, orderer: Arc<RemoteOrderer>, configured: String) {
+    let mut named_before: Vec<String> = ledger
+        .network_genesis()
+        .orderers
+        .iter()
+        .map(|o| o.endpoint.clone())
+        .collect();
+    let mut followed = None;
+    let mut every = tokio::time::interval(ORDERERS_CHECK);
+    loop {
+        every.tick().await;
+        let in_force = match ledger.network() {
+            Ok(in_force) => in_force,
+            Err(error) => {
+                tracing::warn!(%error, "reading the network definition in force");
+                continue;
+            }
+        };
+        if followed == Some(in_force.sequence) {
+            continue;
+        }
+        followed = Some(in_force.sequence);
+        let members = orderer_members(&configured, &in_force, &named_before);
+        named_before.extend(in_force.orderers.iter().map(|o| o.endpoint.clone()));
+        if members != orderer.members()
+            && let Err(error) = orderer.set_members(&members)
+        {
+            tracing::warn!(%error, "the orderers the network names cannot be reached");
+        }
+    }
+}
 
 /// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service and
 /// the operations endpoints on the API's address, until interrupted.
@@ -890,5 +959,58 @@ fn interrupted() -> impl Future<Output = ()> {
     #[cfg(not(unix))]
     async {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use runnel_ledger::identity::{NetworkDefinition, OrdererNode};
+
+    use super::orderer_members;
+
+    fn definition(orderers: &[(&str, u64)]) -> NetworkDefinition {
+        NetworkDefinition {
+            channel: "main".into(),
+            sequence: 0,
+            orgs: Vec::new(),
+            orderers: orderers
+                .iter()
+                .enumerate()
+                .map(|(i, (endpoint, raft_id))| OrdererNode {
+                    name: format!("orderer{i}.Org1"),
+                    org: "Org1".into(),
+                    endpoint: endpoint.to_string(),
+                    raft_id: *raft_id,
+                })
+                .collect(),
+            lifecycle_policy: String::new(),
+            config_policy: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_peer_reaches_its_own_orderer_first_then_those_the_definition_names() {
+        let (a, b, c) = ("https://a:1", "https://b:1", "https://c:1");
+        let cluster = definition(&[(a, 1), (b, 2)]);
+        assert_eq!(
+            orderer_members(b, &cluster, &[]),
+            vec![(b.to_string(), 2), (a.to_string(), 1)]
+        );
+        // An endpoint the definition does not know (another name for an orderer, say) is
+        // kept, and first.
+        assert_eq!(
+            orderer_members(c, &cluster, &[]),
+            vec![(c.to_string(), 0), (a.to_string(), 1), (b.to_string(), 2)]
+        );
+        // An update adds c and removes b, the peer's own: b is left, c reached.
+        let next = definition(&[(a, 1), (c, 3)]);
+        let before = [a.to_string(), b.to_string()];
+        assert_eq!(
+            orderer_members(b, &next, &before),
+            vec![(a.to_string(), 1), (c.to_string(), 3)]
+        );
+        // A solo orderer's definition: its endpoint, no Raft id.
+        let solo = definition(&[(a, 0)]);
+        assert_eq!(orderer_members(a, &solo, &[]), vec![(a.to_string(), 0)]);
     }
 }

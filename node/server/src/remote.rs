@@ -8,8 +8,8 @@
 //! and no duplicate across reconnects.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -92,15 +92,37 @@ struct Seen {
 /// An orderer in another process, or the orderers of a cluster (see the module doc).
 pub struct RemoteOrderer {
     /// Every orderer it may use, the one `current` names first.
-    targets: Arc<Vec<Target>>,
+    targets: Arc<Targets>,
     /// The orderer in use: calls go there, and the stream reads there, until it fails.
     current: Arc<AtomicUsize>,
     runtime: Option<tokio::runtime::Runtime>,
     seen: Arc<Seen>,
     timeout: Duration,
+    /// How it reaches an orderer: TLS and the largest message.
+    tls: Option<ClientTlsConfig>,
+    message_bytes_max: usize,
+}
+
+/// The orderers it may use, replaced whole when the network's orderers change
+/// ([`RemoteOrderer::set_members`]); each user reads the list as it stands.
+#[derive(Default)]
+struct Targets(RwLock<Arc<Vec<Target>>>);
+
+impl Targets {
+    fn get(&self) -> Arc<Vec<Target>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, targets: Vec<Target>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(targets);
+    }
 }
 
 /// One orderer it may use.
+#[derive(Clone)]
 struct Target {
     endpoint: String,
     /// Its Raft id in the cluster (0: not known).
@@ -167,52 +189,102 @@ impl RemoteOrderer {
             .enable_all()
             .build()
             .map_err(|e| OrderError::Unavailable(format!("starting a runtime: {e}")))?;
-        let targets = members
-            .iter()
-            .map(|(endpoint, raft_id)| {
-                let channel = Endpoint::from_shared(endpoint.clone())
-                    .map_err(|e| {
-                        OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}"))
-                    })?
-                    .connect_timeout(timeout)
-                    .tcp_nodelay(true);
-                let channel = match (&tls, endpoint.starts_with("https://")) {
-                    (Some(tls), true) => channel.tls_config(tls.clone()).map_err(|e| {
-                        OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
-                    })?,
-                    _ => channel,
-                };
-                let channel = {
-                    let _entered = runtime.enter();
-                    channel.connect_lazy()
-                };
-                let client = OrderingClient::new(channel)
-                    .max_decoding_message_size(message_bytes_max)
-                    .max_encoding_message_size(message_bytes_max);
-                Ok(Target {
-                    endpoint: endpoint.clone(),
-                    raft_id: *raft_id,
-                    client,
-                })
-            })
-            .collect::<Result<Vec<_>, OrderError>>()?;
-        let targets = Arc::new(targets);
-        let current: Arc<AtomicUsize> = Arc::default();
-        if targets.len() > 1 && targets.iter().any(|target| target.raft_id != 0) {
-            runtime.spawn(follow_leader(targets.clone(), current.clone()));
-        }
-        Ok(RemoteOrderer {
-            targets,
-            current,
+        let remote = RemoteOrderer {
+            targets: Arc::default(),
+            current: Arc::default(),
             runtime: Some(runtime),
             seen: Arc::default(),
             timeout,
+            tls,
+            message_bytes_max,
+        };
+        let targets = members
+            .iter()
+            .map(|(endpoint, raft_id)| remote.target(endpoint, *raft_id))
+            .collect::<Result<Vec<_>, OrderError>>()?;
+        remote.targets.set(targets);
+        remote.handle().spawn(follow_leader(
+            remote.targets.clone(),
+            remote.current.clone(),
+        ));
+        Ok(remote)
+    }
+
+    /// A lazy connection to the orderer at `endpoint`.
+    fn target(&self, endpoint: &str, raft_id: u64) -> Result<Target, OrderError> {
+        let channel = Endpoint::from_shared(endpoint.to_string())
+            .map_err(|e| OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}")))?
+            .connect_timeout(self.timeout)
+            .tcp_nodelay(true);
+        let channel = match (&self.tls, endpoint.starts_with("https://")) {
+            (Some(tls), true) => channel.tls_config(tls.clone()).map_err(|e| {
+                OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
+            })?,
+            _ => channel,
+        };
+        let channel = {
+            let _entered = self.handle().enter();
+            channel.connect_lazy()
+        };
+        let client = OrderingClient::new(channel)
+            .max_decoding_message_size(self.message_bytes_max)
+            .max_encoding_message_size(self.message_bytes_max);
+        Ok(Target {
+            endpoint: endpoint.to_string(),
+            raft_id,
+            client,
         })
     }
 
+    /// The orderers to use from now on, as [`RemoteOrderer::connect_cluster`] takes them:
+    /// what a peer calls when a configuration update adds or removes orderers. The
+    /// connections to orderers it keeps are kept, and so is the one in use if it stays;
+    /// otherwise the first becomes the one in use, and the stream moves to it at its next
+    /// check, from the next seq it needs.
+    pub fn set_members(&self, members: &[(String, u64)]) -> Result<(), OrderError> {
+        if members.is_empty() {
+            return Err(OrderError::Unavailable("no orderer endpoint".into()));
+        }
+        let old = self.targets.get();
+        let in_use = self.endpoint();
+        let targets = members
+            .iter()
+            .map(|(endpoint, raft_id)| {
+                match old.iter().find(|target| target.endpoint == *endpoint) {
+                    Some(kept) => Ok(Target {
+                        raft_id: *raft_id,
+                        ..kept.clone()
+                    }),
+                    None => self.target(endpoint, *raft_id),
+                }
+            })
+            .collect::<Result<Vec<_>, OrderError>>()?;
+        let current = targets
+            .iter()
+            .position(|target| target.endpoint == in_use)
+            .unwrap_or(0);
+        let endpoints: Vec<&str> = targets.iter().map(|t| t.endpoint.as_str()).collect();
+        tracing::info!(?endpoints, "the orderers this node reaches changed");
+        self.targets.set(targets);
+        self.current.store(current, AtomicOrdering::Relaxed);
+        Ok(())
+    }
+
     /// The endpoint of the orderer in use.
-    pub fn endpoint(&self) -> &str {
-        &self.targets[self.current.load(AtomicOrdering::Relaxed) % self.targets.len()].endpoint
+    pub fn endpoint(&self) -> String {
+        let targets = self.targets.get();
+        targets[self.current.load(AtomicOrdering::Relaxed) % targets.len()]
+            .endpoint
+            .clone()
+    }
+
+    /// Every orderer it may use, `(endpoint, Raft id)`, in order.
+    pub fn members(&self) -> Vec<(String, u64)> {
+        self.targets
+            .get()
+            .iter()
+            .map(|target| (target.endpoint.clone(), target.raft_id))
+            .collect()
     }
 
     fn handle(&self) -> &tokio::runtime::Handle {
@@ -234,9 +306,10 @@ impl RemoteOrderer {
     {
         let first = self.current.load(AtomicOrdering::Relaxed);
         let mut failed = None;
-        for attempt in 0..self.targets.len() {
-            let index = (first + attempt) % self.targets.len();
-            let target = &self.targets[index];
+        let targets = self.targets.get();
+        for attempt in 0..targets.len() {
+            let index = (first + attempt) % targets.len();
+            let target = &targets[index];
             match self.call_on(target, make(target.client.clone())) {
                 Err(error) if unavailable(&error) => {
                     tracing::debug!(endpoint = %target.endpoint, %error, "orderer unavailable; trying the next");
@@ -282,11 +355,16 @@ pub const LEADER_CHECK: Duration = Duration::from_millis(500);
 /// Asks the orderer in use for the leader every [`LEADER_CHECK`] and makes the leader the
 /// one in use when its endpoint is known (calls go there at once; the stream moves at
 /// its next check). When the orderer in use knows no leader or does not answer (it may
-/// be cut off from the others), the others are asked in turn.
-async fn follow_leader(targets: Arc<Vec<Target>>, current: Arc<AtomicUsize>) {
+/// be cut off from the others), the others are asked in turn. Idle while there is one
+/// orderer, or no Raft id is known.
+async fn follow_leader(all: Arc<Targets>, current: Arc<AtomicUsize>) {
     let mut every = tokio::time::interval(LEADER_CHECK);
     loop {
         every.tick().await;
+        let targets = all.get();
+        if targets.len() < 2 || targets.iter().all(|target| target.raft_id == 0) {
+            continue;
+        }
         let index = current.load(AtomicOrdering::Relaxed) % targets.len();
         let mut leader = leader_seen_by(&targets[index]).await;
         if leader.is_none() {
@@ -305,7 +383,10 @@ async fn follow_leader(targets: Arc<Vec<Target>>, current: Arc<AtomicUsize>) {
         }
         if let Some(at) = targets.iter().position(|target| target.raft_id == leader) {
             tracing::debug!(endpoint = %targets[at].endpoint, "ordering through the cluster's leader");
-            current.store(at, AtomicOrdering::Relaxed);
+            // Unless the list changed meanwhile: the next check looks again.
+            if Arc::ptr_eq(&targets, &all.get()) {
+                current.store(at, AtomicOrdering::Relaxed);
+            }
         }
     }
 }
@@ -413,7 +494,7 @@ impl Orderer for RemoteOrderer {
                     self.ordered(response)
                 }
                 Some(broadcast_batch_response::result::Outcome::Refused(refused)) => Err(refusal(
-                    self.endpoint(),
+                    &self.endpoint(),
                     Some(&refused.error_code),
                     refused.grpc_code,
                     &refused.message,
@@ -436,7 +517,7 @@ impl Orderer for RemoteOrderer {
         let reader = Reader {
             targets: self.targets.clone(),
             current: self.current.clone(),
-            endpoint: self.endpoint().to_string(),
+            endpoint: self.endpoint(),
             moved: false,
             seen: self.seen.clone(),
             next_seq: Seq(from.0.max(1)),
@@ -493,7 +574,7 @@ impl Drop for RemoteDelivery {
 /// Reads one stream, reconnecting from where it got to: to the next orderer of the
 /// cluster when the one it read from fails.
 struct Reader {
-    targets: Arc<Vec<Target>>,
+    targets: Arc<Targets>,
     current: Arc<AtomicUsize>,
     /// The orderer it reads from now.
     endpoint: String,
@@ -524,9 +605,9 @@ impl Reader {
                 }
                 Err(None) => {
                     // The next orderer, for calls too: this one failed.
-                    let next =
-                        (self.current.load(AtomicOrdering::Relaxed) + 1) % self.targets.len();
-                    if self.targets.len() > 1 {
+                    let count = self.targets.get().len();
+                    if count > 1 {
+                        let next = (self.current.load(AtomicOrdering::Relaxed) + 1) % count;
                         self.current.store(next, AtomicOrdering::Relaxed);
                         pause = Duration::from_millis(50);
                     }
@@ -549,8 +630,7 @@ impl Reader {
     /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
     /// orderer goes away (`Err(None)`: reconnect).
     async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
-        let index = self.current.load(AtomicOrdering::Relaxed) % self.targets.len();
-        let target = &self.targets[index];
+        let target = self.in_use();
         self.endpoint = target.endpoint.clone();
         let mut client = target.client.clone();
         let request = StreamRequest {
@@ -567,7 +647,8 @@ impl Reader {
             Some(Ok(response)) => response.into_inner(),
             Some(Err(status)) => return Err(self.fatal(&status)),
         };
-        // Whether the orderer in use changed (the leader found): the stream follows it.
+        // Whether the orderer in use changed (the leader found, or the network's orderers
+        // changed): the stream follows it.
         let mut check = tokio::time::interval(LEADER_CHECK);
         loop {
             let message = tokio::select! {
@@ -578,7 +659,7 @@ impl Reader {
             let items = match message {
                 None => return Ok(()),
                 Some(None) => {
-                    if self.current.load(AtomicOrdering::Relaxed) % self.targets.len() != index {
+                    if self.in_use().endpoint != self.endpoint {
                         self.moved = true;
                         return Err(None);
                     }
@@ -598,6 +679,12 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// The orderer in use now.
+    fn in_use(&self) -> Target {
+        let targets = self.targets.get();
+        targets[self.current.load(AtomicOrdering::Relaxed) % targets.len()].clone()
     }
 
     /// Gives the consumer one item, waiting while its queue is full (off the runtime's
@@ -625,7 +712,7 @@ impl Reader {
             }
         );
         match status.code() {
-            Code::DataLoss if behind && self.targets.len() > 1 => None,
+            Code::DataLoss if behind && self.targets.get().len() > 1 => None,
             Code::DataLoss | Code::InvalidArgument => Some(error),
             _ => None,
         }

@@ -376,3 +376,50 @@ fn a_stream_of_many_and_large_transactions_arrives_whole_and_in_order() {
     );
     assert_eq!(seen.seals[11], (BlockNumber(12), Seq(1101), Seq(1200)));
 }
+
+#[test]
+fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
+    // One orderer behind two endpoints, as the orderers of a cluster stream the same
+    // transactions at the same seqs. The peer's link starts with the first alone; a
+    // configuration update names the second in its place: calls and the stream move
+    // there while the first still answers, and once it is gone nothing is missed.
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(2, PATIENCE)));
+    let first = Served::start(local.clone());
+    let second = Served::start(local.clone());
+    let remote = RemoteOrderer::connect(&first.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    let client = net.signer("Org1", Role::Client);
+    let mut delivery = remote.deliver(Seq(1), BlockNumber(1)).unwrap();
+    let mut chain = SealChain::genesis();
+    let mut seen = Seen::default();
+    for key in ["a", "b"] {
+        remote.submit(transaction(&client, "main", key)).unwrap();
+    }
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 2
+    });
+
+    assert!(
+        remote.set_members(&[]).is_err(),
+        "a peer always has an orderer"
+    );
+    remote.set_members(&[(second.url.clone(), 0)]).unwrap();
+    assert_eq!(remote.endpoint(), second.url);
+    assert_eq!(remote.members(), vec![(second.url.clone(), 0)]);
+    // The stream leaves the first orderer at its next check, so its going away later is
+    // nothing to the peer.
+    std::thread::sleep(2 * runnel_server::remote::LEADER_CHECK);
+    drop(first);
+    for key in ["c", "d", "e"] {
+        remote.submit(transaction(&client, "main", key)).unwrap();
+    }
+    read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
+        s.txs.len() == 5 && s.seals.len() == 2
+    });
+    assert_eq!(
+        seen.txs.iter().map(|(seq, _)| seq.0).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+    drop(second);
+}
