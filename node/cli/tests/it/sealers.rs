@@ -17,6 +17,7 @@ use runnel_server::ordering::OrderingServerHandle;
 use serde_json::{Value, json};
 
 use crate::orgs::{Network, org_of};
+use crate::process::copy_dir;
 
 /// The network's solo orderer, `orderer0.Org1` in its definition.
 const ORDERER: &str = "Org1/orderer0";
@@ -98,20 +99,6 @@ impl Drop for StaleOrderer {
             .runtime
             .block_on(async { tokio::time::timeout(Duration::from_secs(10), served).await });
         self.orderer.close();
-    }
-}
-
-/// Copies the directory `from` (files and directories below) into `to`, which exists.
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 
@@ -215,11 +202,14 @@ fn peers_refuse_seals_of_an_orderer_an_update_removed_and_keep_answering_reads()
     let mut next = at(&net, "Org1/peer0", &["config", "show"]);
     next.as_object_mut().unwrap().remove("written_at_seq");
     assert_eq!(next["orderers"][0]["name"], "orderer0.Org1", "{next}");
-    // No one reaches it: the test runs no such orderer.
+    // At the same address: Org2's orderer is to take it over. The peers go on reading
+    // there (they follow the endpoints the definition names), and the stale orderer is
+    // what still answers.
+    let endpoint = next["orderers"][0]["endpoint"].clone();
     next["orderers"] = json!([{
         "name": "orderer0.Org2",
         "org": "Org2",
-        "endpoint": "https://127.0.0.1:7050",
+        "endpoint": endpoint,
     }]);
     let definition = net.dir.join("orderer-of-org2.json");
     std::fs::write(&definition, serde_json::to_vec(&next).unwrap()).unwrap();
