@@ -550,25 +550,35 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
                 })?),
                 false => None,
             };
-            // Every orderer the genesis definition names, with its Raft id, the configured
-            // one first: the peer moves to the leader once it knows it, and to the next
-            // orderer when one fails. Once the ledger is open, the list follows the
-            // definition in force (`follow_orderers`).
-            let members = match runnel_ledger::identity::NetworkDefinition::load(dir) {
-                Ok(genesis) => orderer_members(endpoint, &genesis, &[]),
-                Err(_) => vec![(endpoint.to_string(), 0)],
+            // Every orderer the definition in force names, with its Raft id, the configured
+            // one first (unless the genesis definition named it and the one in force does
+            // not: removed), before the peer reads the stream: it moves to the leader once
+            // it knows it, and to the next orderer when one fails. The list then follows
+            // the definition in force (`follow_orderers`).
+            let genesis_orderers = match runnel_ledger::identity::NetworkDefinition::load(dir) {
+                Ok(genesis) => genesis
+                    .orderers
+                    .iter()
+                    .map(|o| o.endpoint.clone())
+                    .collect(),
+                Err(_) => Vec::new(),
             };
-            let orderer = Arc::new(
-                RemoteOrderer::connect_cluster(
-                    &members,
-                    tls,
-                    config.api.message_bytes_max,
-                    ORDERER_TIMEOUT,
-                )
-                .with_context(|| format!("the orderer at {endpoint}"))?,
-            );
-            remote = Some((orderer.clone(), endpoint.to_string()));
-            Ledger::open_peer(dir, config.ledger_config(), orderer)
+            let message_bytes_max = config.api.message_bytes_max;
+            let link = &mut remote;
+            Ledger::open_peer_with(dir, config.ledger_config(), move |in_force| {
+                let members = orderer_members(endpoint, in_force, &genesis_orderers);
+                let orderer = Arc::new(
+                    RemoteOrderer::connect_cluster(
+                        &members,
+                        tls,
+                        message_bytes_max,
+                        ORDERER_TIMEOUT,
+                    )
+                    .map_err(runnel_ledger::ledger::LedgerError::Order)?,
+                );
+                *link = Some((orderer.clone(), endpoint.to_string()));
+                Ok(orderer as Arc<dyn Orderer>)
+            })
         }
     };
     let ledger =

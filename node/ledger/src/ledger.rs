@@ -381,12 +381,35 @@ fn acting_for(keys: &NetworkKeys, org: Option<&str>) -> Result<Vec<String>, Ledg
     }
 }
 
+/// What makes a peer's link to the ordering service from the network definition in force
+/// ([`Ledger::open_peer_with`]).
+type ConnectOrderer<'a> =
+    dyn FnOnce(&NetworkDefinition) -> Result<Arc<dyn Orderer>, LedgerError> + 'a;
+
 impl Ledger {
     /// Opens the ledger in `dir`, creating it (and a network of `config.orgs`) if empty,
     /// and starts ordering and validating. Transactions ordered but not yet committed
     /// when it last stopped are validated again from the orderer's log.
     pub fn open(dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
         Ledger::open_with(dir, config, None)
+    }
+
+    /// [`Ledger::open_peer`] with the link to the ordering service made by `connect`, from
+    /// the network definition in force where the peer's durable state ends, before the
+    /// peer reads any of the stream: a peer restarted after configuration updates reaches
+    /// the orderers they name, not the genesis ones.
+    pub fn open_peer_with(
+        dir: &Path,
+        config: LedgerConfig,
+        connect: impl FnOnce(&NetworkDefinition) -> Result<Arc<dyn Orderer>, LedgerError>,
+    ) -> Result<Ledger, LedgerError> {
+        if !dir.join("identities").exists() {
+            return Err(LedgerError::Identity(format!(
+                "{} holds no network identities (copy them from `runnel init`)",
+                dir.display()
+            )));
+        }
+        Ledger::open_with(dir, config, Some(Box::new(connect)))
     }
 
     /// Opens a peer in `dir` that orders through `orderer` (another process's, see
@@ -397,19 +420,15 @@ impl Ledger {
         config: LedgerConfig,
         orderer: Arc<dyn Orderer>,
     ) -> Result<Ledger, LedgerError> {
-        if !dir.join("identities").exists() {
-            return Err(LedgerError::Identity(format!(
-                "{} holds no network identities (copy them from `runnel init`)",
-                dir.display()
-            )));
-        }
-        Ledger::open_with(dir, config, Some(orderer))
+        Ledger::open_peer_with(dir, config, |_| Ok(orderer))
     }
 
-    fn open_with(
+    /// Opens the ledger in `dir`: a peer that orders through what `connect` makes of the
+    /// definition in force, or (`None`) a node running its own solo orderer.
+    fn open_with<'a>(
         dir: &Path,
         config: LedgerConfig,
-        orderer: Option<Arc<dyn Orderer>>,
+        connect: Option<Box<ConnectOrderer<'a>>>,
     ) -> Result<Ledger, LedgerError> {
         if !dir.join(IDENTITIES_DIR).exists() {
             let orgs: Vec<&str> = config.orgs.iter().map(String::as_str).collect();
@@ -449,6 +468,10 @@ impl Ledger {
         config.validator.lifecycle_policy = network.lifecycle_policy.clone();
         config.validator.genesis = Some(network.clone());
 
+        let orderer = match connect {
+            Some(connect) => Some(connect(&in_force)?),
+            None => None,
+        };
         let mut validator_config = config.validator.clone();
         validator_config.workers =
             crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());

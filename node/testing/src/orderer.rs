@@ -71,11 +71,21 @@ pub fn config_update(
     next: &runnel_ledger::identity::NetworkDefinition,
     admins: &[&str],
 ) -> Vec<u8> {
+    config_update_by(&|org| net.signer(org, Role::Admin), current, next, admins)
+}
+
+/// [`config_update`] with the admins' keys from `admin` (an organisation's admin).
+pub fn config_update_by(
+    admin: &dyn Fn(&str) -> Signer,
+    current: Option<runnel_runtime::Version>,
+    next: &runnel_ledger::identity::NetworkDefinition,
+    admins: &[&str],
+) -> Vec<u8> {
     use prost::Message as _;
     use runnel_ledger::netconfig;
-    let proposer = net.signer("Org1", Role::Admin);
+    let proposer = admin("Org1");
     let proposal = tx::new_proposal(
-        "main",
+        &next.channel,
         netconfig::CONFIG_NAMESPACE,
         netconfig::FN_UPDATE,
         vec![next.to_bytes()],
@@ -88,10 +98,10 @@ pub fn config_update(
         &tx::sha256(&update.payload),
     );
     for org in admins {
-        let admin = net.signer(org, Role::Admin);
+        let signer = admin(org);
         update.endorsements.push(runnel_ledger::proto::Endorsement {
-            endorser: admin.cert_der().to_vec(),
-            signature: admin.sign(&message).to_vec(),
+            endorser: signer.cert_der().to_vec(),
+            signature: signer.sign(&message).to_vec(),
         });
     }
     tx::sign_transaction(&proposer, &update).encode_to_vec()

@@ -338,3 +338,57 @@ fn with_group_commit_off_each_transaction_has_a_flush_of_its_own() {
         "shared or out-of-order flushes: {flushed:?}"
     );
 }
+
+#[test]
+fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
+    // A configuration update names the network's orderer. Reopened as a peer, the ledger
+    // hands the definition in force, not the genesis one, to what makes its link to the
+    // orderers, before it reads the stream: a peer reaches the orderers the updates name.
+    use runnel_ledger::identity::OrdererNode;
+    use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let named = OrdererNode {
+        name: "orderer0.Org1".into(),
+        org: "Org1".into(),
+        endpoint: "https://127.0.0.1:7050".into(),
+        raft_id: 0,
+    };
+    {
+        let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
+        let (current, version) = ledger.network_version().unwrap();
+        assert!(current.orderers.is_empty());
+        let mut next = (*current).clone();
+        next.sequence += 1;
+        next.orderers = vec![named.clone()];
+        let admin = |_: &str| ledger_signer(dir.path(), Role::Admin);
+        let update = runnel_testing::orderer::config_update_by(&admin, version, &next, &["Org1"]);
+        let (tx_id, _) = ledger.submit_signed(update).unwrap();
+        let mut watch = ledger.watch(tx_id);
+        loop {
+            let status = watch.next_blocking().unwrap();
+            assert_eq!(status.code, ValidationCode::Valid);
+            if status.phase == runnel_ledger::validator::Phase::Committed {
+                break;
+            }
+        }
+        ledger.close();
+    }
+    let mut seen = None;
+    let ledger = Ledger::open_peer_with(dir.path(), config(&["Org1"]), |in_force| {
+        seen = Some(in_force.clone());
+        let keys = NetworkKeys::load(dir.path()).unwrap();
+        let orderer: Arc<dyn Orderer> = Arc::new(SoloOrderer::open(
+            &dir.path().join("orderer"),
+            OrdererConfig::default(),
+            Arc::new(in_force.msp().unwrap()),
+            keys.signer("Org1", Role::Orderer).unwrap().clone(),
+        )?);
+        Ok(orderer)
+    })
+    .unwrap();
+    let seen = seen.expect("the link was made before the ledger opened");
+    assert_eq!((seen.sequence, seen.orderers.clone()), (1, vec![named]));
+    ledger.close();
+}

@@ -10,13 +10,11 @@ use runnel_ledger::endorser::{Endorsed, Endorser, EndorserConfig};
 use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
-use runnel_ledger::netconfig;
 use runnel_ledger::orderer::{
     Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig, SoloOrderer,
 };
 use runnel_ledger::proto::{
-    ContractDefinition, DeployRequest, Endorsement, Proposal, ResponsePayload, SignedProposal,
-    Transaction,
+    ContractDefinition, DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
 };
 use runnel_ledger::store::WorldState;
 use runnel_ledger::trace::{Stage, TraceBook};
@@ -670,32 +668,14 @@ fn a_revocation_applies_from_its_place_in_the_stream_on() {
 /// The `_config` update from the genesis definition to `next`, proposed by Org1's admin
 /// and signed by Org1's and Org3's (two of three): its id and encoded transaction.
 fn config_update(next: &NetworkDefinition) -> (runnel_ledger::ids::TxId, Vec<u8>) {
-    let proposer = signer("Org1", Role::Admin);
-    let update = proposal(
-        &proposer,
-        netconfig::CONFIG_NAMESPACE,
-        netconfig::FN_UPDATE,
-        vec![next.to_bytes()],
+    let bytes = runnel_testing::orderer::config_update_by(
+        &|org| signer(org, Role::Admin),
+        None,
+        next,
+        &["Org1", "Org3"],
     );
-    let mut update = netconfig::update_transaction(update, None, next);
-    let message = tx::endorsement_message(
-        &tx::sha256(&update.proposal.as_ref().unwrap().proposal),
-        &tx::sha256(&update.payload),
-    );
-    for org in ["Org1", "Org3"] {
-        let admin = signer(org, Role::Admin);
-        update.endorsements.push(Endorsement {
-            endorser: admin.cert_der().to_vec(),
-            signature: admin.sign(&message).to_vec(),
-        });
-    }
-    let update_id = tx::tx_id(
-        &Proposal::decode(update.proposal.as_ref().unwrap().proposal.as_slice()).unwrap(),
-    );
-    (
-        update_id,
-        tx::sign_transaction(&proposer, &update).encode_to_vec(),
-    )
+    let (_, _, proposal) = tx::decode_transaction(&bytes).unwrap();
+    (tx::tx_id(&proposal), bytes)
 }
 
 #[test]
