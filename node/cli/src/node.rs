@@ -683,7 +683,11 @@ async fn follow_orderers(ledger: Arc<Ledger>, orderer: Arc<RemoteOrderer>, confi
         }
         followed = Some(in_force.sequence);
         let members = orderer_members(&configured, &in_force, &named_before);
-        named_before.extend(in_force.orderers.iter().map(|o| o.endpoint.clone()));
+        for orderer in &in_force.orderers {
+            if !named_before.contains(&orderer.endpoint) {
+                named_before.push(orderer.endpoint.clone());
+            }
+        }
         if members != orderer.members()
             && let Err(error) = orderer.set_members(&members)
         {

@@ -483,8 +483,8 @@ impl SealChain {
     /// Verifies a delivered `SignedSeal` (bytes) as the next one, for a block whose
     /// transactions, each with the timestamp it was delivered with, have the [`leaf`]s
     /// `leaves` (in seq order). In order: it decodes; each signer is an orderer `sealers`
-    /// admits at the seal's own time, and its signature verifies; the number, first seq and previous hash are the next ones; the seal
-    /// covers `leaves.len()` transactions; `tx_root` is their [`merkle_root`], so a
+    /// admits at the seal's own time, and its signature verifies; the number, first seq
+    /// and previous hash are the next ones; the seal covers `leaves.len()` transactions; `tx_root` is their [`merkle_root`], so a
     /// transaction's bytes or timestamp changed after sealing is [`BlockError::TxRoot`].
     /// On success the chain advances past it; on error it is unchanged.
     pub fn accept(

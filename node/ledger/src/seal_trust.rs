@@ -68,6 +68,27 @@ impl SealTrust {
         })
     }
 
+    /// Who may sign the seals from `first` on, from `genesis` and `updates` (each update's
+    /// seq and definition, oldest first): what [`SealTrust::forget_before`]`(first)` would
+    /// keep, the definition in force once `first` is applied and every later update. The
+    /// MSP of a definition no such seal needs is never built.
+    pub fn since(
+        first: Seq,
+        genesis: &NetworkDefinition,
+        updates: &[(Seq, NetworkDefinition)],
+    ) -> Result<SealTrust, IdentityError> {
+        let later = updates.partition_point(|(seq, _)| *seq <= first);
+        let (from, base) = match later.checked_sub(1) {
+            Some(i) => (updates[i].0, &updates[i].1),
+            None => (Seq::ZERO, genesis),
+        };
+        let mut trust = SealTrust::of(from, Arc::new(base.clone()))?;
+        for (seq, definition) in &updates[later..] {
+            trust.push(*seq, Arc::new(definition.clone()))?;
+        }
+        Ok(trust)
+    }
+
     /// For a ledger given no network definition: any orderer `msp` trusts, throughout.
     pub fn any_orderer(msp: Arc<Msp>) -> SealTrust {
         SealTrust {
@@ -124,16 +145,6 @@ impl SealTrust {
         while self.entries.len() > 1 && self.entries[1].0 <= first {
             self.entries.pop_front();
         }
-    }
-
-    /// How many definitions it holds (for tests and metrics).
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Never: it holds at least the one it was made with.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 
@@ -284,13 +295,13 @@ mod tests {
         }
         trust.forget_before(Seq(3));
         assert_eq!(
-            trust.len(),
+            trust.entries.len(),
             3,
             "a seal from seq 3 may end before the update at 4"
         );
         trust.forget_before(Seq(4));
         assert_eq!(
-            trust.len(),
+            trust.entries.len(),
             2,
             "a seal from seq 4 ends after the update at 4"
         );
@@ -302,7 +313,18 @@ mod tests {
             vec![Seq(9)]
         );
         trust.forget_before(Seq(100));
-        assert_eq!(trust.len(), 1);
+        assert_eq!(trust.entries.len(), 1);
+
+        // Made afresh from the updates, it holds what forgetting would have kept.
+        let updates = [(Seq(4), f.replaced()), (Seq(9), f.genesis.clone())];
+        let froms = |first: u64| -> Vec<Seq> {
+            let trust = SealTrust::since(Seq(first), &f.genesis, &updates).unwrap();
+            trust.entries.iter().map(|(from, _)| *from).collect()
+        };
+        assert_eq!(froms(1), vec![Seq::ZERO, Seq(4), Seq(9)]);
+        assert_eq!(froms(4), vec![Seq(4), Seq(9)]);
+        assert_eq!(froms(5), vec![Seq(4), Seq(9)]);
+        assert_eq!(froms(10), vec![Seq(9)]);
         let (bytes, leaves) = seal(&f.orderer("Org1"), 1);
         assert!(
             SealChain::genesis()

@@ -119,6 +119,12 @@ impl Targets {
     fn set(&self, targets: Vec<Target>) {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(targets);
     }
+
+    /// The one `current` names.
+    fn in_use(&self, current: &AtomicUsize) -> Target {
+        let targets = self.get();
+        targets[current.load(AtomicOrdering::Relaxed) % targets.len()].clone()
+    }
 }
 
 /// One orderer it may use.
@@ -272,10 +278,7 @@ impl RemoteOrderer {
 
     /// The endpoint of the orderer in use.
     pub fn endpoint(&self) -> String {
-        let targets = self.targets.get();
-        targets[self.current.load(AtomicOrdering::Relaxed) % targets.len()]
-            .endpoint
-            .clone()
+        self.targets.in_use(&self.current).endpoint
     }
 
     /// Every orderer it may use, `(endpoint, Raft id)`, in order.
@@ -630,7 +633,7 @@ impl Reader {
     /// stored record is damaged (`Err(Some)`: no retry helps) or the connection or
     /// orderer goes away (`Err(None)`: reconnect).
     async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
-        let target = self.in_use();
+        let target = self.targets.in_use(&self.current);
         self.endpoint = target.endpoint.clone();
         let mut client = target.client.clone();
         let request = StreamRequest {
@@ -659,7 +662,7 @@ impl Reader {
             let items = match message {
                 None => return Ok(()),
                 Some(None) => {
-                    if self.in_use().endpoint != self.endpoint {
+                    if self.targets.in_use(&self.current).endpoint != self.endpoint {
                         self.moved = true;
                         return Err(None);
                     }
@@ -679,12 +682,6 @@ impl Reader {
                 }
             }
         }
-    }
-
-    /// The orderer in use now.
-    fn in_use(&self) -> Target {
-        let targets = self.targets.get();
-        targets[self.current.load(AtomicOrdering::Relaxed) % targets.len()].clone()
     }
 
     /// Gives the consumer one item, waiting while its queue is full (off the runtime's

@@ -308,7 +308,7 @@ pub(crate) fn caught_up(
 
 /// `GET path` of `node`'s operations endpoints, trusting the network's TLS CAs: the
 /// status and the body.
-fn ops_get(net: &Network, node: &str, path: &str) -> (u16, String) {
+pub(crate) fn ops_get(net: &Network, node: &str, path: &str) -> (u16, String) {
     let dir = net.node(node);
     let definition = runnel_ledger::identity::NetworkDefinition::load(&dir).unwrap();
     let cas = net.dir.join("tls-cas.pem");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runnel_cli::config::NodeConfig;
-use runnel_ledger::identity::{NetworkDefinition, NetworkKeys, Role};
+use runnel_ledger::identity::{NetworkKeys, Role};
 use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
 use runnel_server::ReadAccess;
 use runnel_server::ordering::OrderingServerHandle;
@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::orgs::{Network, org_of};
 use crate::process::copy_dir;
+use crate::raft_cluster::ops_get;
 
 /// The network's solo orderer, `orderer0.Org1` in its definition.
 const ORDERER: &str = "Org1/orderer0";
@@ -158,16 +159,6 @@ fn put(net: &Network, key: &str, value: &str) -> Value {
     }
 }
 
-/// The status `GET /healthz` of `node`'s operations endpoints answers, trusting the
-/// network's TLS CAs.
-fn health(net: &Network, node: &str) -> u16 {
-    let definition = NetworkDefinition::load(&net.node(node)).unwrap();
-    let cas = net.dir.join("tls-cas.pem");
-    std::fs::write(&cas, definition.tls_ca_pems().collect::<String>()).unwrap();
-    let address = net.url(node).replace("https://", "");
-    crate::process::https(&address, &cas, "GET", "/healthz", "").0
-}
-
 /// The attack: an orderer removed from the network by a configuration update both admins
 /// signed keeps its key, serves the stream at its old address, and seals blocks over the
 /// update and after as if it were still the network's orderer (a stale orderer that does
@@ -237,7 +228,7 @@ fn peers_refuse_seals_of_an_orderer_an_update_removed_and_keep_answering_reads()
     // why.
     for peer in PEERS {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while health(&net, peer) != 503 {
+        while ops_get(&net, peer, "/healthz").0 != 503 {
             assert!(
                 Instant::now() < deadline,
                 "{peer} accepted the seal over the update"

@@ -891,14 +891,8 @@ impl StreamLog {
                 if dropped {
                     write_applied(dir, &applied).map_err(|e| OrderError::Log(e.to_string()))?;
                 }
-                let mut trust = SealTrust::of(Seq::ZERO, Arc::new(genesis.clone()))
+                let trust = SealTrust::since(chain.next_first(), genesis, &applied)
                     .map_err(|e| OrderError::Corrupt(e.to_string()))?;
-                for (seq, definition) in &applied {
-                    trust
-                        .push(*seq, Arc::new(definition.clone()))
-                        .map_err(|e| OrderError::Corrupt(e.to_string()))?;
-                }
-                trust.forget_before(chain.next_first());
                 let followed = Followed {
                     genesis: genesis.clone(),
                     applied,

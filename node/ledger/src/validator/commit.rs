@@ -1,7 +1,6 @@
 //! Stage 3: adaptive group commit, seal verification, notifications.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, select};
 
@@ -140,10 +139,10 @@ fn store_error(error: impl std::fmt::Display) -> ValidatorError {
     ValidatorError::Store(error.to_string())
 }
 
-/// Who may sign the seals from `first` on: the definition in force before `first`, and
-/// every update stored from `first` on (read back from the key's history), so that a
-/// restarted peer checks the seals still to come as it would have before. Any orderer of
-/// the MSP for a validator given no network definition.
+/// Who may sign the seals from `first` on ([`SealTrust::since`]), from the updates stored
+/// back to the one in force at `first` (read back from the key's history, newest first),
+/// so that a restarted peer checks the seals still to come as it would have before. Any
+/// orderer of the MSP for a validator given no network definition.
 fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> {
     let Some(genesis) = &shared.config.genesis else {
         return Ok(SealTrust::any_orderer(shared.msp.clone()));
@@ -151,7 +150,6 @@ fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> 
     let store = shared.world.store();
     let mut updates = Vec::new();
     let mut before = None;
-    let mut in_force = None;
     'pages: loop {
         let page = store
             .history(CONFIG_NAMESPACE, NETWORK_KEY, before, 64)
@@ -170,19 +168,14 @@ fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> 
                         store_error(format!("the stored network definition is corrupt: {e}"))
                     })
                 })?;
-            if entry.seq < first {
-                in_force = Some((entry.seq, definition));
+            updates.push((entry.seq, definition));
+            if entry.seq <= first {
                 break 'pages;
             }
-            updates.push((entry.seq, definition));
         }
     }
-    let (from, definition) = in_force.unwrap_or((Seq::ZERO, genesis.clone()));
-    let mut trust = SealTrust::of(from, Arc::new(definition)).map_err(store_error)?;
-    for (seq, definition) in updates.into_iter().rev() {
-        trust.push(seq, Arc::new(definition)).map_err(store_error)?;
-    }
-    Ok(trust)
+    updates.reverse();
+    SealTrust::since(first, genesis, &updates).map_err(store_error)
 }
 
 impl Committer {

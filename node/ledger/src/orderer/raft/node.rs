@@ -13,8 +13,7 @@
 //!   persists to the [`RaftLog`] and syncs it once when Raft needs it durable (group
 //!   commit: what arrives during a sync goes in the next; a hard state that only moved
 //!   the commit index waits for the next sync), sends the messages that waited for that
-//!   sync, and applies
-//!   committed entries to the [`StreamLog`].
+//!   sync, and applies committed entries to the [`StreamLog`].
 //! - The stream log's own threads and deliveries serve peers what was applied: only
 //!   committed entries ever reach it, so a peer never sees a seq the cluster could still
 //!   give another transaction.
