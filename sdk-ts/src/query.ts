@@ -75,7 +75,7 @@ export interface OrgDefinition {
   /** Its TLS CA's certificate, PEM. */
   readonly tlsCa: string;
   readonly peers: readonly NetworkPeerDefinition[];
-  /** Fingerprints (SHA-256 of the DER, hex) of its revoked certificates. */
+  /** Its revoked identities, by key: `ed25519:` and the public key in hex. */
   readonly revoked: readonly string[];
 }
 

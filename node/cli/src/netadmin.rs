@@ -16,7 +16,7 @@ use prost::Message;
 use runnel_client::{Connection, connect, signer, status};
 use runnel_ledger::identity::{
     CertificateAuthority, IDENTITIES_DIR, NetworkDefinition, OrdererNode, Role, certificate_der,
-    write_identity,
+    revocation, write_identity,
 };
 use runnel_ledger::netconfig::{self, CONFIG_NAMESPACE, FN_UPDATE};
 use runnel_ledger::tx;
@@ -354,7 +354,6 @@ fn revoke(args: &RevokeArgs) -> Result<()> {
     let pem = std::fs::read_to_string(&args.cert)
         .with_context(|| format!("reading {}", args.cert.display()))?;
     let der = certificate_der(&pem, "certificate").context("the certificate to revoke")?;
-    let fingerprint = hex::encode(tx::sha256(&der));
     let (_, report) = propose(&args.connection, &args.out, |current, _| {
         let msp = current.msp()?;
         let identity = msp.identify(&der).map_err(|e| {
@@ -369,15 +368,14 @@ fn revoke(args: &RevokeArgs) -> Result<()> {
             .iter_mut()
             .find(|org| org.name == identity.org)
             .ok_or_else(|| anyhow!("no organisation {} in the definition", identity.org))?;
-        if org.revoked.contains(&fingerprint) {
-            bail!("{} ({}) is revoked already", identity.id(), fingerprint);
+        // The key, not the certificate's bytes: every certificate of the org's CA for
+        // it is refused, however it is encoded.
+        let entry = revocation(&identity.key);
+        if org.revoked.contains(&entry) {
+            bail!("{} ({}) is revoked already", identity.id(), entry);
         }
-        org.revoked.push(fingerprint.clone());
-        eprintln!(
-            "revoking {} ({}), {fingerprint}",
-            identity.id(),
-            identity.role
-        );
+        org.revoked.push(entry.clone());
+        eprintln!("revoking {} ({}), {entry}", identity.id(), identity.role);
         Ok(next)
     })?;
     print(&report)

@@ -43,7 +43,7 @@ use runnel_runtime::{CallContext, MemoryState};
 pub type Target = fn(&[u8]);
 
 /// Every target, by the name its corpus directory and its cargo-fuzz target carry.
-pub const TARGETS: [(&str, Target); 11] = [
+pub const TARGETS: [(&str, Target); 12] = [
     ("transaction", transaction),
     ("ordered_tx", ordered_tx),
     ("signed_proposal", signed_proposal),
@@ -55,6 +55,7 @@ pub const TARGETS: [(&str, Target); 11] = [
     ("rwset", rwset),
     ("runnel_toml", runnel_toml),
     ("network_definition", network_definition),
+    ("certificate", certificate),
 ];
 
 /// Organisations the policy target parses against (a duplicate, which parsing ignores).
@@ -458,6 +459,47 @@ pub fn runnel_toml(data: &[u8]) {
     let again = NodeConfig::parse(&written)
         .unwrap_or_else(|e| panic!("the written configuration {written:?} is refused: {e}"));
     assert_eq!(again, config, "written back as {written:?}");
+}
+
+/// A certificate as a creator, an endorser, a reader or a seal's signer presents it
+/// ([`Msp::verify`](runnel_ledger::identity::Msp::verify)), twice over: the input itself,
+/// and an edit of a certificate the network issued (Org1's client's: the input's first two
+/// bytes place the edit, counted from the end of the certificate's content, the third
+/// says how many bytes it replaces, the rest are put there, and the outer length is set
+/// to fit, as a re-encoding would). Whatever the bytes: a typed refusal or an identity; an
+/// identity verified from the input is in the one canonical form (the signed part,
+/// Ed25519 without parameters, a 64-byte signature, nothing else); and the only edit of
+/// the issued certificate that verifies is the one that changes no byte, so no
+/// re-encoding can give one identity other bytes.
+pub fn certificate(data: &[u8]) {
+    let msp = fixtures::msp();
+    let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
+    if let Ok(identity) = msp.verify(data, now) {
+        assert_eq!(identity.cert_der, data);
+        let (_, cert) = x509_parser::parse_x509_certificate(data).expect("it verified");
+        let mut tail = vec![0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x41, 0x00];
+        tail.extend_from_slice(&cert.signature_value.data);
+        let canonical = [cert.tbs_certificate.as_ref(), &tail].concat();
+        assert_eq!(data, runnel_testing::certs::sequence(&canonical));
+    }
+    let [from_end_high, from_end_low, cut, edit @ ..] = data else {
+        return;
+    };
+    let issued = fixtures::signer(Role::Client).cert_der();
+    let body = runnel_testing::certs::sequence_body(issued);
+    let from_end = usize::from(u16::from_be_bytes([*from_end_high, *from_end_low]));
+    let at = body.len() - from_end % (body.len() + 1);
+    let cut = usize::from(*cut).min(body.len() - at);
+    let edited = [&body[..at], edit, &body[at + cut..]].concat();
+    let edited = runnel_testing::certs::sequence(&edited);
+    if let Ok(identity) = msp.verify(&edited, now) {
+        assert_eq!(
+            edited,
+            issued,
+            "an edited certificate verified as {}",
+            identity.id()
+        );
+    }
 }
 
 /// A network definition as a `_config` update writes it and every peer's validator

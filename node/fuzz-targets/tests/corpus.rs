@@ -160,6 +160,7 @@ fn every_target_has_a_smoke_test() {
         "rwset",
         "runnel_toml",
         "network_definition",
+        "certificate",
     ];
     let targets: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
     assert_eq!(targets, tested);
@@ -218,4 +219,9 @@ fn runnel_toml() {
 #[test]
 fn network_definition() {
     run("network_definition");
+}
+
+#[test]
+fn certificate() {
+    run("certificate");
 }

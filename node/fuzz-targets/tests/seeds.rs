@@ -261,7 +261,9 @@ fn network_definitions() {
     write("network_definition", "genesis", &genesis.to_bytes());
     let mut next = genesis.clone();
     next.sequence = 1;
-    next.orgs[1].revoked.push("ab".repeat(32));
+    next.orgs[1]
+        .revoked
+        .push(runnel_ledger::identity::revocation(&[0xab; 32]));
     write("network_definition", "revoking", &next.to_bytes());
     let mut borrowed = genesis;
     borrowed.orgs[1].ca = borrowed.orgs[0].ca.clone();

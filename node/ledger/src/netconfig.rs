@@ -179,7 +179,7 @@ pub fn valid_update(
         let Ok(admin) = msp.verify(&endorsement.endorser, now_s) else {
             continue;
         };
-        if !SIGNER_ROLES.contains(&admin.role) || !seen.insert(admin.fingerprint) {
+        if !SIGNER_ROLES.contains(&admin.role) || !seen.insert(admin.key) {
             continue;
         }
         let check = crate::sig::SigCheck {
@@ -247,7 +247,9 @@ mod tests {
     fn next(current: &NetworkDefinition) -> NetworkDefinition {
         let mut next = current.clone();
         next.sequence += 1;
-        next.orgs[1].revoked.push("ab".repeat(32));
+        next.orgs[1]
+            .revoked
+            .push(crate::identity::revocation(&[0xab; 32]));
         next
     }
 

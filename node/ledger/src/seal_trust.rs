@@ -262,13 +262,15 @@ mod tests {
         let f = fixture();
         let mut revoking = f.genesis.clone();
         revoking.sequence += 1;
-        let fingerprint = revoking
+        let key = revoking
             .msp()
             .unwrap()
             .identify(f.orderer("Org1").cert_der())
             .unwrap()
-            .fingerprint;
-        revoking.orgs[0].revoked.push(hex::encode(fingerprint));
+            .key;
+        revoking.orgs[0]
+            .revoked
+            .push(crate::identity::revocation(&key));
         let mut trust = SealTrust::of(Seq::ZERO, Arc::new(f.genesis.clone())).unwrap();
         trust.push(Seq(2), Arc::new(revoking)).unwrap();
         let (bytes, leaves) = seal(&f.orderer("Org1"), 1);
@@ -282,6 +284,17 @@ mod tests {
             .accept(&bytes, &leaves, &trust.after(Seq(2)))
             .unwrap_err();
         assert_eq!(refused.code(), "BAD_ORDERER", "{refused}");
+        // Its certificate re-encoded outside the CA's signature is the same revoked
+        // orderer, not a new one.
+        let issued = f.net.org("Org1").unwrap().identity(Role::Orderer);
+        let again = runnel_testing::certs::with_null_parameters(&issued.cert_der);
+        let again = Signer::from_pem(&runnel_testing::certs::pem(&again), &issued.key_pem).unwrap();
+        let (bytes, leaves) = seal(&again, 2);
+        let refused = SealChain::genesis()
+            .accept(&bytes, &leaves, &trust.after(Seq(2)))
+            .unwrap_err();
+        assert_eq!(refused.code(), "BAD_ORDERER", "{refused}");
+        assert!(refused.to_string().contains("canonical"), "{refused}");
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! checked by that signature instead, and `GetNetworkInfo` stays open so that a client
 //! can learn the channel its grant names. A grant is a bearer credential for its short
 //! life: it travels over TLS like any other. Grants found valid are remembered, so a
-//! client that reuses its grant costs a hash and a lookup per call.
+//! client that reuses its grant costs a hash and a lookup per call; a configuration
+//! update (a revocation) ends every remembered grant at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -116,10 +117,13 @@ pub(crate) fn tls_member<B>(
 #[derive(Debug, Clone)]
 pub struct Reader(pub Arc<Identity>);
 
-/// A grant remembered as valid, until its end.
+/// A grant remembered as valid, until its end or until the trust changes.
 struct Granted {
     identity: Arc<Identity>,
     not_after_ms: u64,
+    /// The MSP's epoch it was checked in: a configuration update (a revocation) since
+    /// means it is checked again before it is served.
+    epoch: u64,
 }
 
 /// Checks readers for one node.
@@ -189,8 +193,12 @@ impl Readers {
             )));
         }
         let key = tx::sha256(header);
+        // Read before the grant is checked: a change of trust meanwhile shows at the
+        // next call, which checks it again.
+        let epoch = self.msp.epoch();
         if let Some(granted) = self.lock().get(&key)
             && now_ms <= granted.not_after_ms
+            && granted.epoch == epoch
         {
             return Ok(granted.identity.clone());
         }
@@ -204,6 +212,7 @@ impl Readers {
             Granted {
                 identity: identity.clone(),
                 not_after_ms,
+                epoch,
             },
         );
         Ok(identity)
@@ -371,5 +380,31 @@ mod tests {
             refused.message().starts_with("BAD_READ_GRANT"),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn a_remembered_grant_is_checked_again_after_the_trust_changes() {
+        let network = NetworkIdentities::generate(&["Org1"], time::Duration::days(1)).unwrap();
+        let org = &network.orgs[0];
+        let alice = org
+            .ca
+            .issue(Role::Client, "alice.Org1", time::Duration::days(1))
+            .unwrap();
+        let signer = Signer::new(&alice).unwrap();
+        let msp = Arc::new(network.msp().unwrap());
+        let readers = Readers::new(ReadAccess::Members, msp.clone(), "main".into());
+        let now_ms = tx::now_ms();
+        let header = grant_header(&signer, "main", now_ms, READ_GRANT_LIFETIME_MAX_MS);
+        let identity = readers.granted(header.as_bytes(), now_ms).unwrap();
+        assert!(
+            readers.granted(header.as_bytes(), now_ms).is_ok(),
+            "remembered"
+        );
+        // A configuration update revokes alice: her grant, still inside its life, ends
+        // at once.
+        msp.reconfigure([org.ca.cert_der()], [("Org1".to_string(), identity.key)])
+            .unwrap();
+        let refused = readers.granted(header.as_bytes(), now_ms).unwrap_err();
+        assert!(refused.message().contains("revoked"), "{refused:?}");
     }
 }

@@ -17,7 +17,7 @@ use super::status;
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Caller {
     pub connection: Option<SocketAddr>,
-    /// The SHA-256 of the reader's certificate.
+    /// The reader's public key: one identity however many certificates it holds.
     pub identity: Option<[u8; 32]>,
 }
 
@@ -29,7 +29,7 @@ impl Caller {
             identity: request
                 .extensions()
                 .get::<crate::readers::Reader>()
-                .map(|reader| reader.0.fingerprint),
+                .map(|reader| reader.0.key),
         }
     }
 }

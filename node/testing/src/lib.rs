@@ -2,6 +2,7 @@
 //! the example contracts built to Wasm, each made once per test binary.
 
 pub mod bench;
+pub mod certs;
 pub mod orderer;
 
 use std::sync::OnceLock;

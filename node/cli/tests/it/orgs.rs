@@ -612,6 +612,34 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         &[&["invoke"][..], &alice, &["kv", "put", "who", "alice"]].concat(),
     );
     assert!(refused.contains("REVOKED_CERTIFICATE"), "{refused}");
+    // The same certificate re-encoded (NULL parameters in its outer signature algorithm,
+    // which the CA's signature does not cover) is the same identity. Before identities
+    // were keyed by their key, its other bytes dodged the revocation: it invoked through
+    // Org1's gateway, both orgs endorsed, it committed VALID, and it read through Org2's
+    // peer.
+    let alice_pem = std::fs::read_to_string(cert).unwrap();
+    let alice_der = runnel_ledger::identity::certificate_der(&alice_pem, "alice").unwrap();
+    let again = runnel_testing::certs::with_null_parameters(&alice_der);
+    let dir = Path::new(cert).parent().unwrap();
+    std::fs::write(
+        dir.join("alice-again.pem"),
+        runnel_testing::certs::pem(&again),
+    )
+    .unwrap();
+    std::fs::copy(issued["key"].as_str().unwrap(), dir.join("alice-again.key")).unwrap();
+    let again = ["--identity", "alice-again"];
+    let dodged = net.fails(
+        "Org1/peer0",
+        "Org1",
+        &[&["invoke"][..], &again, &["kv", "put", "who", "mallory"]].concat(),
+    );
+    assert!(dodged.contains("canonical DER"), "{dodged}");
+    let read = net.fails(
+        "Org2/peer0",
+        "Org1",
+        &[&["query"][..], &again, &["kv", "get", "who"]].concat(),
+    );
+    assert!(read.contains("canonical DER"), "{read}");
     let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
     assert_eq!(hashes[0], hashes[1]);
 

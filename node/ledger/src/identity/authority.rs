@@ -155,6 +155,30 @@ impl CertificateAuthority {
     }
 }
 
+#[cfg(test)]
+impl CertificateAuthority {
+    /// A certificate (DER) for `key` with `role` and `name`, its parameters changed by
+    /// `tweak` before it is signed (tests build bad ones with it).
+    pub(crate) fn issue_custom(
+        &self,
+        key: &KeyPair,
+        role: Role,
+        name: &str,
+        tweak: impl FnOnce(&mut CertificateParams),
+    ) -> Result<Vec<u8>, IdentityError> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue_error)?;
+        params.distinguished_name = dn(&self.org, Some(role.as_str()), name);
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::minutes(5);
+        params.not_after = now + Duration::days(1);
+        tweak(&mut params);
+        let cert = params.signed_by(key, &self.issuer).map_err(issue_error)?;
+        Ok(cert.der().to_vec())
+    }
+}
+
 /// An issuer from a CA certificate and its key (PEM), the key of `algorithm`; the
 /// certificate's DER.
 fn reload_issuer(

@@ -65,7 +65,8 @@ pub struct OrgDefinition {
     /// Its peers, where other organisations' gateways reach them.
     #[serde(default)]
     pub peers: Vec<PeerNode>,
-    /// Certificates of the org revoked: SHA-256 fingerprints of their DER, lowercase hex.
+    /// The org's identities revoked, by key ([`revocation`]): every certificate its CA
+    /// issued for one of these keys is refused, whatever its bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revoked: Vec<String>,
 }
@@ -266,22 +267,19 @@ impl NetworkDefinition {
             .collect()
     }
 
-    /// Every revoked certificate's fingerprint.
-    pub fn revoked(&self) -> Result<Vec<[u8; 32]>, IdentityError> {
-        self.orgs
-            .iter()
-            .flat_map(|org| &org.revoked)
-            .map(|hex_text| {
-                hex::decode(hex_text)
-                    .ok()
-                    .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-                    .ok_or_else(|| {
-                        malformed(format!(
-                            "revoked fingerprint `{hex_text}` is not 64 hex digits"
-                        ))
-                    })
-            })
-            .collect()
+    /// Every revoked key, with the organisation whose CA's certificates for it are
+    /// refused.
+    pub fn revoked(&self) -> Result<Vec<(String, [u8; 32])>, IdentityError> {
+        let mut revoked = Vec::new();
+        for org in &self.orgs {
+            for entry in &org.revoked {
+                let key = revoked_key(entry).map_err(|message| {
+                    malformed(format!("{}'s revoked entry `{entry}`: {message}", org.name))
+                })?;
+                revoked.push((org.name.clone(), key));
+            }
+        }
+        Ok(revoked)
     }
 
     /// The definition as a configuration transaction writes it: compact JSON, fields in
@@ -314,6 +312,35 @@ impl NetworkDefinition {
     pub fn tls_ca_pems(&self) -> impl Iterator<Item = &str> {
         self.orgs.iter().map(|org| org.tls_ca.as_str())
     }
+}
+
+/// The prefix of a revocation entry: the key's algorithm.
+pub const REVOKED_KEY_PREFIX: &str = "ed25519:";
+
+/// How the definition names a revoked identity: its Ed25519 public key,
+/// `ed25519:` and 64 lowercase hex digits. A key, not a certificate's bytes: the outer
+/// signature algorithm of a certificate is not signed by its CA, so its bytes (and any
+/// hash of them) can be re-encoded by its holder.
+pub fn revocation(key: &[u8; 32]) -> String {
+    format!("{REVOKED_KEY_PREFIX}{}", hex::encode(key))
+}
+
+/// The key a revocation entry names ([`revocation`]).
+pub fn revoked_key(entry: &str) -> Result<[u8; 32], String> {
+    let Some(hex_text) = entry.strip_prefix(REVOKED_KEY_PREFIX) else {
+        return Err(format!(
+            "not `{REVOKED_KEY_PREFIX}` and a key; a revocation names the identity's \
+             Ed25519 public key (`runnel identity revoke` writes it), never a hash of its \
+             certificate"
+        ));
+    };
+    if hex_text.len() != 64 || hex_text.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err("the key is not 64 lowercase hex digits".into());
+    }
+    hex::decode(hex_text)
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| "the key is not 64 lowercase hex digits".into())
 }
 
 fn check_endpoint(name: &str, endpoint: &str) -> Result<(), IdentityError> {

@@ -7,6 +7,8 @@
 //!   certificate once, not per transaction.
 //! - [`NetworkIdentities`] generates a CA and standard identities per organisation, and
 //!   a TLS CA ([`TlsAuthority`], ECDSA P-256) with the org's node's TLS certificates.
+//! - [`revocation`] names a revoked identity in the definition: by its key, never by the
+//!   bytes of its certificate.
 //! - [`NetworkDefinition`] is what every member shares (`network.json`): the orgs' CA
 //!   and TLS CA certificates, endpoints and policies; [`NetworkKeys`] a directory's own
 //!   keys beside it.
@@ -21,7 +23,7 @@ mod role;
 pub use authority::{CertificateAuthority, IssuedIdentity, Signer, TlsAuthority};
 pub use definition::{
     DEFAULT_CONFIG_POLICY, NETWORK_FILE, NetworkDefinition, OrdererNode, OrgDefinition, PeerNode,
-    certificate_der,
+    REVOKED_KEY_PREFIX, certificate_der, revocation, revoked_key,
 };
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
 pub use network::{
@@ -40,6 +42,23 @@ pub enum IdentityError {
         /// What was being read.
         what: &'static str,
         /// The parser's message.
+        message: String,
+    },
+    /// The certificate is not in its one canonical DER form, so its bytes could differ
+    /// from what its CA issued while its signature still holds.
+    #[error("{what} is not in its canonical DER form: {message}")]
+    NotCanonical {
+        /// What was being read.
+        what: &'static str,
+        /// What is not canonical.
+        message: String,
+    },
+    /// The certificate's extensions do not allow what it is used for.
+    #[error("{what} is refused by its key usage: {message}")]
+    KeyUsage {
+        /// What was being read.
+        what: &'static str,
+        /// What is missing or not allowed.
         message: String,
     },
     /// The certificate or key is not Ed25519.

@@ -1,5 +1,13 @@
 //! Verifying identities against the network's organisation CAs, with a cache of verified
-//! certificates keyed by fingerprint.
+//! certificates.
+//!
+//! An identity is its issuing organisation and its public key, never the bytes of its
+//! certificate: the outer `signatureAlgorithm` of an X.509 certificate is not covered by
+//! the CA's signature, so a holder could re-encode it (NULL parameters, a long length)
+//! and get a certificate that hashes differently for the same subject, key and
+//! signature. Certificates are therefore taken in their one canonical DER form only
+//! ([`IdentityError::NotCanonical`]), and revocation, de-duplication and per-identity
+//! shares key on the public key ([`Identity::key`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -25,15 +33,16 @@ pub struct Identity {
     pub role: Role,
     /// The subject's common name.
     pub name: String,
-    /// SHA-256 of the certificate's DER.
-    pub fingerprint: [u8; 32],
+    /// The Ed25519 public key: what the identity signs with, and what revocations,
+    /// de-duplication of endorsers and per-identity shares key on.
+    pub key: [u8; 32],
     /// Start of validity, Unix seconds.
     pub not_before: i64,
     /// End of validity, Unix seconds.
     pub not_after: i64,
-    /// The certificate, DER.
+    /// The certificate, DER (canonical: see the module doc).
     pub cert_der: Vec<u8>,
-    key: VerifyingKey,
+    verifying_key: VerifyingKey,
 }
 
 impl Identity {
@@ -46,14 +55,14 @@ impl Identity {
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), IdentityError> {
         let bad = || IdentityError::BadSignature { who: self.id() };
         let signature = Signature::from_slice(signature).map_err(|_| bad())?;
-        self.key
+        self.verifying_key
             .verify_strict(message, &signature)
             .map_err(|_| bad())
     }
 
     /// The public key.
     pub fn verifying_key(&self) -> &VerifyingKey {
-        &self.key
+        &self.verifying_key
     }
 
     /// Fails unless the identity has one of `roles`.
@@ -92,6 +101,8 @@ impl Identity {
 
 struct TrustedCa {
     org: String,
+    /// The keys revoked for this CA's certificates.
+    revoked: HashSet<[u8; 32]>,
     /// The CA certificate, DER.
     der: Vec<u8>,
     subject_raw: Vec<u8>,
@@ -107,16 +118,23 @@ struct TrustedCa {
 /// a certificate under an older trust can tell, and check again.
 pub struct Msp {
     trust: RwLock<Arc<Trust>>,
-    cache: RwLock<HashMap<[u8; 32], Arc<Identity>>>,
+    cache: RwLock<Cache>,
     signatures: SignatureCache,
 }
 
 /// What an [`Msp`] trusts at one time.
 struct Trust {
     cas: Vec<TrustedCa>,
-    /// SHA-256 fingerprints of revoked certificates.
-    revoked: HashSet<[u8; 32]>,
     epoch: u64,
+}
+
+/// Certificates verified under the trust of `epoch`, by the SHA-256 of their (canonical)
+/// DER. An identity verified under an older trust is never inserted: a reconfiguration
+/// racing a verification cannot leave behind what the new trust refuses.
+#[derive(Default)]
+struct Cache {
+    epoch: u64,
+    identities: HashMap<[u8; 32], Arc<Identity>>,
 }
 
 impl std::fmt::Debug for Msp {
@@ -138,7 +156,119 @@ fn parse<'a>(der: &'a [u8], what: &'static str) -> Result<X509Certificate<'a>, I
             message: format!("{} bytes after the certificate", rest.len()),
         });
     }
+    check_canonical(der, &cert, what)?;
     Ok(cert)
+}
+
+/// The DER of the AlgorithmIdentifier of Ed25519 (RFC 8410: no parameters).
+const ED25519_ALGORITHM_DER: [u8; 7] = [0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70];
+
+/// Refuses a certificate that is not the one DER encoding of what its CA signed: both
+/// signature algorithms Ed25519 without parameters, and the outer structure (which the
+/// CA's signature does not cover) exactly as DER writes it around the signed part.
+fn check_canonical(
+    der: &[u8],
+    cert: &X509Certificate<'_>,
+    what: &'static str,
+) -> Result<(), IdentityError> {
+    let not_canonical = |message: &str| IdentityError::NotCanonical {
+        what,
+        message: message.to_string(),
+    };
+    let inner = &cert.tbs_certificate.signature;
+    let outer = &cert.signature_algorithm;
+    let ed25519 =
+        |alg: &x509_parser::x509::AlgorithmIdentifier<'_>| alg.algorithm == OID_SIG_ED25519;
+    if !ed25519(inner) || !ed25519(outer) {
+        return Err(IdentityError::WrongKeyType { what });
+    }
+    if inner.parameters.is_some() || outer.parameters.is_some() {
+        return Err(not_canonical(
+            "its signature algorithm carries parameters (RFC 8410: Ed25519 has none)",
+        ));
+    }
+    if cert.signature_value.data.len() != 64 {
+        return Err(not_canonical("its signature is not 64 bytes"));
+    }
+    let tbs = cert.tbs_certificate.as_ref();
+    let mut body = Vec::with_capacity(tbs.len() + 80);
+    body.extend_from_slice(tbs);
+    body.extend_from_slice(&ED25519_ALGORITHM_DER);
+    body.extend_from_slice(&[0x03, 0x41, 0x00]);
+    body.extend_from_slice(&cert.signature_value.data);
+    let mut canonical = Vec::with_capacity(body.len() + 4);
+    canonical.push(0x30);
+    der_length(&mut canonical, body.len());
+    canonical.extend_from_slice(&body);
+    if canonical != der {
+        return Err(not_canonical(
+            "its bytes outside the part its CA signed are encoded otherwise",
+        ));
+    }
+    Ok(())
+}
+
+/// Appends `len` as a DER definite length (the shortest form).
+fn der_length(out: &mut Vec<u8>, len: usize) {
+    if len < 0x80 {
+        out.push(len as u8);
+        return;
+    }
+    let bytes = len.to_be_bytes();
+    let skip = bytes.iter().take_while(|b| **b == 0).count();
+    out.push(0x80 | (bytes.len() - skip) as u8);
+    out.extend_from_slice(&bytes[skip..]);
+}
+
+/// What a certificate may do by its extensions: a CA certificate must be a CA
+/// (basicConstraints) that signs certificates (keyUsage `keyCertSign`); any other must
+/// not be a CA, must sign (`digitalSignature`) and must not sign certificates or CRLs; an
+/// extended key usage, if present, must allow client authentication (members present
+/// their certificate over mutual TLS).
+fn check_usage(
+    cert: &X509Certificate<'_>,
+    ca: bool,
+    what: &'static str,
+) -> Result<(), IdentityError> {
+    let usage = |message: String| IdentityError::KeyUsage { what, message };
+    let extension = |e: x509_parser::error::X509Error| usage(format!("its extensions: {e}"));
+    let is_ca = cert
+        .basic_constraints()
+        .map_err(extension)?
+        .is_some_and(|bc| bc.value.ca);
+    let key_usage = cert.key_usage().map_err(extension)?.map(|ku| *ku.value);
+    if ca {
+        if !is_ca {
+            return Err(usage(
+                "a CA certificate must be marked as a CA (basicConstraints)".into(),
+            ));
+        }
+        if !key_usage.is_some_and(|ku| ku.key_cert_sign()) {
+            return Err(usage("a CA certificate must allow keyCertSign".into()));
+        }
+        return Ok(());
+    }
+    if is_ca {
+        return Err(usage("an identity's certificate must not be a CA's".into()));
+    }
+    match key_usage {
+        Some(ku) if ku.digital_signature() && !ku.key_cert_sign() && !ku.crl_sign() => {}
+        _ => {
+            return Err(usage(
+                "an identity's certificate must allow digitalSignature and neither keyCertSign \
+                 nor cRLSign"
+                    .into(),
+            ));
+        }
+    }
+    if let Some(eku) = cert.extended_key_usage().map_err(extension)?
+        && !(eku.value.any || eku.value.client_auth)
+    {
+        return Err(usage(
+            "its extended key usage does not allow clientAuth".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn ed25519_key(
@@ -186,33 +316,37 @@ impl Msp {
         Ok(Msp {
             trust: RwLock::new(Arc::new(Trust {
                 cas: trusted_cas(ca_certs)?,
-                revoked: HashSet::new(),
                 epoch: 0,
             })),
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(Cache::default()),
             signatures: SignatureCache::default(),
         })
     }
 
-    /// Trusts `ca_certs` (as [`Msp::new`]) and refuses the certificates whose
-    /// fingerprints are in `revoked` from now on; bumps the epoch and forgets every
-    /// certificate verified before.
+    /// Trusts `ca_certs` (as [`Msp::new`]) and, from now on, refuses every certificate
+    /// that an organisation's CA issued for a key `revoked` pairs with that organisation;
+    /// bumps the epoch and forgets every certificate verified before.
     pub fn reconfigure<'a>(
         &self,
         ca_certs: impl IntoIterator<Item = &'a [u8]>,
-        revoked: impl IntoIterator<Item = [u8; 32]>,
+        revoked: impl IntoIterator<Item = (String, [u8; 32])>,
     ) -> Result<(), IdentityError> {
-        let cas = trusted_cas(ca_certs)?;
+        let mut cas = trusted_cas(ca_certs)?;
+        for (org, key) in revoked {
+            if let Some(ca) = cas.iter_mut().find(|ca| ca.org == org) {
+                ca.revoked.insert(key);
+            }
+        }
         let mut trust = self.trust.write().unwrap_or_else(PoisonError::into_inner);
+        // The cache moves to the new epoch while the trust is still locked: a
+        // verification under the old trust that ends after this inserts nothing.
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
         *trust = Arc::new(Trust {
             cas,
-            revoked: revoked.into_iter().collect(),
             epoch: trust.epoch + 1,
         });
-        self.cache
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        cache.epoch = trust.epoch;
+        cache.identities.clear();
         Ok(())
     }
 
@@ -238,6 +372,7 @@ fn trusted_cas<'a>(
     for der in ca_certs {
         let cert = parse(der, "CA certificate")?;
         let key = ed25519_key(&cert, "CA certificate")?;
+        check_usage(&cert, true, "CA certificate")?;
         if !signed_by(&cert, &key) {
             return Err(IdentityError::BadCertificateSignature {
                 ca_org: cert.subject().to_string(),
@@ -250,6 +385,7 @@ fn trusted_cas<'a>(
             })?;
         cas.push(TrustedCa {
             org,
+            revoked: HashSet::new(),
             der: der.to_vec(),
             subject_raw: cert.subject().as_raw().to_vec(),
             key,
@@ -275,25 +411,29 @@ impl Msp {
     /// within its validity period. A certificate verified before is served from the cache
     /// (only its validity period is checked again).
     pub fn verify(&self, cert_der: &[u8], now: i64) -> Result<Arc<Identity>, IdentityError> {
-        let fingerprint: [u8; 32] = Sha256::digest(cert_der).into();
+        let digest: [u8; 32] = Sha256::digest(cert_der).into();
         let cached = self
             .cache
             .read()
             .ok()
-            .and_then(|cache| cache.get(&fingerprint).cloned());
+            .and_then(|cache| cache.identities.get(&digest).cloned());
         if let Some(identity) = cached {
             identity.check_validity(now)?;
             return Ok(identity);
         }
-        let identity = Arc::new(self.verify_uncached(cert_der, fingerprint)?);
+        let trust = self.trust();
+        let identity = Arc::new(verify_under(&trust, cert_der)?);
         identity.check_validity(now)?;
         // Revoked certificates are never cached: the cache holds usable ones only, and a
-        // reconfiguration empties it.
-        if let Ok(mut cache) = self.cache.write() {
-            if cache.len() >= IDENTITY_CACHE_MAX {
-                cache.clear();
+        // reconfiguration empties it. One verified under a trust replaced meanwhile is
+        // not inserted (see [`Cache`]).
+        if let Ok(mut cache) = self.cache.write()
+            && cache.epoch == trust.epoch
+        {
+            if cache.identities.len() >= IDENTITY_CACHE_MAX {
+                cache.identities.clear();
             }
-            cache.insert(fingerprint, identity.clone());
+            cache.identities.insert(digest, identity.clone());
         }
         Ok(identity)
     }
@@ -306,64 +446,61 @@ impl Msp {
     /// The identity a certificate (DER) holds, checked as [`Msp::verify`] checks it but
     /// at no particular time: what a directory's keys are, whatever their validity.
     pub fn identify(&self, cert_der: &[u8]) -> Result<Identity, IdentityError> {
-        self.verify_uncached(cert_der, Sha256::digest(cert_der).into())
+        verify_under(&self.trust(), cert_der)
     }
 
     /// Number of cached certificates.
     pub fn cached(&self) -> usize {
-        self.cache.read().map(|c| c.len()).unwrap_or(0)
+        self.cache.read().map(|c| c.identities.len()).unwrap_or(0)
     }
+}
 
-    fn verify_uncached(
-        &self,
-        der: &[u8],
-        fingerprint: [u8; 32],
-    ) -> Result<Identity, IdentityError> {
-        let cert = parse(der, "certificate")?;
-        let key = ed25519_key(&cert, "certificate")?;
-        let trust = self.trust();
-        let ca = trust
-            .cas
-            .iter()
-            .find(|ca| ca.subject_raw == cert.issuer().as_raw())
-            .ok_or_else(|| IdentityError::UnknownCa {
-                issuer: cert.issuer().to_string(),
-            })?;
-        if !signed_by(&cert, &ca.key) {
-            return Err(IdentityError::BadCertificateSignature {
-                ca_org: ca.org.clone(),
-            });
-        }
-        let claimed = first(cert.subject().iter_organization()).unwrap_or_default();
-        if claimed != ca.org {
-            return Err(IdentityError::WrongOrg {
-                claimed,
-                ca_org: ca.org.clone(),
-            });
-        }
-        let ou = first(cert.subject().iter_organizational_unit())
-            .ok_or_else(|| IdentityError::BadRole("no OU in the subject".into()))?;
-        let role: Role = ou
-            .parse()
-            .map_err(|e: super::UnknownRole| IdentityError::BadRole(e.to_string()))?;
-        let name = first(cert.subject().iter_common_name()).unwrap_or_default();
-        if trust.revoked.contains(&fingerprint) {
-            return Err(IdentityError::Revoked {
-                name: format!("{}/{name}", ca.org),
-            });
-        }
-        let validity = cert.validity();
-        Ok(Identity {
-            org: ca.org.clone(),
-            role,
-            name,
-            fingerprint,
-            not_before: validity.not_before.timestamp(),
-            not_after: validity.not_after.timestamp(),
-            cert_der: der.to_vec(),
-            key,
-        })
+/// Checks a certificate (DER) against `trust`, at no particular time.
+fn verify_under(trust: &Trust, der: &[u8]) -> Result<Identity, IdentityError> {
+    let cert = parse(der, "certificate")?;
+    let key = ed25519_key(&cert, "certificate")?;
+    check_usage(&cert, false, "certificate")?;
+    let ca = trust
+        .cas
+        .iter()
+        .find(|ca| ca.subject_raw == cert.issuer().as_raw())
+        .ok_or_else(|| IdentityError::UnknownCa {
+            issuer: cert.issuer().to_string(),
+        })?;
+    if !signed_by(&cert, &ca.key) {
+        return Err(IdentityError::BadCertificateSignature {
+            ca_org: ca.org.clone(),
+        });
     }
+    let claimed = first(cert.subject().iter_organization()).unwrap_or_default();
+    if claimed != ca.org {
+        return Err(IdentityError::WrongOrg {
+            claimed,
+            ca_org: ca.org.clone(),
+        });
+    }
+    let ou = first(cert.subject().iter_organizational_unit())
+        .ok_or_else(|| IdentityError::BadRole("no OU in the subject".into()))?;
+    let role: Role = ou
+        .parse()
+        .map_err(|e: super::UnknownRole| IdentityError::BadRole(e.to_string()))?;
+    let name = first(cert.subject().iter_common_name()).unwrap_or_default();
+    if ca.revoked.contains(&key.to_bytes()) {
+        return Err(IdentityError::Revoked {
+            name: format!("{}/{name}", ca.org),
+        });
+    }
+    let validity = cert.validity();
+    Ok(Identity {
+        org: ca.org.clone(),
+        role,
+        name,
+        key: key.to_bytes(),
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+        cert_der: der.to_vec(),
+        verifying_key: key,
+    })
 }
 
 #[cfg(test)]
@@ -611,5 +748,180 @@ mod tests {
             .expect("issue");
         let bob_sig = Signer::new(&bob).expect("signer").sign(b"pay bob 10");
         assert!(id.verify(b"pay bob 10", &bob_sig).is_err());
+    }
+
+    #[test]
+    fn a_certificate_re_encoded_outside_its_signed_part_is_refused() {
+        let (org1, _, msp) = network();
+        let alice = org1
+            .issue(Role::Client, "alice", Duration::days(1))
+            .expect("issue");
+        // NULL parameters in the outer signature algorithm: the CA's signature still
+        // holds (it covers the inner one), the bytes and their hash differ.
+        let reencoded = runnel_testing::certs::with_null_parameters(&alice.cert_der);
+        assert_ne!(reencoded, alice.cert_der);
+        assert!(
+            matches!(
+                msp.verify(&reencoded, now()),
+                Err(IdentityError::NotCanonical { .. })
+            ),
+            "{:?}",
+            msp.verify(&reencoded, now())
+        );
+        // A length in its long form where the short one fits, around the signature.
+        let mut long = alice.cert_der.clone();
+        let at = long.len() - 67;
+        assert_eq!(&long[at..at + 3], &[0x03, 0x41, 0x00]);
+        long.splice(at + 1..at + 2, [0x81, 0x41]);
+        let body = long.len() - 4;
+        long[2..4].copy_from_slice(&u16::try_from(body).unwrap().to_be_bytes());
+        assert!(matches!(
+            msp.verify(&long, now()),
+            Err(IdentityError::NotCanonical { .. } | IdentityError::Malformed { .. })
+        ));
+        // The same certificate as issued still verifies, and nothing refused is cached.
+        assert_eq!(msp.cached(), 0);
+        msp.verify(&alice.cert_der, now()).expect("as issued");
+    }
+
+    #[test]
+    fn a_revocation_names_a_key_and_refuses_every_certificate_of_it() {
+        let (org1, org2, msp) = network();
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+        let first = org1
+            .issue_custom(&key, Role::Client, "alice", |_| {})
+            .unwrap();
+        // Another certificate the CA issued for the same key, with other bytes.
+        let second = org1
+            .issue_custom(&key, Role::Client, "alice", |p| {
+                p.not_after = OffsetDateTime::now_utc() + Duration::days(2);
+            })
+            .unwrap();
+        let other_org = org2
+            .issue_custom(&key, Role::Client, "alice", |_| {})
+            .unwrap();
+        let alice = msp.verify(&first, now()).expect("valid");
+        assert_eq!(msp.verify(&second, now()).unwrap().key, alice.key);
+
+        msp.reconfigure(
+            [org1.cert_der(), org2.cert_der()],
+            [("Org1".to_string(), alice.key)],
+        )
+        .unwrap();
+        for cert in [&first, &second] {
+            assert!(matches!(
+                msp.verify(cert, now()),
+                Err(IdentityError::Revoked { .. })
+            ));
+        }
+        // Org1's revocation is of Org1's certificates: Org2's CA answers for its own.
+        msp.verify(&other_org, now()).expect("Org2's certificate");
+    }
+
+    #[test]
+    fn what_a_certificate_may_do_is_checked_for_its_role() {
+        let (org1, _, msp) = network();
+        let key = || rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+        let no_signing = org1
+            .issue_custom(&key(), Role::Peer, "p", |p| {
+                p.key_usages = vec![rcgen::KeyUsagePurpose::KeyEncipherment];
+            })
+            .unwrap();
+        let no_usage = org1
+            .issue_custom(&key(), Role::Peer, "p", |p| p.key_usages.clear())
+            .unwrap();
+        let signs_certificates = org1
+            .issue_custom(&key(), Role::Admin, "a", |p| {
+                p.key_usages.push(rcgen::KeyUsagePurpose::KeyCertSign);
+            })
+            .unwrap();
+        let a_ca = org1
+            .issue_custom(&key(), Role::Admin, "a", |p| {
+                p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            })
+            .unwrap();
+        let server_only = org1
+            .issue_custom(&key(), Role::Client, "c", |p| {
+                p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+            })
+            .unwrap();
+        for cert in [no_signing, no_usage, signs_certificates, a_ca, server_only] {
+            let refused = msp.verify(&cert, now()).unwrap_err();
+            assert!(
+                matches!(refused, IdentityError::KeyUsage { .. }),
+                "{refused}"
+            );
+        }
+        let client_auth = org1
+            .issue_custom(&key(), Role::Client, "c", |p| {
+                p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+            })
+            .unwrap();
+        msp.verify(&client_auth, now())
+            .expect("clientAuth is allowed");
+
+        // A CA certificate that may not sign certificates is not trusted as a CA.
+        let ca_key = key();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "Org3");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        let weak_ca = params.self_signed(&ca_key).unwrap();
+        assert!(matches!(
+            Msp::new([weak_ca.der().as_ref()]),
+            Err(IdentityError::KeyUsage { .. })
+        ));
+    }
+
+    #[test]
+    fn a_verification_racing_a_revocation_leaves_nothing_the_new_trust_refuses() {
+        // Each round: a thread verifies alice's certificate over and over while the
+        // trust changes to revoke her. Once the change is made, no verification may
+        // accept her, from the cache or otherwise.
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (org1, org2, _) = network();
+        let alice = org1
+            .issue(Role::Client, "alice", Duration::days(1))
+            .expect("issue");
+        let key = Msp::new([org1.cert_der()])
+            .unwrap()
+            .identify(&alice.cert_der)
+            .unwrap()
+            .key;
+        for _ in 0..300 {
+            let msp = Arc::new(Msp::new([org1.cert_der(), org2.cert_der()]).unwrap());
+            let stop = Arc::new(AtomicBool::new(false));
+            let verifier = {
+                let (msp, stop, cert) = (msp.clone(), stop.clone(), alice.cert_der.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = msp.verify(&cert, now());
+                    }
+                })
+            };
+            // Changes that revoke nothing empty the cache, so the thread is most often
+            // inside an uncached verification when the revocation lands.
+            for _ in 0..3 {
+                msp.reconfigure([org1.cert_der(), org2.cert_der()], [])
+                    .unwrap();
+            }
+            msp.reconfigure(
+                [org1.cert_der(), org2.cert_der()],
+                [("Org1".to_string(), key)],
+            )
+            .unwrap();
+            std::thread::yield_now();
+            stop.store(true, Ordering::Relaxed);
+            verifier.join().unwrap();
+            assert!(
+                matches!(
+                    msp.verify(&alice.cert_der, now()),
+                    Err(IdentityError::Revoked { .. })
+                ),
+                "a revoked certificate was served after the revocation"
+            );
+        }
     }
 }

@@ -242,7 +242,7 @@ fn check(
         let Ok(identity) = shared.msp.verify(&endorsement.endorser, now) else {
             continue;
         };
-        if !may_endorse.contains(&identity.role) || !seen.insert(identity.fingerprint) {
+        if !may_endorse.contains(&identity.role) || !seen.insert(identity.key) {
             continue;
         }
         endorsements.push(SigCheck {

@@ -626,8 +626,7 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     // Its MSP its own, as an orderer process's: a valid `_config` update revoking Org2's
     // client, signed by both admins, makes the orderer refuse that client from then on,
     // also after a reopen; an update signed by one admin of two changes nothing.
-    use runnel_ledger::identity::{IdentityError, Msp, NetworkDefinition};
-    use runnel_ledger::tx;
+    use runnel_ledger::identity::{IdentityError, Msp, NetworkDefinition, revocation};
 
     let net = Net::new();
     let genesis = NetworkDefinition::of(&net.ids, "main");
@@ -654,9 +653,7 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
 
     let mut next = genesis.clone();
     next.sequence = 1;
-    next.orgs[1]
-        .revoked
-        .push(hex::encode(tx::sha256(client.cert_der())));
+    next.orgs[1].revoked.push(revocation(&client.public_key()));
     let update =
         |admins: &[&str]| runnel_testing::orderer::config_update(&net, None, &next, admins);
     // One admin of two: ordered (peers record it invalid), followed by nothing.

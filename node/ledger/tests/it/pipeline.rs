@@ -640,7 +640,9 @@ fn a_revocation_applies_from_its_place_in_the_stream_on() {
     next.sequence = 1;
     next.orgs[1]
         .revoked
-        .push(hex::encode(tx::sha256(&issued.cert_der)));
+        .push(runnel_ledger::identity::revocation(
+            &Signer::new(&issued).unwrap().public_key(),
+        ));
     let (update_id, update) = config_update(&next);
     let (after, late) = endorsed_put("after");
     let mut watch_update = peer.hub.watch(update_id);
