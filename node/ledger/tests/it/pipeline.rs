@@ -414,6 +414,32 @@ fn an_endorsed_transaction_is_ordered_validated_committed_traced_and_sealed() {
 }
 
 #[test]
+fn one_peer_key_counts_once_however_its_certificate_is_encoded() {
+    // Org1's one peer endorses, and the same endorsement goes again with the peer's
+    // certificate re-encoded (NULL parameters in its outer signature algorithm). Keyed by
+    // the certificate's hash, that made two endorsers of one key and met a policy that
+    // needs two of Org1's peers.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    let policy = "OutOf(2, 'Org1.peer', 'Org1.peer')";
+    assert_eq!(deploy(&peer, policy, false), ValidationCode::Valid);
+    let client = signer("Org1", Role::Client);
+    let proposal = proposal(&client, "kv", "put", put("colour", "red"));
+    let endorsed = peer.peers[0].endorse(&proposal).unwrap();
+    let mut twice = endorsed.clone();
+    let endorsement = twice.response.endorsement.as_mut().unwrap();
+    endorsement.endorser = runnel_testing::certs::with_null_parameters(&endorsement.endorser);
+    let tx_id = endorsed.tx_id;
+    let bytes = assemble(&client, &proposal, &[endorsed, twice]);
+    assert_eq!(
+        submit(&peer, tx_id, bytes).1,
+        ValidationCode::EndorsementPolicyFailure
+    );
+    assert!(peer.world.store().get("kv", b"colour").unwrap().is_none());
+    peer.close();
+}
+
+#[test]
 fn invalid_transactions_are_recorded_with_fabrics_codes_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let peer = Peer::open(dir.path());
