@@ -419,13 +419,18 @@ fn verify_signatures(
         orderer
             .verify(&message, &signature.signature)
             .map_err(|_| BlockError::BadSignature)?;
+        // One orderer is one name and one key: a second certificate for either counts
+        // for nothing more.
         let signer = orderer.id();
-        if signers.contains(&signer) {
+        if signers
+            .iter()
+            .any(|(name, key)| *name == signer || *key == orderer.key)
+        {
             return Err(BlockError::BadSeal(format!(
                 "orderer {signer} signs the seal twice"
             )));
         }
-        signers.push(signer);
+        signers.push((signer, orderer.key));
     }
     Ok(())
 }
@@ -1168,9 +1173,22 @@ mod tests {
             signature_of(&orderer("Org1"));
             SEAL_SIGNATURES_MAX + 1
         ]);
+        // Org1's orderer key under a second name its CA issued: still one orderer.
+        let org1 = net.org("Org1").unwrap();
+        let key = rcgen::KeyPair::from_pem(&org1.identity(Role::Orderer).key_pem).unwrap();
+        let renamed = org1
+            .ca
+            .issue_custom(&key, Role::Orderer, "orderer9.Org1", |_| {})
+            .unwrap();
+        let renamed = SealSignature {
+            orderer: renamed,
+            ..signature_of(&orderer("Org1"))
+        };
+        let one_key_two_names = with(vec![signature_of(&orderer("Org1")), renamed]);
         for (bytes, code) in [
             (none, "BAD_SEAL"),
             (twice, "BAD_SEAL"),
+            (one_key_two_names, "BAD_SEAL"),
             (forged, "BAD_SEAL_SIGNATURE"),
             (many, "BAD_SEAL"),
         ] {
