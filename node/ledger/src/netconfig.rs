@@ -336,11 +336,12 @@ pub fn check_policies(definition: &NetworkDefinition) -> Result<(), ConfigUpdate
         .map(|org| Endorser::new(org.clone(), Role::Admin))
         .collect();
     for (which, text) in policies(definition) {
-        let policy = Policy::parse(text, &orgs).map_err(|error| ConfigUpdateError::PolicyParse {
-            which,
-            text: text.chars().take(REASON_TEXT_CHARS_MAX).collect(),
-            error: error.to_string(),
-        })?;
+        let policy =
+            Policy::parse(text, &orgs).map_err(|error| ConfigUpdateError::PolicyParse {
+                which,
+                text: text.chars().take(REASON_TEXT_CHARS_MAX).collect(),
+                error: error.to_string(),
+            })?;
         if let Some(principal) = policy
             .principals()
             .into_iter()
@@ -521,7 +522,10 @@ mod tests {
         let mut garbage = sets(None, &next);
         garbage[0].writes[0].value = b"{}".to_vec();
         let refused = check_update(&genesis, &garbage).unwrap_err();
-        assert!(matches!(refused, ConfigUpdateError::Malformed(_)), "{refused}");
+        assert!(
+            matches!(refused, ConfigUpdateError::Malformed(_)),
+            "{refused}"
+        );
         assert_eq!(refused.code(), ValidationCode::BadConfigUpdate);
     }
 
@@ -567,7 +571,10 @@ mod tests {
             );
             assert!(matches!(
                 with("MAJORITY admin", &format!("OR('Org2.admin', {principal})")),
-                Err(ConfigUpdateError::PolicyRole { which: "config_policy", .. })
+                Err(ConfigUpdateError::PolicyRole {
+                    which: "config_policy",
+                    ..
+                })
             ));
         }
         assert!(matches!(
@@ -577,17 +584,23 @@ mod tests {
         // One admin of each organisation must be able to meet it: an organisation
         // approves a definition once.
         let refused = with("AND('Org1.admin', 'Org1.admin')", "MAJORITY admin").unwrap_err();
-        assert!(matches!(refused, ConfigUpdateError::Unsatisfiable { .. }), "{refused}");
+        assert!(
+            matches!(refused, ConfigUpdateError::Unsatisfiable { .. }),
+            "{refused}"
+        );
         assert_eq!(refused.code(), ValidationCode::BadConfigUpdate);
-        with("AND('Org1.admin', 'Org2.admin')", "OutOf(1, 'Org2.admin', 'Org1.admin')").unwrap();
+        with(
+            "AND('Org1.admin', 'Org2.admin')",
+            "OutOf(1, 'Org2.admin', 'Org1.admin')",
+        )
+        .unwrap();
         with("ANY admin", "'Org1.admin'").unwrap();
     }
 
     #[test]
     fn removing_an_organisation_a_policy_names_is_refused() {
-        let ids =
-            NetworkIdentities::generate(&["Org1", "Org2", "Org3"], time::Duration::days(1))
-                .unwrap();
+        let ids = NetworkIdentities::generate(&["Org1", "Org2", "Org3"], time::Duration::days(1))
+            .unwrap();
         let mut current = NetworkDefinition::of(&ids, "main");
         current.lifecycle_policy = "AND('Org1.admin', 'Org3.admin')".into();
         let mut without = current.clone();
@@ -626,7 +639,13 @@ mod tests {
             check_next(&current, &next)
         };
         // Add one or two, remove one or two, replace one by one: allowed.
-        for ids in [&[1, 2, 3, 4][..], &[1, 2, 3, 4, 5], &[1, 2], &[1], &[1, 2, 4]] {
+        for ids in [
+            &[1, 2, 3, 4][..],
+            &[1, 2, 3, 4, 5],
+            &[1, 2],
+            &[1],
+            &[1, 2, 4],
+        ] {
             cluster(ids).unwrap_or_else(|e| panic!("{ids:?}: {e}"));
         }
         // The new cluster's quorum would need orderers not running yet.

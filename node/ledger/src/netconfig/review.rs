@@ -39,7 +39,11 @@ fn certificate(pem: &str) -> String {
     let subject = x509_parser::parse_x509_certificate(&der)
         .map(|(_, cert)| cert.subject().to_string())
         .unwrap_or_else(|_| "an unreadable certificate".to_string());
-    format!("{} sha256 {}", shown(&subject), hex::encode(tx::sha256(&der)))
+    format!(
+        "{} sha256 {}",
+        shown(&subject),
+        hex::encode(tx::sha256(&der))
+    )
 }
 
 /// Every change `next` makes to `current`, one line each, in the order of the
@@ -62,11 +66,7 @@ pub fn changes(current: &NetworkDefinition, next: &NetworkDefinition) -> Vec<Str
         ));
     }
     for (name, before, after) in [
-        (
-            "config_policy",
-            &current.config_policy,
-            &next.config_policy,
-        ),
+        ("config_policy", &current.config_policy, &next.config_policy),
         (
             "lifecycle_policy",
             &current.lifecycle_policy,
@@ -278,9 +278,9 @@ pub fn check_signatures(
     let msp = match current.msp() {
         Ok(msp) => msp,
         Err(error) => {
-            signatures
-                .lines
-                .push(format!("none can be checked: the definition in force: {error}"));
+            signatures.lines.push(format!(
+                "none can be checked: the definition in force: {error}"
+            ));
             return signatures;
         }
     };
@@ -321,10 +321,12 @@ pub fn check_signatures(
             continue;
         }
         seen.push(&endorsement.endorser);
-        let verdict = identity.verify(&message, &endorsement.signature).map_err(|e| {
-            signatures.forged += 1;
-            format!("DOES NOT VERIFY ({e}): the update is BAD_ENDORSER_SIGNATURE")
-        });
+        let verdict = identity
+            .verify(&message, &endorsement.signature)
+            .map_err(|e| {
+                signatures.forged += 1;
+                format!("DOES NOT VERIFY ({e}): the update is BAD_ENDORSER_SIGNATURE")
+            });
         match verdict {
             Ok(()) => {
                 signatures
@@ -393,21 +395,31 @@ mod tests {
         }
         // And back: what was added is removed.
         let back = changes(&next, &current);
-        assert!(back.contains(&"org Org1 peer peer0.Org1 removed (was at https://127.0.0.1:7051)".to_string()), "{back:#?}");
-        assert!(back.iter().any(|l| l.starts_with("orderer orderer0.Org1 removed")));
+        assert!(
+            back.contains(
+                &"org Org1 peer peer0.Org1 removed (was at https://127.0.0.1:7051)".to_string()
+            ),
+            "{back:#?}"
+        );
+        assert!(
+            back.iter()
+                .any(|l| l.starts_with("orderer orderer0.Org1 removed"))
+        );
         assert!(back.iter().any(|l| l.ends_with("(reinstated)")));
     }
 
     #[test]
     fn organisations_joining_leaving_and_moving_are_shown() {
-        let ids =
-            NetworkIdentities::generate(&["Org1", "Org2", "Org3"], time::Duration::days(1))
-                .unwrap();
+        let ids = NetworkIdentities::generate(&["Org1", "Org2", "Org3"], time::Duration::days(1))
+            .unwrap();
         let three = NetworkDefinition::of(&ids, "main");
         let mut two = three.clone();
         two.orgs.pop();
         let lines = changes(&two, &three);
-        assert!(lines[0].starts_with("config_policy: \"MAJORITY admin\" now means"), "{lines:#?}");
+        assert!(
+            lines[0].starts_with("config_policy: \"MAJORITY admin\" now means"),
+            "{lines:#?}"
+        );
         assert!(lines.iter().any(|l| l.starts_with("org Org3 added: CA ")));
         assert!(changes(&three, &two).contains(&"org Org3 removed".to_string()));
         let mut moved = three.clone();
@@ -425,7 +437,10 @@ mod tests {
         next.lifecycle_policy = "MAJORITY admin\nconfig_policy: unchanged \u{1b}[2K".into();
         let lines = changes(&current, &next);
         assert_eq!(lines.len(), 1);
-        assert!(!lines[0].contains('\n') && !lines[0].contains('\u{1b}'), "{lines:?}");
+        assert!(
+            !lines[0].contains('\n') && !lines[0].contains('\u{1b}'),
+            "{lines:?}"
+        );
     }
 
     #[test]
@@ -464,9 +479,11 @@ mod tests {
         update.endorsements.push(forged);
         update.endorsements.push(sign(&admin0));
         let stranger = NetworkIdentities::generate(&["Org9"], time::Duration::days(1)).unwrap();
-        update
-            .endorsements
-            .push(sign(&stranger.orgs[0].signer(crate::identity::Role::Admin).unwrap()));
+        update.endorsements.push(sign(
+            &stranger.orgs[0]
+                .signer(crate::identity::Role::Admin)
+                .unwrap(),
+        ));
         let checked = check_signatures(&update, &current, tx::now_seconds());
         assert_eq!(checked.counted.len(), 1, "{checked:#?}");
         assert_eq!((checked.meets_policy, checked.forged), (Some(false), 1));
@@ -475,10 +492,16 @@ mod tests {
         assert!(checked.lines[3].contains("counts once"), "{checked:#?}");
         assert!(checked.lines[4].contains("does not accept"), "{checked:#?}");
         // Org2's admin signs again, in place of the forged signature.
-        update.endorsements.retain(|e| e.endorser != admin1.cert_der());
+        update
+            .endorsements
+            .retain(|e| e.endorser != admin1.cert_der());
         update.endorsements.push(sign(&admin1));
         let both = check_signatures(&update, &current, tx::now_seconds());
-        assert_eq!((both.meets_policy, both.forged), (Some(true), 0), "{both:#?}");
+        assert_eq!(
+            (both.meets_policy, both.forged),
+            (Some(true), 0),
+            "{both:#?}"
+        );
         assert_eq!(both.counted.len(), 2);
     }
 }
