@@ -690,4 +690,116 @@ mod tests {
                 .is_satisfied_by(&[admin("Org2")])
         );
     }
+
+    mod property {
+        use std::sync::OnceLock;
+
+        use proptest::prelude::*;
+        use proptest::test_runner::FileFailurePersistence;
+
+        use super::*;
+        use crate::policy::Endorser;
+
+        /// A network of three organisations, made once.
+        fn three() -> &'static NetworkDefinition {
+            static THREE: OnceLock<NetworkDefinition> = OnceLock::new();
+            THREE.get_or_init(|| {
+                let ids =
+                    NetworkIdentities::generate(&["Org1", "Org2", "Org3"], time::Duration::days(1))
+                        .unwrap();
+                NetworkDefinition::of(&ids, "main")
+            })
+        }
+
+        /// Policy texts over the network's organisations and one it does not have, every
+        /// role, shorthands, and gates with thresholds in and out of range.
+        fn policy_text() -> impl Strategy<Value = String> {
+            let principal = (
+                prop::sample::select(vec!["Org1", "Org2", "Org3", "Org9"]),
+                prop::sample::select(vec!["admin", "peer", "member", "client"]),
+            )
+                .prop_map(|(org, role)| format!("'{org}.{role}'"));
+            let leaf = prop_oneof![
+                4 => principal,
+                1 => Just("MAJORITY admin".to_string()),
+                1 => Just("ANY admin".to_string()),
+                1 => Just("MAJORITY".to_string()),
+                1 => Just(String::new()),
+            ];
+            leaf.prop_recursive(3, 16, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|of| format!("AND({})", of.join(", "))),
+                    prop::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|of| format!("OR({})", of.join(", "))),
+                    (0usize..5, prop::collection::vec(inner, 1..4))
+                        .prop_map(|(n, of)| format!("OutOf({n}, {})", of.join(", "))),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: 512,
+                failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+                ..ProptestConfig::default()
+            })]
+
+            /// Any definition the update check accepts, the validator can evaluate from
+            /// then on: both policies parse over its organisations and its admins can
+            /// meet them, and its trust applies to the MSP; whatever the definition in
+            /// force was (its own policies possibly unusable).
+            #[test]
+            fn what_the_update_check_accepts_the_validator_can_evaluate(
+                in_force_lifecycle in policy_text(),
+                lifecycle in policy_text(),
+                config in policy_text(),
+                removed in prop::option::of(0usize..3),
+            ) {
+                let mut current = three().clone();
+                current.lifecycle_policy = in_force_lifecycle;
+                let mut next = current.clone();
+                next.sequence = 1;
+                next.lifecycle_policy = lifecycle;
+                next.config_policy = config;
+                if let Some(at) = removed {
+                    next.orgs.remove(at);
+                }
+                match check_update(&current, &sets(None, &next)) {
+                    Ok(accepted) => {
+                        let orgs = accepted.org_names();
+                        let admins: Vec<Endorser> = orgs
+                            .iter()
+                            .map(|org| Endorser::new(org.clone(), Role::Admin))
+                            .collect();
+                        let config = update_policy(&accepted);
+                        prop_assert!(config.is_ok(), "{:?}", config.err());
+                        prop_assert!(config.unwrap().is_satisfied_by(&admins));
+                        let approvals = Policy::parse(&accepted.lifecycle_policy, &orgs);
+                        prop_assert!(approvals.is_ok(), "{:?}", approvals.err());
+                        prop_assert!(approvals.unwrap().is_satisfied_by(&admins));
+                        let msp = current.msp().unwrap();
+                        prop_assert!(accepted.apply_to(&msp).is_ok());
+                        prop_assert_eq!(msp.orgs(), orgs);
+                    }
+                    Err(refused) => {
+                        prop_assert_eq!(refused.code(), ValidationCode::BadConfigUpdate);
+                        prop_assert!(!refused.to_string().is_empty());
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn the_generator_reaches_both_outcomes() {
+            // Not vacuous: the texts above give accepted updates as well as refused ones.
+            let current = three();
+            let mut next = current.clone();
+            next.sequence = 1;
+            next.lifecycle_policy = "OR('Org1.admin', 'Org2.admin')".into();
+            assert!(check_update(current, &sets(None, &next)).is_ok());
+            next.lifecycle_policy = "OR('Org1.admin', 'Org9.admin')".into();
+            assert!(check_update(current, &sets(None, &next)).is_err());
+        }
+    }
 }
