@@ -164,6 +164,9 @@ fn network_now(
         })
 }
 
+/// A policy of the definition in force, or why it cannot be evaluated.
+type PolicyInForce = Result<Arc<Policy>, String>;
+
 /// The organisations and the lifecycle approval policy in force at `snapshot`. The
 /// policy is the reason it cannot be evaluated when it does not parse over the
 /// organisations: whatever a definition in force says, a policy in it is input to
@@ -171,7 +174,7 @@ fn network_now(
 fn lifecycle_rules(
     shared: &Shared,
     snapshot: &Snapshot,
-) -> Result<(Vec<String>, Result<Arc<Policy>, String>), StoreError> {
+) -> Result<(Vec<String>, PolicyInForce), StoreError> {
     let Some(network) = network_now(shared, snapshot)? else {
         let policy = shared
             .lifecycle_policy
