@@ -86,6 +86,39 @@ fn refused(net: &Network, node: &str, org: &str, args: &[&str]) -> String {
     )
 }
 
+/// `runnel config sign <update>` as `org`'s admin on a terminal (`script` gives it one),
+/// typing `answer`.
+fn on_terminal(net: &Network, org: &str, update: &str, answer: &str) -> std::process::Output {
+    use std::io::Write;
+    let command = format!(
+        "'{}' config sign --url '{}' --dir '{}' --org {org} '{update}'",
+        crate::process::RUNNEL,
+        net.url(&format!("{org}/peer0")),
+        net.dir.join(org).display(),
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script`, to give the command a terminal");
+    // The typing end stays open until the command ends: `script` passes an end of input
+    // on to the terminal, which could come before the question is read.
+    let mut typing = child.stdin.take().unwrap();
+    typing.write_all(answer.as_bytes()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "config sign did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(typing);
+    child.wait_with_output().unwrap()
+}
+
 fn healthy(net: &Network) {
     for peer in PEERS {
         assert_eq!(
@@ -177,7 +210,25 @@ fn config_sign_shows_a_disguised_policy_change_before_signing_and_needs_yes() {
     assert_eq!(review["meets_config_policy"], false, "{review}");
     assert_eq!(review["refused"], Value::Null, "{review}");
 
-    // Having read it, an admin who means it signs with --yes.
+    // On a terminal it asks: "n" signs nothing, "y" signs.
+    let no = on_terminal(&net, "Org2", update, "n\n");
+    assert!(!no.status.success(), "{no:?}");
+    let asked = String::from_utf8_lossy(&no.stdout);
+    assert!(
+        asked.contains("sign this update as Org2's admin? [y/N]"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("lifecycle_policy: \"MAJORITY admin\" -> \"'Org1.admin'\""),
+        "{asked}"
+    );
+    assert_eq!(std::fs::read(update).unwrap(), proposed, "the file changed");
+    let yes = on_terminal(&net, "Org2", update, "y\n");
+    assert!(yes.status.success(), "{yes:?}");
+    assert_ne!(std::fs::read(update).unwrap(), proposed, "not signed");
+
+    // Having read it, an admin who means it signs with --yes (again: its signature is
+    // replaced, and counts once).
     let signed = net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     assert_eq!(signed["signed_by"].as_array().unwrap().len(), 2, "{signed}");
     assert_eq!(signed["meets_config_policy"], true, "{signed}");
