@@ -302,4 +302,22 @@ fn updates_the_network_must_refuse_are_bad_config_update_and_peers_keep_serving(
     let shown = net.json("Org2/peer0", "Org2", &["config", "show"]);
     assert_eq!(shown["sequence"], 1, "{shown}");
     assert_eq!(shown["orgs"].as_array().unwrap().len(), 2);
+
+    // And after both peers restart (replaying past the refused updates).
+    for peer in PEERS {
+        net.stop(peer);
+    }
+    let again = std::process::Command::new(crate::process::RUNNEL)
+        .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
+        .env("RUNNEL_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "runnel up again: {again:?}");
+    healthy(&net);
+    let approved = net.json(
+        "Org1/peer0",
+        "Org1",
+        &["approve", "kv3", kv.to_str().unwrap()],
+    );
+    assert_eq!(approved["code"], "VALID", "{approved}");
 }
