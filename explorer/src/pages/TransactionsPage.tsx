@@ -22,6 +22,9 @@ const CODES = [
   "ILLEGAL_WRITESET",
   "BAD_RWSET",
   "TIMESTAMP_OUT_OF_WINDOW",
+  "REVOKED_CERTIFICATE",
+  "BAD_CONFIG_UPDATE",
+  "UNUSABLE_POLICY",
 ];
 
 /** The live transaction stream, filtered by contract and status (kept in the URL). */

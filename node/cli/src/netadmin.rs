@@ -3,10 +3,16 @@
 //! signed by as many organisations' admins as its `config_policy` needs.
 //!
 //! A change travels as a file between admins: `config propose` (or `identity revoke`)
-//! writes the update, signed by the proposing admin; each other admin checks what it
+//! writes the update, signed by the proposing admin; each other admin reads what it
 //! changes and adds a signature with `config sign`; the proposer orders it with `config
 //! submit`. Its proposal's timestamp must still be inside the network's proposal window
 //! (15 minutes by default) when it is ordered.
+//!
+//! `config sign` never signs blind: before it signs it shows every field the update
+//! changes against the definition in force at the admin's node, every signature the
+//! update carries checked against that definition (not the proposed one), and whether
+//! the network will accept the update ([`netconfig::check_next`]); then it asks on a
+//! terminal, or needs `--yes`. `config show <file>` shows the same of any pending update.
 
 use std::path::{Path, PathBuf};
 
@@ -81,14 +87,17 @@ pub struct RevokeArgs {
 /// `runnel config`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
-    /// Print the network definition in force.
+    /// Print the network definition in force; or, given an update file, what the update
+    /// changes against it, who signed it and whether the network will accept it.
     Show(ShowArgs),
     /// Propose a new network definition: an update file, signed by this admin.
     Propose(ProposeArgs),
-    /// Check an update file and add this organisation's admin's signature.
+    /// Show what an update file changes against the definition in force and who signed
+    /// it, then add this organisation's admin's signature (asked on a terminal, else
+    /// only with --yes).
     Sign(SignArgs),
     /// Order a signed update (as the admin who proposed it) and wait for it to commit.
-    Submit(SignArgs),
+    Submit(SubmitArgs),
 }
 
 /// `runnel config show`.
@@ -96,6 +105,8 @@ pub enum ConfigCommand {
 pub struct ShowArgs {
     #[command(flatten)]
     pub connection: Connection,
+    /// A pending update file to review instead (nothing is signed or written).
+    pub update: Option<PathBuf>,
 }
 
 /// `runnel config propose`.
@@ -112,9 +123,22 @@ pub struct ProposeArgs {
     pub out: PathBuf,
 }
 
-/// `runnel config sign` and `submit`.
+/// `runnel config sign`.
 #[derive(Args, Debug)]
 pub struct SignArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// The update file.
+    pub update: PathBuf,
+    /// Sign without asking, having read the changes (`config show <file>`). Without a
+    /// terminal to ask on, nothing is signed without it.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `runnel config submit`.
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
     #[command(flatten)]
     pub connection: Connection,
     /// The update file.
@@ -286,6 +310,15 @@ pub fn identity(command: &IdentityCommand) -> Result<()> {
 /// `runnel config ...`.
 pub fn config(command: &ConfigCommand) -> Result<()> {
     match command {
+        ConfigCommand::Show(ShowArgs {
+            connection,
+            update: Some(update),
+        }) => {
+            let (transaction, next) = read_update(update)?;
+            let reviewed = review(connection, update, &transaction, &next)?;
+            reviewed.tell();
+            print(&reviewed.report)
+        }
         ConfigCommand::Show(args) => runtime()?.block_on(async {
             let (definition, version) = in_force(&args.connection).await?;
             let mut shown = serde_json::to_value(&definition)?;
@@ -406,14 +439,8 @@ fn propose(
     let (current, version) = runtime()?.block_on(in_force(connection))?;
     let mut next = change(&current, current.sequence + 1)?;
     next.sequence = current.sequence + 1;
-    next.check().context("the new definition")?;
-    if next.channel != current.channel {
-        bail!(
-            "the channel cannot change ({} to {})",
-            current.channel,
-            next.channel
-        );
-    }
+    netconfig::check_next(&current, &next)
+        .context("the network would refuse this update (BAD_CONFIG_UPDATE)")?;
     let proposal = tx::new_proposal(
         &current.channel,
         CONFIG_NAMESPACE,
@@ -469,51 +496,158 @@ fn read_update(path: &Path) -> Result<(Transaction, NetworkDefinition)> {
     Ok((update, next))
 }
 
-/// The organisations whose admins signed `update`, as its definition names them.
-fn signers(update: &Transaction, next: &NetworkDefinition) -> Vec<String> {
-    let Ok(msp) = next.msp() else {
-        return Vec::new();
-    };
-    update
-        .endorsements
-        .iter()
-        .filter_map(|e| msp.identify(&e.endorser).ok())
-        .map(|identity| format!("{} ({})", identity.org, identity.name))
-        .collect()
+/// What an admin reads of an update before signing it, checked against the definition
+/// in force at the connection's node.
+struct Review {
+    /// The review as JSON: `changes`, `signatures`, `signed_by`, `meets_config_policy`,
+    /// `refused` (why the network would refuse it, or null).
+    report: serde_json::Value,
+    /// The review as lines for a person.
+    lines: Vec<String>,
+    /// Why the network would refuse the update, if it would.
+    refused: Option<String>,
+}
+
+impl Review {
+    /// Writes the review for the person at the terminal (stderr: stdout is the report).
+    fn tell(&self) {
+        for line in &self.lines {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Reviews `update` (read from `path`, proposing `next`) against the definition in force.
+fn review(
+    connection: &Connection,
+    path: &Path,
+    update: &Transaction,
+    next: &NetworkDefinition,
+) -> Result<Review> {
+    let (current, version) = runtime()?.block_on(in_force(connection))?;
+    let changes = netconfig::changes(&current, next);
+    let signatures = netconfig::check_signatures(update, &current, tx::now_seconds());
+    let proposer = proposer(update, &current);
+    let mut refused = netconfig::check_next(&current, next)
+        .err()
+        .map(|e| format!("BAD_CONFIG_UPDATE: {e}"));
+    let read_version = (version > 0).then(|| runnel_runtime::Version::from_seq(version));
+    if refused.is_none() && signatures.forged > 0 {
+        refused = Some("BAD_ENDORSER_SIGNATURE: a signature that counts does not verify".into());
+    }
+    if refused.is_none() && proposed_against(update) != Some(read_version) {
+        refused = Some(format!(
+            "MVCC_READ_CONFLICT: it was proposed against another definition than the one \
+             in force (sequence {}, written at seq {version}): propose it again",
+            current.sequence
+        ));
+    }
+    let policy = netconfig::update_policy(&current)
+        .map(|p| p.to_string())
+        .unwrap_or_else(|e| format!("unusable: {e}"));
+    let mut lines = vec![
+        format!(
+            "update {}: sequence {} proposed by {proposer}",
+            path.display(),
+            next.sequence
+        ),
+        format!(
+            "changes against the definition in force (sequence {}):",
+            current.sequence
+        ),
+    ];
+    lines.extend(changes.iter().map(|line| format!("  {line}")));
+    lines.push(format!(
+        "signatures, checked against the definition in force (config_policy {policy}):"
+    ));
+    lines.extend(signatures.lines.iter().map(|line| format!("  {line}")));
+    lines.push(match signatures.meets_policy {
+        Some(true) => "  those that count meet the config policy in force".to_string(),
+        Some(false) => "  those that count do not meet the config policy in force yet".to_string(),
+        None => "  the config policy in force cannot be evaluated: no update is valid".to_string(),
+    });
+    lines.push(match &refused {
+        None => "the network will accept this update once its signatures meet the policy".into(),
+        Some(why) => format!("the network will refuse this update: {why}"),
+    });
+    let report = json!({
+        "update": path,
+        "sequence": next.sequence,
+        "proposed_by": proposer,
+        "changes": changes,
+        "signatures": signatures.lines,
+        "signed_by": signatures.counted,
+        "config_policy": policy,
+        "meets_config_policy": signatures.meets_policy,
+        "refused": refused,
+    });
+    Ok(Review {
+        report,
+        lines,
+        refused,
+    })
+}
+
+/// Who proposed `update`, checked against the definition in force.
+fn proposer(update: &Transaction, current: &NetworkDefinition) -> String {
+    let creator = update
+        .proposal
+        .as_ref()
+        .and_then(|p| runnel_ledger::proto::Proposal::decode(p.proposal.as_slice()).ok())
+        .map(|p| p.creator)
+        .unwrap_or_default();
+    match current.msp().and_then(|msp| msp.identify(&creator)) {
+        Ok(identity) => format!("{} ({}, {})", identity.org, identity.name, identity.role),
+        Err(error) => format!("a certificate the definition in force does not accept ({error})"),
+    }
+}
+
+/// The version of the definition's key `update` read when it was proposed.
+fn proposed_against(update: &Transaction) -> Option<Option<runnel_runtime::Version>> {
+    let payload = runnel_ledger::proto::ResponsePayload::decode(update.payload.as_slice()).ok()?;
+    Some(payload.rwsets.first()?.reads.first()?.version)
+}
+
+/// Asks the person at the terminal whether to sign; false without a terminal.
+fn confirmed(org: &str) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("sign this update as {org}'s admin? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 fn sign(args: &SignArgs) -> Result<()> {
     let (mut update, next) = read_update(&args.update)?;
     let admin = signer(&args.connection, Role::Admin)?;
+    let before = review(&args.connection, &args.update, &update, &next)?;
+    before.tell();
+    if let Some(why) = &before.refused {
+        bail!("not signed: the network would refuse this update ({why})");
+    }
+    if !args.yes && !confirmed(&args.connection.org)? {
+        bail!(
+            "not signed, nothing written: read the changes above; sign on a terminal, or \
+             pass --yes"
+        );
+    }
     add_signature(&mut update, &admin);
     std::fs::write(&args.update, update.encode_to_vec())
         .with_context(|| format!("writing {}", args.update.display()))?;
-    let revoked: Vec<String> = next
-        .orgs
-        .iter()
-        .flat_map(|org| {
-            org.revoked
-                .iter()
-                .map(move |f| format!("{}: {f}", org.name))
-        })
-        .collect();
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&json!({
-            "update": args.update,
-            "sequence": next.sequence,
-            "orgs": next.org_names(),
-            "revoked": revoked,
-            "signed_by": signers(&update, &next),
-        }))?
-    );
-    Ok(())
+    let signed = review(&args.connection, &args.update, &update, &next)?;
+    print(&signed.report)
 }
 
-fn submit(args: &SignArgs) -> Result<()> {
+fn submit(args: &SubmitArgs) -> Result<()> {
     let (update, next) = read_update(&args.update)?;
     let admin = signer(&args.connection, Role::Admin)?;
     runtime()?.block_on(async {
+        let (current, _) = in_force(&args.connection).await?;
+        let signed_by = netconfig::check_signatures(&update, &current, tx::now_seconds()).counted;
         let channel = connect(&args.connection).await?;
         let signed = tx::sign_transaction(&admin, &update);
         let reached = GatewayClient::new(channel)
@@ -540,11 +674,16 @@ fn submit(args: &SignArgs) -> Result<()> {
                 "seq": reached.seq,
                 "code": code,
                 "sequence": next.sequence,
-                "signed_by": signers(&update, &next),
+                "signed_by": signed_by,
             }))?
         );
         if reached.code != ValidationCode::Valid as i32 {
-            bail!("the update is invalid: {code}");
+            // The definition in force is still the one the update was checked against.
+            let reason = netconfig::check_next(&current, &next)
+                .err()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            bail!("the update is invalid: {code}{reason}");
         }
         Ok(())
     })

@@ -507,7 +507,12 @@ pub fn certificate(data: &[u8]) {
 /// refused with an error, or a definition whose every check holds, that builds its MSP,
 /// writes back ([`NetworkDefinition::to_bytes`]) to bytes that read as itself, and that
 /// [`netconfig::check_update`] accepts as the next definition of the genesis network
-/// exactly when it has the genesis channel and sequence 1.
+/// exactly when it has the genesis channel and sequence 1, policies that
+/// [`netconfig::check_policies`] accepts and no Raft cluster (the genesis has none).
+/// What it accepts the validator can evaluate from then on: both policies parse over
+/// its organisations, one admin of each meets them, and its trust applies to an MSP. A
+/// refusal has a reason and is `BAD_CONFIG_UPDATE`. Reviewing it against the genesis
+/// never panics, and shows no change against itself.
 pub fn network_definition(data: &[u8]) {
     let Ok(definition) = NetworkDefinition::from_bytes(data) else {
         return;
@@ -525,8 +530,41 @@ pub fn network_definition(data: &[u8]) {
     let genesis = NetworkDefinition::of(runnel_testing::network(), "main");
     let update = netconfig::update_payload(&[0; 32], None, &definition);
     let accepted = netconfig::check_update(&genesis, &update.rwsets);
-    let next = definition.channel == genesis.channel && definition.sequence == 1;
+    let next = definition.channel == genesis.channel
+        && definition.sequence == 1
+        && netconfig::check_policies(&definition).is_ok()
+        && definition.cluster().is_empty();
     assert_eq!(accepted.is_ok(), next, "{accepted:?}");
+    match accepted {
+        Ok(accepted) => {
+            let orgs = accepted.org_names();
+            let admins: Vec<policy::Endorser> = orgs
+                .iter()
+                .map(|org| policy::Endorser::new(org.clone(), Role::Admin))
+                .collect();
+            let config = netconfig::update_policy(&accepted).expect("an accepted config policy");
+            assert!(config.is_satisfied_by(&admins));
+            let approvals = Policy::parse(&accepted.lifecycle_policy, &orgs)
+                .expect("an accepted lifecycle policy");
+            assert!(approvals.is_satisfied_by(&admins));
+            let in_force = genesis.msp().expect("the genesis MSP");
+            accepted
+                .apply_to(&in_force)
+                .expect("an accepted definition applies");
+        }
+        Err(refused) => {
+            assert!(!refused.to_string().is_empty());
+            assert!(matches!(
+                refused.code(),
+                ValidationCode::BadConfigUpdate | ValidationCode::IllegalWriteset
+            ));
+        }
+    }
+    let _ = netconfig::changes(&genesis, &definition);
+    assert_eq!(
+        netconfig::changes(&definition, &definition),
+        Vec::<String>::new()
+    );
 }
 
 #[cfg(test)]

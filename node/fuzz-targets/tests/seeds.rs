@@ -255,8 +255,49 @@ fn rwsets() {
 }
 
 /// Network definitions: the test network's genesis, its next definition revoking a
-/// certificate, and one whose second org carries the first's CA.
+/// certificate, one whose second org carries the first's CA, and next definitions whose
+/// policies the update check refuses (an organisation the network does not have, a peer
+/// where admins sign, a threshold no admin set meets) or accepts (explicit admins), and
+/// one removing an organisation its lifecycle policy names.
 fn network_definitions() {
+    let genesis = runnel_ledger::identity::NetworkDefinition::of(runnel_testing::network(), "main");
+    for (name, lifecycle, config) in [
+        ("policy-unknown-org", "'Org9.admin'", "MAJORITY admin"),
+        (
+            "policy-peer",
+            "MAJORITY admin",
+            "OR('Org1.peer', 'Org2.admin')",
+        ),
+        (
+            "policy-unmet",
+            "AND('Org1.admin', 'Org1.admin')",
+            "MAJORITY admin",
+        ),
+        (
+            "policy-admins",
+            "AND('Org1.admin', 'Org2.admin')",
+            "OutOf(2, 'Org1.admin', 'Org2.admin', 'Org3.admin')",
+        ),
+    ] {
+        let mut next = genesis.clone();
+        next.sequence = 1;
+        next.lifecycle_policy = lifecycle.into();
+        next.config_policy = config.into();
+        write("network_definition", name, &next.to_bytes());
+    }
+    let mut removing = genesis.clone();
+    removing.sequence = 1;
+    removing.lifecycle_policy = "AND('Org1.admin', 'Org3.admin')".into();
+    removing.orgs.pop();
+    write(
+        "network_definition",
+        "removes-named-org",
+        &removing.to_bytes(),
+    );
+    original_network_definitions();
+}
+
+fn original_network_definitions() {
     let genesis = runnel_ledger::identity::NetworkDefinition::of(runnel_testing::network(), "main");
     write("network_definition", "genesis", &genesis.to_bytes());
     let mut next = genesis.clone();

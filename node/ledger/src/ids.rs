@@ -128,11 +128,20 @@ pub enum ValidationCode {
     /// Its creator's certificate was revoked by a configuration transaction ordered
     /// before it.
     RevokedCertificate = 14,
+    /// A `_config` update the network refuses: its definition does not check, its
+    /// policies do not parse, name an organisation or role that cannot sign them, or can
+    /// never be met, it removes an organisation a policy still names, or its orderers
+    /// lose the cluster's quorum (`netconfig::ConfigUpdateError` says which).
+    BadConfigUpdate = 15,
+    /// The policy the definition in force sets for it (`lifecycle_policy` or
+    /// `config_policy`) cannot be evaluated: it does not parse against the definition's
+    /// organisations. No endorsement or signature can make such a transaction valid.
+    UnusablePolicy = 16,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 15] = [
+    pub const ALL: [ValidationCode; 17] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -148,6 +157,8 @@ impl ValidationCode {
         ValidationCode::BadRwset,
         ValidationCode::TimestampOutOfWindow,
         ValidationCode::RevokedCertificate,
+        ValidationCode::BadConfigUpdate,
+        ValidationCode::UnusablePolicy,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -168,6 +179,8 @@ impl ValidationCode {
             ValidationCode::BadRwset => "BAD_RWSET",
             ValidationCode::TimestampOutOfWindow => "TIMESTAMP_OUT_OF_WINDOW",
             ValidationCode::RevokedCertificate => "REVOKED_CERTIFICATE",
+            ValidationCode::BadConfigUpdate => "BAD_CONFIG_UPDATE",
+            ValidationCode::UnusablePolicy => "UNUSABLE_POLICY",
         }
     }
 

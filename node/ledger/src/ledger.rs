@@ -462,10 +462,18 @@ impl Ledger {
                 ))
             })
         };
-        // The definition governs lifecycle approvals, whatever the settings say.
+        // The definition governs lifecycle approvals, whatever the settings say: the
+        // validator reads the one in force at each transaction's place; the endorser,
+        // which only warns early of missing approvals, the one in force now. One that
+        // does not parse over the organisations in force (written before updates were
+        // checked) leaves the endorser the default: a policy never stops a node.
         let mut config = config;
-        config.endorser.lifecycle_policy = network.lifecycle_policy.clone();
-        config.validator.lifecycle_policy = network.lifecycle_policy.clone();
+        let approvals = match Policy::parse(&in_force.lifecycle_policy, &in_force.org_names()) {
+            Ok(_) => in_force.lifecycle_policy.clone(),
+            Err(_) => crate::lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
+        };
+        config.endorser.lifecycle_policy = approvals.clone();
+        config.validator.lifecycle_policy = approvals;
         config.validator.genesis = Some(network.clone());
 
         let orderer = match connect {

@@ -656,17 +656,19 @@ pub fn deploy(
 /// only its creator's organisation's; a commit the next sequence of one definition, of
 /// code stored or written with it); code is stored under its own hash; and a commit's
 /// definition is approved, by approvals recorded before it or in it, as the lifecycle
-/// policy needs. The code a failure gives.
+/// policy needs. `approvals` is `None` when the lifecycle policy in force cannot be
+/// evaluated: an approval needs none, a commit is `UNUSABLE_POLICY`. The code a failure
+/// gives.
 pub fn check_transaction(
     function: &str,
     creator_org: &str,
     rwsets: &[NsRwSet],
     lifecycle: &dyn StateView,
     orgs: &[String],
-    approvals: &Policy,
+    approvals: Option<&Policy>,
 ) -> Result<(), crate::ids::ValidationCode> {
     use crate::ids::ValidationCode::{
-        BadPayload, EndorsementPolicyFailure, IllegalWriteset, MvccReadConflict,
+        BadPayload, EndorsementPolicyFailure, IllegalWriteset, MvccReadConflict, UnusablePolicy,
     };
     let store = |_: StateError| MvccReadConflict;
     let committing = matches!(function, FN_DEPLOY | FN_UPGRADE);
@@ -754,10 +756,10 @@ pub fn check_transaction(
     {
         return Err(IllegalWriteset);
     }
-    if approvals.is_satisfied_by(&approvers) {
-        Ok(())
-    } else {
-        Err(EndorsementPolicyFailure)
+    match approvals {
+        None => Err(UnusablePolicy),
+        Some(approvals) if approvals.is_satisfied_by(&approvers) => Ok(()),
+        Some(_) => Err(EndorsementPolicyFailure),
     }
 }
 

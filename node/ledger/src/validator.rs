@@ -141,7 +141,9 @@ pub(crate) struct Shared {
     pub hub: Arc<Hub>,
     pub traces: Arc<TraceBook>,
     pub config: ValidatorConfig,
-    pub lifecycle_policy: Arc<Policy>,
+    /// `config.lifecycle_policy` parsed: what governs approvals when there is no genesis
+    /// definition (`None` when there is one and it does not parse).
+    pub lifecycle_policy: Option<Arc<Policy>>,
     pub orgs: Vec<String>,
     /// Set by `close` or a fatal error: every stage winds down.
     pub stopping: AtomicBool,
@@ -208,10 +210,14 @@ impl Validator {
         traces: Arc<TraceBook>,
     ) -> Result<Validator, ValidatorError> {
         let orgs = msp.orgs();
-        let lifecycle_policy = Arc::new(
-            Policy::parse(&config.lifecycle_policy, &orgs)
-                .map_err(|e| ValidatorError::Policy(e.to_string()))?,
-        );
+        let lifecycle_policy = match Policy::parse(&config.lifecycle_policy, &orgs) {
+            Ok(policy) => Some(Arc::new(policy)),
+            // With a genesis definition, the definition in force governs approvals and
+            // this setting is never read: a genesis policy that an update made stale
+            // (an organisation it names removed) must not keep the node from starting.
+            Err(_) if config.genesis.is_some() => None,
+            Err(e) => return Err(ValidatorError::Policy(e.to_string())),
+        };
         let last_seal = world
             .store()
             .last_seal()

@@ -4,6 +4,7 @@
 mod attack;
 mod cli;
 mod cluster;
+mod config_updates;
 mod exec;
 mod orgs;
 mod partition;

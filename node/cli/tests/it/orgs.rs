@@ -635,7 +635,7 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         "Org1",
         &["identity", "revoke", "--cert", cert, "--out", update],
     );
-    let signed = net.json("Org2/peer0", "Org2", &["config", "sign", update]);
+    let signed = net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     assert_eq!(signed["signed_by"].as_array().unwrap().len(), 2, "{signed}");
     let applied = net.json("Org1/peer0", "Org1", &["config", "submit", update]);
     assert_eq!(applied["code"], "VALID", "{applied}");
@@ -725,7 +725,7 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
             update,
         ],
     );
-    net.json("Org2/peer0", "Org2", &["config", "sign", update]);
+    net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     let added = net.json("Org1/peer0", "Org1", &["config", "submit", update]);
     assert_eq!(added["code"], "VALID", "{added}");
     let shown = net.json("Org2/peer0", "Org2", &["config", "show"]);

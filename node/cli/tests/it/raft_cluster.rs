@@ -568,7 +568,7 @@ fn orderers_join_and_leave_the_cluster_by_configuration_updates_the_admins_sign(
     );
     let new_id = added["raft_id"].as_u64().unwrap();
     assert!(new_id > 3, "{added}");
-    net.json("Org1/peer0", "Org1", &["config", "sign", update]);
+    net.json("Org1/peer0", "Org1", &["config", "sign", update, "--yes"]);
     net.json("Org2/peer0", "Org2", &["config", "submit", update]);
     // `runnel up` starts it too: it joins, catches up from the first entry, and votes.
     up_again(&net);
@@ -599,7 +599,7 @@ fn orderers_join_and_leave_the_cluster_by_configuration_updates_the_admins_sign(
             update,
         ],
     );
-    net.json("Org2/peer0", "Org2", &["config", "sign", update]);
+    net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     net.json("Org1/peer0", "Org1", &["config", "submit", update]);
     let staying: Vec<&str> = four
         .iter()

@@ -218,7 +218,7 @@ fn peers_refuse_seals_of_an_orderer_an_update_removed_and_keep_answering_reads()
             update,
         ],
     );
-    at(&net, "Org2/peer0", &["config", "sign", update]);
+    at(&net, "Org2/peer0", &["config", "sign", update, "--yes"]);
     let applied = at(&net, "Org1/peer0", &["config", "submit", update]);
     assert_eq!(applied["code"], "VALID", "{applied}");
     let update_seq = seq(&applied);

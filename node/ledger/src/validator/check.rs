@@ -164,21 +164,29 @@ fn network_now(
         })
 }
 
-/// The organisations and the lifecycle approval policy in force at `snapshot`.
+/// A policy of the definition in force, or why it cannot be evaluated.
+type PolicyInForce = Result<Arc<Policy>, String>;
+
+/// The organisations and the lifecycle approval policy in force at `snapshot`. The
+/// policy is the reason it cannot be evaluated when it does not parse over the
+/// organisations: whatever a definition in force says, a policy in it is input to
+/// judge, never a reason to stop (a commit it governs is `UNUSABLE_POLICY`).
 fn lifecycle_rules(
     shared: &Shared,
     snapshot: &Snapshot,
-) -> Result<(Vec<String>, Arc<Policy>), StoreError> {
+) -> Result<(Vec<String>, PolicyInForce), StoreError> {
     let Some(network) = network_now(shared, snapshot)? else {
-        return Ok((shared.orgs.clone(), shared.lifecycle_policy.clone()));
+        let policy = shared
+            .lifecycle_policy
+            .clone()
+            .ok_or_else(|| "the validator was given no lifecycle policy".to_string());
+        return Ok((shared.orgs.clone(), policy));
     };
     let orgs = network.org_names();
-    let policy =
-        Policy::parse(&network.lifecycle_policy, &orgs).map_err(|e| StoreError::Corrupt {
-            what: "network definition",
-            detail: format!("its lifecycle policy does not parse: {e}"),
-        })?;
-    Ok((orgs, Arc::new(policy)))
+    let policy = Policy::parse(&network.lifecycle_policy, &orgs)
+        .map(Arc::new)
+        .map_err(|e| format!("the lifecycle policy in force does not parse: {e}"));
+    Ok((orgs, policy))
 }
 
 /// The validation code of a transaction whose signatures verified, and for a valid
@@ -200,8 +208,9 @@ fn verdict(
         return code(c);
     }
     let snapshot = shared.world.snapshot();
-    let Some(policy) = policies.get(shared, &snapshot, decoded)? else {
-        return code(ValidationCode::ContractNotFound);
+    let policy = match policies.get(shared, &snapshot, decoded)? {
+        Ok(policy) => policy,
+        Err(c) => return code(c),
     };
     if !policy.is_satisfied_by(&decoded.endorsers) {
         return code(ValidationCode::EndorsementPolicyFailure);
@@ -214,8 +223,11 @@ fn verdict(
             &decoded.payload.rwsets,
             &*snapshot.view(LIFECYCLE_NAMESPACE),
             &orgs,
-            &approvals,
+            approvals.as_deref().ok(),
         ) {
+            if let (ValidationCode::UnusablePolicy, Err(reason)) = (c, &approvals) {
+                tracing::warn!(tx_id = %tx_id, %reason, "a lifecycle transaction is UNUSABLE_POLICY");
+            }
             return code(c);
         }
     }
@@ -239,7 +251,15 @@ fn verdict(
         return Ok(
             match netconfig::check_update(&current, &decoded.payload.rwsets) {
                 Ok(next) => (ValidationCode::Valid, Some(next)),
-                Err(c) => (c, None),
+                Err(refused) => {
+                    tracing::warn!(
+                        tx_id = %tx_id,
+                        code = %refused.code(),
+                        reason = %refused,
+                        "a configuration update is refused"
+                    );
+                    (refused.code(), None)
+                }
             },
         );
     }
@@ -304,20 +324,31 @@ fn range_unchanged(snapshot: &Snapshot, ns: &str, range: &RangeRead) -> Result<b
 }
 
 impl Policies {
-    /// The policy in force for `decoded` at `snapshot`; `None` when its contract is not
-    /// deployed (or a `_lifecycle` call has no policy: it is not a transaction).
+    /// The policy in force for `decoded` at `snapshot`; else its code:
+    /// `CONTRACT_NOT_FOUND` when its contract is not deployed (or a `_lifecycle` call
+    /// has no policy: it is not a transaction), `UNUSABLE_POLICY` when the definition
+    /// in force's `config_policy` cannot be evaluated.
     fn get(
         &mut self,
         shared: &Shared,
         snapshot: &Snapshot,
         decoded: &Decoded,
-    ) -> Result<Option<Arc<Policy>>, StoreError> {
+    ) -> Result<Result<Arc<Policy>, ValidationCode>, StoreError> {
         let contract = decoded.contract.as_str();
         if contract == CONFIG_NAMESPACE {
             let Some(current) = network_now(shared, snapshot)? else {
-                return Ok(None);
+                return Ok(Err(ValidationCode::ContractNotFound));
             };
-            return Ok(netconfig::update_policy(&current).ok().map(Arc::new));
+            return Ok(match netconfig::update_policy(&current) {
+                Ok(policy) => Ok(Arc::new(policy)),
+                Err(error) => {
+                    tracing::warn!(
+                        %error,
+                        "the config policy in force does not parse: a configuration update is UNUSABLE_POLICY"
+                    );
+                    Err(ValidationCode::UnusablePolicy)
+                }
+            });
         }
         if let Some((function, creator_org)) = &decoded.lifecycle {
             let (orgs, _) = lifecycle_rules(shared, snapshot)?;
@@ -327,19 +358,19 @@ impl Policies {
                 &decoded.payload.rwsets,
                 &orgs,
             )
-            .ok()
-            .map(Arc::new));
+            .map(Arc::new)
+            .map_err(|_| ValidationCode::ContractNotFound));
         }
         let Some(definition) =
             snapshot.get(LIFECYCLE_NAMESPACE, &lifecycle::definition_key(contract))?
         else {
-            return Ok(None);
+            return Ok(Err(ValidationCode::ContractNotFound));
         };
         let version = definition.version.seq;
         if let Some((seen, policy)) = self.by_contract.get(contract)
             && *seen == version
         {
-            return Ok(Some(policy.clone()));
+            return Ok(Ok(policy.clone()));
         }
         let view = snapshot.view(LIFECYCLE_NAMESPACE);
         match lifecycle::endorsement_policy(&*view, contract, &shared.msp.orgs()) {
@@ -347,11 +378,11 @@ impl Policies {
                 let policy = Arc::new(policy);
                 self.by_contract
                     .insert(contract.to_string(), (version, policy.clone()));
-                Ok(Some(policy))
+                Ok(Ok(policy))
             }
             // A definition that does not decode or whose policy no longer parses can
             // be satisfied by nobody: the contract is as good as absent.
-            Err(_) => Ok(None),
+            Err(_) => Ok(Err(ValidationCode::ContractNotFound)),
         }
     }
 }

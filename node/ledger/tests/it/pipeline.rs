@@ -98,6 +98,31 @@ impl Peer {
         stream: impl FnOnce(Arc<SoloOrderer>) -> Arc<dyn Orderer>,
         lifecycle_policy: &str,
     ) -> Peer {
+        Peer::start_from(
+            dir,
+            admit_window,
+            sealing,
+            stream,
+            genesis(lifecycle_policy),
+        )
+    }
+
+    /// [`Peer::start`] of a network whose genesis definition is `genesis`.
+    fn start_from(
+        dir: &Path,
+        admit_window: StdDuration,
+        sealing: Sealing,
+        stream: impl FnOnce(Arc<SoloOrderer>) -> Arc<dyn Orderer>,
+        genesis: NetworkDefinition,
+    ) -> Peer {
+        let lifecycle_policy = genesis.lifecycle_policy.clone();
+        // An endorser only warns early of missing approvals: given a policy that does not
+        // parse, a node gives it the default (`Ledger::open_peer_with`).
+        let orgs: Vec<String> = ORGS.iter().map(|o| o.to_string()).collect();
+        let endorser_policy = match runnel_ledger::policy::Policy::parse(&lifecycle_policy, &orgs) {
+            Ok(_) => lifecycle_policy.clone(),
+            Err(_) => lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
+        };
         let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
         let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
         let orderer = Arc::new(
@@ -123,8 +148,8 @@ impl Peer {
             // Two stage-1 workers, so that their results are put back in seq order.
             ValidatorConfig {
                 workers: 2,
-                lifecycle_policy: lifecycle_policy.to_string(),
-                genesis: Some(genesis(lifecycle_policy)),
+                lifecycle_policy: lifecycle_policy.clone(),
+                genesis: Some(genesis),
                 ..ValidatorConfig::default()
             },
             msp.clone(),
@@ -145,7 +170,7 @@ impl Peer {
             Endorser::new(
                 EndorserConfig {
                     proposal_window: admit_window,
-                    lifecycle_policy: lifecycle_policy.to_string(),
+                    lifecycle_policy: endorser_policy.clone(),
                     ..EndorserConfig::default()
                 },
                 msp.clone(),
@@ -693,6 +718,110 @@ fn a_revocation_applies_from_its_place_in_the_stream_on() {
     peer.close();
 }
 
+/// Org `org`'s approval of `request`, endorsed by its own peer; its code.
+fn approve(peer: &Peer, org: &str, request: &DeployRequest) -> ValidationCode {
+    let at = ORGS.iter().position(|o| *o == org).unwrap();
+    lifecycle_call(
+        peer,
+        org,
+        "approve",
+        request,
+        std::slice::from_ref(&peer.peers[at]),
+    )
+}
+
+#[test]
+fn a_lifecycle_policy_in_force_that_cannot_be_evaluated_never_stops_the_validator() {
+    // A definition in force whose lifecycle policy names an organisation the network does
+    // not have (written before updates were checked): approvals need no lifecycle policy
+    // and commit; a commit it governs is UNUSABLE_POLICY; the validator goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::start_with(
+        dir.path(),
+        runnel_ledger::tx::PROPOSAL_WINDOW,
+        SEALING,
+        |orderer| orderer,
+        "'Org9.admin'",
+    );
+    let request = kv_request("ANY peer", false);
+    assert_eq!(approve(&peer, "Org2", &request), ValidationCode::Valid);
+    assert_eq!(
+        lifecycle_call(&peer, "Org1", "deploy", &request, &peer.peers),
+        ValidationCode::UnusablePolicy
+    );
+    assert_eq!(approve(&peer, "Org3", &request), ValidationCode::Valid);
+    assert_eq!(peer.validator.failure(), None);
+    assert!(
+        peer.world
+            .snapshot()
+            .get(LIFECYCLE_NAMESPACE, &lifecycle::definition_key("kv"))
+            .unwrap()
+            .is_none(),
+        "nothing committed the definition"
+    );
+    peer.close();
+}
+
+#[test]
+fn a_config_policy_in_force_that_cannot_be_evaluated_makes_updates_unusable_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut genesis = genesis(ONE_APPROVAL);
+    genesis.config_policy = "AND('Org1.admin', 'Org9.admin')".into();
+    let peer = Peer::start_from(
+        dir.path(),
+        runnel_ledger::tx::PROPOSAL_WINDOW,
+        SEALING,
+        |orderer| orderer,
+        genesis.clone(),
+    );
+    let mut next = genesis.clone();
+    next.sequence = 1;
+    next.config_policy = "MAJORITY admin".into();
+    let (update_id, update) = config_update(&next);
+    assert_eq!(
+        submit(&peer, update_id, update).1,
+        ValidationCode::UnusablePolicy
+    );
+    // Stage 2 goes on: a contract is still deployed.
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    assert_eq!(peer.validator.failure(), None);
+    peer.close();
+}
+
+#[test]
+fn an_update_naming_an_unknown_organisation_is_bad_config_update_and_lifecycle_goes_on() {
+    // The live finding, in process: an update that sets the lifecycle policy to
+    // 'Org9.admin', signed by two of three admins. It is refused, with the reason; the
+    // approval after it commits, and so does a deploy under the policy still in force.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::open(dir.path());
+    for (field, text) in [
+        ("lifecycle", "'Org9.admin'"),
+        ("config", "'Org9.admin'"),
+        ("lifecycle", "'Org1.peer'"),
+        ("config", "AND('Org1.admin', 'Org1.admin')"),
+    ] {
+        let mut next = genesis(ONE_APPROVAL);
+        next.sequence = 1;
+        if field == "lifecycle" {
+            next.lifecycle_policy = text.into();
+        } else {
+            next.config_policy = text.into();
+        }
+        let (update_id, update) = config_update(&next);
+        assert_eq!(
+            submit(&peer, update_id, update).1,
+            ValidationCode::BadConfigUpdate,
+            "{field}_policy {text}"
+        );
+    }
+    let request = kv_request("ANY peer", false);
+    assert_eq!(approve(&peer, "Org2", &request), ValidationCode::Valid);
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    assert_eq!(peer.validator.failure(), None);
+    peer.close();
+}
+
 /// The `_config` update from the genesis definition to `next`, proposed by Org1's admin
 /// and signed by Org1's and Org3's (two of three): its id and encoded transaction.
 fn config_update(next: &NetworkDefinition) -> (runnel_ledger::ids::TxId, Vec<u8>) {
@@ -758,6 +887,8 @@ fn a_restarted_peer_checks_an_open_block_against_the_updates_it_stored() {
         let mut watch = peer.hub.watch(update_id);
         let at = peer.orderer.submit(update).unwrap().seq;
         assert_eq!(watch.next_blocking().unwrap().code, ValidationCode::Valid);
+        // Closed once it is durable, not merely validated.
+        assert_eq!(watch.next_blocking().unwrap().phase, Phase::Committed);
         assert!(
             peer.world
                 .store()
