@@ -4,6 +4,7 @@
 mod attack;
 mod cli;
 mod cluster;
+mod connections;
 mod exec;
 mod orgs;
 mod partition;

@@ -263,7 +263,7 @@ pub(crate) fn all_committed_on_every_peer(net: &Network, acknowledged: &[String]
 }
 
 /// A second `runnel up`: starts the nodes that are not running.
-fn up_again(net: &Network) {
+pub(crate) fn up_again(net: &Network) {
     let output = Command::new(crate::process::RUNNEL)
         .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
         .env("RUNNEL_LOG", "warn")

@@ -530,6 +530,33 @@ impl Store {
         Ok(out)
     }
 
+    /// The Merkle leaves of the transactions `first ..= last`, in seq order, from their
+    /// places alone: no transaction's bytes are read (an inclusion proof's cost is its
+    /// block's place records, a few per commit). Fewer when not all of them are written.
+    pub fn leaves(&self, first: Seq, last: Seq) -> Result<Vec<crate::tx::Hash>, StoreError> {
+        if last < first || first == Seq::ZERO {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let records = self
+            .db
+            .range(keys::transaction_key(first).to_vec()..keys::TRANSACTION_END.to_vec());
+        for item in records {
+            self.count_read(1);
+            let (key, value) = item?;
+            for (seq, place) in keys::decode_transaction_run(&key, &value)?.iter() {
+                if seq < first {
+                    continue;
+                }
+                if seq > last {
+                    return Ok(out);
+                }
+                out.push(place.leaf);
+            }
+        }
+        Ok(out)
+    }
+
     /// The block whose seal covers `seq`; `None` while no durable seal covers it yet.
     pub fn block_of(&self, seq: Seq) -> Result<Option<BlockNumber>, StoreError> {
         if seq.0 > self.sealed.load(Ordering::Acquire) {
@@ -682,6 +709,7 @@ impl Store {
             .map(|(at, tx)| TxPlace {
                 at,
                 timestamp_ms: tx.record.timestamp_ms,
+                leaf: tx.leaf,
             })
             .collect();
         assert_eq!(
@@ -718,6 +746,7 @@ impl Store {
             writes: sets,
             events,
             transaction,
+            leaf: _,
         } in &batch.txs
         {
             let tx_key = keys::tx_key(&record.tx_id);
