@@ -445,18 +445,10 @@ impl NodeConfig {
             admission_queue_bytes_max: self.api.admission_queue_bytes_max,
             cors_origins: self.api.cors_origins.clone(),
             read_access: self.api.read_access,
-            ops_access: self.ops_access(),
+            ops_access: self.api.ops_access,
             tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
-    }
-
-    /// Who may read the node's inner state: `ops_access`, or as `read_access` says.
-    pub fn ops_access(&self) -> OpsAccess {
-        self.api.ops_access.unwrap_or(match self.api.read_access {
-            ReadAccess::Open => OpsAccess::Open,
-            ReadAccess::Members => OpsAccess::Members,
-        })
     }
 
     /// The API's TLS files when TLS is enabled, relative paths taken from `dir`.

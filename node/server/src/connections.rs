@@ -291,13 +291,19 @@ impl<IO> Limited<IO> {
 
 impl<IO> Drop for Limited<IO> {
     fn drop(&mut self) {
-        if let (Some(remote), Some(_)) = (self.remote, &self.idle) {
+        if let (Some(remote), Some(idle)) = (self.remote, &self.idle) {
             let mut open = self
                 .connections
                 .open
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            open.remove(&remote);
+            // Only its own: a later connection from the same address and port keeps its.
+            if open
+                .get(&remote)
+                .is_some_and(|activity| Arc::ptr_eq(activity, &idle.activity))
+            {
+                open.remove(&remote);
+            }
         }
     }
 }

@@ -60,6 +60,7 @@ mod traces;
 mod waiters;
 
 pub use admin::ADMIN_QUEUE_MAX;
+pub use query::PROOFS_CONCURRENT_MAX;
 
 // The ledger's modules, under the names this crate's code uses for them.
 use runnel_ledger::{
@@ -154,8 +155,9 @@ pub struct ApiConfig {
     /// ([`readers`]).
     pub read_access: ReadAccess,
     /// Who may read `/metrics` and the heights and peers of `GetNetworkInfo`: identities
-    /// of the network only (the default), or anyone ([`ops::OpsAccess`]).
-    pub ops_access: ops::OpsAccess,
+    /// of the network only, or anyone ([`ops::OpsAccess`]); none (the default): as
+    /// `read_access` says ([`ApiConfig::ops_access`]).
+    pub ops_access: Option<ops::OpsAccess>,
     /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
     pub tls: Option<TlsConfig>,
     /// How this peer reaches the other organisations' peers for their endorsements.
@@ -182,10 +184,20 @@ impl Default for ApiConfig {
             cors_origins: Vec::new(),
             cors_max_age: Duration::from_secs(24 * 60 * 60),
             read_access: ReadAccess::Members,
-            ops_access: ops::OpsAccess::Members,
+            ops_access: None,
             tls: None,
             gateway: endorsing::GatewayConfig::default(),
         }
+    }
+}
+
+impl ApiConfig {
+    /// Who may read the node's inner state: `ops_access`, or as `read_access` says.
+    pub fn ops_access(&self) -> ops::OpsAccess {
+        self.ops_access.unwrap_or(match self.read_access {
+            ReadAccess::Open => ops::OpsAccess::Open,
+            ReadAccess::Members => ops::OpsAccess::Members,
+        })
     }
 }
 
@@ -413,7 +425,7 @@ impl Server {
                 readers::check,
             ))
             .layer(tonic_web::GrpcWebLayer::new())
-            .merge(match shared.config.ops_access {
+            .merge(match shared.config.ops_access() {
                 ops::OpsAccess::Open => others,
                 ops::OpsAccess::Members => {
                     let members: Arc<dyn ops::Member> = readers_for_ops;

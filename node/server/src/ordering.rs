@@ -294,6 +294,8 @@ pub struct OrderingServerHandle {
     cluster: Option<crate::cluster::ClusterService>,
     /// The bounds on connections.
     connections: ConnectionLimits,
+    /// Who may read `/metrics` when only the network's peers are served.
+    ops_access: crate::ops::OpsAccess,
 }
 
 impl OrderingServerHandle {
@@ -321,7 +323,16 @@ impl OrderingServerHandle {
             peers: None,
             cluster: None,
             connections: CONNECTIONS,
+            ops_access: crate::ops::OpsAccess::Members,
         })
+    }
+
+    /// Who may read the orderer's `/metrics` when it serves the network's peers only
+    /// ([`Self::peers_only`]): under [`crate::ops::OpsAccess::Members`] (the default), a
+    /// member's certificate of the network over mutual TLS; `401` for others.
+    pub fn with_ops_access(mut self, access: crate::ops::OpsAccess) -> Self {
+        self.ops_access = access;
+        self
     }
 
     /// Keeps connections within `limits` rather than [`CONNECTIONS`]. Connections that
@@ -439,6 +450,16 @@ impl OrderingServerHandle {
             services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
         }
         let connections = Connections::new(self.connections);
+        let others = match (&self.peers, self.ops_access) {
+            (Some(msp), crate::ops::OpsAccess::Members) => {
+                let members: Arc<dyn crate::ops::Member> = msp.clone();
+                others.layer(axum::middleware::from_fn_with_state(
+                    members,
+                    crate::ops::members_only,
+                ))
+            }
+            _ => others,
+        };
         let everything = services
             .merge(others)
             .layer(axum::middleware::from_fn_with_state(

@@ -312,7 +312,7 @@ impl Query for QueryService {
                 })
                 .collect(),
         };
-        if self.shared.config.ops_access == crate::ops::OpsAccess::Members && !member {
+        if self.shared.config.ops_access() == crate::ops::OpsAccess::Members && !member {
             // What a client needs to connect, and nothing of the network's inner state.
             answer = GetNetworkInfoResponse {
                 ordered_height: 0,

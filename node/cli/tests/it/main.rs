@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod connections;
 mod exec;
+mod ops;
 mod orgs;
 mod partition;
 mod process;

@@ -697,7 +697,16 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     assert!(compacted > 0, "{away} installed no snapshot");
     // Its metrics say so too.
     let (status, metrics) = ops_get(&net, away, "/metrics");
-    assert_eq!(status, 200);
+    assert_eq!(status, 401, "for members only");
+    let identities = net.node("Org1/peer0").join("identities/Org1");
+    let (status, metrics) = crate::process::https_member(
+        &net.url(away).replace("https://", ""),
+        &net.dir.join("tls-cas.pem"),
+        &identities.join("peer.pem"),
+        &identities.join("peer.key"),
+        "/metrics",
+    );
+    assert_eq!(status, 200, "{metrics}");
     let gauge = |name: &str| {
         metrics
             .lines()

@@ -409,8 +409,8 @@ pub(crate) enum Cut {
 
 impl Inner {
     /// For a sealer signing as `signer` at `now_ms`: the next seal, over the oldest
-    /// unsealed transactions, once `seal_max_txs` of them wait or the oldest has waited
-    /// `seal_max_delay`. When this orderer follows the configuration, the block ends
+    /// unsealed transactions, once `seal_max_txs` of them wait, their bytes reach
+    /// [`SEAL_TX_BYTES_MAX`], or the oldest has waited `seal_max_delay`. When this orderer follows the configuration, the block ends
     /// before the first update in it that bars `signer` from signing, and is cut at once
     /// then: that part is still this orderer's to seal, and the rest is not.
     pub(super) fn cut(&self, state: &State, signer: &Signer, now_ms: u64) -> Cut {
