@@ -33,7 +33,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use http_body_util::BodyExt as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -195,11 +194,39 @@ pub(crate) async fn track(
     let stream = Stream::open(activity);
     let response = next.run(request).await;
     response.map(move |body| {
-        axum::body::Body::new(body.map_frame(move |frame| {
-            let _counted = &stream;
-            frame
-        }))
+        axum::body::Body::new(Counted {
+            body,
+            _stream: stream,
+        })
     })
+}
+
+/// A response body that holds its stream's place in its connection's count until it is
+/// dropped; otherwise the body itself (its size too, so that a short answer keeps its
+/// `content-length`).
+struct Counted {
+    body: axum::body::Body,
+    _stream: Stream,
+}
+
+impl http_body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// The permits a connection holds: its handshake's until it is admitted, then a
