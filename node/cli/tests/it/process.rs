@@ -208,7 +208,7 @@ fn https_as(
     for cert in CertificateDer::pem_file_iter(ca).unwrap() {
         roots.add(cert.unwrap()).unwrap();
     }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()

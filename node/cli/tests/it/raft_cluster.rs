@@ -696,7 +696,7 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     let compacted = rt.block_on(heights(&net, away)).unwrap().raft_compacted;
     assert!(compacted > 0, "{away} installed no snapshot");
     // Its metrics say so too.
-    let (status, metrics) = ops_get(&net, away, "/metrics");
+    let (status, _) = ops_get(&net, away, "/metrics");
     assert_eq!(status, 401, "for members only");
     let identities = net.node("Org1/peer0").join("identities/Org1");
     let (status, metrics) = crate::process::https_member(
