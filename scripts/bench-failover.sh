@@ -29,7 +29,9 @@ trap 'stop_up' EXIT
 metric() {
   local listen
   listen=$(sed -n 's/^listen = "\(.*\)"/\1/p' "$up_dir/$1/runnel.toml")
-  curl -sf --cacert "$up_dir/tls-cas.pem" "https://$listen/metrics" |
+  # An orderer's metrics are for members of the network: a peer's certificate.
+  curl -sf --cacert "$up_dir/tls-cas.pem" --cert "$up_dir/Org1/peer0/identities/Org1/peer.pem" \
+    --key "$up_dir/Org1/peer0/identities/Org1/peer.key" "https://$listen/metrics" |
     awk -v name="$2" '$1 == name { print $2 }'
 }
 

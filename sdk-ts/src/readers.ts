@@ -43,6 +43,14 @@ export function isRead(method: DescMethod): boolean {
   return service !== "runnel.v1.Admin" && !NOT_READS.has(`${service}/${method.name}`);
 }
 
+/**
+ * Whether a call of `method` is open to all but tells a member more: `GetNetworkInfo`, whose
+ * heights and peers a node under `ops_access = "members"` gives to members only.
+ */
+function tellsMembersMore(method: DescMethod): boolean {
+  return method.parent.typeName === "runnel.v1.Query" && method.name === "GetNetworkInfo";
+}
+
 /** What a grant says. */
 export interface ReadGrantOptions {
   /** The reader. */
@@ -75,9 +83,10 @@ export async function newReadGrant(options: ReadGrantOptions): Promise<Uint8Arra
 }
 
 /**
- * `transport`, with a read grant of `identity` in every read's headers. The channel is
- * asked of the node once (`GetNetworkInfo`, open to all); a grant is signed on the first
- * read and again once half its life has gone.
+ * `transport`, with a read grant of `identity` in every read's headers, and in
+ * `GetNetworkInfo`'s (a members-only node tells members its heights and peers). The channel
+ * is asked of the node once (`GetNetworkInfo`, open to all); a grant is signed on the first
+ * call that carries one and again once half its life has gone.
  */
 export function withReadGrants(transport: Transport, identity: Identity, signer: Signer): Transport {
   let current: { header: string; renewAt: number } | undefined;
@@ -99,7 +108,7 @@ export function withReadGrants(transport: Transport, identity: Identity, signer:
     return signing;
   };
   const withGrant = async (method: DescMethod, init: HeadersInit | undefined): Promise<HeadersInit | undefined> => {
-    if (!isRead(method)) return init;
+    if (!isRead(method) && !tellsMembersMore(method)) return init;
     const headers = new Headers(init);
     headers.set(READ_GRANT_HEADER, await header());
     return headers;

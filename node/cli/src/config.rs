@@ -21,7 +21,7 @@ use runnel_ledger::ledger::LedgerConfig;
 use runnel_ledger::orderer::{OrderingMode, SEAL_TXS_MAX};
 use runnel_ledger::records::SyncMode;
 use runnel_server::ReadAccess;
-use runnel_server::ops::LogFormat;
+use runnel_server::ops::{LogFormat, OpsAccess};
 use runnel_server::sched::Scheduling;
 use runnel_server::{ApiConfig, ClientAuth, TlsConfig};
 
@@ -109,6 +109,10 @@ pub struct ApiSection {
     pub connections_max: usize,
     /// Most connections open at once from one address.
     pub connections_per_address_max: usize,
+    /// Connections kept for the network's peers and orderers, beyond `connections_max`.
+    pub member_connections_max: usize,
+    /// How long a connection may have no call open before it is closed, in milliseconds.
+    pub connection_idle_timeout_ms: u64,
     /// Most `CommitStatus` calls waiting at once.
     pub commit_waits_max: usize,
     /// Most `CommitStatus` calls one connection has waiting at once.
@@ -127,8 +131,23 @@ pub struct ApiSection {
     pub cors_origins: Vec<String>,
     /// Who may read: `"members"` (identities of the network) or `"open"` (anyone).
     pub read_access: ReadAccess,
+    /// Who may read `/metrics` and the heights and peers of `GetNetworkInfo`:
+    /// `"members"` or `"open"`; unset: as `read_access` says.
+    pub ops_access: Option<OpsAccess>,
     /// TLS on the API's port.
     pub tls: TlsSection,
+}
+
+impl ApiSection {
+    /// The bounds on connections these settings give (an orderer keeps to them too).
+    pub fn connection_limits(&self) -> runnel_server::connections::ConnectionLimits {
+        runnel_server::connections::ConnectionLimits {
+            connections_max: self.connections_max,
+            connections_per_address_max: self.connections_per_address_max,
+            member_connections_max: self.member_connections_max,
+            idle_timeout: Duration::from_millis(self.connection_idle_timeout_ms.max(1)),
+        }
+    }
 }
 
 /// `[api.tls]`: TLS on the API's port. Paths are relative to the node's directory.
@@ -265,8 +284,11 @@ impl Default for NodeConfig {
                 streams_max: api.streams_max,
                 streams_per_connection_max: api.streams_per_connection_max,
                 streams_per_identity_max: api.streams_per_identity_max,
-                connections_max: api.connections_max,
-                connections_per_address_max: api.connections_per_address_max,
+                connections_max: api.connections.connections_max,
+                connections_per_address_max: api.connections.connections_per_address_max,
+                member_connections_max: api.connections.member_connections_max,
+                connection_idle_timeout_ms: u64::try_from(api.connections.idle_timeout.as_millis())
+                    .unwrap_or(u64::MAX),
                 commit_waits_max: api.commit_waits_max,
                 commit_waits_per_connection_max: api.commit_waits_per_connection_max,
                 commit_waits_per_identity_max: api.commit_waits_per_identity_max,
@@ -275,6 +297,7 @@ impl Default for NodeConfig {
                 admission_queue_bytes_max: api.admission_queue_bytes_max,
                 cors_origins: api.cors_origins.clone(),
                 read_access: api.read_access,
+                ops_access: None,
                 tls: TlsSection::default(),
             },
             ordering: OrderingSection {
@@ -413,8 +436,7 @@ impl NodeConfig {
             streams_max: self.api.streams_max,
             streams_per_connection_max: self.api.streams_per_connection_max,
             streams_per_identity_max: self.api.streams_per_identity_max,
-            connections_max: self.api.connections_max,
-            connections_per_address_max: self.api.connections_per_address_max,
+            connections: self.api.connection_limits(),
             commit_waits_max: self.api.commit_waits_max,
             commit_waits_per_connection_max: self.api.commit_waits_per_connection_max,
             commit_waits_per_identity_max: self.api.commit_waits_per_identity_max,
@@ -423,6 +445,7 @@ impl NodeConfig {
             admission_queue_bytes_max: self.api.admission_queue_bytes_max,
             cors_origins: self.api.cors_origins.clone(),
             read_access: self.api.read_access,
+            ops_access: self.api.ops_access,
             tls: self.tls_config(dir),
             ..ApiConfig::default()
         }
@@ -504,11 +527,18 @@ proposal_window_s = 900
 listen = "127.0.0.1:7051"
 # Largest message received or sent, in bytes.
 message_bytes_max = 33554432
-# Most connections open at once: at the bound the node stops accepting until one closes.
-# Idle connections are pinged every 30 s and closed when a ping goes unanswered.
+# Most clients' connections open at once: past it a new client's connection is closed
+# once its handshake is done. Connections are pinged every 30 s and closed when a ping
+# goes unanswered.
 connections_max = 4096
-# ... and from one address: past it a connection is closed at once.
-connections_per_address_max = 1024
+# ... and from one address, handshakes included: past it a connection is closed at once.
+connections_per_address_max = 128
+# Connections kept for the network's peers and orderers (their own certificates over
+# mutual TLS), beyond connections_max: no flood of other connections takes them.
+member_connections_max = 256
+# A connection with no call open for this long is closed (milliseconds); answering
+# pings does not keep it. Clients reconnect when they call again.
+connection_idle_timeout_ms = 60000
 # Most concurrent calls on one HTTP/2 connection.
 connection_streams_max = 256
 # Most live server streams (events, deliveries, traces) at once, and on one connection:
@@ -540,6 +570,12 @@ cors_origins = []
 # (what the SDK and the explorer send); or "open", anyone who can reach this address
 # (`runnel dev` only, or a ledger meant to be public).
 read_access = "members"
+# Who may read /metrics, and the heights and peers (endpoints, last errors) in
+# GetNetworkInfo: "members" (as reads: a member's certificate over mutual TLS or a read
+# grant; others get /metrics refused and only the channel, organisations and limits from
+# GetNetworkInfo) or "open". Unset: as read_access. A scraper presents a member's
+# certificate of the network.
+# ops_access = "members"
 
 [api.tls]
 # Serve the API over TLS only (https): gRPC over HTTP/2, gRPC-web over HTTP/1.1 or

@@ -751,7 +751,9 @@ fn serve_orderer(
             config.api.listen,
             config.api.message_bytes_max,
         )
-        .await?;
+        .await?
+        .with_connections(config.api.connection_limits())
+        .with_ops_access(api.ops_access());
         // Outside dev, the ordering service serves the network's peers only.
         if api.read_access == ReadAccess::Members {
             server = server.peers_only(msp.clone());

@@ -1382,8 +1382,10 @@ impl Ledger {
 
     /// Proof that a sealed transaction is in its block: the block's signed seal, the
     /// transaction's bytes, and the Merkle audit path from its leaf (the bytes with the
-    /// orderer's timestamp, which the proof carries) to the seal's root. `None` while the
-    /// transaction is unknown or not yet sealed.
+    /// orderer's timestamp, which the proof carries) to the seal's root, built from the
+    /// leaves the store keeps beside each transaction's place: of the block, only the
+    /// proven transaction's bytes are read. `None` while the transaction is unknown or
+    /// not yet sealed.
     pub fn prove(&self, tx_id: &TxId) -> Result<Option<Proof>, LedgerError> {
         let Some((record, Some(number))) = self.transaction(tx_id)? else {
             return Ok(None);
@@ -1395,18 +1397,12 @@ impl Ledger {
         let corrupt =
             |e: crate::block::BlockError| LedgerError::BadResult(format!("block {number}: {e}"));
         let sealed = crate::block::decode_signed_seal(&seal.bytes).map_err(corrupt)?;
-        let count = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
-        let transactions = store.transactions(seal.first, count)?;
-        let leaves: Vec<tx::Hash> = transactions
-            .iter()
-            .map(|tx| crate::block::leaf(tx.timestamp_ms, &tx.bytes))
-            .collect();
-        let Some(proven) = transactions.into_iter().find(|tx| tx.seq == record.seq) else {
-            return Err(LedgerError::BadResult(format!(
-                "block {number}: seq {} is not stored",
-                record.seq
-            )));
-        };
+        // The leaves stored with the block's places: the proven transaction's bytes are
+        // the only ones read.
+        let leaves = store.leaves(seal.first, seal.last)?;
+        let proven = store.transaction(record.seq)?.ok_or_else(|| {
+            LedgerError::BadResult(format!("block {number}: seq {} is not stored", record.seq))
+        })?;
         let proof = crate::block::prove(&sealed, &leaves, proven.seq, proven.timestamp_ms)
             .map_err(corrupt)?;
         Ok(Some(Proof {

@@ -203,6 +203,8 @@ struct BatchTx {
     events: Vec<ContractEvent>,
     /// Its bytes as ordered; shared with the staged record until the commit is done.
     transaction: Arc<Vec<u8>>,
+    /// Its Merkle leaf ([`crate::block::leaf`]), stored beside its place.
+    leaf: crate::tx::Hash,
 }
 
 /// Everything one [`Store::commit`] makes durable at once: transactions in seq order with
@@ -237,7 +239,8 @@ impl CommitBatch {
         events: Vec<ContractEvent>,
         transaction: Vec<u8>,
     ) {
-        self.push_shared(record, writes, events, Arc::new(transaction));
+        let leaf = crate::block::leaf(record.timestamp_ms, &transaction);
+        self.push_shared(record, writes, events, Arc::new(transaction), leaf);
     }
 
     /// [`CommitBatch::push_tx_with_events`] with bytes shared with a staged record.
@@ -247,12 +250,14 @@ impl CommitBatch {
         writes: Vec<NsRwSet>,
         events: Vec<ContractEvent>,
         transaction: Arc<Vec<u8>>,
+        leaf: crate::tx::Hash,
     ) {
         self.txs.push(BatchTx {
             record,
             writes,
             events,
             transaction,
+            leaf,
         });
     }
 

@@ -60,6 +60,7 @@ mod traces;
 mod waiters;
 
 pub use admin::ADMIN_QUEUE_MAX;
+pub use query::PROOFS_CONCURRENT_MAX;
 
 // The ledger's modules, under the names this crate's code uses for them.
 use runnel_ledger::{
@@ -122,12 +123,9 @@ pub struct ApiConfig {
     /// Most live server streams one reader holds at once over all its connections, when
     /// reads are for members (a reader is then known).
     pub streams_per_identity_max: usize,
-    /// Most connections open at once; at the bound the server stops accepting until one
-    /// closes ([`connections`]).
-    pub connections_max: usize,
-    /// Most connections open at once from one address: a connection past it is closed
-    /// at once, so one client cannot take them all.
-    pub connections_per_address_max: usize,
+    /// The bounds on connections: clients' in all and per address, the room kept for
+    /// the network's peers and orderers, the idle timeout ([`connections`]).
+    pub connections: connections::ConnectionLimits,
     /// Most `CommitStatus` calls (and `Submit` calls that wait for a status) waiting at
     /// once, across all connections.
     pub commit_waits_max: usize,
@@ -156,6 +154,10 @@ pub struct ApiConfig {
     /// Who may read: identities of the network only (the default), or anyone
     /// ([`readers`]).
     pub read_access: ReadAccess,
+    /// Who may read `/metrics` and the heights and peers of `GetNetworkInfo`: identities
+    /// of the network only, or anyone ([`ops::OpsAccess`]); none (the default): as
+    /// `read_access` says ([`ApiConfig::ops_access`]).
+    pub ops_access: Option<ops::OpsAccess>,
     /// Serve TLS (HTTPS) with these files; none: plain HTTP/2 and HTTP/1.1.
     pub tls: Option<TlsConfig>,
     /// How this peer reaches the other organisations' peers for their endorsements.
@@ -171,8 +173,7 @@ impl Default for ApiConfig {
             streams_max: 1024,
             streams_per_connection_max: 64,
             streams_per_identity_max: 256,
-            connections_max: 4096,
-            connections_per_address_max: 1024,
+            connections: connections::ConnectionLimits::default(),
             commit_waits_max: 16_384,
             commit_waits_per_connection_max: 1024,
             commit_waits_per_identity_max: 4096,
@@ -183,9 +184,20 @@ impl Default for ApiConfig {
             cors_origins: Vec::new(),
             cors_max_age: Duration::from_secs(24 * 60 * 60),
             read_access: ReadAccess::Members,
+            ops_access: None,
             tls: None,
             gateway: endorsing::GatewayConfig::default(),
         }
+    }
+}
+
+impl ApiConfig {
+    /// Who may read the node's inner state: `ops_access`, or as `read_access` says.
+    pub fn ops_access(&self) -> ops::OpsAccess {
+        self.ops_access.unwrap_or(match self.read_access {
+            ReadAccess::Open => ops::OpsAccess::Open,
+            ReadAccess::Members => ops::OpsAccess::Members,
+        })
     }
 }
 
@@ -403,6 +415,8 @@ impl Server {
             .info()
             .map_or(endorser::PROPOSAL_BYTES_MAX, |info| info.proposal_bytes_max);
         let limits = Arc::new(limits::MethodLimits::new(proposal_bytes_max));
+        let connections = connections::Connections::new(shared.config.connections);
+        let readers_for_ops = readers.clone();
         let everything = services
             .into_axum_router()
             .layer(axum::middleware::from_fn_with_state(limits, limits::check))
@@ -411,7 +425,20 @@ impl Server {
                 readers::check,
             ))
             .layer(tonic_web::GrpcWebLayer::new())
-            .merge(others);
+            .merge(match shared.config.ops_access() {
+                ops::OpsAccess::Open => others,
+                ops::OpsAccess::Members => {
+                    let members: Arc<dyn ops::Member> = readers_for_ops;
+                    others.layer(axum::middleware::from_fn_with_state(
+                        members,
+                        ops::members_only,
+                    ))
+                }
+            })
+            .layer(axum::middleware::from_fn_with_state(
+                connections.clone(),
+                connections::track,
+            ));
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .max_concurrent_streams(shared.config.connection_streams_max)
@@ -435,10 +462,8 @@ impl Server {
             (Some(tls), Some(config)) => {
                 let incoming = tls::incoming(
                     self.listener,
-                    (
-                        shared.config.connections_max,
-                        shared.config.connections_per_address_max,
-                    ),
+                    connections,
+                    Some(shared.ledger.internals().msp().clone()),
                     tls,
                     config.handshake_timeout,
                 );
@@ -448,13 +473,7 @@ impl Server {
                 }
             }
             _ => {
-                let incoming = connections::accept(
-                    self.listener,
-                    (
-                        shared.config.connections_max,
-                        shared.config.connections_per_address_max,
-                    ),
-                );
+                let incoming = connections::accept(self.listener, connections, false);
                 tokio::select! {
                     served = router.serve_with_incoming_shutdown(incoming, signal) => served,
                     () = grace => Ok(()),

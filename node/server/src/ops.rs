@@ -2,7 +2,8 @@
 //!
 //! - `GET /healthz`: `200 ok` while the node orders and validates (an orderer alone:
 //!   while it orders); `503` with the reason once it has failed or closed.
-//! - `GET /metrics`: Prometheus / OpenMetrics text ([`crate::metrics`]).
+//! - `GET /metrics`: Prometheus / OpenMetrics text ([`crate::metrics`]); under
+//!   [`OpsAccess::Members`], to identities of the network only ([`members_only`]).
 //! - `GET /log/level` and `PUT /log/level` (body: a `RUST_LOG`-style filter): read or
 //!   change what is logged, while running. Changes are taken from the node's own host only.
 //! - Anything else that is not gRPC: the web explorer's files, when the node serves them
@@ -28,6 +29,89 @@ use tracing_subscriber::{EnvFilter, Registry, reload};
 use crate::ledger::Ledger;
 use crate::metrics::{NodeMetrics, OrdererMetrics};
 use crate::orderer::Orderer;
+
+/// Who may read what a node tells of its inner state: `/metrics`, and the heights and
+/// peers (endpoints, last errors) of `GetNetworkInfo` (`[api] ops_access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpsAccess {
+    /// Anyone who can reach the API: a dev node, or a network whose port only its
+    /// operators reach.
+    Open,
+    /// Identities of the network only, checked as reads are ([`crate::readers`]): a
+    /// member's certificate over mutual TLS (the network's peers and orderers, a scraper
+    /// holding a member's certificate) or a read grant. Others get `/metrics` refused
+    /// (`401`), and of `GetNetworkInfo` only what a client needs to connect: the channel,
+    /// the organisations, the version, the ordering settings and the size limits.
+    #[default]
+    Members,
+}
+
+impl OpsAccess {
+    /// The name used in runnel.toml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpsAccess::Open => "open",
+            OpsAccess::Members => "members",
+        }
+    }
+}
+
+impl std::fmt::Display for OpsAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for OpsAccess {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "open" => Ok(OpsAccess::Open),
+            "members" => Ok(OpsAccess::Members),
+            _ => Err(format!("`{s}` is not an ops access: open or members")),
+        }
+    }
+}
+
+/// Who is asking for an operations route, for [`members_only`].
+pub(crate) trait Member: Send + Sync {
+    /// Whether `request` comes from an identity of the network.
+    fn is_member(&self, request: &Request) -> bool;
+}
+
+impl Member for crate::readers::Readers {
+    fn is_member(&self, request: &Request) -> bool {
+        self.reader(request, crate::tx::now_ms()).is_ok()
+    }
+}
+
+impl Member for crate::identity::Msp {
+    fn is_member(&self, request: &Request) -> bool {
+        crate::readers::tls_member(request, self, crate::tx::now_seconds()).is_some()
+    }
+}
+
+/// The middleware over the operations routes under [`OpsAccess::Members`]: `/metrics`
+/// goes on only for a member; anyone else gets `401`. `/healthz` (what a load balancer
+/// asks) and the explorer's files stay open.
+pub(crate) async fn members_only(
+    State(members): State<Arc<dyn Member>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().path() != "/metrics" || members.is_member(&request) {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        "IDENTITY_REQUIRED: this node's metrics are for identities of the network \
+         (ops_access = \"members\"): present a member's certificate over mutual TLS, or a \
+         read grant in the `runnel-read-grant-bin` header\n",
+    )
+        .into_response()
+}
 
 /// Changes the log filter of a running node.
 #[derive(Clone)]
@@ -247,7 +331,7 @@ async fn log_level(State(ops): State<Ops>) -> Response {
 }
 
 /// The client's address, over plain TCP or TLS.
-fn remote_addr(request: &Request) -> Option<std::net::SocketAddr> {
+pub(crate) fn remote_addr(request: &Request) -> Option<std::net::SocketAddr> {
     use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
     let extensions = request.extensions();
     extensions

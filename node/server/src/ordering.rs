@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use super::admission::Batcher;
 use super::{ApiError, ClientAuth, TlsConfig, status};
+use crate::connections::{ConnectionLimits, Connections};
 use crate::identity::{Msp, Role};
 use crate::ids::{BlockNumber, Seq};
 use crate::orderer::{Delivered, OrderError, Orderer};
@@ -44,8 +45,15 @@ const STREAM_BATCH_BYTES_MAX: usize = 1 << 20;
 /// which `Broadcast` needs.
 pub const STREAMS_MAX: usize = 64;
 
-/// Most connections an orderer holds at once ([`crate::connections`]).
-pub const CONNECTIONS_MAX: usize = 1024;
+/// The connection bounds an orderer keeps unless told others
+/// ([`OrderingServerHandle::with_connections`]): its clients are the network's peers and
+/// orderers, a few connections each, so 1,024 leave room; one address holds 64.
+pub const CONNECTIONS: ConnectionLimits = ConnectionLimits {
+    connections_max: 1024,
+    connections_per_address_max: 64,
+    member_connections_max: crate::connections::MEMBER_CONNECTIONS_MAX_DEFAULT,
+    idle_timeout: Duration::from_millis(crate::connections::IDLE_TIMEOUT_MS_DEFAULT),
+};
 
 /// The `Ordering` service over an orderer.
 #[derive(Clone)]
@@ -284,6 +292,10 @@ pub struct OrderingServerHandle {
     peers: Option<Arc<Msp>>,
     /// The `Cluster` service, when this orderer is one of a Raft cluster.
     cluster: Option<crate::cluster::ClusterService>,
+    /// The bounds on connections.
+    connections: ConnectionLimits,
+    /// Who may read `/metrics` when only the network's peers are served.
+    ops_access: crate::ops::OpsAccess,
 }
 
 impl OrderingServerHandle {
@@ -310,7 +322,25 @@ impl OrderingServerHandle {
             message_bytes_max,
             peers: None,
             cluster: None,
+            connections: CONNECTIONS,
+            ops_access: crate::ops::OpsAccess::Members,
         })
+    }
+
+    /// Who may read the orderer's `/metrics` when it serves the network's peers only
+    /// ([`Self::peers_only`]): under [`crate::ops::OpsAccess::Members`] (the default), a
+    /// member's certificate of the network over mutual TLS; `401` for others.
+    pub fn with_ops_access(mut self, access: crate::ops::OpsAccess) -> Self {
+        self.ops_access = access;
+        self
+    }
+
+    /// Keeps connections within `limits` rather than [`CONNECTIONS`]. Connections that
+    /// present a peer's or an orderer's certificate of the network ([`Self::peers_only`])
+    /// take the members' room, which no other connection takes.
+    pub fn with_connections(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
+        self
     }
 
     /// Serves `cluster` beside the `Ordering` service: this orderer is one of a Raft
@@ -419,7 +449,23 @@ impl OrderingServerHandle {
         if let Some(msp) = self.peers.clone() {
             services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
         }
-        let everything = services.merge(others);
+        let connections = Connections::new(self.connections);
+        let others = match (&self.peers, self.ops_access) {
+            (Some(msp), crate::ops::OpsAccess::Members) => {
+                let members: Arc<dyn crate::ops::Member> = msp.clone();
+                others.layer(axum::middleware::from_fn_with_state(
+                    members,
+                    crate::ops::members_only,
+                ))
+            }
+            _ => others,
+        };
+        let everything = services
+            .merge(others)
+            .layer(axum::middleware::from_fn_with_state(
+                connections.clone(),
+                crate::connections::track,
+            ));
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .http2_keepalive_interval(Some(super::connections::KEEPALIVE_INTERVAL))
@@ -429,15 +475,15 @@ impl OrderingServerHandle {
             Some((config, handshake_timeout)) => {
                 let incoming = super::tls::incoming(
                     self.listener,
-                    (CONNECTIONS_MAX, CONNECTIONS_MAX),
+                    connections,
+                    self.peers.clone(),
                     config,
                     handshake_timeout,
                 );
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             None => {
-                let incoming =
-                    super::connections::accept(self.listener, (CONNECTIONS_MAX, CONNECTIONS_MAX));
+                let incoming = super::connections::accept(self.listener, connections, false);
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }

@@ -27,14 +27,26 @@ const PAGE_DEFAULT: usize = 100;
 /// Most entries a page holds.
 const PAGE_MAX: usize = 1000;
 
+/// Most `GetInclusionProof` calls handled at once; more are refused with
+/// `RESOURCE_EXHAUSTED` (`QUEUE_FULL`) rather than queued. A proof reads its block's
+/// place records (a few per commit) and one transaction, and hashes its block's tree
+/// (2 × `SEAL_TXS_MAX` SHA-256 of 64 bytes at most, about 5 ms): 8 at once keep both
+/// cores of a small node for proofs at most a few milliseconds, and its other reads go on.
+pub const PROOFS_CONCURRENT_MAX: usize = 8;
+
 /// The `Query` service.
 pub(super) struct QueryService {
     shared: Arc<Shared>,
+    /// Room for the proofs being built ([`PROOFS_CONCURRENT_MAX`]).
+    proofs: Arc<tokio::sync::Semaphore>,
 }
 
 impl QueryService {
     pub fn new(shared: Arc<Shared>) -> Self {
-        QueryService { shared }
+        QueryService {
+            shared,
+            proofs: Arc::new(tokio::sync::Semaphore::new(PROOFS_CONCURRENT_MAX)),
+        }
     }
 }
 
@@ -101,9 +113,24 @@ impl Query for QueryService {
         request: Request<GetInclusionProofRequest>,
     ) -> Result<Response<GetInclusionProofResponse>, Status> {
         let id = tx_id(&request.into_inner().tx_id)?;
+        // Held by the blocking call itself, so that a caller who leaves does not free it
+        // while its proof is still being built.
+        let Ok(room) = self.proofs.clone().try_acquire_owned() else {
+            return Err(status::error(
+                Code::ResourceExhausted,
+                "QUEUE_FULL",
+                format_args!(
+                    "this node is building {PROOFS_CONCURRENT_MAX} inclusion proofs already; \
+                     try again shortly"
+                ),
+            ));
+        };
         let proof = self
             .shared
-            .blocking(move |ledger| ledger.prove(&id))
+            .blocking(move |ledger| {
+                let _room = room;
+                ledger.prove(&id)
+            })
             .await?
             .ok_or_else(|| {
                 status::error(
@@ -239,11 +266,15 @@ impl Query for QueryService {
 
     async fn get_network_info(
         &self,
-        _request: Request<GetNetworkInfoRequest>,
+        request: Request<GetNetworkInfoRequest>,
     ) -> Result<Response<GetNetworkInfoResponse>, Status> {
+        let member = request
+            .extensions()
+            .get::<crate::readers::Reader>()
+            .is_some();
         let info = self.shared.blocking(|ledger| ledger.info()).await?;
         let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-        Ok(Response::new(GetNetworkInfoResponse {
+        let mut answer = GetNetworkInfoResponse {
             channel: info.channel,
             orgs: info.orgs,
             node_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -280,7 +311,19 @@ impl Query for QueryService {
                     }),
                 })
                 .collect(),
-        }))
+        };
+        if self.shared.config.ops_access() == crate::ops::OpsAccess::Members && !member {
+            // What a client needs to connect, and nothing of the network's inner state.
+            answer = GetNetworkInfoResponse {
+                ordered_height: 0,
+                validated_height: 0,
+                committed_height: 0,
+                block_height: 0,
+                peers: Vec::new(),
+                ..answer
+            };
+        }
+        Ok(Response::new(answer))
     }
 
     async fn get_state_hash(

@@ -86,6 +86,9 @@ impl std::str::FromStr for ReadAccess {
     }
 }
 
+/// The path of `GetNetworkInfo`, which anyone may call.
+const NETWORK_INFO_PATH: &str = "/runnel.v1.Query/GetNetworkInfo";
+
 /// Whether a call to `path` (`/runnel.v1.Query/GetBlock`) is a read that needs a
 /// reader. Everything is, but the calls that carry a signature of their own and
 /// `GetNetworkInfo`; a method added later is a read until named here.
@@ -289,6 +292,13 @@ pub async fn check(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if request.uri().path() == NETWORK_INFO_PATH {
+        // Open to anyone, but a member is told more ([`crate::ops::OpsAccess`]).
+        if let Ok(reader) = readers.reader(&request, tx::now_ms()) {
+            request.extensions_mut().insert(reader);
+        }
+        return next.run(request).await;
+    }
     if readers.access == ReadAccess::Open || !is_read(request.uri().path()) {
         return next.run(request).await;
     }

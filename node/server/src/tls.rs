@@ -31,7 +31,8 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
-use crate::connections::Limited;
+use crate::connections::{Caller, Connections, Limited};
+use crate::identity::{Msp, Role};
 
 /// The protocols offered by ALPN, preferred first.
 pub const ALPN_PROTOCOLS: [&[u8]; 2] = [b"h2", b"http/1.1"];
@@ -349,21 +350,22 @@ fn warn_if_outside_validity(path: &Path, cert: &CertificateDer<'_>) {
     }
 }
 
-/// Connections from `listener` (at most `connections_max` at once, in all and from one
-/// address, see
-/// [`crate::connections`]) once their TLS handshake is done. Handshakes run
+/// Connections from `listener` once their TLS handshake is done, each admitted as a
+/// member (a peer's or an orderer's certificate of `members`, presented for mutual TLS)
+/// or a client, within `connections`' bounds ([`crate::connections`]). Handshakes run
 /// concurrently, each bounded by `timeout`, so a slow or silent client holds up no one;
 /// a failed one is logged and dropped. The listener closes when the stream is dropped.
 pub(crate) fn incoming(
     listener: TcpListener,
-    connections_max: (usize, usize),
+    connections: Arc<Connections>,
+    members: Option<Arc<Msp>>,
     config: Arc<ServerConfig>,
     timeout: Duration,
 ) -> ReceiverStream<io::Result<TlsStream<Limited<TcpStream>>>> {
-    let (ready, connections) = mpsc::channel(64);
+    let (ready, incoming) = mpsc::channel(64);
     tokio::spawn(async move {
         let acceptor = TlsAcceptor::from(config);
-        let mut tcp = crate::connections::accept(listener, connections_max);
+        let mut tcp = crate::connections::accept(listener, connections, true);
         loop {
             let stream = tokio::select! {
                 _ = ready.closed() => break,
@@ -373,11 +375,20 @@ pub(crate) fn incoming(
                     None => break,
                 },
             };
-            let (acceptor, ready) = (acceptor.clone(), ready.clone());
+            let (acceptor, ready, members) = (acceptor.clone(), ready.clone(), members.clone());
             tokio::spawn(async move {
                 let peer = stream.connect_info().remote_addr();
                 match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => {
+                    Ok(Ok(mut tls)) => {
+                        let caller = caller(&tls, members.as_deref());
+                        if !tls.get_mut().0.admit(caller) {
+                            tracing::debug!(
+                                ?peer,
+                                ?caller,
+                                "no room for another connection; closed"
+                            );
+                            return;
+                        }
                         let _ = ready.send(Ok(tls)).await;
                     }
                     Ok(Err(e)) => {
@@ -390,5 +401,20 @@ pub(crate) fn incoming(
             });
         }
     });
-    ReceiverStream::new(connections)
+    ReceiverStream::new(incoming)
+}
+
+/// A member when the connection presented a peer's or an orderer's certificate that
+/// `members` trusts now; a client otherwise.
+fn caller<IO>(tls: &TlsStream<IO>, members: Option<&Msp>) -> Caller {
+    let (Some(msp), Some(cert)) = (
+        members,
+        tls.get_ref().1.peer_certificates().and_then(<[_]>::first),
+    ) else {
+        return Caller::Client;
+    };
+    match msp.verify(cert.as_ref(), crate::tx::now_seconds()) {
+        Ok(identity) if matches!(identity.role, Role::Peer | Role::Orderer) => Caller::Member,
+        _ => Caller::Client,
+    }
 }

@@ -133,8 +133,19 @@ fn one_orderer_and_two_peers_reach_the_same_state() {
     // The orderer process serves its health and metrics beside the ordering service.
     let (status, body) = orderer.http("GET", "/healthz", "");
     assert_eq!((status, body.as_str()), (200, "ok\n"));
-    let (status, metrics) = orderer.http("GET", "/metrics", "");
-    assert_eq!(status, 200);
+    // Its metrics are for members of the network (`ops_access`, as `read_access`): a
+    // peer's certificate over mutual TLS.
+    assert_eq!(orderer.http("GET", "/metrics", "").0, 401);
+    let ca = dirs[0].join("tls-cas.pem");
+    let identities = dirs[1].join("identities/Org1");
+    let (status, metrics) = crate::process::https_member(
+        orderer.url.trim_start_matches("https://"),
+        &ca,
+        &identities.join("peer.pem"),
+        &identities.join("peer.key"),
+        "/metrics",
+    );
+    assert_eq!(status, 200, "{metrics}");
     let ordered = format!("runnel_height{{of=\"ordered\"}} {height}");
     assert!(metrics.contains(&ordered), "{metrics}");
     assert!(

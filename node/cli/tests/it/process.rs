@@ -170,29 +170,67 @@ impl Drop for Node {
 pub fn http(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let addr = url.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    exchange(&mut stream, addr, method, path, body)
+    exchange(&mut stream, addr, "", method, path, body)
 }
 
 /// An HTTP/1.1 request over TLS to `addr` (as 127.0.0.1), trusting the CA in `ca`, with
 /// ALPN http/1.1 as curl --http1.1 offers it; status and body.
 pub fn https(addr: &str, ca: &Path, method: &str, path: &str, body: &str) -> (u16, String) {
+    https_with(addr, ca, "", method, path, body)
+}
+
+/// [`https`] with more request headers (`headers`: lines, each ended by `\r\n`).
+pub fn https_with(
+    addr: &str,
+    ca: &Path,
+    headers: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (u16, String) {
+    https_as(addr, ca, None, headers, (method, path, body))
+}
+
+/// `GET path` over TLS to `addr` presenting the certificate `cert` (PEM, with its key
+/// `key`) for mutual TLS, as a member of the network; status and body.
+pub fn https_member(addr: &str, ca: &Path, cert: &Path, key: &Path, path: &str) -> (u16, String) {
+    https_as(addr, ca, Some((cert, key)), "", ("GET", path, ""))
+}
+
+fn https_as(
+    addr: &str,
+    ca: &Path,
+    client: Option<(&Path, &Path)>,
+    headers: &str,
+    (method, path, body): (&str, &str, &str),
+) -> (u16, String) {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca).unwrap() {
         roots.add(cert.unwrap()).unwrap();
     }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    .with_root_certificates(roots);
+    let mut config = match client {
+        None => config.with_no_client_auth(),
+        Some((cert, key)) => {
+            let certs = CertificateDer::pem_file_iter(cert)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
+            config.with_client_auth_cert(certs, key).unwrap()
+        }
+    };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
     let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
     let tcp = std::net::TcpStream::connect(addr).expect("connect");
     let mut stream = rustls::StreamOwned::new(connection, tcp);
-    exchange(&mut stream, addr, method, path, body)
+    exchange(&mut stream, addr, headers, method, path, body)
 }
 
 /// Writes one request and reads the response to the end of the connection; status and
@@ -200,11 +238,12 @@ pub fn https(addr: &str, ca: &Path, method: &str, path: &str, body: &str) -> (u1
 fn exchange(
     stream: &mut (impl Read + std::io::Write),
     addr: &str,
+    headers: &str,
     method: &str,
     path: &str,
     body: &str,
 ) -> (u16, String) {
-    let response = raw_exchange(stream, addr, "", method, path, body);
+    let response = raw_exchange(stream, addr, headers, method, path, body);
     let status = response
         .split_whitespace()
         .nth(1)

@@ -263,7 +263,7 @@ pub(crate) fn all_committed_on_every_peer(net: &Network, acknowledged: &[String]
 }
 
 /// A second `runnel up`: starts the nodes that are not running.
-fn up_again(net: &Network) {
+pub(crate) fn up_again(net: &Network) {
     let output = Command::new(crate::process::RUNNEL)
         .args(["up", "--dir", net.dir.to_str().unwrap(), "--no-examples"])
         .env("RUNNEL_LOG", "warn")
@@ -696,8 +696,17 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     let compacted = rt.block_on(heights(&net, away)).unwrap().raft_compacted;
     assert!(compacted > 0, "{away} installed no snapshot");
     // Its metrics say so too.
-    let (status, metrics) = ops_get(&net, away, "/metrics");
-    assert_eq!(status, 200);
+    let (status, _) = ops_get(&net, away, "/metrics");
+    assert_eq!(status, 401, "for members only");
+    let identities = net.node("Org1/peer0").join("identities/Org1");
+    let (status, metrics) = crate::process::https_member(
+        &net.url(away).replace("https://", ""),
+        &net.dir.join("tls-cas.pem"),
+        &identities.join("peer.pem"),
+        &identities.join("peer.key"),
+        "/metrics",
+    );
+    assert_eq!(status, 200, "{metrics}");
     let gauge = |name: &str| {
         metrics
             .lines()

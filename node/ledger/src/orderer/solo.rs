@@ -6,8 +6,9 @@
 //! - Callers of [`SoloOrderer::submit`] check their transaction in parallel, then take
 //!   the log's lock only to refuse replays, assign the seqs and append.
 //! - The log's flusher makes what was appended durable in group commits.
-//! - The sealer cuts a block when `seal_max_txs` transactions are unsealed or the oldest
-//!   has waited `seal_max_delay`, signs its seal and appends it to the log.
+//! - The sealer cuts a block when `seal_max_txs` transactions are unsealed, their bytes
+//!   reach `SEAL_TX_BYTES_MAX` (16 MiB), or the oldest has waited `seal_max_delay`, signs
+//!   its seal and appends it to the log.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};

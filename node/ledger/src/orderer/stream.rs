@@ -168,9 +168,11 @@ pub(crate) struct State {
     durable: Seq,
     /// Whether something was appended since the flusher last took the heights to sync.
     unflushed: bool,
-    /// Merkle leaves (bytes with timestamp) and arrival times of the transactions after
-    /// the last seal.
-    pub(super) unsealed: VecDeque<(Hash, Instant)>,
+    /// Merkle leaves (bytes with timestamp), arrival times and sizes of the transactions
+    /// after the last seal.
+    pub(super) unsealed: VecDeque<Unsealed>,
+    /// The bytes of the transactions in `unsealed`.
+    unsealed_bytes: usize,
     /// The latest transactions appended, oldest first, up to [`RECENT_BYTES_MAX`] of
     /// them: a delivery that keeps up reads them here, not back from the log.
     recent: VecDeque<OrderedTx>,
@@ -272,14 +274,63 @@ fn write_applied(dir: &Path, applied: &[(Seq, NetworkDefinition)]) -> std::io::R
 /// ([`State::recent`]).
 const RECENT_BYTES_MAX: usize = 8 << 20;
 
+/// A block is cut once its transactions' bytes reach this, whatever `seal_max_txs` says:
+/// what a call that lists a block's transactions, or a peer that delivers blocks, holds
+/// at most (with one transaction past it, up to the largest one). The rule only ever cuts
+/// a block sooner, so no transaction waits for it. 16 MiB: a block of the default 500
+/// transactions of 32 KiB each.
+pub const SEAL_TX_BYTES_MAX: usize = 16 << 20;
+
+/// A transaction after the last seal.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unsealed {
+    /// Its Merkle leaf.
+    leaf: Hash,
+    /// When it was appended.
+    arrived: Instant,
+    /// Its bytes (the signed transaction).
+    bytes: usize,
+}
+
 impl State {
     /// The Merkle leaves of the oldest `count` unsealed transactions (fewer if fewer wait).
     fn unsealed_leaves(&self, count: usize) -> Vec<Hash> {
         self.unsealed
             .iter()
             .take(count)
-            .map(|(leaf, _)| *leaf)
+            .map(|unsealed| unsealed.leaf)
             .collect()
+    }
+
+    /// How many of the oldest unsealed transactions (at most `max_txs`) the next block
+    /// holds, and whether it is due now: at `max_txs` of them, or once their bytes reach
+    /// [`SEAL_TX_BYTES_MAX`].
+    fn next_block(&self, max_txs: usize) -> (usize, bool) {
+        if self.unsealed.len() >= max_txs {
+            let bytes: usize = self.unsealed.iter().take(max_txs).map(|u| u.bytes).sum();
+            if bytes < SEAL_TX_BYTES_MAX {
+                return (max_txs, true);
+            }
+        } else if self.unsealed_bytes < SEAL_TX_BYTES_MAX {
+            return (self.unsealed.len(), false);
+        }
+        let mut bytes = 0usize;
+        let mut count = 0;
+        for unsealed in self.unsealed.iter().take(max_txs) {
+            bytes = bytes.saturating_add(unsealed.bytes);
+            count += 1;
+            if bytes >= SEAL_TX_BYTES_MAX {
+                break;
+            }
+        }
+        (count, true)
+    }
+
+    /// Forgets the oldest `count` unsealed transactions: a seal covers them.
+    fn drain_unsealed(&mut self, count: usize) {
+        for unsealed in self.unsealed.drain(..count) {
+            self.unsealed_bytes -= unsealed.bytes;
+        }
     }
 
     /// Keeps `ordered`, just appended, for deliveries; forgets the oldest beyond the bound.
@@ -358,17 +409,16 @@ pub(crate) enum Cut {
 
 impl Inner {
     /// For a sealer signing as `signer` at `now_ms`: the next seal, over the oldest
-    /// unsealed transactions, once `seal_max_txs` of them wait or the oldest has waited
-    /// `seal_max_delay`. When this orderer follows the configuration, the block ends
+    /// unsealed transactions, once `seal_max_txs` of them wait, their bytes reach
+    /// [`SEAL_TX_BYTES_MAX`], or the oldest has waited `seal_max_delay`. When this orderer follows the configuration, the block ends
     /// before the first update in it that bars `signer` from signing, and is cut at once
     /// then: that part is still this orderer's to seal, and the rest is not.
     pub(super) fn cut(&self, state: &State, signer: &Signer, now_ms: u64) -> Cut {
         let max_txs = self.config.seal_txs();
-        let Some(&(_, oldest)) = state.unsealed.front() else {
+        let Some(oldest) = state.unsealed.front().map(|unsealed| unsealed.arrived) else {
             return Cut::Wait(None);
         };
-        let mut count = state.unsealed.len().min(max_txs);
-        let mut due = state.unsealed.len() >= max_txs;
+        let (mut count, mut due) = state.next_block(max_txs);
         let first = state.chain.next_first();
         if let Some(network) = &state.network {
             let last = Seq(first.0 + count as u64 - 1);
@@ -564,7 +614,13 @@ impl Inner {
             assert_eq!(ordered.seq, state.head.next(), "seqs follow each other");
             state.txs.push(at);
             state.head = ordered.seq;
-            state.unsealed.push_back((leaf, now));
+            let bytes = ordered.transaction.len();
+            state.unsealed.push_back(Unsealed {
+                leaf,
+                arrived: now,
+                bytes,
+            });
+            state.unsealed_bytes += bytes;
             if ids == Ids::Record {
                 state.replays.restore(&tx_id, proposal_ms, now_ms);
             }
@@ -585,7 +641,10 @@ impl Inner {
                 // An update may bar this orderer from sealing past it: the sealer
                 // looks at once.
                 sealer: appended > 0
-                    && (unsealed <= appended || unsealed >= self.config.seal_txs() || followed),
+                    && (unsealed <= appended
+                        || unsealed >= self.config.seal_txs()
+                        || state.unsealed_bytes >= SEAL_TX_BYTES_MAX
+                        || followed),
             },
         ))
     }
@@ -637,7 +696,7 @@ impl Inner {
             }
         };
         state.seals.push(at);
-        state.unsealed.drain(..count as usize);
+        state.drain_unsealed(count as usize);
         state.chain = SealChain::after(&sealed);
         if let Some(network) = &mut state.network {
             network.trust.forget_before(state.chain.next_first());
@@ -914,9 +973,15 @@ impl StreamLog {
             .iter()
             .map(|at| {
                 let bytes = reader.read(*at).map_err(log_error)?;
-                Ok((OrderedTx::decode(&bytes)?.leaf(), now))
+                let ordered = OrderedTx::decode(&bytes)?;
+                Ok(Unsealed {
+                    leaf: ordered.leaf(),
+                    arrived: now,
+                    bytes: ordered.transaction.len(),
+                })
             })
             .collect::<Result<VecDeque<_>, OrderError>>()?;
+        let unsealed_bytes = unsealed.iter().map(|unsealed| unsealed.bytes).sum();
         let inner = Arc::new(Inner {
             config,
             dir: dir.to_path_buf(),
@@ -932,6 +997,7 @@ impl StreamLog {
                 durable: head,
                 unflushed: false,
                 unsealed,
+                unsealed_bytes,
                 recent: VecDeque::new(),
                 recent_bytes: 0,
                 chain,
@@ -1475,6 +1541,59 @@ mod tests {
             Err(OrderError::Log(_))
         ));
         assert_eq!((solo.height(), solo.failure()), (Seq::ZERO, None));
+    }
+
+    /// A block is bounded in bytes as well as in count: once the unsealed transactions'
+    /// bytes reach `SEAL_TX_BYTES_MAX`, the next block is due at once and ends with the
+    /// transaction that reached it, far below `seal_max_txs` and before `seal_max_delay`.
+    #[test]
+    fn a_block_is_cut_once_its_transactions_bytes_reach_the_bound_without_waiting() {
+        let fixture = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let config = OrdererConfig {
+            sync: SyncMode::Data,
+            seal_max_txs: 500,
+            seal_max_delay: Duration::from_secs(3600),
+            ..OrdererConfig::default()
+        };
+        let log = StreamLog::open(
+            dir.path(),
+            config,
+            fixture.msp.clone(),
+            fixture.signer.clone(),
+            SOLO,
+        )
+        .unwrap();
+        let big = |i: u64| {
+            let mut signed_transaction = vec![0u8; SEAL_TX_BYTES_MAX / 4];
+            signed_transaction[..8].copy_from_slice(&i.to_be_bytes());
+            StreamTx {
+                tx_id: TxId(tx::sha256(&signed_transaction)),
+                signed_transaction,
+                timestamp_ms: tx::now_ms(),
+                proposal_ms: tx::now_ms(),
+                config_update: false,
+            }
+        };
+        log.append_txs((1..=3).map(big).collect(), Ids::Checked, None)
+            .unwrap();
+        // Three quarters of the bound, and an hour's delay: nothing is due yet.
+        assert!(matches!(
+            log.next_seal(&fixture.signer, tx::now_ms()),
+            Cut::Wait(Some(_))
+        ));
+        log.append_txs((4..=6).map(big).collect(), Ids::Checked, None)
+            .unwrap();
+        let Cut::Seal(sealed) = log.next_seal(&fixture.signer, tx::now_ms()) else {
+            panic!("a block is due once its bytes reach the bound");
+        };
+        assert_eq!((sealed.seal.first, sealed.seal.last), (Seq(1), Seq(4)));
+        log.append_seal(sealed, None).unwrap();
+        // What is left is below the bound again.
+        assert!(matches!(
+            log.next_seal(&fixture.signer, tx::now_ms()),
+            Cut::Wait(Some(_))
+        ));
     }
 
     #[test]

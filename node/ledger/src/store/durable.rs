@@ -116,6 +116,8 @@ pub struct Store {
     full_sync: Option<FullSync>,
     /// Records read for callers ([`Store::records_read`]).
     records_read: AtomicU64,
+    /// Reads of the transactions' file ([`Store::transactions_read`]).
+    transactions_read: AtomicU64,
 }
 
 /// The files sled writes that a full sync must reach: its log file (sled syncs its
@@ -251,6 +253,7 @@ impl Store {
                 })?),
             },
             records_read: AtomicU64::new(0),
+            transactions_read: AtomicU64::new(0),
         })
     }
 
@@ -260,6 +263,12 @@ impl Store {
     /// with it that a call reads about what it returns.
     pub fn records_read(&self) -> u64 {
         self.records_read.load(Ordering::Relaxed)
+    }
+
+    /// How many of [`Store::records_read`] were reads of transactions' bytes (whole, or a
+    /// value inside one).
+    pub fn transactions_read(&self) -> u64 {
+        self.transactions_read.load(Ordering::Relaxed)
     }
 
     /// Counts `n` records read ([`Store::records_read`]).
@@ -434,6 +443,7 @@ impl Store {
             )));
         }
         self.count_read(1);
+        self.transactions_read.fetch_add(1, Ordering::Relaxed);
         let value = self.transactions.read_part(place.at, at.offset, at.len)?;
         if crc32fast::hash(&value) != at.crc {
             return Err(corrupt(format!(
@@ -487,6 +497,7 @@ impl Store {
     /// The transaction at `seq`, from its entry.
     fn read_transaction(&self, seq: Seq, place: TxPlace) -> Result<TxBytes, StoreError> {
         self.count_read(1);
+        self.transactions_read.fetch_add(1, Ordering::Relaxed);
         Ok(TxBytes {
             seq,
             timestamp_ms: place.timestamp_ms,
@@ -525,6 +536,33 @@ impl Store {
                     return Ok(out);
                 }
                 out.push(self.read_transaction(seq, place)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The Merkle leaves of the transactions `first ..= last`, in seq order, from their
+    /// places alone: no transaction's bytes are read (an inclusion proof's cost is its
+    /// block's place records, a few per commit). Fewer when not all of them are written.
+    pub fn leaves(&self, first: Seq, last: Seq) -> Result<Vec<crate::tx::Hash>, StoreError> {
+        if last < first || first == Seq::ZERO {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let records = self
+            .db
+            .range(keys::transaction_key(first).to_vec()..keys::TRANSACTION_END.to_vec());
+        for item in records {
+            self.count_read(1);
+            let (key, value) = item?;
+            for (seq, place) in keys::decode_transaction_run(&key, &value)?.iter() {
+                if seq < first {
+                    continue;
+                }
+                if seq > last {
+                    return Ok(out);
+                }
+                out.push(place.leaf);
             }
         }
         Ok(out)
@@ -682,6 +720,7 @@ impl Store {
             .map(|(at, tx)| TxPlace {
                 at,
                 timestamp_ms: tx.record.timestamp_ms,
+                leaf: tx.leaf,
             })
             .collect();
         assert_eq!(
@@ -718,6 +757,7 @@ impl Store {
             writes: sets,
             events,
             transaction,
+            leaf: _,
         } in &batch.txs
         {
             let tx_key = keys::tx_key(&record.tx_id);

@@ -40,9 +40,10 @@ pub(super) const FORMAT_KEY: &[u8] = b"mformat";
 /// transactions' bytes alone). Format 2 had the index, the tx-id records and the
 /// checksums, but no timestamps. Format 3 kept the timestamp beside each transaction's
 /// place, as the leaves of its seals hold it, but its seals carried one orderer's
-/// signature in fields of their own. Format 4 stores seals whose signatures are a list
-/// (`SignedSeal.signatures`).
-pub const FORMAT: u64 = 4;
+/// signature in fields of their own. Format 4 stored seals whose signatures are a list
+/// (`SignedSeal.signatures`), but not each transaction's Merkle leaf: a proof read its
+/// whole block. Format 5 keeps the leaf beside each transaction's place.
+pub const FORMAT: u64 = 5;
 
 /// Ends a namespace inside a key (namespaces never hold it).
 const NS_END: u8 = 0x00;
@@ -401,9 +402,11 @@ pub(super) fn transaction_key(seq: Seq) -> [u8; 1 + U64_BYTES] {
 
 /// Bytes of an encoded length in the transactions' file.
 const LEN_BYTES: usize = 4;
+/// Bytes of a transaction's Merkle leaf.
+const LEAF_BYTES: usize = 32;
 /// Bytes of one ordered transaction's entry: `offset u64be ++ len u32be ++
-/// timestamp_ms u64be`.
-const PLACE_BYTES: usize = U64_BYTES + LEN_BYTES + U64_BYTES;
+/// timestamp_ms u64be ++ leaf`.
+const PLACE_BYTES: usize = U64_BYTES + LEN_BYTES + U64_BYTES + LEAF_BYTES;
 
 /// Where an ordered transaction's bytes lie in the transactions' file, and the orderer's
 /// timestamp for its seq (what its Merkle leaf holds with the bytes).
@@ -413,6 +416,9 @@ pub(super) struct TxPlace {
     pub at: RecordAt,
     /// The orderer's clock when it assigned the seq, Unix milliseconds.
     pub timestamp_ms: u64,
+    /// Its Merkle leaf ([`crate::block::leaf`] of the bytes with the timestamp): what an
+    /// inclusion proof needs of it, without its bytes.
+    pub leaf: crate::tx::Hash,
 }
 
 /// The value of the ordered-transaction record of a run of seqs `first ..= first +
@@ -428,6 +434,7 @@ pub(super) fn encode_transaction_run(first: Seq, places: &[TxPlace]) -> Vec<u8> 
         value.extend_from_slice(&place.at.offset.to_be_bytes());
         value.extend_from_slice(&place.at.len.to_be_bytes());
         value.extend_from_slice(&place.timestamp_ms.to_be_bytes());
+        value.extend_from_slice(&place.leaf);
     }
     value
 }
@@ -450,6 +457,9 @@ impl TransactionRun<'_> {
         let len_at = at + U64_BYTES;
         let mut len = [0u8; LEN_BYTES];
         len.copy_from_slice(&self.places[len_at..len_at + LEN_BYTES]);
+        let leaf_at = len_at + LEN_BYTES + U64_BYTES;
+        let mut leaf = [0u8; LEAF_BYTES];
+        leaf.copy_from_slice(&self.places[leaf_at..leaf_at + LEAF_BYTES]);
         Some(TxPlace {
             at: RecordAt {
                 kind: TRANSACTION,
@@ -457,6 +467,7 @@ impl TransactionRun<'_> {
                 len: u32::from_be_bytes(len),
             },
             timestamp_ms: u64_at(self.places, len_at + LEN_BYTES),
+            leaf,
         })
     }
 
@@ -922,6 +933,7 @@ mod tests {
                 len,
             },
             timestamp_ms,
+            leaf: crate::tx::sha256(&offset.to_be_bytes()),
         };
         let places = [
             at(10, 100, 1_700_000_000_000),

@@ -28,6 +28,8 @@ struct StagedTx {
     events: Vec<ContractEvent>,
     /// Its bytes as ordered, shared with the commit batch while a commit runs.
     transaction: Arc<Vec<u8>>,
+    /// Its Merkle leaf (bytes with timestamp), stored beside its place for proofs.
+    leaf: crate::tx::Hash,
 }
 
 impl StagedTx {
@@ -205,6 +207,22 @@ impl WorldState {
         events: Vec<ContractEvent>,
         transaction: Vec<u8>,
     ) -> Result<(), StoreError> {
+        let leaf = crate::block::leaf(record.timestamp_ms, &transaction);
+        self.stage_ordered(record, writes, events, transaction, leaf)
+    }
+
+    /// [`WorldState::stage_with_events`] with the transaction's Merkle leaf already
+    /// computed (the validator has it from stage 1): `leaf` must be
+    /// [`crate::block::leaf`] of `record.timestamp_ms` and `transaction`.
+    pub fn stage_ordered(
+        &self,
+        record: TxRecord,
+        writes: &[NsRwSet],
+        events: Vec<ContractEvent>,
+        transaction: Vec<u8>,
+        leaf: crate::tx::Hash,
+    ) -> Result<(), StoreError> {
+        debug_assert_eq!(leaf, crate::block::leaf(record.timestamp_ms, &transaction));
         let inner = &*self.inner;
         let _stage = lock(&inner.stage_lock);
         let expected = self.staged_height().next();
@@ -293,6 +311,7 @@ impl WorldState {
                     record,
                     writes: kept,
                     transaction: Arc::new(transaction),
+                    leaf,
                 },
             );
         }
@@ -379,6 +398,7 @@ impl WorldState {
                     std::mem::take(&mut staged_tx.writes),
                     std::mem::take(&mut staged_tx.events),
                     Arc::clone(&staged_tx.transaction),
+                    staged_tx.leaf,
                 );
             }
         }

@@ -112,7 +112,7 @@ fn validate(
     // The store indexes the events with the commit; stage 3 announces them after it.
     shared
         .world
-        .stage_with_events(record, &writes, events.clone(), transaction)?;
+        .stage_ordered(record, &writes, events.clone(), transaction, leaf)?;
     let reconfigured = reconfigure.filter(|_| valid);
     if let Some(next) = &reconfigured {
         // From the next transaction on, the trust is the new definition's.

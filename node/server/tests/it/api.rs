@@ -1288,6 +1288,91 @@ async fn a_flood_of_admin_calls_is_refused_with_queue_full_and_reads_go_on() {
     node.stop().await;
 }
 
+/// A flood of inclusion-proof requests. Before: each one loaded and hashed its whole
+/// block on a thread of the unbounded blocking pool, so a flood held every core. Now: at
+/// most `PROOFS_CONCURRENT_MAX` are built at once, the rest are refused at once with
+/// `RESOURCE_EXHAUSTED` (`QUEUE_FULL`), other reads are answered meanwhile, and every
+/// proof given still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_proof_requests_is_refused_past_its_bound_and_reads_go_on() {
+    let node = Node::default().await;
+    node.deploy("kv", kv_wasm()).await;
+    let ids: Vec<String> = node
+        .with_ledger(|ledger| {
+            (0..8)
+                .map(|i| {
+                    let key = format!("k{i}");
+                    let committed = ledger.submit("kv", "put", &[key.as_bytes(), b"v"]);
+                    committed.unwrap().tx_id.to_string()
+                })
+                .collect()
+        })
+        .await;
+    // Every one sealed (every 4 transactions or 20 ms).
+    let mut query = node.query().await;
+    for id in &ids {
+        let sealed = async {
+            while query
+                .get_inclusion_proof(GetInclusionProofRequest { tx_id: id.clone() })
+                .await
+                .is_err()
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(WAIT, sealed).await.expect("sealed");
+    }
+    let flood = 64 * runnel_server::PROOFS_CONCURRENT_MAX;
+    let channels = [node.channel().await, node.channel().await];
+    let calls: Vec<_> = (0..flood)
+        .map(|i| {
+            let mut client = QueryClient::new(channels[i % 2].clone());
+            let tx_id = ids[i % ids.len()].clone();
+            tokio::spawn(async move {
+                client
+                    .get_inclusion_proof(GetInclusionProofRequest { tx_id })
+                    .await
+            })
+        })
+        .collect();
+    let key = query
+        .get_key(GetKeyRequest {
+            namespace: "kv".into(),
+            key: b"k0".to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(key.found, "a read is answered during the flood");
+    let (mut proven, mut refused) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(response) => {
+                let response = response.into_inner();
+                let sealed =
+                    runnel_ledger::block::decode_signed_seal(&response.block.unwrap().signed_seal)
+                        .unwrap();
+                runnel_ledger::block::verify_proof(
+                    &response.proof.unwrap(),
+                    &response.transaction,
+                    &sealed.seal,
+                )
+                .unwrap();
+                proven += 1;
+            }
+            Err(status) => {
+                assert_status(&status, Code::ResourceExhausted, "QUEUE_FULL");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        proven >= 1 && refused >= 1,
+        "{proven} proven, {refused} refused"
+    );
+    node.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_trace_stream_sends_each_completed_transaction() {
     let node = Node::default().await;
