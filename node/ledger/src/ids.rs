@@ -128,11 +128,14 @@ pub enum ValidationCode {
     /// Its creator's certificate was revoked by a configuration transaction ordered
     /// before it.
     RevokedCertificate = 14,
+    /// It carries more endorsements than any policy can use
+    /// ([`crate::tx::ENDORSEMENTS_MAX`]).
+    TooManyEndorsements = 17,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 15] = [
+    pub const ALL: [ValidationCode; 16] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -148,6 +151,7 @@ impl ValidationCode {
         ValidationCode::BadRwset,
         ValidationCode::TimestampOutOfWindow,
         ValidationCode::RevokedCertificate,
+        ValidationCode::TooManyEndorsements,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -168,12 +172,16 @@ impl ValidationCode {
             ValidationCode::BadRwset => "BAD_RWSET",
             ValidationCode::TimestampOutOfWindow => "TIMESTAMP_OUT_OF_WINDOW",
             ValidationCode::RevokedCertificate => "REVOKED_CERTIFICATE",
+            ValidationCode::TooManyEndorsements => "TOO_MANY_ENDORSEMENTS",
         }
     }
 
     /// The code stored as `byte`, if any.
     pub fn from_u8(byte: u8) -> Option<ValidationCode> {
-        ValidationCode::ALL.get(usize::from(byte)).copied()
+        ValidationCode::ALL
+            .iter()
+            .copied()
+            .find(|code| *code as u8 == byte)
     }
 
     /// True for [`ValidationCode::Valid`].
@@ -197,10 +205,12 @@ mod tests {
         for code in ValidationCode::ALL {
             assert_eq!(ValidationCode::from_u8(code as u8), Some(code));
         }
-        assert_eq!(
-            ValidationCode::from_u8(ValidationCode::ALL.len() as u8),
-            None
-        );
+        for byte in 0..=u8::MAX {
+            if let Some(code) = ValidationCode::from_u8(byte) {
+                assert_eq!(code as u8, byte);
+            }
+        }
+        assert_eq!(ValidationCode::from_u8(18), None);
     }
 
     #[test]

@@ -987,7 +987,12 @@ fn a_restarted_peer_checks_the_next_seal_against_the_times_it_stored() {
             |orderer| orderer,
         );
         for key in ["a", "b", "c"] {
-            let bytes = runnel_testing::orderer::transaction(&client, "main", key);
+            let bytes = runnel_testing::orderer::endorsed_transaction(
+                &signer("Org1", Role::Peer),
+                &client,
+                ("main", key),
+                key.as_bytes().to_vec(),
+            );
             peer.orderer.submit(bytes).unwrap();
         }
         wait_until("seqs 1-3 durable", || peer.world.durable_height() == Seq(3));
