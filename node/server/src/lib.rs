@@ -564,6 +564,10 @@ struct Admission {
     submit: Option<SubmitBatcher>,
 }
 
+/// The largest transaction a `Submit` checks on its connection's thread (a decode and a
+/// few hashes: microseconds); a larger one is checked on the blocking pool.
+const INLINE_CHECK_BYTES_MAX: usize = 64 << 10;
+
 /// Proposals or transactions one admission thread takes at a time: enough for a batch
 /// verification to pay (under half the cost per signature from about 8), few enough that
 /// the first answer of a batch does not wait long for the last.
@@ -687,7 +691,14 @@ impl Shared {
     /// ([`Ledger::check_submit`]): a transaction refused there never queues, and never
     /// goes to the orderer with others; its signatures are verified in its batch.
     async fn submit(&self, transaction: Vec<u8>) -> Result<(TxId, Seq), Status> {
-        let to_order = self.inline(|ledger| ledger.check_submit(transaction))?;
+        // A large one is decoded on the blocking pool: copying megabytes would hold up
+        // the connections' threads.
+        let to_order = if transaction.len() > INLINE_CHECK_BYTES_MAX {
+            self.blocking(move |ledger| ledger.check_submit(transaction))
+                .await?
+        } else {
+            self.inline(|ledger| ledger.check_submit(transaction))?
+        };
         match &self.admission.submit {
             Some(batcher) => batcher
                 .call(to_order)
