@@ -431,3 +431,78 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
     );
     drop(second);
 }
+
+/// A peer's batch holding transactions whose bytes together pass what the orderer takes
+/// goes as several calls of at most `BROADCAST_BATCH_BYTES_MAX`: every transaction is
+/// ordered. Before: one `BroadcastBatch` for all, refused whole for its size. The
+/// ordering service bounds each method before decoding: a `BroadcastBatch` past its bytes
+/// is refused from its frame header (`MESSAGE_TOO_LARGE`), one with more transactions
+/// than it takes from their count (`TOO_MANY_ITEMS`), and it goes on serving.
+#[test]
+fn a_batch_larger_than_the_orderer_takes_is_cut_and_each_method_is_bounded() {
+    use runnel_server::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
+    use runnel_server::proto::BroadcastBatchRequest;
+    use runnel_server::proto::ordering_client::OrderingClient;
+
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(100, PATIENCE)));
+    let served = Served::start(local.clone());
+    let remote =
+        RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    let client = net.signer("Org1", Role::Client);
+    // Eleven of 3 MiB and one of 5 MiB: 38 MiB in all, more than the orderer takes in
+    // one message; the one of 5 MiB, larger than a batch, goes alone.
+    let sizes = [3, 3, 3, 3, 3, 5, 3, 3, 3, 3, 3, 3];
+    let batch: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, mib)| {
+            runnel_testing::orderer::transaction_with_payload(
+                &net,
+                &client,
+                "main",
+                &format!("big{i}"),
+                vec![i as u8; mib << 20],
+            )
+        })
+        .collect();
+    let seqs: Vec<u64> = remote
+        .submit_batch(batch)
+        .into_iter()
+        .map(|answer| answer.unwrap().seq.0)
+        .collect();
+    assert_eq!(seqs, (1..=12).collect::<Vec<u64>>());
+
+    let url = served.url.clone();
+    served.runtime.block_on(async move {
+        let mut ordering = OrderingClient::connect(url)
+            .await
+            .unwrap()
+            .max_encoding_message_size(64 << 20);
+        let too_big = BroadcastBatchRequest {
+            signed_transactions: vec![vec![0; 1 << 20]; BROADCAST_BATCH_BYTES_MAX / (1 << 20) + 1],
+        };
+        let refused = ordering.broadcast_batch(too_big).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("MESSAGE_TOO_LARGE"),
+            "{refused:?}"
+        );
+        let too_many = BroadcastBatchRequest {
+            signed_transactions: vec![Vec::new(); BROADCAST_BATCH_REQUEST_MAX + 1],
+        };
+        let refused = ordering.broadcast_batch(too_many).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("TOO_MANY_ITEMS"),
+            "{refused:?}"
+        );
+        let fine = BroadcastBatchRequest {
+            signed_transactions: vec![transaction(&net, &client, "main", "after")],
+        };
+        let answer = ordering.broadcast_batch(fine).await.unwrap().into_inner();
+        assert_eq!(answer.results.len(), 1);
+    });
+    assert_eq!(local.height(), Seq(13));
+}
