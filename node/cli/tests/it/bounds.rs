@@ -33,7 +33,6 @@ fn junk(bytes: usize) -> Vec<u8> {
         creator: b"not a certificate".to_vec(),
         nonce: vec![1; 24],
         timestamp_ms: tx::now_ms(),
-        ..Proposal::default()
     };
     let transaction = Transaction {
         proposal: Some(SignedProposal {
