@@ -89,6 +89,7 @@ pub fn transaction(data: &[u8]) {
         &runnel_ledger::orderer::OrdererConfig::default(),
         fixtures::msp(),
         data,
+        true,
     );
     let Ok((signed, transaction, proposal)) = tx::decode_transaction(data) else {
         assert!(checked.is_err());

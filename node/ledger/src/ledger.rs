@@ -842,12 +842,13 @@ impl Ledger {
 
     /// What a `Submit` is checked for before it queues: its size, shape and id (not
     /// one the ledger holds already) and, when the orderer is another process, all that
-    /// the orderer checks but the two signatures, which [`Ledger::submit_checked`]
-    /// verifies for a whole batch at once ([`crate::orderer::check`]).
+    /// the orderer checks ([`crate::orderer::check`]) but the signatures of its creator
+    /// and of the endorsement that vouches for it, which [`Ledger::submit_checked`]
+    /// verifies for a whole batch at once, through the cache the validator reads.
     pub fn check_submit(&self, signed_transaction: Vec<u8>) -> Result<ToOrder, LedgerError> {
         let (tx_id, checked) = if self.orderer_elsewhere {
             let checked =
-                crate::orderer::check(&self.orderer_config, &self.msp, &signed_transaction)?;
+                crate::orderer::check(&self.orderer_config, &self.msp, &signed_transaction, true)?;
             (checked.tx_id, Some(checked))
         } else {
             (self.id_to_order(&signed_transaction)?, None)

@@ -358,7 +358,8 @@ pub enum OrderError {
         /// The contract it invokes.
         contract: String,
     },
-    /// The endorsement that vouches for the transaction does not verify.
+    /// The endorsement that vouches for the transaction does not verify (a peer's check
+    /// of a `Submit`; the orderer leaves it to the validators).
     #[error(
         "the endorsement by {endorser} does not verify over the transaction's proposal and payload"
     )]
@@ -493,8 +494,8 @@ pub struct Checked {
     submitter: (String, [u8; 32]),
     /// The endorser that vouches for it, for errors.
     endorser: String,
-    /// The submitter's signature, then the endorsement's.
-    checks: [sig::SigCheck; 2],
+    /// The submitter's signature, then the endorsement's when it is to be verified.
+    checks: Vec<sig::SigCheck>,
 }
 
 impl Checked {
@@ -522,7 +523,11 @@ pub fn verify_checked(
         .map(|checked| {
             let checked = checked?;
             let submitter_ok = verdicts.next().unwrap_or(false);
-            let endorsement_ok = verdicts.next().unwrap_or(false);
+            let endorsement_ok = checked
+                .checks
+                .iter()
+                .skip(1)
+                .all(|_| verdicts.next().unwrap_or(false));
             if !submitter_ok {
                 Err(OrderError::BadSignature)
             } else if !endorsement_ok {
@@ -544,7 +549,7 @@ pub(crate) fn admit(
     quota: &quota::Quotas,
     signed_transaction: &[u8],
 ) -> Result<Admitted, OrderError> {
-    let checked = verify_checked(msp, vec![check(config, msp, signed_transaction)])
+    let checked = verify_checked(msp, vec![check(config, msp, signed_transaction, false)])
         .pop()
         .unwrap_or(Err(OrderError::Closed))?;
     let (name, key) = &checked.submitter;
@@ -561,7 +566,7 @@ pub(crate) fn admit_batch(
 ) -> Vec<Result<Admitted, OrderError>> {
     let checked = signed_transactions
         .iter()
-        .map(|bytes| check(config, msp, bytes))
+        .map(|bytes| check(config, msp, bytes, false))
         .collect();
     let now_us = tx::now_us();
     verify_checked(msp, checked)
@@ -577,13 +582,18 @@ pub(crate) fn admit_batch(
 
 /// Everything admission checks but the signatures and the quota: size, shape, channel,
 /// time window, the submitter's certificate and role, the count of endorsements, and
-/// that one of them is by an identity that may endorse the contract (whose signature
-/// [`verify_checked`] verifies). Costs two decodes, the MSP's cached certificate checks
-/// and the hashes the signatures cover; no signature is verified here.
+/// that one of them is by an identity that may endorse the contract, by its certificate.
+/// That endorsement's signature is left to verify ([`verify_checked`]) when
+/// `verify_endorsement`: a peer does (it verified that signature, or made it, already, so
+/// its cache answers); an orderer does not, leaving it to the validators (a peer that
+/// forwards a forged one could as well have signed one itself, and the submitter's
+/// quota bounds what either stores). Costs three decodes, the MSP's cached certificate
+/// checks, and the hashes the signatures cover; no signature is verified here.
 pub fn check(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
+    verify_endorsement: bool,
 ) -> Result<Checked, OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
@@ -636,14 +646,14 @@ pub fn check(
         .ok_or_else(|| OrderError::NotEndorsed {
             contract: proposal.contract.clone(),
         })?;
-    let endorsement_check = sig::SigCheck {
+    let endorsement_check = verify_endorsement.then(|| sig::SigCheck {
         key: endorser.verifying_key().to_bytes(),
         message: tx::endorsement_message(
             &tx::sha256(&signed_proposal.proposal),
             &tx::sha256(&transaction.payload),
         ),
         signature: endorsement.signature.clone(),
-    };
+    });
     let submitter_check = sig::SigCheck {
         key: submitter.verifying_key().to_bytes(),
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
@@ -656,6 +666,8 @@ pub fn check(
         size_bytes: signed_transaction.len(),
         submitter: (submitter.id(), submitter_check.key),
         endorser: endorser.id(),
-        checks: [submitter_check, endorsement_check],
+        checks: std::iter::once(submitter_check)
+            .chain(endorsement_check)
+            .collect(),
     })
 }

@@ -325,12 +325,25 @@ fn a_rogue_endorser_repeating_its_endorsement_adds_one_and_crowded_transactions_
         .await
         .unwrap();
         assert_eq!(endorsed.endorsements.len(), 2);
+        let connection = runnel_client::Connection::to(&url, &people, "Org1");
+        let client = runnel_client::signer(&connection, Role::Client).unwrap();
+        // Org2's certificate with Org1's signature: refused by the peer before it
+        // queues, alone.
+        let mut forged = endorsed.clone();
+        forged.endorsements = vec![forged.endorsements[1].clone()];
+        forged.endorsements[0].signature = endorsed.endorsements[0].signature.clone();
+        let refused = submit(&url, &people, "Org1", &client, &forged)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error_name(&refused),
+            "BAD_ENDORSER_SIGNATURE",
+            "{refused:?}"
+        );
         let copy = endorsed.endorsements[1].clone();
         endorsed
             .endorsements
             .extend(std::iter::repeat_n(copy, tx::ENDORSEMENTS_MAX - 1));
-        let connection = runnel_client::Connection::to(&url, &people, "Org1");
-        let client = runnel_client::signer(&connection, Role::Client).unwrap();
         let refused = submit(&url, &people, "Org1", &client, &endorsed)
             .await
             .unwrap_err();
