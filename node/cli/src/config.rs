@@ -180,6 +180,10 @@ pub struct OrderingSection {
     pub seal_max_delay_ms: u64,
     /// Most transaction ids the orderer remembers to refuse replays.
     pub replay_ids_max: usize,
+    /// Bytes of transactions one submitter may have admitted per second, sustained (twice
+    /// that at once, and one transaction of any size once its share is full); past it
+    /// the orderer refuses its transactions with `SUBMITTER_QUOTA_EXCEEDED`.
+    pub submitter_bytes_per_s_max: u64,
     /// An orderer of a Raft cluster: entries its Raft log keeps behind the point it is
     /// compacted to (compacted each time twice this many are applied past the last time).
     pub raft_log_entries_kept: u64,
@@ -305,6 +309,7 @@ impl Default for NodeConfig {
                 seal_max_txs: ledger.orderer.seal_max_txs,
                 seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
                 replay_ids_max: ledger.orderer.replay_ids_max,
+                submitter_bytes_per_s_max: ledger.orderer.submitter_bytes_per_s_max,
                 raft_log_entries_kept: runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT,
                 endpoint: None,
             },
@@ -418,6 +423,7 @@ impl NodeConfig {
         ledger.orderer.seal_max_txs = self.ordering.seal_max_txs;
         ledger.orderer.seal_max_delay = Duration::from_millis(self.ordering.seal_max_delay_ms);
         ledger.orderer.replay_ids_max = self.ordering.replay_ids_max.max(1);
+        ledger.orderer.submitter_bytes_per_s_max = self.ordering.submitter_bytes_per_s_max;
         ledger.validator.workers = self.validator.workers;
         ledger.validator.queue = self.validator.queue.max(1);
         ledger.validator.commit_txs_max = self.validator.commit_txs_max;
@@ -605,6 +611,11 @@ seal_max_delay_ms = 250
 # proposals go early, and proposals dated at or before them are refused
 # (TIMESTAMP_OUT_OF_WINDOW: their clients sign new ones), so no replay is ordered.
 replay_ids_max = 4194304
+# Bytes of transactions one submitter (by its public key) may have admitted per second,
+# sustained; it may spend twice that at once, and one transaction of any size once its
+# share is full. Past it the orderer refuses its transactions (SUBMITTER_QUOTA_EXCEEDED) until its
+# share refills. Bounds what one identity can make every orderer and peer store.
+submitter_bytes_per_s_max = 67108864
 # An orderer of a Raft cluster: entries its Raft log keeps behind the point it is
 # compacted to; it is compacted each time twice this many are applied past the last
 # time. A member further behind is sent a snapshot and reads the stream up to it from

@@ -78,14 +78,31 @@ fn assert_round_trip<M: Message + Default + PartialEq + std::fmt::Debug>(message
 }
 
 /// A `SignedTransaction` as the orderer and every peer's validator receive it
-/// ([`tx::decode_transaction`]): its three layers decode or it is refused; each layer
+/// ([`tx::decode_transaction`], [`runnel_ledger::orderer::check`]): its three layers
+/// decode or it is refused; each layer
 /// round-trips; the response payload the validator decodes round-trips; the creator's and
 /// endorsers' certificates go through the network's MSP (X.509 parsing of untrusted
 /// DER) and, whatever they hold, no signature made elsewhere verifies.
 pub fn transaction(data: &[u8]) {
+    // What a peer checks of a `Submit` before it queues it, and an orderer before it
+    // orders it: an answer for any bytes, and never a transaction no peer endorsed.
+    let checked = runnel_ledger::orderer::check(
+        &runnel_ledger::orderer::OrdererConfig::default(),
+        fixtures::msp(),
+        data,
+        true,
+    );
     let Ok((signed, transaction, proposal)) = tx::decode_transaction(data) else {
+        assert!(checked.is_err());
         return;
     };
+    if checked.is_ok() {
+        let count = transaction.endorsements.len();
+        assert!(
+            (1..=tx::ENDORSEMENTS_MAX).contains(&count),
+            "{count} endorsements"
+        );
+    }
     assert_round_trip(&signed);
     assert_round_trip(&transaction);
     assert_round_trip(&proposal);

@@ -137,11 +137,14 @@ pub enum ValidationCode {
     /// `config_policy`) cannot be evaluated: it does not parse against the definition's
     /// organisations. No endorsement or signature can make such a transaction valid.
     UnusablePolicy = 16,
+    /// It carries more endorsements than any policy can use
+    /// ([`crate::tx::ENDORSEMENTS_MAX`]).
+    TooManyEndorsements = 17,
 }
 
 impl ValidationCode {
     /// Every code, in numeric order.
-    pub const ALL: [ValidationCode; 17] = [
+    pub const ALL: [ValidationCode; 18] = [
         ValidationCode::Valid,
         ValidationCode::MvccReadConflict,
         ValidationCode::PhantomReadConflict,
@@ -159,6 +162,7 @@ impl ValidationCode {
         ValidationCode::RevokedCertificate,
         ValidationCode::BadConfigUpdate,
         ValidationCode::UnusablePolicy,
+        ValidationCode::TooManyEndorsements,
     ];
 
     /// The stable name (Fabric's where Fabric has one).
@@ -181,12 +185,16 @@ impl ValidationCode {
             ValidationCode::RevokedCertificate => "REVOKED_CERTIFICATE",
             ValidationCode::BadConfigUpdate => "BAD_CONFIG_UPDATE",
             ValidationCode::UnusablePolicy => "UNUSABLE_POLICY",
+            ValidationCode::TooManyEndorsements => "TOO_MANY_ENDORSEMENTS",
         }
     }
 
     /// The code stored as `byte`, if any.
     pub fn from_u8(byte: u8) -> Option<ValidationCode> {
-        ValidationCode::ALL.get(usize::from(byte)).copied()
+        ValidationCode::ALL
+            .iter()
+            .copied()
+            .find(|code| *code as u8 == byte)
     }
 
     /// True for [`ValidationCode::Valid`].
@@ -210,10 +218,12 @@ mod tests {
         for code in ValidationCode::ALL {
             assert_eq!(ValidationCode::from_u8(code as u8), Some(code));
         }
-        assert_eq!(
-            ValidationCode::from_u8(ValidationCode::ALL.len() as u8),
-            None
-        );
+        for byte in 0..=u8::MAX {
+            if let Some(code) = ValidationCode::from_u8(byte) {
+                assert_eq!(code as u8, byte);
+            }
+        }
+        assert_eq!(ValidationCode::from_u8(18), None);
     }
 
     #[test]

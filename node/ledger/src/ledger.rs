@@ -328,7 +328,30 @@ pub struct Ledger {
     genesis: NetworkDefinition,
     channel: String,
     orderer_config: OrdererConfig,
+    /// The orderer runs in another process: a submitted transaction is checked here as
+    /// it will check it, so that no bad one goes out in a batch with good ones.
+    orderer_elsewhere: bool,
     proposal_bytes_max: usize,
+}
+
+/// A signed transaction checked for ordering ([`Ledger::check_submit`]): its bytes, and
+/// for an orderer in another process, what is left to verify of it here.
+#[derive(Debug)]
+pub struct ToOrder {
+    bytes: Vec<u8>,
+    checked: Option<crate::orderer::Checked>,
+}
+
+impl ToOrder {
+    /// Its size, in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether it holds no bytes (never, once checked).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
 }
 
 impl std::fmt::Debug for Ledger {
@@ -480,6 +503,7 @@ impl Ledger {
             Some(connect) => Some(connect(&in_force)?),
             None => None,
         };
+        let orderer_elsewhere = orderer.is_some();
         let mut validator_config = config.validator.clone();
         validator_config.workers =
             crate::validator::stage_one_workers(validator_config.workers, orderer.is_none());
@@ -546,6 +570,7 @@ impl Ledger {
             genesis: network,
             channel: config.endorser.channel.clone(),
             orderer_config: config.orderer.clone(),
+            orderer_elsewhere,
             proposal_bytes_max: config.endorser.proposal_bytes_max,
         })
     }
@@ -817,9 +842,73 @@ impl Ledger {
     /// [`Ledger::statuses`]). A transaction whose id the ledger already holds is refused
     /// ([`LedgerError::DuplicateTxId`]) instead of being ordered again.
     pub fn submit_signed(&self, signed_transaction: Vec<u8>) -> Result<(TxId, Seq), LedgerError> {
-        self.new_to_order(&signed_transaction)?;
-        let ordered = self.order(signed_transaction)?;
-        Ok((ordered.tx_id, ordered.seq))
+        let to_order = self.check_submit(signed_transaction)?;
+        self.submit_checked(vec![to_order])
+            .pop()
+            .unwrap_or(Err(LedgerError::Order(OrderError::Closed)))
+    }
+
+    /// What a `Submit` is checked for before it queues: its size, shape and id (not
+    /// one the ledger holds already) and, when the orderer is another process, all that
+    /// the orderer checks ([`crate::orderer::check`]) but the signatures of its creator
+    /// and of the endorsement that vouches for it, which [`Ledger::submit_checked`]
+    /// verifies for a whole batch at once, through the cache the validator reads.
+    pub fn check_submit(&self, signed_transaction: Vec<u8>) -> Result<ToOrder, LedgerError> {
+        let (tx_id, checked) = if self.orderer_elsewhere {
+            let checked =
+                crate::orderer::check(&self.orderer_config, &self.msp, &signed_transaction, true)?;
+            (checked.tx_id, Some(checked))
+        } else {
+            (self.id_to_order(&signed_transaction)?, None)
+        };
+        self.new_id(tx_id)?;
+        Ok(ToOrder {
+            bytes: signed_transaction,
+            checked,
+        })
+    }
+
+    /// Orders checked transactions, in their order, each with its own answer: their
+    /// signatures left to check verified as one batch (a transaction whose signatures
+    /// fail is refused alone), the others handed to the orderer together
+    /// ([`Orderer::submit_batch`]).
+    pub fn submit_checked(&self, to_order: Vec<ToOrder>) -> Vec<Result<(TxId, Seq), LedgerError>> {
+        let (bytes, checked): (Vec<Vec<u8>>, Vec<Option<crate::orderer::Checked>>) = to_order
+            .into_iter()
+            .map(|to_order| (to_order.bytes, to_order.checked))
+            .unzip();
+        let to_verify: Vec<_> = checked.iter().flatten().cloned().map(Ok).collect();
+        let mut verified = crate::orderer::verify_checked(&self.msp, to_verify).into_iter();
+        let mut answers: Vec<Option<Result<(TxId, Seq), LedgerError>>> =
+            Vec::with_capacity(bytes.len());
+        let mut batch = Vec::with_capacity(bytes.len());
+        for (bytes, checked) in bytes.into_iter().zip(checked) {
+            let verdict = match checked {
+                Some(_) => verified
+                    .next()
+                    .unwrap_or(Err(OrderError::Closed))
+                    .map(|_| ()),
+                None => Ok(()),
+            };
+            match verdict {
+                Ok(()) => {
+                    batch.push(bytes);
+                    answers.push(None);
+                }
+                Err(error) => answers.push(Some(Err(error.into()))),
+            }
+        }
+        let mut ordered = self.orderer.submit_batch(batch).into_iter();
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or_else(|| {
+                    let ordered = ordered.next().unwrap_or(Err(OrderError::Closed))?;
+                    self.mark_ordered(&ordered);
+                    Ok((ordered.tx_id, ordered.seq))
+                })
+            })
+            .collect()
     }
 
     /// Endorses or evaluates each proposal ([`Ledger::endorse_signed`],
@@ -867,30 +956,29 @@ impl Ledger {
             Vec::with_capacity(signed_transactions.len());
         let mut to_order = Vec::with_capacity(signed_transactions.len());
         for signed_transaction in signed_transactions {
-            match self.new_to_order(&signed_transaction) {
-                Ok(()) => {
-                    to_order.push(signed_transaction);
+            match self.check_submit(signed_transaction) {
+                Ok(checked) => {
+                    to_order.push(checked);
                     answers.push(None);
                 }
                 Err(error) => answers.push(Some(Err(error))),
             }
         }
-        let mut ordered = self.orderer.submit_batch(to_order).into_iter();
+        let mut ordered = self.submit_checked(to_order).into_iter();
         answers
             .into_iter()
             .map(|answer| {
                 answer.unwrap_or_else(|| {
-                    let ordered = ordered.next().unwrap_or(Err(OrderError::Closed))?;
-                    self.mark_ordered(&ordered);
-                    Ok((ordered.tx_id, ordered.seq))
+                    ordered
+                        .next()
+                        .unwrap_or(Err(LedgerError::Order(OrderError::Closed)))
                 })
             })
             .collect()
     }
 
-    /// Refuses a transaction too large, malformed, or whose id the ledger already holds.
-    fn new_to_order(&self, signed_transaction: &[u8]) -> Result<(), LedgerError> {
-        let tx_id = self.id_to_order(signed_transaction)?;
+    /// Refuses an id the ledger already holds.
+    fn new_id(&self, tx_id: TxId) -> Result<(), LedgerError> {
         match self.world.tx(&tx_id)? {
             Some(record) => Err(LedgerError::DuplicateTxId {
                 tx_id,

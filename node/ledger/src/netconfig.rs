@@ -176,6 +176,9 @@ pub fn valid_update(
         return None;
     }
     let message = tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
+    if transaction.endorsements.len() > tx::ENDORSEMENTS_MAX {
+        return None;
+    }
     let mut seen = std::collections::HashSet::new();
     let mut signers = Vec::new();
     for endorsement in &transaction.endorsements {

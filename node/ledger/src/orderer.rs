@@ -27,6 +27,7 @@
 //! `RemoteOrderer`); a Raft cluster will implement it too, over the same log kept as a
 //! replicated one.
 
+pub mod quota;
 pub mod raft;
 mod replay;
 mod solo;
@@ -52,6 +53,11 @@ pub use solo::SoloOrderer;
 /// Largest signed transaction accepted, in bytes: a proposal's 8 MiB plus the payload
 /// and endorsements it earns.
 pub const TRANSACTION_BYTES_MAX: usize = 32 << 20;
+
+/// Bytes of transactions one submitter may have admitted per second, by default
+/// ([`OrdererConfig::submitter_bytes_per_s_max`]): several times what one client signs
+/// at the node's full throughput, so that only a flood meets it.
+pub const SUBMITTER_BYTES_PER_S_MAX: u64 = 64 << 20;
 
 /// Transaction ids an orderer remembers to refuse replays, by default: two windows of
 /// 15 minutes at over 2,000 transactions a second, in about 210 MB at most.
@@ -107,6 +113,12 @@ pub struct OrdererConfig {
     /// Only for an orderer whose MSP is its own: in a ledger's process, the validator
     /// applies updates to the MSP both share. `None`: the MSP as given, always.
     pub follow_config: Option<crate::identity::NetworkDefinition>,
+    /// The bytes of transactions one submitter (by public key) may have admitted per
+    /// second, sustained; it may spend up to twice that at once (and one transaction of
+    /// any size once its share is full). Past it, its transactions are refused
+    /// (`SUBMITTER_QUOTA_EXCEEDED`) until its share refills: what one identity can make
+    /// every orderer and peer store is bounded ([`quota`]).
+    pub submitter_bytes_per_s_max: u64,
 }
 
 impl Default for OrdererConfig {
@@ -122,6 +134,7 @@ impl Default for OrdererConfig {
             proposal_window: tx::PROPOSAL_WINDOW,
             replay_ids_max: REPLAY_IDS_MAX,
             follow_config: None,
+            submitter_bytes_per_s_max: SUBMITTER_BYTES_PER_S_MAX,
         }
     }
 }
@@ -327,6 +340,47 @@ pub enum OrderError {
     /// The submitter's signature over the transaction does not verify.
     #[error("the submitter's signature over the transaction does not verify")]
     BadSignature,
+    /// The transaction carries more endorsements than any policy can use.
+    #[error(
+        "the transaction carries {count} endorsements; at most {} (ENDORSEMENTS_MAX: no policy uses more)",
+        tx::ENDORSEMENTS_MAX
+    )]
+    TooManyEndorsements {
+        /// How many it carries.
+        count: usize,
+    },
+    /// No endorsement of the transaction is by an identity that may endorse its contract
+    /// (a peer; an admin for `_config`): nothing vouches for it, and it is not ordered.
+    #[error(
+        "the transaction carries no endorsement by an identity that may endorse `{contract}` (a peer of the network; an admin for a configuration update)"
+    )]
+    NotEndorsed {
+        /// The contract it invokes.
+        contract: String,
+    },
+    /// The endorsement that vouches for the transaction does not verify (a peer's check
+    /// of a `Submit`; the orderer leaves it to the validators).
+    #[error(
+        "the endorsement by {endorser} does not verify over the transaction's proposal and payload"
+    )]
+    BadEndorsement {
+        /// Who it claims to be by.
+        endorser: String,
+    },
+    /// The submitter has had more bytes admitted lately than its share.
+    #[error(
+        "{submitter} had more transaction bytes admitted lately than its share ({rate_bytes_per_s} bytes a second, submitter_bytes_per_s_max); this one of {size_bytes} bytes fits again in {retry_ms} ms"
+    )]
+    QuotaExceeded {
+        /// The submitter.
+        submitter: String,
+        /// The transaction's size.
+        size_bytes: usize,
+        /// The submitter's rate.
+        rate_bytes_per_s: u64,
+        /// When it would fit, from now.
+        retry_ms: u64,
+    },
     /// The proposal's timestamp is too far from the orderer's clock.
     #[error(transparent)]
     OutsideWindow(tx::OutsideWindow),
@@ -399,6 +453,10 @@ impl OrderError {
             OrderError::WrongChannel { .. } => "WRONG_CHANNEL",
             OrderError::Submitter(error) => error.creator_code(),
             OrderError::BadSignature => "BAD_CREATOR_SIGNATURE",
+            OrderError::TooManyEndorsements { .. } => "TOO_MANY_ENDORSEMENTS",
+            OrderError::NotEndorsed { .. } => "NOT_ENDORSED",
+            OrderError::BadEndorsement { .. } => "BAD_ENDORSER_SIGNATURE",
+            OrderError::QuotaExceeded { .. } => "SUBMITTER_QUOTA_EXCEEDED",
             OrderError::OutsideWindow(_) | OrderError::BeyondReplayMemory { .. } => {
                 "TIMESTAMP_OUT_OF_WINDOW"
             }
@@ -414,63 +472,129 @@ impl OrderError {
     }
 }
 
-/// A transaction admission let through: its id, and its proposal's timestamp (what the
-/// replay memory keeps it by).
 /// What admission found: the transaction's id, its proposal's timestamp, and whether it
 /// is a `_config` update.
 pub(crate) type Admitted = (TxId, u64, bool);
 
-/// The orderer's admission checks (everything but sequencing and replays).
-pub(crate) fn admit(
-    config: &OrdererConfig,
-    msp: &Msp,
-    signed_transaction: &[u8],
-) -> Result<Admitted, OrderError> {
-    let (admitted, check) = admission(config, msp, signed_transaction)?;
-    // Remembered when valid: a validator in this process need not verify it again.
-    if !msp.signatures().verify_one(&check) {
-        return Err(OrderError::BadSignature);
-    }
-    Ok(admitted)
+/// A transaction whose every admission check but its signatures passed: what it is, and
+/// the two signatures left to verify (the submitter's over the transaction, and the
+/// endorsement that vouches for it). What a peer checks of a `Submit` before it queues
+/// it ([`check`], [`verify_checked`]), and an orderer before it orders it.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The transaction's id.
+    pub tx_id: TxId,
+    /// Its proposal's timestamp, Unix milliseconds.
+    pub proposal_ms: u64,
+    /// Whether it is a `_config` update.
+    pub config_update: bool,
+    /// Its size, in bytes.
+    pub size_bytes: usize,
+    /// The submitter's id, for errors, and public key, for its quota.
+    submitter: (String, [u8; 32]),
+    /// The endorser that vouches for it, for errors.
+    endorser: String,
+    /// The submitter's signature, then the endorsement's when it is to be verified.
+    checks: Vec<sig::SigCheck>,
 }
 
-/// [`admit`] for several transactions, their submitter signatures verified as one batch.
-pub(crate) fn admit_batch(
-    config: &OrdererConfig,
+impl Checked {
+    fn admitted(&self) -> Admitted {
+        (self.tx_id, self.proposal_ms, self.config_update)
+    }
+}
+
+/// Verifies the two signatures of each checked transaction, all as one batch through
+/// `msp`'s cache (remembered when valid: a validator in this process finds them there
+/// and does not verify them again). The transactions whose signatures all hold, in
+/// order; the others refused ([`OrderError::BadSignature`], [`OrderError::BadEndorsement`]).
+pub fn verify_checked(
     msp: &Msp,
-    signed_transactions: &[Vec<u8>],
-) -> Vec<Result<Admitted, OrderError>> {
-    let mut admitted: Vec<Result<(Admitted, Option<sig::SigCheck>), OrderError>> =
-        signed_transactions
-            .iter()
-            .map(|bytes| {
-                admission(config, msp, bytes).map(|(admitted, check)| (admitted, Some(check)))
-            })
-            .collect();
-    let checks: Vec<sig::SigCheck> = admitted
-        .iter_mut()
-        .filter_map(|admitted| admitted.as_mut().ok()?.1.take())
+    checked: Vec<Result<Checked, OrderError>>,
+) -> Vec<Result<Checked, OrderError>> {
+    let checks: Vec<sig::SigCheck> = checked
+        .iter()
+        .filter_map(|checked| checked.as_ref().ok())
+        .flat_map(|checked| checked.checks.iter().cloned())
         .collect();
-    // Remembered when valid, as in `admit`.
     let mut verdicts = msp.signatures().verify_all(&checks).into_iter();
-    admitted
+    checked
         .into_iter()
-        .map(|admitted| {
-            let (admitted, _) = admitted?;
-            match verdicts.next() {
-                Some(true) => Ok(admitted),
-                _ => Err(OrderError::BadSignature),
+        .map(|checked| {
+            let checked = checked?;
+            let submitter_ok = verdicts.next().unwrap_or(false);
+            let endorsement_ok = checked
+                .checks
+                .iter()
+                .skip(1)
+                .all(|_| verdicts.next().unwrap_or(false));
+            if !submitter_ok {
+                Err(OrderError::BadSignature)
+            } else if !endorsement_ok {
+                Err(OrderError::BadEndorsement {
+                    endorser: checked.endorser,
+                })
+            } else {
+                Ok(checked)
             }
         })
         .collect()
 }
 
-/// Everything [`admit`] checks but the submitter's signature, which it returns to verify.
-fn admission(
+/// The orderer's admission checks (everything but sequencing and replays), the
+/// submitter's quota last.
+pub(crate) fn admit(
+    config: &OrdererConfig,
+    msp: &Msp,
+    quota: &quota::Quotas,
+    signed_transaction: &[u8],
+) -> Result<Admitted, OrderError> {
+    let checked = verify_checked(msp, vec![check(config, msp, signed_transaction, false)])
+        .pop()
+        .unwrap_or(Err(OrderError::Closed))?;
+    let (name, key) = &checked.submitter;
+    quota.take(key, checked.size_bytes, tx::now_us(), name)?;
+    Ok(checked.admitted())
+}
+
+/// [`admit`] for several transactions, their signatures verified as one batch.
+pub(crate) fn admit_batch(
+    config: &OrdererConfig,
+    msp: &Msp,
+    quota: &quota::Quotas,
+    signed_transactions: &[Vec<u8>],
+) -> Vec<Result<Admitted, OrderError>> {
+    let checked = signed_transactions
+        .iter()
+        .map(|bytes| check(config, msp, bytes, false))
+        .collect();
+    let now_us = tx::now_us();
+    verify_checked(msp, checked)
+        .into_iter()
+        .map(|checked| {
+            let checked = checked?;
+            let (name, key) = &checked.submitter;
+            quota.take(key, checked.size_bytes, now_us, name)?;
+            Ok(checked.admitted())
+        })
+        .collect()
+}
+
+/// Everything admission checks but the signatures and the quota: size, shape, channel,
+/// time window, the submitter's certificate and role, the count of endorsements, and
+/// that one of them is by an identity that may endorse the contract, by its certificate.
+/// That endorsement's signature is left to verify ([`verify_checked`]) when
+/// `verify_endorsement`: a peer does (it verified that signature, or made it, already, so
+/// its cache answers); an orderer does not, leaving it to the validators (a peer that
+/// forwards a forged one could as well have signed one itself, and the submitter's
+/// quota bounds what either stores). Costs three decodes, the MSP's cached certificate
+/// checks, and the hashes the signatures cover; no signature is verified here.
+pub fn check(
     config: &OrdererConfig,
     msp: &Msp,
     signed_transaction: &[u8],
-) -> Result<(Admitted, sig::SigCheck), OrderError> {
+    verify_endorsement: bool,
+) -> Result<Checked, OrderError> {
     if signed_transaction.len() > config.transaction_bytes_max {
         return Err(OrderError::TooLarge {
             size_bytes: signed_transaction.len(),
@@ -481,8 +605,14 @@ fn admission(
     let signed = proto::SignedTransaction::decode(signed_transaction).map_err(malformed)?;
     let transaction =
         proto::Transaction::decode(signed.transaction.as_slice()).map_err(malformed)?;
+    if transaction.endorsements.len() > tx::ENDORSEMENTS_MAX {
+        return Err(OrderError::TooManyEndorsements {
+            count: transaction.endorsements.len(),
+        });
+    }
     let signed_proposal = transaction
         .proposal
+        .as_ref()
         .ok_or_else(|| OrderError::Malformed("no proposal".into()))?;
     let proposal =
         proto::Proposal::decode(signed_proposal.proposal.as_slice()).map_err(malformed)?;
@@ -494,17 +624,50 @@ fn admission(
     }
     tx::check_window(proposal.timestamp_ms, tx::now_ms(), config.proposal_window)
         .map_err(OrderError::OutsideWindow)?;
+    let now_s = tx::now_seconds();
     let submitter = msp
-        .verify(&proposal.creator, tx::now_seconds())
+        .verify(&proposal.creator, now_s)
         .map_err(OrderError::Submitter)?;
     submitter
         .require_role(&config.submit_roles)
         .map_err(OrderError::Submitter)?;
-    let check = sig::SigCheck {
+    // The first endorsement by an identity that may endorse the contract vouches for
+    // the transaction; the validator checks the rest against the policy.
+    let may_endorse = crate::lifecycle::endorser_roles(&proposal.contract);
+    let (endorser, endorsement) = transaction
+        .endorsements
+        .iter()
+        .find_map(|endorsement| {
+            let endorser = msp.verify(&endorsement.endorser, now_s).ok()?;
+            may_endorse
+                .contains(&endorser.role)
+                .then_some((endorser, endorsement))
+        })
+        .ok_or_else(|| OrderError::NotEndorsed {
+            contract: proposal.contract.clone(),
+        })?;
+    let endorsement_check = verify_endorsement.then(|| sig::SigCheck {
+        key: endorser.verifying_key().to_bytes(),
+        message: tx::endorsement_message(
+            &tx::sha256(&signed_proposal.proposal),
+            &tx::sha256(&transaction.payload),
+        ),
+        signature: endorsement.signature.clone(),
+    });
+    let submitter_check = sig::SigCheck {
         key: submitter.verifying_key().to_bytes(),
         message: tx::transaction_message(&tx::sha256(&signed.transaction)),
         signature: signed.signature,
     };
-    let config = proposal.contract == crate::netconfig::CONFIG_NAMESPACE;
-    Ok(((tx::tx_id(&proposal), proposal.timestamp_ms, config), check))
+    Ok(Checked {
+        tx_id: tx::tx_id(&proposal),
+        proposal_ms: proposal.timestamp_ms,
+        config_update: proposal.contract == crate::netconfig::CONFIG_NAMESPACE,
+        size_bytes: signed_transaction.len(),
+        submitter: (submitter.id(), submitter_check.key),
+        endorser: endorser.id(),
+        checks: std::iter::once(submitter_check)
+            .chain(endorsement_check)
+            .collect(),
+    })
 }

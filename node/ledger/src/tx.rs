@@ -70,6 +70,15 @@ pub fn read_grant_message(grant_hash: &Hash) -> Vec<u8> {
     tagged(READ_GRANT_DOMAIN, &[grant_hash])
 }
 
+/// Most endorsements a transaction may carry: a network constant, the same on every
+/// orderer and peer. The policy that decides a transaction (a contract's, the lifecycle
+/// or the configuration policy) names at most [`crate::policy::POLICY_PRINCIPALS_MAX`]
+/// principals, and each endorsement that counts is a distinct identity meeting one of
+/// them, so no policy ever needs more; a transaction carrying more holds endorsements no
+/// policy uses, only bytes that every orderer and peer would store. Orderers refuse it
+/// (`TOO_MANY_ENDORSEMENTS`) and validators mark it so.
+pub const ENDORSEMENTS_MAX: usize = crate::policy::POLICY_PRINCIPALS_MAX;
+
 /// How far a proposal's timestamp may lie from the clock of the node that checks it, by
 /// default: Fabric's 15 minutes. A network setting (`[network] proposal_window_s`): the
 /// validator checks it against the orderer's timestamp, so every peer must use the same.

@@ -293,7 +293,9 @@ impl Peers {
         // In the network's order, whatever order they came back in.
         let order = |org: &str| self.peers.iter().position(|peer| peer.org == org);
         answers.sort_by_key(|(org, _)| order(org));
-        for (org, (peer, payload, endorsements)) in answers {
+        // One endorsement per endorser, by public key, whoever asked or answered.
+        let mut keys = self.keys_of(&prepared.transaction.endorsements);
+        for (org, (peer, payload, (key, endorsement))) in answers {
             if payload != prepared.transaction.payload {
                 return Err(status::org_error(
                     Code::Aborted,
@@ -306,18 +308,20 @@ impl Peers {
                     ),
                 ));
             }
-            prepared.transaction.endorsements.extend(endorsements);
+            if keys.insert(key) {
+                prepared.transaction.endorsements.push(endorsement);
+            }
         }
         Ok(prepared)
     }
 
     /// An endorsement of `signed` by a peer of `org`: its name, the payload it endorsed
-    /// and its endorsements, each checked to be by a peer of `org`.
+    /// and its endorsement, checked to be by a peer of `org`.
     async fn endorse_by(
         &self,
         org: &str,
         signed: SignedProposal,
-    ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
+    ) -> Result<(String, Vec<u8>, KeyedEndorsement), Status> {
         let candidates = self.candidates(org);
         if candidates.is_empty() {
             return Err(status::org_error(
@@ -389,15 +393,16 @@ impl Peers {
         ))
     }
 
-    /// The payload and endorsements of a transaction another peer returned, each
-    /// endorsement's certificate a peer's of `org` and its signature valid.
+    /// The payload and endorsement of a transaction another peer returned: its first
+    /// endorsement, whose certificate must be a peer's of `org` and its signature valid,
+    /// with the endorser's public key.
     fn check_answer(
         &self,
         org: &str,
         peer: &RemotePeer,
         proposal_hash: &tx::Hash,
         transaction: Result<Transaction, String>,
-    ) -> Result<(String, Vec<u8>, Vec<Endorsement>), Status> {
+    ) -> Result<(String, Vec<u8>, KeyedEndorsement), Status> {
         let refused = |why: String| {
             status::org_error(
                 Code::Unavailable,
@@ -412,45 +417,63 @@ impl Peers {
         // endorsement of another would not verify here, nor at the validators.
         let message = tx::endorsement_message(proposal_hash, &tx::sha256(&transaction.payload));
         let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
-        if transaction.endorsements.is_empty() {
+        // The peer was asked for its organisation's endorsement: one. Any more it sends
+        // are dropped unread, so a peer cannot make the transaction carry (and every
+        // node store) endorsements no policy asked of it.
+        let Some(endorsement) = transaction.endorsements.into_iter().next() else {
             return Err(refused("no endorsement".into()));
+        };
+        let identity = self
+            .msp
+            .verify(&endorsement.endorser, now)
+            .map_err(|e| refused(format!("an endorsement by an unknown identity ({e})")))?;
+        if identity.org != org || identity.role != Role::Peer {
+            return Err(refused(format!(
+                "an endorsement by {} ({}), not by a peer of {org}",
+                identity.id(),
+                identity.role
+            )));
         }
-        for endorsement in &transaction.endorsements {
-            let identity = self
-                .msp
-                .verify(&endorsement.endorser, now)
-                .map_err(|e| refused(format!("an endorsement by an unknown identity ({e})")))?;
-            if identity.org != org || identity.role != Role::Peer {
-                return Err(refused(format!(
-                    "an endorsement by {} ({}), not by a peer of {org}",
-                    identity.id(),
-                    identity.role
-                )));
-            }
-            // Verified as the validator will, and remembered: its stage 1 finds it valid
-            // without verifying it again. Usually remembered already: its batch's
-            // signatures were verified together ([`ask_in_batches`]).
-            let check = runnel_ledger::sig::SigCheck {
-                key: identity.verifying_key().to_bytes(),
-                message: message.clone(),
-                signature: endorsement.signature.clone(),
-            };
-            if !self.msp.signatures().verify_one(&check) {
-                return Err(refused("an endorsement whose signature fails".into()));
-            }
+        // Verified as the validator will, and remembered: its stage 1 finds it valid
+        // without verifying it again. Usually remembered already: its batch's
+        // signatures were verified together ([`ask_in_batches`]).
+        let check = runnel_ledger::sig::SigCheck {
+            key: identity.verifying_key().to_bytes(),
+            message,
+            signature: endorsement.signature.clone(),
+        };
+        if !self.msp.signatures().verify_one(&check) {
+            return Err(refused("an endorsement whose signature fails".into()));
         }
         Ok((
             peer.name.clone(),
             transaction.payload,
-            transaction.endorsements,
+            (check.key, endorsement),
         ))
+    }
+
+    /// The public key of each endorsement's endorser that the MSP knows.
+    fn keys_of(&self, endorsements: &[Endorsement]) -> std::collections::HashSet<[u8; 32]> {
+        let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
+        endorsements
+            .iter()
+            .filter_map(|e| self.msp.verify(&e.endorser, now).ok())
+            .map(|identity| identity.verifying_key().to_bytes())
+            .collect()
     }
 }
 
+/// An endorsement with its endorser's public key.
+type KeyedEndorsement = ([u8; 32], Endorsement);
+
 /// Most proposals one `EndorseBatch` call carries, and the most bytes of them a gateway
-/// puts in one.
+/// puts in one (a larger proposal goes alone); each proposal weighs its bytes, its
+/// signature's and [`ENDORSE_ITEM_OVERHEAD_BYTES`].
 pub const ENDORSE_BATCH_MAX: usize = 256;
-const ENDORSE_BATCH_BYTES_MAX: usize = 4 << 20;
+pub const ENDORSE_BATCH_BYTES_MAX: usize = 4 << 20;
+
+/// What one proposal's encoding adds in a batch, at most: tags and lengths.
+const ENDORSE_ITEM_OVERHEAD_BYTES: usize = 16;
 
 /// Most proposals waiting to go to one peer; past it, the gateway asks the
 /// organisation's next peer, as for a peer that does not answer.
@@ -535,13 +558,29 @@ async fn ask_in_batches(
     let mut client = EndorserClient::new(channel)
         .max_decoding_message_size(message_bytes_max)
         .max_encoding_message_size(message_bytes_max);
-    while let Some(first) = asks.recv().await {
-        let mut bytes = first.proposal.proposal.len();
+    let weigh = |ask: &Ask| {
+        ask.proposal.proposal.len() + ask.proposal.signature.len() + ENDORSE_ITEM_OVERHEAD_BYTES
+    };
+    // The ask taken that did not fit the last batch: the next one's first.
+    let mut carried = None;
+    loop {
+        let first = match carried.take() {
+            Some(first) => first,
+            None => match asks.recv().await {
+                Some(first) => first,
+                None => return,
+            },
+        };
+        let mut bytes = weigh(&first);
         let mut batch = vec![first];
-        while batch.len() < ENDORSE_BATCH_MAX && bytes < ENDORSE_BATCH_BYTES_MAX {
+        while batch.len() < ENDORSE_BATCH_MAX {
             match asks.try_recv() {
+                Ok(ask) if bytes + weigh(&ask) > ENDORSE_BATCH_BYTES_MAX => {
+                    carried = Some(ask);
+                    break;
+                }
                 Ok(ask) => {
-                    bytes += ask.proposal.proposal.len();
+                    bytes += weigh(&ask);
                     batch.push(ask);
                 }
                 Err(_) => break,
@@ -608,9 +647,11 @@ fn verify_batch(msp: &Msp, batch: &[Ask], answers: &[Result<Result<Transaction, 
                 &tx::sha256(&ask.proposal.proposal),
                 &tx::sha256(&transaction.payload),
             );
+            // The first only: the one [`Peers::check_answer`] keeps.
             transaction
                 .endorsements
                 .iter()
+                .take(1)
                 .filter_map(move |endorsement| {
                     let identity = msp.verify(&endorsement.endorser, now).ok()?;
                     Some(runnel_ledger::sig::SigCheck {

@@ -81,7 +81,7 @@ use tonic::{Code, Status};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 use crate::ids::{Seq, TxId};
-use crate::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall};
+use crate::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall, ToOrder};
 use crate::orderer::TRANSACTION_BYTES_MAX;
 use crate::proto::SignedProposal;
 use crate::proto::admin_server::AdminServer;
@@ -96,8 +96,9 @@ pub use tls::{ClientAuth, TlsConfig, TlsError};
 /// How long a stopping node waits for its connections to close before it stops anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Largest request to `Deliver` and `Trace`, whose requests hold a number or an id: a
-/// bigger one is refused from its frame's header, before its bytes are read.
+/// Largest request of a method whose request holds a number, an id or a name (`Deliver`,
+/// `Trace`, most of `Query`, `CommitStatus`, `ContractEvents`): a bigger one is refused
+/// from its frame's header, before its bytes are read ([`limits`]).
 pub const SMALL_REQUEST_BYTES_MAX: usize = 64 << 10;
 
 /// Largest request to `Query`: its biggest holds a state key, which the store bounds at
@@ -373,7 +374,9 @@ impl Server {
         let services = Routes::from(axum::Router::new())
             .add_service(
                 GatewayServer::new(gateway::GatewayService::new(shared.clone()))
-                    .max_decoding_message_size(limit)
+                    .max_decoding_message_size(
+                        limit.saturating_add(limits::TRANSACTION_ENVELOPE_BYTES),
+                    )
                     .max_encoding_message_size(limit),
             )
             .add_service(
@@ -414,7 +417,10 @@ impl Server {
             .ledger
             .info()
             .map_or(endorser::PROPOSAL_BYTES_MAX, |info| info.proposal_bytes_max);
-        let limits = Arc::new(limits::MethodLimits::new(proposal_bytes_max));
+        let limits = Arc::new(limits::MethodLimits::api(
+            proposal_bytes_max,
+            shared.config.message_bytes_max,
+        ));
         let connections = connections::Connections::new(shared.config.connections);
         let readers_for_ops = readers.clone();
         let everything = services
@@ -565,8 +571,9 @@ struct Shared {
 /// Signed proposals queued for endorsement (answered with a transaction) or evaluation
 /// (answered with a result).
 type EndorseBatcher = admission::Batcher<ProposalCall, ProposalAnswer>;
-/// Signed transactions queued for ordering, each answered with its id and seq.
-type SubmitBatcher = admission::Batcher<Vec<u8>, Result<(TxId, Seq), LedgerError>>;
+/// Signed transactions checked and queued for ordering, each answered with its id and
+/// seq.
+type SubmitBatcher = admission::Batcher<ToOrder, Result<(TxId, Seq), LedgerError>>;
 
 /// The batchers of the calls every transaction makes.
 struct Admission {
@@ -575,6 +582,10 @@ struct Admission {
     /// own, made on the blocking pool.
     submit: Option<SubmitBatcher>,
 }
+
+/// The largest transaction a `Submit` checks on its connection's thread (a decode and a
+/// few hashes: microseconds); a larger one is checked on the blocking pool.
+const INLINE_CHECK_BYTES_MAX: usize = 64 << 10;
 
 /// Proposals or transactions one admission thread takes at a time: enough for a batch
 /// verification to pay (under half the cost per signature from about 8), few enough that
@@ -612,10 +623,10 @@ impl Admission {
                 "submit",
                 1,
                 ADMISSION_BATCH_MAX,
-                (queue_max, bytes_max, Vec::len),
-                move |transactions: Vec<Vec<u8>>, answer: &mut dyn FnMut(_)| {
+                (queue_max, bytes_max, ToOrder::len),
+                move |transactions: Vec<ToOrder>, answer: &mut dyn FnMut(_)| {
                     ledger
-                        .submit_signed_batch(transactions)
+                        .submit_checked(transactions)
                         .into_iter()
                         .for_each(answer);
                 },
@@ -695,16 +706,31 @@ impl Shared {
     }
 
     /// Orders a signed transaction through the submit batcher, or on the blocking pool
-    /// when the orderer is another process.
+    /// when the orderer does not take batches. It is checked first, on the calling task
+    /// ([`Ledger::check_submit`]): a transaction refused there never queues, and never
+    /// goes to the orderer with others; its signatures are verified in its batch.
     async fn submit(&self, transaction: Vec<u8>) -> Result<(TxId, Seq), Status> {
+        // A large one is decoded on the blocking pool: copying megabytes would hold up
+        // the connections' threads.
+        let to_order = if transaction.len() > INLINE_CHECK_BYTES_MAX {
+            self.blocking(move |ledger| ledger.check_submit(transaction))
+                .await?
+        } else {
+            self.inline(|ledger| ledger.check_submit(transaction))?
+        };
         match &self.admission.submit {
             Some(batcher) => batcher
-                .call(transaction)
+                .call(to_order)
                 .await?
                 .map_err(|e| status::from_ledger(&e)),
             None => {
-                self.blocking(move |ledger| ledger.submit_signed(transaction))
-                    .await
+                self.blocking(move |ledger| {
+                    ledger
+                        .submit_checked(vec![to_order])
+                        .pop()
+                        .unwrap_or(Err(LedgerError::Order(crate::orderer::OrderError::Closed)))
+                })
+                .await
             }
         }
     }

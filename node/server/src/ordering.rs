@@ -72,6 +72,13 @@ type BroadcastBatcher = Batcher<Vec<u8>, Result<crate::orderer::Ordered, OrderEr
 /// Most transactions one `BroadcastBatch` call carries.
 pub const BROADCAST_BATCH_REQUEST_MAX: usize = 256;
 
+/// Most bytes of transactions a peer puts in one `BroadcastBatch` call (a larger
+/// transaction goes in a `Broadcast` of its own): far below the orderer's largest
+/// message, so that a batch is never refused whole for its size
+/// ([`crate::remote::RemoteOrderer`]). The orderer takes no larger batch
+/// ([`crate::limits::MethodLimits::ordering`]).
+pub const BROADCAST_BATCH_BYTES_MAX: usize = 4 << 20;
+
 /// Broadcasts one batch takes at most, and how many (and bytes) may wait.
 const BROADCAST_BATCH_MAX: usize = 32;
 const BROADCAST_QUEUE_MAX: usize = 4096;
@@ -433,7 +440,10 @@ impl OrderingServerHandle {
         // Built on an empty axum router, which has no fallback of its own: `others` brings it.
         let mut routes = Routes::from(axum::Router::new()).add_service(
             OrderingServer::new(service)
-                .max_decoding_message_size(self.message_bytes_max)
+                .max_decoding_message_size(
+                    self.message_bytes_max
+                        .saturating_add(crate::limits::TRANSACTION_ENVELOPE_BYTES),
+                )
                 .max_encoding_message_size(self.message_bytes_max),
         );
         if let Some(cluster) = self.cluster {
@@ -445,7 +455,15 @@ impl OrderingServerHandle {
                     .max_encoding_message_size(bytes),
             );
         }
-        let mut services = routes.into_axum_router();
+        let limits = Arc::new(crate::limits::MethodLimits::ordering(
+            self.message_bytes_max,
+        ));
+        let mut services = routes
+            .into_axum_router()
+            .layer(axum::middleware::from_fn_with_state(
+                limits,
+                crate::limits::check,
+            ));
         if let Some(msp) = self.peers.clone() {
             services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
         }

@@ -19,6 +19,7 @@ use tonic::{Code, Status};
 use crate::block;
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
+use crate::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
 use crate::proto::ordering_client::OrderingClient;
 use crate::proto::ordering_item::Item;
 use crate::proto::{
@@ -34,8 +35,12 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// The error names an orderer sends back (see [`OrderError::code`] and the identity
 /// codes), kept as they are when they cross the network.
-const ORDER_CODES: [&str; 16] = [
+const ORDER_CODES: [&str; 20] = [
     "TOO_LARGE",
+    "TOO_MANY_ENDORSEMENTS",
+    "NOT_ENDORSED",
+    "BAD_ENDORSER_SIGNATURE",
+    "SUBMITTER_QUOTA_EXCEEDED",
     "ORDERER_BEHIND",
     "TIMESTAMP_OUT_OF_WINDOW",
     "DUPLICATE_TXID",
@@ -234,7 +239,10 @@ impl RemoteOrderer {
         };
         let client = OrderingClient::new(channel)
             .max_decoding_message_size(self.message_bytes_max)
-            .max_encoding_message_size(self.message_bytes_max);
+            .max_encoding_message_size(
+                self.message_bytes_max
+                    .saturating_add(crate::limits::TRANSACTION_ENVELOPE_BYTES),
+            );
         Ok(Target {
             endpoint: endpoint.to_string(),
             raft_id,
@@ -442,24 +450,13 @@ impl RemoteOrderer {
             ordered_us: response.ordered_us,
         })
     }
-}
 
-impl Orderer for RemoteOrderer {
-    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
-        let response = self.call(|mut client| {
-            let signed_transaction = signed_transaction.clone();
-            async move {
-                client
-                    .broadcast(BroadcastRequest { signed_transaction })
-                    .await
-                    .map(tonic::Response::into_inner)
-            }
-        })?;
-        self.ordered(response)
-    }
-
-    /// One `BroadcastBatch` call for all of them (one `Broadcast` for one alone).
-    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+    /// One `BroadcastBatch` call for `signed_transactions` (one `Broadcast` for one
+    /// alone), each answered in order.
+    fn broadcast_batch(
+        &self,
+        signed_transactions: Vec<Vec<u8>>,
+    ) -> Vec<Result<Ordered, OrderError>> {
         let count = signed_transactions.len();
         if count <= 1 {
             return signed_transactions
@@ -508,6 +505,49 @@ impl Orderer for RemoteOrderer {
                 ))),
             })
             .collect()
+    }
+}
+
+impl Orderer for RemoteOrderer {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        let response = self.call(|mut client| {
+            let signed_transaction = signed_transaction.clone();
+            async move {
+                client
+                    .broadcast(BroadcastRequest { signed_transaction })
+                    .await
+                    .map(tonic::Response::into_inner)
+            }
+        })?;
+        self.ordered(response)
+    }
+
+    /// `BroadcastBatch` calls of at most [`BROADCAST_BATCH_BYTES_MAX`] bytes and
+    /// [`BROADCAST_BATCH_REQUEST_MAX`] transactions each, in order; a transaction larger
+    /// than a batch's bytes, or alone, goes in a `Broadcast` of its own. So no call is
+    /// ever larger than the orderer takes, and one transaction fails only itself.
+    fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
+        let mut answers = Vec::with_capacity(signed_transactions.len());
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut bytes = 0;
+        for transaction in signed_transactions {
+            if transaction.len() > BROADCAST_BATCH_BYTES_MAX {
+                answers.extend(self.broadcast_batch(std::mem::take(&mut batch)));
+                bytes = 0;
+                answers.push(self.submit(transaction));
+                continue;
+            }
+            if bytes + transaction.len() > BROADCAST_BATCH_BYTES_MAX
+                || batch.len() == BROADCAST_BATCH_REQUEST_MAX
+            {
+                answers.extend(self.broadcast_batch(std::mem::take(&mut batch)));
+                bytes = 0;
+            }
+            bytes += transaction.len();
+            batch.push(transaction);
+        }
+        answers.extend(self.broadcast_batch(batch));
+        answers
     }
 
     fn submits_in_batches(&self) -> bool {

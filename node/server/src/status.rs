@@ -129,7 +129,11 @@ pub(crate) fn order_code(error: &OrderError) -> Code {
         OrderError::TooLarge { .. } => Code::ResourceExhausted,
         OrderError::Malformed(_) | OrderError::WrongChannel { .. } => Code::InvalidArgument,
         OrderError::Submitter(error) => identity_code(error),
-        OrderError::BadSignature => Code::Unauthenticated,
+        OrderError::BadSignature | OrderError::BadEndorsement { .. } => Code::Unauthenticated,
+        OrderError::TooManyEndorsements { .. } | OrderError::NotEndorsed { .. } => {
+            Code::InvalidArgument
+        }
+        OrderError::QuotaExceeded { .. } => Code::ResourceExhausted,
         OrderError::OutsideWindow(_) | OrderError::BeyondReplayMemory { .. } => {
             Code::FailedPrecondition
         }

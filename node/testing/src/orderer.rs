@@ -107,25 +107,54 @@ pub fn config_update_by(
     tx::sign_transaction(&proposer, &update).encode_to_vec()
 }
 
-/// A signed transaction calling `kv.put(key)` on `channel`.
-pub fn transaction(client: &Signer, channel: &str, key: &str) -> Vec<u8> {
-    transaction_with_payload(client, channel, key, key.as_bytes().to_vec())
+/// A signed transaction calling `kv.put(key)` on `channel`, endorsed by Org1's peer of
+/// `net` (an orderer orders no transaction that no peer endorsed).
+pub fn transaction(net: &Net, client: &Signer, channel: &str, key: &str) -> Vec<u8> {
+    transaction_with_payload(net, client, channel, key, key.as_bytes().to_vec())
 }
 
 /// [`transaction`] with `payload` as its response payload.
 pub fn transaction_with_payload(
+    net: &Net,
     client: &Signer,
     channel: &str,
     key: &str,
     payload: Vec<u8>,
 ) -> Vec<u8> {
+    let peer = net.signer("Org1", Role::Peer);
+    endorsed_transaction(&peer, client, (channel, key), payload)
+}
+
+/// A signed transaction calling `kv.put(key)` on `channel` with `payload` as its
+/// response payload, endorsed by `endorser` and signed by `client`.
+pub fn endorsed_transaction(
+    endorser: &Signer,
+    client: &Signer,
+    (channel, key): (&str, &str),
+    payload: Vec<u8>,
+) -> Vec<u8> {
     let proposal = tx::new_proposal(channel, "kv", "put", vec![key.as_bytes().to_vec()], client);
-    let transaction = Transaction {
+    let mut transaction = Transaction {
         proposal: Some(tx::sign_proposal(client, &proposal)),
         payload,
         endorsements: Vec::new(),
     };
+    endorse(endorser, &mut transaction);
     prost::Message::encode_to_vec(&tx::sign_transaction(client, &transaction))
+}
+
+/// Adds `endorser`'s endorsement of `transaction`'s proposal and payload.
+pub fn endorse(endorser: &Signer, transaction: &mut Transaction) {
+    let message = tx::endorsement_message(
+        &tx::sha256(&transaction.proposal.as_ref().expect("a proposal").proposal),
+        &tx::sha256(&transaction.payload),
+    );
+    transaction
+        .endorsements
+        .push(runnel_ledger::proto::Endorsement {
+            endorser: endorser.cert_der().to_vec(),
+            signature: endorser.sign(&message).to_vec(),
+        });
 }
 
 /// Streaming delivery, sealing every `seal_max_txs` or `seal_max_delay`.

@@ -191,8 +191,9 @@ fn a_write_the_store_cannot_hold_is_invalid_and_the_node_keeps_going() {
 
 /// A client endorses its own writes for a contract whose policy names 'Org1.member'.
 /// Before: the client's endorsement satisfied the policy, so any member wrote anything.
-/// Now: only peers' endorsements count (and admins' for `_lifecycle`), so it fails the
-/// policy, while the same contract's honest transactions commit; and a policy no peer
+/// Now: only peers' endorsements count (and admins' for `_config`): no peer endorsed it,
+/// so the orderer refuses it (`NOT_ENDORSED`; a validator would find it fails the
+/// policy), while the same contract's honest transactions commit; and a policy no peer
 /// could ever meet is refused at deploy.
 #[test]
 fn a_clients_own_endorsement_counts_for_nothing() {
@@ -227,11 +228,12 @@ fn a_clients_own_endorsement_counts_for_nothing() {
             is_delete: false,
             value: b"whatever I like".to_vec(),
         }];
+        // No peer vouches for it: the orderer does not order it.
         let attack = forged(honest, &payload, &[&client]);
-        assert_eq!(
-            submit(&mut gateway, &client, &attack).await,
-            ValidationCode::EndorsementPolicyFailure
-        );
+        let refused = try_submit(&mut gateway, &client, &attack, TxPhase::Committed)
+            .await
+            .unwrap_err();
+        assert_refused(&refused, tonic::Code::InvalidArgument, "NOT_ENDORSED");
         let honest = endorsed(&mut gateway, proposal(&client, "open", "put", &["k", "v"])).await;
         assert_eq!(
             submit(&mut gateway, &client, &honest).await,

@@ -70,6 +70,8 @@ fn run_sealer(inner: &Inner) {
 /// The embedded ordering service (see the module doc).
 pub struct SoloOrderer {
     stream: StreamLog,
+    /// Each submitter's share of the bytes admitted.
+    quotas: super::quota::Quotas,
     /// The sealer thread, joined on close.
     sealer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -92,6 +94,7 @@ impl SoloOrderer {
         msp: Arc<Msp>,
         signer: Signer,
     ) -> Result<SoloOrderer, OrderError> {
+        let quotas = super::quota::Quotas::new(config.submitter_bytes_per_s_max);
         let stream = StreamLog::open(dir, config, msp, signer, StreamOptions::default())?;
         let sealer = {
             let inner = stream.inner().clone();
@@ -102,6 +105,7 @@ impl SoloOrderer {
         };
         Ok(SoloOrderer {
             stream,
+            quotas,
             sealer: Mutex::new(Some(sealer)),
         })
     }
@@ -209,7 +213,7 @@ impl Orderer for SoloOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         let received_us = tx::now_us();
         let inner = self.stream.inner();
-        let admitted = admit(&inner.config, &inner.msp, &signed_transaction)?;
+        let admitted = admit(&inner.config, &inner.msp, &self.quotas, &signed_transaction)?;
         let mut ordered = self.sequence(vec![(signed_transaction, Ok(admitted))], received_us);
         ordered.pop().unwrap_or(Err(OrderError::Closed))
     }
@@ -217,7 +221,12 @@ impl Orderer for SoloOrderer {
     fn submit_batch(&self, signed_transactions: Vec<Vec<u8>>) -> Vec<Result<Ordered, OrderError>> {
         let received_us = tx::now_us();
         let inner = self.stream.inner();
-        let admitted = admit_batch(&inner.config, &inner.msp, &signed_transactions);
+        let admitted = admit_batch(
+            &inner.config,
+            &inner.msp,
+            &self.quotas,
+            &signed_transactions,
+        );
         self.sequence(
             signed_transactions.into_iter().zip(admitted).collect(),
             received_us,

@@ -233,6 +233,10 @@ fn check(
     let endorsement_message =
         tx::endorsement_message(&proposal_hash, &tx::sha256(&transaction.payload));
     let may_endorse = crate::lifecycle::endorser_roles(&proposal.contract);
+    // More endorsements than any policy uses are bytes only ([`tx::ENDORSEMENTS_MAX`]).
+    if transaction.endorsements.len() > tx::ENDORSEMENTS_MAX {
+        return Err(ValidationCode::TooManyEndorsements);
+    }
     let mut seen = HashSet::new();
     let mut endorsers = Vec::new();
     let mut endorsements = Vec::new();

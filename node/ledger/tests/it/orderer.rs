@@ -27,7 +27,7 @@ fn streaming_delivers_each_transaction_at_once_and_seals_behind_it() {
     let mut chain = SealChain::genesis();
     let mut seen = Seen::default();
 
-    let first = transaction(&client, "main", "a");
+    let first = transaction(&net, &client, "main", "a");
     let ordered = orderer.submit(first.clone()).unwrap();
     assert_eq!(ordered.seq, Seq(1));
     assert!(ordered.received_us <= ordered.ordered_us);
@@ -39,7 +39,7 @@ fn streaming_delivers_each_transaction_at_once_and_seals_behind_it() {
 
     let mut sent = vec![seen.txs[0].1.clone()];
     for i in 0..6 {
-        let bytes = transaction(&client, "main", &format!("k{i}"));
+        let bytes = transaction(&net, &client, "main", &format!("k{i}"));
         assert_eq!(orderer.submit(bytes.clone()).unwrap().seq, Seq(2 + i));
         sent.push(bytes);
     }
@@ -84,14 +84,16 @@ fn a_partial_block_is_sealed_when_its_oldest_transaction_has_waited_long_enough(
     let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
     for i in 0..2 {
         orderer
-            .submit(transaction(&client, "main", &format!("{i}")))
+            .submit(transaction(&net, &client, "main", &format!("{i}")))
             .unwrap();
     }
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
         s.seals.len() == 1
     });
     assert_eq!(seen.seals, vec![(BlockNumber(1), Seq(1), Seq(2))]);
-    orderer.submit(transaction(&client, "main", "2")).unwrap();
+    orderer
+        .submit(transaction(&net, &client, "main", "2"))
+        .unwrap();
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
         s.seals.len() == 2
     });
@@ -113,7 +115,7 @@ fn block_mode_holds_transactions_until_their_block_is_cut_and_durable() {
     let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
     for i in 0..3 {
         orderer
-            .submit(transaction(&client, "main", &format!("{i}")))
+            .submit(transaction(&net, &client, "main", &format!("{i}")))
             .unwrap();
     }
     // Three of four: durable at the orderer, but not delivered.
@@ -124,7 +126,9 @@ fn block_mode_holds_transactions_until_their_block_is_cut_and_durable() {
             Some(other) => panic!("delivered before the block was cut: {other:?}"),
         }
     }
-    orderer.submit(transaction(&client, "main", "3")).unwrap();
+    orderer
+        .submit(transaction(&net, &client, "main", "3"))
+        .unwrap();
     let (mut chain, mut seen) = (SealChain::genesis(), Seen::default());
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
         s.seals.len() == 1
@@ -155,10 +159,13 @@ fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
     let code = |bytes: Vec<u8>| orderer.submit(bytes).unwrap_err().code();
     assert_eq!(code(b"\xff\xff\xff garbage".to_vec()), "BAD_PAYLOAD");
     assert_eq!(code(vec![0; 64 * 1024 + 1]), "TOO_LARGE");
-    assert_eq!(code(transaction(&client, "other", "k")), "WRONG_CHANNEL");
+    assert_eq!(
+        code(transaction(&net, &client, "other", "k")),
+        "WRONG_CHANNEL"
+    );
     // A peer may endorse but not submit.
     let peer = net.signer("Org1", Role::Peer);
-    assert_eq!(code(transaction(&peer, "main", "k")), "ACCESS_DENIED");
+    assert_eq!(code(transaction(&net, &peer, "main", "k")), "ACCESS_DENIED");
     // A submitter from another network.
     let stranger = NetworkIdentities::generate(&["Org1"], time::Duration::days(1))
         .unwrap()
@@ -166,16 +173,19 @@ fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
         .unwrap()
         .signer(Role::Client)
         .unwrap();
-    assert_eq!(code(transaction(&stranger, "main", "k")), "BAD_CREATOR");
+    assert_eq!(
+        code(transaction(&net, &stranger, "main", "k")),
+        "BAD_CREATOR"
+    );
     // A transaction altered after signing, and one signed by somebody else.
     let mut signed: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "k").as_slice()).unwrap();
     signed.transaction.push(0);
     assert_eq!(code(prost::Message::encode_to_vec(&signed)), "BAD_PAYLOAD");
     let mut signed: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "k").as_slice()).unwrap();
     let other: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "j").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "j").as_slice()).unwrap();
     signed.signature = other.signature;
     let forged = prost::Message::encode_to_vec(&signed);
     assert!(matches!(
@@ -183,7 +193,7 @@ fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
         Err(OrderError::BadSignature)
     ));
     let mut signed: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "k").as_slice()).unwrap();
     signed.signature.truncate(10);
     assert_eq!(
         code(prost::Message::encode_to_vec(&signed)),
@@ -194,11 +204,78 @@ fn bad_submissions_are_refused_with_their_reason_and_the_orderer_goes_on() {
     assert_eq!(orderer.height(), Seq::ZERO);
     assert_eq!(
         orderer
-            .submit(transaction(&client, "main", "k"))
+            .submit(transaction(&net, &client, "main", "k"))
             .unwrap()
             .seq,
         Seq(1)
     );
+}
+
+/// Junk is not stored for free: a transaction that no identity that may endorse its
+/// contract endorsed and one carrying more endorsements than any policy uses are
+/// refused, each with its code; and one submitter's bytes are bounded by its share while
+/// another's are not touched. (A forged endorsement is the peers': refused by the peer a
+/// client submits through, `BAD_ENDORSER_SIGNATURE` at the validators.)
+#[test]
+fn unendorsed_overendorsed_and_over_quota_transactions_are_refused() {
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let config = OrdererConfig {
+        submitter_bytes_per_s_max: 10_000,
+        ..OrdererConfig::default()
+    };
+    let orderer = net.open(dir.path(), config);
+    let client = net.signer("Org1", Role::Client);
+    let peer = net.signer("Org1", Role::Peer);
+    let code = |bytes: Vec<u8>| orderer.submit(bytes).unwrap_err().code();
+    let with = |endorsers: &[&runnel_ledger::identity::Signer], key: &str| {
+        let proposal = runnel_ledger::tx::new_proposal("main", "kv", "put", vec![], &client);
+        let mut transaction = runnel_ledger::proto::Transaction {
+            proposal: Some(runnel_ledger::tx::sign_proposal(&client, &proposal)),
+            payload: key.as_bytes().to_vec(),
+            endorsements: Vec::new(),
+        };
+        for endorser in endorsers {
+            runnel_testing::orderer::endorse(endorser, &mut transaction);
+        }
+        transaction
+    };
+    let signed = |transaction: &runnel_ledger::proto::Transaction| {
+        prost::Message::encode_to_vec(&runnel_ledger::tx::sign_transaction(&client, transaction))
+    };
+    assert_eq!(code(signed(&with(&[], "none"))), "NOT_ENDORSED");
+    // A client's endorsement vouches for nothing.
+    assert_eq!(code(signed(&with(&[&client], "own"))), "NOT_ENDORSED");
+    let max = runnel_ledger::tx::ENDORSEMENTS_MAX;
+    let mut crowded = with(&[&peer], "crowded");
+    crowded.endorsements = vec![crowded.endorsements[0].clone(); max + 1];
+    let refused = orderer.submit(signed(&crowded)).unwrap_err();
+    assert_eq!(refused.code(), "TOO_MANY_ENDORSEMENTS", "{refused}");
+    // As many as the bound are ordered (the validator counts one per endorser).
+    crowded.endorsements.truncate(max);
+    assert_eq!(orderer.submit(signed(&crowded)).unwrap().seq, Seq(1));
+
+    // 10 kB a second, 20 kB at once: a full share takes one transaction of 90 kB and
+    // goes into debt; the next is refused (for the 7 s until it is repaid), and takes
+    // nothing. (The lib's tests show shares refilling with time.)
+    let sized = |signer: &runnel_ledger::identity::Signer, key: &str, bytes: usize| {
+        runnel_testing::orderer::endorsed_transaction(&peer, signer, ("main", key), vec![7; bytes])
+    };
+    let submitter = net.signer("Org2", Role::Client);
+    orderer.submit(sized(&submitter, "a", 90_000)).unwrap();
+    for key in ["b", "c"] {
+        let over = orderer.submit(sized(&submitter, key, 10)).unwrap_err();
+        assert_eq!(over.code(), "SUBMITTER_QUOTA_EXCEEDED", "{over}");
+        assert!(
+            over.to_string().contains("submitter_bytes_per_s_max"),
+            "{over}"
+        );
+    }
+    // Another submitter has its own share.
+    let other = net.signer("Org2", Role::Admin);
+    orderer.submit(sized(&other, "d", 10_000)).unwrap();
+    orderer.submit(sized(&other, "e", 3_000)).unwrap();
+    assert_eq!(orderer.height(), Seq(4));
 }
 
 #[test]
@@ -209,15 +286,15 @@ fn a_batch_is_answered_in_order_bad_members_refused_alone_good_ones_sequenced() 
     let client = net.signer("Org1", Role::Client);
     assert!(orderer.submits_in_batches());
     let mut forged: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "f").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "f").as_slice()).unwrap();
     forged.signature[0] ^= 1;
     let batch = vec![
-        transaction(&client, "main", "a"),
+        transaction(&net, &client, "main", "a"),
         prost::Message::encode_to_vec(&forged),
-        transaction(&client, "main", "b"),
+        transaction(&net, &client, "main", "b"),
         b"garbage".to_vec(),
-        transaction(&client, "other", "c"),
-        transaction(&client, "main", "d"),
+        transaction(&net, &client, "other", "c"),
+        transaction(&net, &client, "main", "d"),
     ];
     let answers = orderer.submit_batch(batch.clone());
     let outcome: Vec<Result<Seq, &str>> = answers
@@ -238,7 +315,7 @@ fn a_batch_is_answered_in_order_bad_members_refused_alone_good_ones_sequenced() 
     // What was sequenced is what was sent, in the batch's order; and a batch of one
     // after it continues the stream.
     assert_eq!(
-        orderer.submit_batch(vec![transaction(&client, "main", "e")])[0]
+        orderer.submit_batch(vec![transaction(&net, &client, "main", "e")])[0]
             .as_ref()
             .unwrap()
             .seq,
@@ -265,10 +342,17 @@ fn concurrent_submitters_get_distinct_contiguous_seqs() {
         .map(|t| {
             let orderer = orderer.clone();
             let client = net.signer(if t % 2 == 0 { "Org1" } else { "Org2" }, Role::Client);
+            let peer = net.signer("Org1", Role::Peer);
             std::thread::spawn(move || {
                 (0..EACH)
                     .map(|i| {
-                        let bytes = transaction(&client, "main", &format!("{t}-{i}"));
+                        let key = format!("{t}-{i}");
+                        let bytes = runnel_testing::orderer::endorsed_transaction(
+                            &peer,
+                            &client,
+                            ("main", &key),
+                            key.as_bytes().to_vec(),
+                        );
                         (orderer.submit(bytes.clone()).unwrap().seq, bytes)
                     })
                     .collect::<Vec<_>>()
@@ -308,7 +392,7 @@ fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
     {
         let orderer = net.open(dir.path(), streaming(4, Duration::from_secs(3600)));
         for i in 0..6 {
-            let bytes = transaction(&client, "main", &format!("{i}"));
+            let bytes = transaction(&net, &client, "main", &format!("{i}"));
             orderer.submit(bytes.clone()).unwrap();
             sent.push(bytes);
         }
@@ -320,7 +404,7 @@ fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
         });
         orderer.close();
         assert!(matches!(
-            orderer.submit(transaction(&client, "main", "late")),
+            orderer.submit(transaction(&net, &client, "main", "late")),
             Err(OrderError::Closed)
         ));
     }
@@ -328,7 +412,7 @@ fn a_reopened_log_resumes_the_stream_and_the_seal_chain() {
     assert_eq!(orderer.height(), Seq(6));
     assert_eq!(orderer.durable_height(), Seq(6));
     for i in 6..8 {
-        let bytes = transaction(&client, "main", &format!("{i}"));
+        let bytes = transaction(&net, &client, "main", &format!("{i}"));
         assert_eq!(orderer.submit(bytes.clone()).unwrap().seq, Seq(i + 1));
         sent.push(bytes);
     }
@@ -366,7 +450,7 @@ fn refuses_a_log_with_a_seal_of_kind(kind: u8) {
     let client = net.signer("Org1", Role::Client);
     let path = dir.path().join("orderer.log");
     let now = runnel_ledger::tx::now_ms();
-    let bytes = transaction(&client, "main", "old");
+    let bytes = transaction(&net, &client, "main", "old");
     {
         let mut log = RecordFile::open(&path).unwrap().file;
         let ordered = OrderedTx {
@@ -415,7 +499,7 @@ fn a_reopened_log_seals_the_transactions_it_held_unsealed_with_their_stored_time
         let orderer = net.open(dir.path(), streaming(100, Duration::from_secs(3600)));
         for i in 0..3 {
             orderer
-                .submit(transaction(&client, "main", &format!("{i}")))
+                .submit(transaction(&net, &client, "main", &format!("{i}")))
                 .unwrap();
         }
         let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
@@ -428,7 +512,7 @@ fn a_reopened_log_seals_the_transactions_it_held_unsealed_with_their_stored_time
     }
     let orderer = net.open(dir.path(), streaming(3, Duration::from_millis(10)));
     orderer
-        .submit(transaction(&client, "main", "after"))
+        .submit(transaction(&net, &client, "main", "after"))
         .unwrap();
     // The peer resumes at seq 4 holding the leaves it computed from the first stream.
     let mut delivery = orderer.deliver(Seq(4), BlockNumber(1)).unwrap();
@@ -473,7 +557,13 @@ fn a_delivery_behind_the_orderers_memory_reads_the_log_then_catches_up() {
     let orderer = net.open(dir.path(), streaming(10, Duration::from_millis(10)));
     let client = net.signer("Org1", Role::Client);
     let big = |key: &str| {
-        transaction_with_payload(&client, "main", key, vec![key.as_bytes()[0]; 512 << 10])
+        transaction_with_payload(
+            &net,
+            &client,
+            "main",
+            key,
+            vec![key.as_bytes()[0]; 512 << 10],
+        )
     };
     let sent: Vec<Vec<u8>> = (0..24).map(|i| big(&format!("k{i:02}"))).collect();
     for transaction in &sent {
@@ -505,7 +595,7 @@ fn a_replay_is_refused_in_a_batch_alone_and_after_a_reopen_and_old_proposals_not
     let net = Net::new();
     let dir = tempfile::tempdir().unwrap();
     let client = net.signer("Org1", Role::Client);
-    let first = transaction(&client, "main", "a");
+    let first = transaction(&net, &client, "main", "a");
     {
         let orderer = net.open(dir.path(), OrdererConfig::default());
         assert_eq!(orderer.submit(first.clone()).unwrap().seq, Seq(1));
@@ -514,7 +604,7 @@ fn a_replay_is_refused_in_a_batch_alone_and_after_a_reopen_and_old_proposals_not
             "DUPLICATE_TXID"
         );
         // Two copies in one batch: the first is ordered, the second refused.
-        let second = transaction(&client, "main", "b");
+        let second = transaction(&net, &client, "main", "b");
         let answers = orderer.submit_batch(vec![second.clone(), second, first.clone()]);
         assert_eq!(answers[0].as_ref().unwrap().seq, Seq(2));
         assert_eq!(answers[1].as_ref().unwrap_err().code(), "DUPLICATE_TXID");
@@ -560,10 +650,11 @@ fn past_the_replay_memory_a_replay_of_a_forgotten_id_is_still_refused() {
         proposal.timestamp_ms = ms;
         proposal.nonce = key.as_bytes().to_vec();
         proposal.nonce.resize(24, 0);
-        let transaction = runnel_ledger::proto::Transaction {
+        let mut transaction = runnel_ledger::proto::Transaction {
             proposal: Some(runnel_ledger::tx::sign_proposal(&client, &proposal)),
             ..Default::default()
         };
+        runnel_testing::orderer::endorse(&net.signer("Org1", Role::Peer), &mut transaction);
         prost::Message::encode_to_vec(&runnel_ledger::tx::sign_transaction(&client, &transaction))
     };
     let now = runnel_ledger::tx::now_ms();
@@ -610,7 +701,9 @@ fn a_reader_further_on_than_the_log_is_refused() {
     let orderer = net.open(dir.path(), OrdererConfig::default());
     let client = net.signer("Org1", Role::Client);
     for key in ["a", "b"] {
-        orderer.submit(transaction(&client, "main", key)).unwrap();
+        orderer
+            .submit(transaction(&net, &client, "main", key))
+            .unwrap();
     }
     // From seq 3 (all that exists, and the next) is fine; from 4 means the reader holds a
     // seq 3 this log never gave out.
@@ -648,7 +741,7 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     let client = net.signer("Org2", Role::Client);
     let orderer = open(msp());
     orderer
-        .submit(transaction(&client, "main", "before"))
+        .submit(transaction(&net, &client, "main", "before"))
         .unwrap();
 
     let mut next = genesis.clone();
@@ -659,19 +752,21 @@ fn an_orderer_following_the_configuration_applies_an_update_and_keeps_it_across_
     // One admin of two: ordered (peers record it invalid), followed by nothing.
     orderer.submit(update(&["Org1"])).unwrap();
     orderer
-        .submit(transaction(&client, "main", "still"))
+        .submit(transaction(&net, &client, "main", "still"))
         .unwrap();
     orderer.submit(update(&["Org1", "Org2"])).unwrap();
     let revoked = |orderer: &SoloOrderer| {
         matches!(
-            orderer.submit(transaction(&client, "main", "after")),
+            orderer.submit(transaction(&net, &client, "main", "after")),
             Err(OrderError::Submitter(IdentityError::Revoked { .. }))
         )
     };
     assert!(revoked(&orderer));
     // Org1's client is not touched.
     let other = net.signer("Org1", Role::Client);
-    orderer.submit(transaction(&other, "main", "org1")).unwrap();
+    orderer
+        .submit(transaction(&net, &other, "main", "org1"))
+        .unwrap();
     orderer.close();
     drop(orderer);
     let reopened = open(msp());
@@ -710,7 +805,9 @@ fn a_solo_orderer_an_update_replaces_seals_up_to_it_and_stops_ordering() {
     .unwrap();
     let client = net.signer("Org1", Role::Client);
     for key in ["a", "b"] {
-        orderer.submit(transaction(&client, "main", key)).unwrap();
+        orderer
+            .submit(transaction(&net, &client, "main", key))
+            .unwrap();
     }
     let mut next = genesis.clone();
     next.sequence = 1;
@@ -727,7 +824,11 @@ fn a_solo_orderer_an_update_replaces_seals_up_to_it_and_stops_ordering() {
     let failure = orderer.failure().unwrap();
     assert!(failure.contains("may no longer seal"), "{failure}");
     assert!(failure.contains("does not name"), "{failure}");
-    assert!(orderer.submit(transaction(&client, "main", "c")).is_err());
+    assert!(
+        orderer
+            .submit(transaction(&net, &client, "main", "c"))
+            .is_err()
+    );
     orderer.close();
     drop(orderer);
     // Its log: the three transactions, and the one seal over the two before the update.

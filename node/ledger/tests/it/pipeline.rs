@@ -1146,7 +1146,12 @@ fn a_restarted_peer_checks_the_next_seal_against_the_times_it_stored() {
             |orderer| orderer,
         );
         for key in ["a", "b", "c"] {
-            let bytes = runnel_testing::orderer::transaction(&client, "main", key);
+            let bytes = runnel_testing::orderer::endorsed_transaction(
+                &signer("Org1", Role::Peer),
+                &client,
+                ("main", key),
+                key.as_bytes().to_vec(),
+            );
             peer.orderer.submit(bytes).unwrap();
         }
         wait_until("seqs 1-3 durable", || peer.world.durable_height() == Seq(3));
@@ -1188,4 +1193,91 @@ fn tx_id_at(peer: &Peer, seq: Seq) -> runnel_ledger::ids::TxId {
     let stored = peer.world.transaction(seq).unwrap().unwrap();
     let (_, _, proposal) = tx::decode_transaction(&stored.bytes).unwrap();
     tx::tx_id(&proposal)
+}
+
+/// The orderer's stream with the transaction at `seq` carrying copies of its endorsement
+/// past `ENDORSEMENTS_MAX` (signed again by its client): what an orderer that did not
+/// count them would deliver.
+struct Crowded {
+    orderer: Arc<SoloOrderer>,
+    seq: Seq,
+    client: Signer,
+}
+
+struct CrowdedDelivery {
+    inner: Box<dyn Delivery>,
+    seq: Seq,
+    client: Signer,
+}
+
+impl Orderer for Crowded {
+    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        self.orderer.submit(signed_transaction)
+    }
+
+    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
+        Ok(Box::new(CrowdedDelivery {
+            inner: self.orderer.deliver(from, next_block)?,
+            seq: self.seq,
+            client: self.client.clone(),
+        }))
+    }
+
+    fn height(&self) -> Seq {
+        self.orderer.height()
+    }
+
+    fn durable_height(&self) -> Seq {
+        self.orderer.durable_height()
+    }
+}
+
+impl Delivery for CrowdedDelivery {
+    fn next(&mut self, timeout: StdDuration) -> Result<Option<Delivered>, OrderError> {
+        Ok(match self.inner.next(timeout)? {
+            Some(Delivered::Tx(mut ordered)) if ordered.seq == self.seq => {
+                let (_, mut transaction, _) = tx::decode_transaction(&ordered.transaction).unwrap();
+                let own = transaction.endorsements[0].clone();
+                transaction.endorsements = vec![own; tx::ENDORSEMENTS_MAX + 1];
+                ordered.transaction =
+                    tx::sign_transaction(&self.client, &transaction).encode_to_vec();
+                Some(Delivered::Tx(ordered))
+            }
+            other => other,
+        })
+    }
+}
+
+#[test]
+fn a_transaction_with_more_endorsements_than_any_policy_uses_is_invalid() {
+    // Seq 2 reaches the peer with 65 copies of its one endorsement (no block is sealed
+    // during the test, so no seal stops the peer first): every peer marks it
+    // TOO_MANY_ENDORSEMENTS, though its one endorser meets the policy; seq 3 commits.
+    let dir = tempfile::tempdir().unwrap();
+    let client = signer("Org3", Role::Client);
+    let peer = Peer::start(
+        dir.path(),
+        runnel_ledger::tx::PROPOSAL_WINDOW,
+        (100, StdDuration::from_secs(3600)),
+        |orderer| {
+            Arc::new(Crowded {
+                orderer,
+                seq: Seq(2),
+                client: client.clone(),
+            })
+        },
+    );
+    assert_eq!(deploy(&peer, "ANY peer", false), ValidationCode::Valid);
+    for (key, expected) in [
+        ("k2", (Seq(2), ValidationCode::TooManyEndorsements)),
+        ("k3", (Seq(3), ValidationCode::Valid)),
+    ] {
+        let p = proposal(&client, "kv", "put", put(key, "v"));
+        let e = peer.peers[2].endorse(&p).unwrap();
+        assert_eq!(
+            submit(&peer, e.tx_id, assemble(&client, &p, &[e])),
+            expected
+        );
+    }
+    peer.close();
 }

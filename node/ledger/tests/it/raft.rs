@@ -238,7 +238,7 @@ impl Cluster {
     fn transactions(&self, prefix: &str, count: usize) -> Vec<Vec<u8>> {
         let client = self.net.signer("Org1", Role::Client);
         (0..count)
-            .map(|i| transaction(&client, "main", &format!("{prefix}{i}")))
+            .map(|i| transaction(&self.net, &client, "main", &format!("{prefix}{i}")))
             .collect()
     }
 

@@ -12,8 +12,8 @@ use runnel_ledger::identity::{Role, Signer};
 use runnel_ledger::proto::contract_events_request::Start;
 use runnel_ledger::proto::{
     CommitStatusRequest, ContractEventsRequest, ContractEventsResponse, DeliverBlocksRequest,
-    DeliverTransactionsRequest, DeployContractRequest, DeployRequest, EndorseRequest,
-    EvaluateRequest, EventCheckpoint, GetBlockRequest, GetInclusionProofRequest,
+    DeliverTransactionsRequest, DeployContractRequest, DeployRequest, EndorseBatchRequest,
+    EndorseRequest, EvaluateRequest, EventCheckpoint, GetBlockRequest, GetInclusionProofRequest,
     GetKeyHistoryRequest, GetKeyRequest, GetNetworkInfoRequest, GetNetworkInfoResponse,
     GetTraceRequest, GetTransactionRequest, ListContractsRequest, OrderingMode, SignedProposal,
     SignedTransaction, Stage, SubmitRequest, TraceStreamRequest, Transaction, TxPhase,
@@ -504,6 +504,73 @@ async fn a_proposal_call_bigger_than_a_proposal_is_refused_from_its_frame_header
         .unwrap_err();
     assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
     // A proposal call under the limit reaches the endorser.
+    let status = raw_call(&node, "/runnel.v1.Gateway/Evaluate", vec![0xff; 7])
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    node.stop().await;
+}
+
+/// Every method has its own limit, checked from the frame header before any of the
+/// request is read, and a repeated field's entries are counted before it is decoded.
+/// Before: `EndorseBatch` took 32 MiB (≈1 GB decoded for empty proposals, before its
+/// count was checked), `Endorse` 8 MiB of empty organisation names (≈100 MB decoded),
+/// and `Query` calls 1 MiB whatever they carry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_method_is_bounded_before_its_request_is_decoded() {
+    let node = Node::start(&["Org1"], open_api()).await;
+    let too_large = |status: &Status, path: &str| {
+        assert_status(status, Code::ResourceExhausted, "MESSAGE_TOO_LARGE");
+        assert!(status.message().contains(path), "{status:?}");
+    };
+    // A batch of proposals takes no more than one proposal's bytes.
+    let status = raw_call(&node, "/runnel.v1.Endorser/EndorseBatch", vec![0; 9 * MIB])
+        .await
+        .unwrap_err();
+    too_large(&status, "/runnel.v1.Endorser/EndorseBatch");
+    // Methods whose requests hold a number, an id or a name take 64 KiB.
+    for path in [
+        "/runnel.v1.Gateway/CommitStatus",
+        "/runnel.v1.Gateway/ContractEvents",
+        "/runnel.v1.Deliver/Transactions",
+        "/runnel.v1.Query/GetBlock",
+        "/runnel.v1.Query/GetTransaction",
+        "/runnel.v1.Query/GetNetworkInfo",
+        "/runnel.v1.Trace/GetTrace",
+    ] {
+        let status = raw_call(&node, path, vec![0; 100 << 10]).await.unwrap_err();
+        too_large(&status, path);
+    }
+    // Past their count, repeated entries are refused unread, however small.
+    let batch = EndorseBatchRequest {
+        proposals: vec![SignedProposal::default(); 257],
+    };
+    let status = raw_call(
+        &node,
+        "/runnel.v1.Endorser/EndorseBatch",
+        batch.encode_to_vec(),
+    )
+    .await
+    .unwrap_err();
+    assert_status(&status, Code::ResourceExhausted, "TOO_MANY_ITEMS");
+    let orgs = EndorseRequest {
+        proposal: None,
+        endorsing_orgs: vec![String::new(); 65],
+    };
+    let status = raw_call(&node, "/runnel.v1.Gateway/Endorse", orgs.encode_to_vec())
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::ResourceExhausted, "TOO_MANY_ITEMS");
+    // Under the count, the request reaches its method.
+    let orgs = EndorseRequest {
+        proposal: None,
+        endorsing_orgs: vec![String::new(); 3],
+    };
+    let status = raw_call(&node, "/runnel.v1.Gateway/Endorse", orgs.encode_to_vec())
+        .await
+        .unwrap_err();
+    assert_status(&status, Code::InvalidArgument, "BAD_PAYLOAD");
+    // The node goes on serving.
     let status = raw_call(&node, "/runnel.v1.Gateway/Evaluate", vec![0xff; 7])
         .await
         .unwrap_err();

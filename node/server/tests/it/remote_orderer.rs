@@ -77,11 +77,14 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
     // Refusals keep their names and reasons across the network, and take no seq.
     let code = |bytes: Vec<u8>| remote.submit(bytes).unwrap_err().code();
     assert_eq!(code(b"\xff\xff garbage".to_vec()), "BAD_PAYLOAD");
-    assert_eq!(code(transaction(&client, "other", "k")), "WRONG_CHANNEL");
+    assert_eq!(
+        code(transaction(&net, &client, "other", "k")),
+        "WRONG_CHANNEL"
+    );
     let peer = net.signer("Org1", Role::Peer);
-    assert_eq!(code(transaction(&peer, "main", "k")), "ACCESS_DENIED");
+    assert_eq!(code(transaction(&net, &peer, "main", "k")), "ACCESS_DENIED");
     let mut signed: runnel_ledger::proto::SignedTransaction =
-        prost::Message::decode(transaction(&client, "main", "k").as_slice()).unwrap();
+        prost::Message::decode(transaction(&net, &client, "main", "k").as_slice()).unwrap();
     signed.signature[3] ^= 1;
     let forged = remote
         .submit(prost::Message::encode_to_vec(&signed))
@@ -92,7 +95,7 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
 
     // Ordered remotely, streamed remotely: the same bytes, seqs and verifiable seals.
     let sent: Vec<Vec<u8>> = (0..4)
-        .map(|i| transaction(&client, "main", &format!("k{i}")))
+        .map(|i| transaction(&net, &client, "main", &format!("k{i}")))
         .collect();
     for (i, bytes) in sent.iter().enumerate() {
         let ordered = remote.submit(bytes.clone()).unwrap();
@@ -130,7 +133,7 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
 
     // With the orderer gone, calls fail as unavailable and the stream waits.
     let gone = remote
-        .submit(transaction(&client, "main", "z"))
+        .submit(transaction(&net, &client, "main", "z"))
         .unwrap_err();
     assert_eq!(gone.code(), "ORDERER_UNAVAILABLE", "{gone}");
     assert!(matches!(
@@ -172,7 +175,7 @@ fn ordering_streams_are_bounded_and_broadcast_goes_on() {
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         let ordered = ordering
             .broadcast(BroadcastRequest {
-                signed_transaction: transaction(&client, "main", "k"),
+                signed_transaction: transaction(&net, &client, "main", "k"),
             })
             .await
             .expect("broadcast still served")
@@ -301,13 +304,13 @@ fn a_batch_over_the_network_is_answered_in_order_each_refusal_with_its_reason() 
         RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
     assert!(remote.submits_in_batches());
     let client = net.signer("Org1", Role::Client);
-    let first = transaction(&client, "main", "a");
+    let first = transaction(&net, &client, "main", "a");
     let answers = remote.submit_batch(vec![
         first.clone(),
         first,
         b"\xff garbage".to_vec(),
-        transaction(&client, "other", "b"),
-        transaction(&client, "main", "c"),
+        transaction(&net, &client, "other", "b"),
+        transaction(&net, &client, "main", "c"),
     ]);
     let outcome: Vec<Result<u64, &str>> = answers
         .iter()
@@ -346,6 +349,7 @@ fn a_stream_of_many_and_large_transactions_arrives_whole_and_in_order() {
             // Every 200th is 400 KB: a few of them pass a message's byte bound.
             let size = if i % 200 == 7 { 400 << 10 } else { 16 };
             runnel_testing::orderer::transaction_with_payload(
+                &net,
                 &client,
                 "main",
                 &format!("k{i}"),
@@ -394,7 +398,9 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
     let mut chain = SealChain::genesis();
     let mut seen = Seen::default();
     for key in ["a", "b"] {
-        remote.submit(transaction(&client, "main", key)).unwrap();
+        remote
+            .submit(transaction(&net, &client, "main", key))
+            .unwrap();
     }
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
         s.txs.len() == 2
@@ -412,7 +418,9 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
     std::thread::sleep(2 * runnel_server::remote::LEADER_CHECK);
     drop(first);
     for key in ["c", "d", "e"] {
-        remote.submit(transaction(&client, "main", key)).unwrap();
+        remote
+            .submit(transaction(&net, &client, "main", key))
+            .unwrap();
     }
     read_until(&mut *delivery, &mut chain, &net.msp, &mut seen, |s| {
         s.txs.len() == 5 && s.seals.len() == 2
@@ -422,4 +430,79 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
         vec![1, 2, 3, 4, 5]
     );
     drop(second);
+}
+
+/// A peer's batch holding transactions whose bytes together pass what the orderer takes
+/// goes as several calls of at most `BROADCAST_BATCH_BYTES_MAX`: every transaction is
+/// ordered. Before: one `BroadcastBatch` for all, refused whole for its size. The
+/// ordering service bounds each method before decoding: a `BroadcastBatch` past its bytes
+/// is refused from its frame header (`MESSAGE_TOO_LARGE`), one with more transactions
+/// than it takes from their count (`TOO_MANY_ITEMS`), and it goes on serving.
+#[test]
+fn a_batch_larger_than_the_orderer_takes_is_cut_and_each_method_is_bounded() {
+    use runnel_server::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
+    use runnel_server::proto::BroadcastBatchRequest;
+    use runnel_server::proto::ordering_client::OrderingClient;
+
+    let net = Net::new();
+    let dir = tempfile::tempdir().unwrap();
+    let local: Arc<dyn Orderer> = Arc::new(net.open(dir.path(), streaming(100, PATIENCE)));
+    let served = Served::start(local.clone());
+    let remote =
+        RemoteOrderer::connect(&served.url, None, TRANSACTION_BYTES_MAX, PATIENCE).unwrap();
+    let client = net.signer("Org1", Role::Client);
+    // Eleven of 3 MiB and one of 5 MiB: 38 MiB in all, more than the orderer takes in
+    // one message; the one of 5 MiB, larger than a batch, goes alone.
+    let sizes = [3, 3, 3, 3, 3, 5, 3, 3, 3, 3, 3, 3];
+    let batch: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, mib)| {
+            runnel_testing::orderer::transaction_with_payload(
+                &net,
+                &client,
+                "main",
+                &format!("big{i}"),
+                vec![i as u8; mib << 20],
+            )
+        })
+        .collect();
+    let seqs: Vec<u64> = remote
+        .submit_batch(batch)
+        .into_iter()
+        .map(|answer| answer.unwrap().seq.0)
+        .collect();
+    assert_eq!(seqs, (1..=12).collect::<Vec<u64>>());
+
+    let url = served.url.clone();
+    served.runtime.block_on(async move {
+        let mut ordering = OrderingClient::connect(url)
+            .await
+            .unwrap()
+            .max_encoding_message_size(64 << 20);
+        let too_big = BroadcastBatchRequest {
+            signed_transactions: vec![vec![0; 1 << 20]; BROADCAST_BATCH_BYTES_MAX / (1 << 20) + 1],
+        };
+        let refused = ordering.broadcast_batch(too_big).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("MESSAGE_TOO_LARGE"),
+            "{refused:?}"
+        );
+        let too_many = BroadcastBatchRequest {
+            signed_transactions: vec![Vec::new(); BROADCAST_BATCH_REQUEST_MAX + 1],
+        };
+        let refused = ordering.broadcast_batch(too_many).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            refused.message().starts_with("TOO_MANY_ITEMS"),
+            "{refused:?}"
+        );
+        let fine = BroadcastBatchRequest {
+            signed_transactions: vec![transaction(&net, &client, "main", "after")],
+        };
+        let answer = ordering.broadcast_batch(fine).await.unwrap().into_inner();
+        assert_eq!(answer.results.len(), 1);
+    });
+    assert_eq!(local.height(), Seq(13));
 }

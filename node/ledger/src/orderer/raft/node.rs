@@ -258,6 +258,8 @@ pub struct RaftOrderer {
     id: u64,
     config: OrdererConfig,
     msp: Arc<Msp>,
+    /// Each submitter's share of the bytes admitted, kept by the leader.
+    quotas: crate::orderer::quota::Quotas,
     stream: Arc<StreamLog>,
     inputs: Sender<Input>,
     status: Arc<Status>,
@@ -401,6 +403,7 @@ impl RaftOrderer {
             .map_err(|e| OrderError::Log(format!("starting the Raft thread: {e}")))?;
         Ok(RaftOrderer {
             id: settings.id,
+            quotas: crate::orderer::quota::Quotas::new(config.submitter_bytes_per_s_max),
             config,
             msp,
             stream,
@@ -484,7 +487,7 @@ impl RaftOrderer {
     ) -> Option<Vec<Result<Ordered, OrderError>>> {
         let received_us = tx::now_us();
         let count = transactions.len();
-        let admitted = admit_batch(&self.config, &self.msp, &transactions);
+        let admitted = admit_batch(&self.config, &self.msp, &self.quotas, &transactions);
         let (answer, answered) = crossbeam_channel::bounded(1);
         let call = Call {
             transactions: transactions.into_iter().zip(admitted).collect(),
