@@ -290,6 +290,7 @@ pub fn config(command: &ConfigCommand) -> Result<()> {
             let (definition, version) = in_force(&args.connection).await?;
             let mut shown = serde_json::to_value(&definition)?;
             shown["written_at_seq"] = json!(version);
+            crate::network::warn_of_a_quorum_holder(&definition);
             println!("{}", serde_json::to_string_pretty(&shown)?);
             Ok(())
         }),
@@ -409,6 +410,7 @@ fn propose(
     let mut next = change(&current, current.sequence + 1)?;
     next.sequence = current.sequence + 1;
     next.check().context("the new definition")?;
+    crate::network::warn_of_a_quorum_holder(&next);
     if next.channel != current.channel {
         bail!(
             "the channel cannot change ({} to {})",
