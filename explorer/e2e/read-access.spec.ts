@@ -1,12 +1,13 @@
 /**
  * A node whose reads are for members only (`read_access = "members"`): the explorer says
  * so and points to Settings; with an identity of the network loaded there it reads the
- * ledger live; with a key that is not the certificate's, the node refuses its grants and
- * the explorer says that instead.
+ * ledger live, and keeps a read grant, never the key, across reloads; with a key that is
+ * not the certificate's, the node refuses its grant and the explorer says that instead.
  */
 
 import { test, expect } from "@playwright/test";
 import { connect, loadNetworkIdentity } from "@runnel/sdk";
+import { readFileSync } from "node:fs";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RunnelNode, uniqueKey } from "../../sdk-ts/test/node.js";
@@ -70,4 +71,43 @@ test("with a key that is not the certificate's, the node refuses the grant and t
   const banner = page.getByTestId("identity-required");
   await expect(banner).toHaveAttribute("data-reason", "BAD_READ_GRANT");
   await expect(banner).toContainText("refused the identity loaded here");
+});
+
+/** Everything the page's origin keeps: web storage, IndexedDB, caches, cookies. */
+async function everythingStored(page: import("@playwright/test").Page): Promise<string> {
+  const kept = await page.evaluate(async () => {
+    const storage = (store: Storage) => Object.fromEntries(Array.from({ length: store.length }, (_, i) => store.key(i) ?? "").map((key) => [key, store.getItem(key)]));
+    const databases = "databases" in indexedDB ? await indexedDB.databases() : [];
+    return {
+      session: storage(sessionStorage),
+      local: storage(localStorage),
+      databases: databases.map((database) => database.name),
+      caches: "caches" in globalThis ? await caches.keys() : [],
+    };
+  });
+  const cookies = await page.context().cookies();
+  return JSON.stringify({ ...kept, cookies });
+}
+
+test("after loading an identity and reloading, the tab keeps a read grant and no signing key, and reads on", async ({ page }) => {
+  const keyFile = identityFile("Org1", "client.key");
+  await loadIdentity(page, identityFile("Org1", "client.pem"), keyFile);
+  await page.reload();
+  await expect(page.getByTestId("reader")).toHaveAttribute("data-loaded", "yes");
+
+  // Nothing kept holds the key, in any encoding of it.
+  const stored = await everythingStored(page);
+  const keyPem = readFileSync(keyFile, "utf8");
+  const keyBase64 = keyPem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "");
+  expect(stored).not.toContain("PRIVATE KEY");
+  expect(stored).not.toContain(keyBase64);
+  expect(stored).not.toContain(keyBase64.slice(-40));
+  const kept = await page.evaluate(() => JSON.parse(sessionStorage.getItem("runnel-explorer-reader") ?? "{}") as Record<string, unknown>);
+  expect(Object.keys(kept).sort()).toEqual(["certificatePem", "grant", "notAfterMs"]);
+  await expect(page.getByTestId("reader-grant")).toHaveAttribute("data-ended", "no");
+
+  // The grant alone still reads the ledger live.
+  await page.goto(`${node.url}/transactions`);
+  await expect(page.locator("[data-connection=live]")).toBeAttached();
+  await expect(page.getByTestId("identity-required")).toHaveCount(0);
 });

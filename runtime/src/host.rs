@@ -112,6 +112,8 @@ pub(crate) struct Simulator {
     range_reads: Vec<RangeRead>,
     iters: Vec<RangeIter>,
     range_keys_seen: usize,
+    /// Bytes of keys and values range pages read from the view and not yet charged.
+    fetched_bytes: usize,
     events: Vec<ContractEvent>,
     result: Option<Vec<u8>>,
     logs: Vec<LogLine>,
@@ -157,6 +159,7 @@ impl Simulator {
             range_reads: Vec::new(),
             iters: Vec::new(),
             range_keys_seen: 0,
+            fetched_bytes: 0,
             events: Vec::new(),
             result: None,
             logs: Vec::new(),
@@ -320,6 +323,12 @@ impl Simulator {
         if page.len() < limit {
             iter.view_done = true;
         }
+        // What the host moved is paid for, not only what the contract takes: a page holds
+        // up to RANGE_PAGE_KEYS entries of up to `value_bytes_max` each.
+        self.fetched_bytes += page
+            .iter()
+            .map(|(key, value)| key.len() + value.value.len())
+            .sum::<usize>();
         if let Some((last, _)) = page.last() {
             // The smallest key after `last`.
             let mut next = last.clone();
@@ -328,6 +337,11 @@ impl Simulator {
         }
         iter.page.extend(page);
         Ok(())
+    }
+
+    /// The bytes range pages read from the view since last asked, to be charged.
+    fn take_fetched_bytes(&mut self) -> usize {
+        std::mem::take(&mut self.fetched_bytes)
     }
 
     fn range_next(&mut self, handle: i32) -> Result<i64, HostTrap> {
@@ -440,7 +454,16 @@ type Ctx<'a> = Caller<'a, Simulator>;
 
 /// Charges a host call: the base cost plus `bytes` moved.
 fn charge(caller: &mut Ctx<'_>, bytes: usize) -> Result<(), HostTrap> {
-    let cost = HOST_CALL_FUEL + bytes as u64 * FUEL_PER_BYTE;
+    pay(caller, HOST_CALL_FUEL + bytes as u64 * FUEL_PER_BYTE)
+}
+
+/// Charges `bytes` moved, with no base cost (more of a call already charged).
+fn charge_bytes(caller: &mut Ctx<'_>, bytes: usize) -> Result<(), HostTrap> {
+    pay(caller, bytes as u64 * FUEL_PER_BYTE)
+}
+
+/// Takes `cost` fuel, or all that is left and a fuel error.
+fn pay(caller: &mut Ctx<'_>, cost: u64) -> Result<(), HostTrap> {
     let fuel = caller.get_fuel().unwrap_or(0);
     if fuel < cost {
         // Burn what is left so that the call reports exhaustion like a wasm instruction would.
@@ -523,7 +546,10 @@ pub(crate) fn define(linker: &mut Linker<Simulator>) -> wasmtime::Result<()> {
     )?;
     linker.func_wrap(m, "range_next", |mut c: Ctx<'_>, handle: i32| {
         charge(&mut c, 0)?;
-        let len = c.data_mut().range_next(handle)?;
+        let next = c.data_mut().range_next(handle);
+        let fetched = c.data_mut().take_fetched_bytes();
+        charge_bytes(&mut c, fetched)?;
+        let len = next?;
         charge(&mut c, len.max(0) as usize)?;
         Ok::<_, wasmtime::Error>(len)
     })?;

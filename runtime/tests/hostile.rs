@@ -432,3 +432,136 @@ fn float_nan_results_are_canonical_on_every_run() {
         }
     }
 }
+
+/// `grind(n)`: reads key `k` `n` times (`n` the first argument, a u32 little-endian), then
+/// returns how many reads it made. A host call buys more of the host's time per unit of
+/// fuel than any instruction, so this is the work that comes nearest the wall-clock
+/// backstop for the fuel a call has.
+fn grinder() -> Vec<u8> {
+    module(
+        r#"(data (i32.const 16) "k")
+           (func (export "runnel_fn_grind") (param $p i32) (param $l i32)
+             (local $n i32) (local $i i32)
+             (local.set $n (i32.load (i32.add (local.get $p) (i32.const 8))))
+             (block $done
+               (loop $again
+                 (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+                 (drop (call $state_get (i32.const 16) (i32.const 1)))
+                 (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                 (br $again)))
+             (i32.store (i32.const 32) (local.get $i))
+             (call $return_value (i32.const 32) (i32.const 4)))"#,
+    )
+}
+
+/// What a peer would sign, or the error it would answer instead.
+type Outcome = Result<(Vec<u8>, u64, runnel_runtime::NsRwSet), InvokeError>;
+
+/// `grind(n)` on every peer at once, each on a thread of its own.
+fn grind_everywhere(
+    peers: &[(Runtime, std::sync::Arc<runnel_runtime::Contract>)],
+    n: u32,
+) -> Vec<Outcome> {
+    let mut state = runnel_runtime::MemoryState::new();
+    state.insert("k", "v", runnel_runtime::Version::from_seq(1));
+    let state: std::sync::Arc<dyn runnel_runtime::StateView> = std::sync::Arc::new(state);
+    let arg = n.to_le_bytes();
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = peers
+            .iter()
+            .map(|(runtime, contract)| {
+                let state = state.clone();
+                scope.spawn(move || {
+                    call(runtime, contract, "grind", &[&arg], state)
+                        .map(|sim| (sim.result, sim.fuel_used, sim.rwset))
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn work_at_the_edge_of_the_fuel_ends_the_same_on_every_peer_fuel_not_time_deciding() {
+    // Three peers with the limits every node runs with, more calls at once than this
+    // machine has cores: a slower machine.
+    let limits = runnel_runtime::Limits::default();
+    let peers: Vec<_> = (0..3)
+        .map(|_| {
+            let runtime = runtime(|_| {});
+            let contract = runtime.install(&grinder()).expect("loads");
+            (runtime, contract)
+        })
+        .collect();
+    let fuel = |n: u32| grind_everywhere(&peers[..1], n)[0].clone().expect("fits").1;
+    let per_read = fuel(2_000) - fuel(1_000);
+    let per_read = per_read / 1_000;
+    let base = fuel(1_000) - 1_000 * per_read;
+    // The most reads a call pays for: that call ends with its result, one more read runs
+    // out of fuel; on every peer alike, whatever each one's clock says.
+    let mut most = u32::try_from((limits.fuel_per_call - base) / per_read).unwrap();
+    while grind_everywhere(&peers[..1], most)[0].is_err() {
+        most -= 1;
+    }
+    for n in [most, most + 1, u32::MAX] {
+        let started = std::time::Instant::now();
+        let outcomes = grind_everywhere(&peers, n);
+        let elapsed = started.elapsed();
+        for outcome in &outcomes {
+            assert_eq!(outcome, &outcomes[0], "grind({n}): the peers disagree");
+        }
+        match &outcomes[0] {
+            Ok((result, fuel_used, _)) => {
+                assert_eq!(n, most);
+                assert_eq!(result, &most.to_le_bytes());
+                assert!(*fuel_used <= limits.fuel_per_call);
+            }
+            Err(error) => {
+                assert_ne!(n, most);
+                assert_eq!(
+                    error,
+                    &InvokeError::Limit(LimitExceeded::Fuel {
+                        limit: limits.fuel_per_call
+                    })
+                );
+            }
+        }
+        // The figure, not a threshold: how far from the backstop fuel ran out here.
+        eprintln!(
+            "grind({n}) on {} peers at once: {} ms; the backstop is {} ms",
+            peers.len(),
+            elapsed.as_millis(),
+            limits.wall_clock_ms_max
+        );
+    }
+}
+
+#[test]
+fn a_range_page_read_ahead_is_paid_for_in_fuel() {
+    // 64 values of 16 KiB: the first `range_next` reads a page of all of them.
+    let mut state = runnel_runtime::MemoryState::new();
+    for i in 0..64 {
+        state.insert(
+            format!("k{i:02}"),
+            vec![7u8; 16 << 10],
+            runnel_runtime::Version::from_seq(1),
+        );
+    }
+    let rt = runtime(|_| {});
+    let wasm = module(
+        r#"(data (i32.const 16) "k")
+           (func (export "runnel_fn_first") (param i32 i32)
+             (drop (call $range_next (call $range_open (i32.const 16) (i32.const 1) (i32.const 0) (i32.const 0)))))"#,
+    );
+    let contract = rt.install(&wasm).expect("loads");
+    let sim = call(&rt, &contract, "first", &[], std::sync::Arc::new(state)).expect("runs");
+    // Before this test, the call paid for the one entry it took (16 KiB), not the 1 MiB
+    // the host read for it.
+    let fetched = 64 * (3 + (16 << 10)) as u64;
+    assert!(
+        sim.fuel_used >= fetched,
+        "{} fuel for {fetched} bytes read",
+        sim.fuel_used
+    );
+    assert_still_serving(&rt);
+}

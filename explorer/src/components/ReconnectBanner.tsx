@@ -17,7 +17,7 @@ export function ReconnectBanner(): JSX.Element {
           <strong>
             {readDenied === "IDENTITY_REQUIRED"
               ? "This node serves its ledger to identities of the network only."
-              : "This node refused the identity loaded here."}
+              : "This node refused the identity loaded here (or its read grant ended)."}
           </strong>{" "}
           <Link href={paths.settings()}>Load an identity in Settings</Link>
           {lastError !== undefined && <small title={lastError}> {lastError}</small>}

@@ -3,9 +3,9 @@ import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
 import { LedgerText } from "../components/LedgerText";
-import { useLoad } from "../live/hooks";
+import { useFeed, useLoad } from "../live/hooks";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, trustedCas, useNetworkCa } from "../live/network-ca";
-import { forgetReader, READER_PEM_CHARS_MAX, saveReader, savedReader } from "../live/reader";
+import { forgetReader, grantEnded, READER_PEM_CHARS_MAX, saveReader, savedReader } from "../live/reader";
 import { dateTime, hex } from "../model/format";
 
 /** Most files read at once from the file picker. */
@@ -27,9 +27,11 @@ export function SettingsPage(): JSX.Element {
 
 /**
  * Load the certificate and key the explorer reads as, for a node that serves members
- * only. Saving reconnects (the page reloads) so that every read carries it.
+ * only. Saving signs a read grant with the key, keeps the grant (not the key) and
+ * reconnects (the page reloads) so that every read carries it.
  */
 function ReaderForm(): JSX.Element {
+  const feed = useFeed();
   const saved = savedReader();
   const [certificatePem, setCertificatePem] = useState("");
   const [keyPem, setKeyPem] = useState("");
@@ -41,7 +43,7 @@ function ReaderForm(): JSX.Element {
   const save = async (event: Event) => {
     event.preventDefault();
     try {
-      await saveReader({ certificatePem, keyPem });
+      await saveReader({ certificatePem, keyPem }, feed.url);
       location.reload();
     } catch (error) {
       setMessage(`Not saved: ${error instanceof Error ? error.message : String(error)}`);
@@ -61,15 +63,19 @@ function ReaderForm(): JSX.Element {
       <h2 id="reader-heading">Identity</h2>
       <p>
         A node whose reads are for members of the network (<code>read_access = "members"</code>, what <code>runnel init</code> sets) serves its ledger only to an identity
-        of the network. Load one here: a certificate and its private key, e.g. <code>identities/&lt;Org&gt;/client.pem</code> and <code>client.key</code>. They stay in this
-        tab (session storage) and are forgotten when it closes; the key never leaves the browser, which signs a short read grant with it for each reconnect.
+        of the network. Load one here: a certificate and its private key, e.g. <code>identities/&lt;Org&gt;/client.pem</code> and <code>client.key</code>. The explorer signs
+        one read grant with the key, good for 15 minutes of reads, and forgets the key at once: it is never stored or sent. This tab keeps the certificate and the
+        grant (session storage, forgotten when it closes), which can sign nothing. When the grant ends, load the identity again.
       </p>
       <p data-testid="reader" data-loaded={saved === undefined ? "no" : "yes"}>
         {saved === undefined ? (
           <strong>No identity loaded: reads go as no one.</strong>
         ) : (
           <>
-            Reading as <strong>{subject.state === "ready" && subject.value !== undefined ? <LedgerText text={subject.value} /> : "…"}</strong>.{" "}
+            Reading as <strong>{subject.state === "ready" && subject.value !== undefined ? <LedgerText text={subject.value} /> : "…"}</strong>
+            <span data-testid="reader-grant" data-ended={grantEnded(saved) ? "yes" : "no"}>
+              {grantEnded(saved) ? `: its read grant ended at ${dateTime(saved.notAfterMs)}; load it again.` : ` until ${dateTime(saved.notAfterMs)}.`}
+            </span>{" "}
             <button type="button" class="secondary outline" onClick={forget}>
               Forget
             </button>

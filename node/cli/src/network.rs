@@ -24,6 +24,7 @@ use runnel_ledger::identity::{
     OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority,
     write_identity, write_key,
 };
+use runnel_ledger::orderer::raft::quorum::quorum_holder;
 
 use runnel_cli::config;
 
@@ -45,13 +46,26 @@ pub struct Layout<'a> {
     pub tls_hosts: &'a [String],
     pub peers_per_org: usize,
     /// Orderers: one orders alone (solo); more form a Raft cluster, run by the
-    /// organisations in turn (the first org's first, the second org's next, ...).
+    /// organisations in turn (the first org's first, the second org's next, ...): the
+    /// most even split, so that no organisation runs a Raft quorum unless the counts
+    /// leave no other way (2 organisations and an odd count), which
+    /// [`warn_of_a_quorum_holder`] then says.
     pub orderers: usize,
     /// The first orderer listens here, the others on the ports after it; then the peers,
     /// org by org.
     pub base_port: u16,
     /// The address the nodes listen on and are reached at.
     pub host: &'a str,
+}
+
+/// Says on stderr when `definition` lets one organisation run a quorum of the Raft
+/// cluster (order, censor and keep the cluster going alone), and what count of orderers
+/// would avoid it. Nothing for a solo orderer, or a cluster no organisation holds.
+pub fn warn_of_a_quorum_holder(definition: &NetworkDefinition) {
+    if let Some(holder) = quorum_holder(definition) {
+        eprintln!("warning: {holder} (docs/security.md, \"The ordering cluster\")");
+        tracing::warn!(%holder, "one organisation holds the ordering cluster's quorum");
+    }
 }
 
 /// A node directory `create` made.
@@ -558,5 +572,40 @@ mod tests {
         );
         // No second network over the first.
         assert!(create(&net, &layout(1)).is_err());
+    }
+
+    #[test]
+    fn orderers_are_given_out_so_that_no_organisation_runs_a_quorum_where_the_counts_allow() {
+        let definition = |orgs: &[&str], orderers: usize| {
+            let dir = tempfile::tempdir().unwrap();
+            let net = dir.path().join("net");
+            let orgs: Vec<String> = orgs.iter().map(|o| o.to_string()).collect();
+            create(
+                &net,
+                &Layout {
+                    orgs: &orgs,
+                    channel: "main",
+                    validity: time::Duration::days(1),
+                    tls_hosts: &[],
+                    peers_per_org: 1,
+                    orderers,
+                    base_port: 9050,
+                    host: "127.0.0.1",
+                },
+            )
+            .unwrap();
+            NetworkDefinition::load(&net).unwrap()
+        };
+        // Three organisations, one orderer each; two, two each: no one holds a quorum.
+        let three = definition(&["Org1", "Org2", "Org3"], 3);
+        let runs: Vec<&str> = three.orderers.iter().map(|o| o.org.as_str()).collect();
+        assert_eq!(runs, ["Org1", "Org2", "Org3"]);
+        assert_eq!(quorum_holder(&three), None);
+        assert_eq!(quorum_holder(&definition(&["Org1", "Org2"], 4)), None);
+        // Two organisations and three orderers: no split avoids it, and it is said, with
+        // the count that would.
+        let holder = quorum_holder(&definition(&["Org1", "Org2"], 3)).unwrap();
+        assert_eq!((holder.org.as_str(), holder.held), ("Org1", 2));
+        assert_eq!(holder.avoided_at, Some(4));
     }
 }

@@ -46,7 +46,9 @@ pub struct InitArgs {
     #[arg(long, default_value_t = 1)]
     pub peers_per_org: usize,
     /// Orderers: 1 orders alone; 3 or 5 form a Raft cluster that goes on when a minority
-    /// of them is lost, run by the organisations in turn.
+    /// of them is lost, run by the organisations in turn. One organisation running a
+    /// majority of them can order and censor alone (`init` warns): with 2 organisations
+    /// take an even count (4 = 2 + 2).
     #[arg(long, default_value_t = 1)]
     pub orderers: usize,
     /// The first orderer's port; the other orderers, then the peers, listen on the ports
@@ -185,6 +187,9 @@ pub fn init(args: &InitArgs) -> Result<()> {
             org_dir.join(crate::network::CA_DIR).display(),
             org_dir.display()
         );
+    }
+    if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(&args.dir) {
+        crate::network::warn_of_a_quorum_holder(&definition);
     }
     for node in &nodes {
         println!(
@@ -583,6 +588,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     };
     let ledger =
         Arc::new(ledger.with_context(|| format!("opening the ledger in {}", dir.display()))?);
+    if let Ok(in_force) = ledger.network() {
+        crate::network::warn_of_a_quorum_holder(&in_force);
+    }
     if let Some(modules) = examples {
         deploy_examples(&ledger, modules)?;
     }

@@ -53,8 +53,10 @@ pub struct UpArgs {
     /// Peers per organisation. Used when the network is created.
     #[arg(long, default_value_t = 1)]
     pub peers_per_org: usize,
-    /// Orderers: 1 orders alone; 3 or 5 form a Raft cluster, run by the organisations in
-    /// turn. Used when the network is created.
+    /// Orderers: 1 orders alone; more form a Raft cluster, run by the organisations in
+    /// turn. One organisation running a majority of them can order and censor alone
+    /// (`up` warns): with 2 organisations take an even count (4 = 2 + 2), with 3 or more,
+    /// 3 or 5. Used when the network is created.
     #[arg(long, default_value_t = 1)]
     pub orderers: usize,
     /// The first orderer's port; the other orderers, then the peers, listen on the ports
@@ -126,6 +128,9 @@ pub fn up(args: &UpArgs) -> Result<()> {
             orgs.join(", "),
             args.dir.display()
         );
+    }
+    if let Ok(definition) = NetworkDefinition::load(&args.dir) {
+        network::warn_of_a_quorum_holder(&definition);
     }
     let nodes = network::nodes(&args.dir)?;
     let explorer = args

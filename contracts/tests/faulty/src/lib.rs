@@ -1,4 +1,5 @@
-//! A contract that misbehaves on purpose: panics, runaway loops, recursion and allocation.
+//! A contract that misbehaves on purpose: panics, runaway loops, recursion, allocation
+//! and host-call-heavy work.
 //! Its tests show each ends as a typed error and that the sandbox keeps working.
 
 /// The misbehaving functions.
@@ -47,6 +48,22 @@ pub mod faulty {
             held.push(std::hint::black_box(vec![7u8; 1 << 20]));
         }
         Ok(held.len())
+    }
+
+    /// Writes `key` (for `grind` to read).
+    pub fn plant(ctx: &mut Context, key: String) -> Result<()> {
+        ctx.put_bytes(key, "x")
+    }
+
+    /// Reads `key` `times` times: host calls buy the most of the host's time per unit of
+    /// fuel, so this is the work that comes nearest the wall-clock backstop.
+    pub fn grind(ctx: &mut Context, key: String, times: u64) -> Result<u64> {
+        let mut reads = 0;
+        for _ in 0..times {
+            std::hint::black_box(ctx.get_bytes(&key)?);
+            reads += 1;
+        }
+        Ok(reads)
     }
 
     /// Allocates and frees a small buffer `times` times (the bump allocator's worst case

@@ -720,3 +720,29 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     );
     all_committed_on_every_peer(&net, &acknowledged);
 }
+
+/// `runnel init` (what `runnel up` calls too) gives out the orderers in turn: three
+/// organisations with one each leave no one a Raft quorum, and nothing is said; two
+/// organisations and three orderers leave Org1 two of three, and it says so, with the
+/// count that would avoid it.
+#[test]
+fn init_says_when_one_organisation_runs_a_raft_quorum_and_what_would_avoid_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let init = |name: &str, orgs: &str| {
+        let output = Command::new(crate::process::RUNNEL)
+            .args(["init", "--dir", tmp.path().join(name).to_str().unwrap()])
+            .args(["--orgs", orgs, "--orderers", "3", "--base-port", "41050"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let three = init("three", "Org1,Org2,Org3");
+    assert!(!three.contains("quorum"), "{three}");
+    let two = init("two", "Org1,Org2");
+    assert!(
+        two.contains("Org1 runs 2 of the 3 orderers of the Raft cluster, a quorum")
+            && two.contains("4 orderers given out in turn"),
+        "{two}"
+    );
+}

@@ -435,6 +435,55 @@ fn a_hostile_contract_fails_its_call_and_nothing_else() {
 }
 
 #[test]
+fn fuel_ends_host_heavy_work_long_before_the_backstop_and_a_backstop_stop_is_never_endorsed() {
+    let net = Net::new();
+    let faulty = runnel_wasm_build::wasm("faulty").expect("faulty builds");
+    net.deploy("faulty", "1", "", &faulty, false);
+    // A key in the committed state: every read goes through the store, as on a node.
+    let planted = net
+        .peer1
+        .endorse(&proposal(&client(), "faulty", "plant", &["k"]))
+        .unwrap();
+    commit(&net.state, &planted);
+    let started = std::time::Instant::now();
+    let error = net
+        .peer1
+        .endorse(&proposal(&client(), "faulty", "grind", &["k", "100000000"]))
+        .unwrap_err();
+    assert_eq!(error.code(), "FUEL_EXHAUSTED", "{error}");
+    // The figure, not a threshold.
+    eprintln!(
+        "a call's fuel spent on store reads: {} ms; the backstop is {} ms",
+        started.elapsed().as_millis(),
+        runnel_runtime::Limits::default().wall_clock_ms_max
+    );
+
+    // A peer whose backstop comes first (as on a host far too slow to run a node) answers
+    // an error and signs nothing: it never endorses another outcome than its peers.
+    let mut config = RuntimeConfig {
+        instances_max: 4,
+        ..RuntimeConfig::default()
+    };
+    config.limits.fuel_per_call = u64::MAX / 2;
+    config.limits.wall_clock_ms_max = 20;
+    let slow = Endorser::new(
+        EndorserConfig {
+            lifecycle_policy: ONE_APPROVAL.into(),
+            ..EndorserConfig::default()
+        },
+        Arc::new(network().msp().unwrap()),
+        signer("Org1", Role::Peer),
+        Arc::new(Runtime::new(config).unwrap()),
+        net.state.clone(),
+    )
+    .unwrap();
+    let error = slow
+        .endorse(&proposal(&client(), "faulty", "spin", &[]))
+        .unwrap_err();
+    assert_eq!(error.code(), "WALL_CLOCK_LIMIT", "{error}");
+}
+
+#[test]
 fn batched_endorsement_matches_one_by_one_and_isolates_a_forgery() {
     let net = Net::with_kv();
     let c = client();

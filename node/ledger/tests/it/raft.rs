@@ -23,6 +23,8 @@ struct Hub {
     nodes: RwLock<HashMap<u64, Weak<RaftOrderer>>>,
     /// Links cut, both ways.
     cut: Mutex<HashSet<(u64, u64)>>,
+    /// A member driven by the test itself rather than a `RaftOrderer`: its id and inbox.
+    rogue: Mutex<Option<(u64, std::sync::mpsc::Sender<Message>)>>,
 }
 
 impl Hub {
@@ -56,6 +58,14 @@ struct HubTransport {
 impl Transport for HubTransport {
     fn send(&self, messages: Vec<Message>) {
         for message in messages {
+            if let Some((rogue, inbox)) = &*self.hub.rogue.lock().unwrap()
+                && *rogue == message.to
+            {
+                if !self.hub.cut.lock().unwrap().contains(&(self.from, *rogue)) {
+                    let _ = inbox.send(message);
+                }
+                continue;
+            }
             if let Some(node) = self.hub.reaches(self.from, message.to) {
                 node.step(message);
             }
@@ -114,7 +124,16 @@ impl Cluster {
     /// [`Cluster::with`], each orderer's Raft log keeping `kept` entries behind its
     /// compaction point.
     fn keeping(net: Net, follow: Option<NetworkDefinition>, kept: u64) -> Cluster {
-        let mut cluster = Cluster {
+        let mut cluster = Cluster::unstarted(net, follow, kept);
+        for id in IDS {
+            cluster.start(id);
+        }
+        cluster
+    }
+
+    /// A cluster of [`IDS`] none of which is started yet.
+    fn unstarted(net: Net, follow: Option<NetworkDefinition>, kept: u64) -> Cluster {
+        Cluster {
             net,
             hub: Arc::default(),
             dir: tempfile::tempdir().unwrap(),
@@ -122,11 +141,7 @@ impl Cluster {
             follow,
             kept,
             signers: HashMap::new(),
-        };
-        for id in IDS {
-            cluster.start(id);
         }
-        cluster
     }
 
     fn dir(&self, id: u64) -> PathBuf {
@@ -599,4 +614,166 @@ fn a_follower_behind_the_compacted_log_catches_up_from_a_snapshot_and_the_stream
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// A membership change of the given transition and changes, as a leader proposes one.
+fn membership_change(
+    transition: raft::eraftpb::ConfChangeTransition,
+    changes: &[(raft::eraftpb::ConfChangeType, u64)],
+) -> raft::eraftpb::ConfChangeV2 {
+    let mut change = raft::eraftpb::ConfChangeV2::default();
+    change.set_transition(transition);
+    change.set_changes(
+        changes
+            .iter()
+            .map(|(kind, id)| {
+                let mut single = raft::eraftpb::ConfChangeSingle::default();
+                single.set_change_type(*kind);
+                single.node_id = *id;
+                single
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    change
+}
+
+/// Member `id` of [`IDS`], driven by the test with raft-rs itself instead of a
+/// `RaftOrderer`: it votes for no one else, leads, and once it leads proposes `changes`,
+/// each once the last is committed, until `stop`. What a faulty or hostile leader can
+/// get committed: membership changes no definition asks for.
+// Raft's message types (rust-protobuf 2) are filled in field by field.
+#[allow(clippy::field_reassign_with_default)]
+fn run_rogue(
+    id: u64,
+    hub: Arc<Hub>,
+    inbox: std::sync::mpsc::Receiver<Message>,
+    changes: Vec<raft::eraftpb::ConfChangeV2>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) {
+    use raft::eraftpb::{ConfState, MessageType};
+    use raft::{RawNode, StateRole, storage::MemStorage};
+    let mut voters = ConfState::default();
+    voters.voters = IDS.to_vec();
+    let storage = MemStorage::new_with_conf_state(voters);
+    let config = raft::Config {
+        id,
+        election_tick: 10,
+        heartbeat_tick: 3,
+        ..raft::Config::default()
+    };
+    let logger = slog::Logger::root(slog::Discard, slog::o!());
+    let mut node = RawNode::new(&config, storage.clone(), &logger).unwrap();
+    let transport = HubTransport { hub, from: id };
+    let mut changes = changes.into_iter();
+    let mut last_tick = Instant::now();
+    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        while let Ok(message) = inbox.try_recv() {
+            if !matches!(
+                message.get_msg_type(),
+                MessageType::MsgRequestVote | MessageType::MsgRequestPreVote
+            ) {
+                let _ = node.step(message);
+            }
+        }
+        if last_tick.elapsed() >= Duration::from_millis(30) {
+            node.tick();
+            last_tick = Instant::now();
+        }
+        match node.raft.state {
+            StateRole::Leader => {
+                if !node.raft.has_pending_conf()
+                    && let Some(change) = changes.next()
+                {
+                    node.propose_conf_change(Vec::new(), change).unwrap();
+                }
+            }
+            StateRole::Candidate => {}
+            _ => {
+                let _ = node.campaign();
+            }
+        }
+        if node.has_ready() {
+            let mut ready = node.ready();
+            transport.send(ready.take_messages());
+            storage.wl().append(ready.entries()).unwrap();
+            if let Some(hard_state) = ready.hs() {
+                storage.wl().set_hardstate(hard_state.clone());
+            }
+            transport.send(ready.take_persisted_messages());
+            let mut light = node.advance(ready);
+            if let Some(commit) = light.commit_index() {
+                storage.wl().mut_hard_state().set_commit(commit);
+            }
+            transport.send(light.take_messages());
+            // Its own changes are never applied: it goes on counting the three.
+            node.advance_apply();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_membership_change_the_definition_in_force_does_not_ask_for_is_refused_by_every_orderer() {
+    use raft::eraftpb::{ConfChangeTransition, ConfChangeType};
+    let net = Net::new();
+    let mut genesis = NetworkDefinition::of(&net.ids, "main");
+    genesis.orderers = IDS.iter().map(|id| member(*id)).collect();
+    let mut cluster = Cluster::unstarted(
+        net,
+        Some(genesis),
+        runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT,
+    );
+    // Orderer 1 is the rogue; 2 and 3 do not reach each other, so only 1 can lead.
+    let (to_rogue, inbox) = std::sync::mpsc::channel();
+    *cluster.hub.rogue.lock().unwrap() = Some((1, to_rogue));
+    cluster.hub.isolate(2, &[3], true);
+    cluster.start(2);
+    cluster.start(3);
+    // It adds an orderer the definition does not name, then removes one it names.
+    let changes = vec![
+        membership_change(
+            ConfChangeTransition::Implicit,
+            &[(ConfChangeType::AddNode, 9)],
+        ),
+        membership_change(
+            ConfChangeTransition::Implicit,
+            &[(ConfChangeType::RemoveNode, 3)],
+        ),
+    ];
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rogue = {
+        let (hub, stop) = (cluster.hub.clone(), stop.clone());
+        std::thread::spawn(move || run_rogue(1, hub, inbox, changes, stop))
+    };
+
+    // Both changes commit, and both honest orderers refuse them at the same entries: the
+    // cluster keeps its three members, and neither stops.
+    let deadline = Instant::now() + PATIENCE;
+    while [2, 3]
+        .iter()
+        .any(|id| cluster.nodes[id].refused_membership_changes() < 2)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "refused: {:?}; voters: {:?}",
+            [2, 3].map(|id| cluster.nodes[&id].refused_membership_changes()),
+            [2, 3].map(|id| cluster.nodes[&id].voters())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for id in [2, 3] {
+        assert_eq!(cluster.nodes[&id].voters(), IDS.to_vec(), "orderer {id}");
+        assert_eq!(cluster.nodes[&id].failure(), None, "orderer {id}");
+    }
+
+    // The rogue gone, the two honest orderers are a majority of the members they kept:
+    // they elect a leader and order. (Had the first change been applied, a decision
+    // would need three of 1, 2, 3 and 9.)
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    rogue.join().unwrap();
+    *cluster.hub.rogue.lock().unwrap() = None;
+    cluster.hub.isolate(2, &[3], false);
+    let leader = cluster.leader(&[2, 3]);
+    assert_eq!(ordered(&cluster.submit(leader, "after", 10)).len(), 10);
 }

@@ -9,6 +9,7 @@
 pub mod log;
 mod logger;
 mod node;
+pub mod quorum;
 pub mod wire;
 
 pub use node::{ClusterMember, LOG_ENTRIES_KEPT, RaftOrderer, RaftSettings, Transport};

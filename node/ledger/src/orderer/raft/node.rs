@@ -242,6 +242,9 @@ struct Status {
     voters: Mutex<Vec<u64>>,
     /// The entry the Raft log was last compacted to (0: never).
     compacted: AtomicU64,
+    /// Committed membership changes refused, as not what the definition in force asks
+    /// for, since this orderer started.
+    refused_changes: AtomicU64,
 }
 
 impl Status {
@@ -438,6 +441,13 @@ impl RaftOrderer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// How many committed membership changes this orderer refused since it started, as
+    /// not moving the voters to the orderers the definition in force names (see
+    /// `apply_conf_change`).
+    pub fn refused_membership_changes(&self) -> u64 {
+        self.status.refused_changes.load(AtomicOrdering::Acquire)
     }
 
     /// The entry this orderer's Raft log was last compacted to (0: never), by itself or
@@ -1050,10 +1060,37 @@ impl Runner {
 
     /// Applies a committed membership change: Raft's membership, the log's record of it,
     /// the applied mark. An orderer the change leaves out of the cluster stops ordering.
+    ///
+    /// Only a change that moves the voters to the orderers the definition in force at
+    /// this entry names is applied (or one that leaves the joint membership such a change
+    /// entered). Any other is refused: the entry is marked applied and the membership
+    /// stays as it was. Every orderer applies the same entries in the same order, so
+    /// every one reads the same definition here and refuses alike; the leader then
+    /// proposes the change the definition asks for. A change refused this way is not a
+    /// fault to stop on: a configuration update ordered between a leader's proposal and
+    /// its change's entry makes an honest change stale, and stopping would stop every
+    /// orderer at once.
     fn apply_conf_change(&mut self, entry: &Entry) -> Stop {
         let index = entry.index;
         let change = wire::conf_change_from_bytes(&entry.data)
             .map_err(|e| format!("Raft entry {index}: {e}"))?;
+        // The definition in force after every entry before this one.
+        self.read_configuration();
+        if let Err(why) = self.change_allowed(&change) {
+            tracing::warn!(
+                index,
+                why,
+                voters = ?self.conf_state.voters,
+                "a membership change of the ordering cluster was refused: the cluster keeps its members"
+            );
+            self.status
+                .refused_changes
+                .fetch_add(1, AtomicOrdering::Release);
+            self.stream
+                .append_txs(Vec::new(), Ids::Record, Some(index))
+                .map_err(|e| e.to_string())?;
+            return Ok(());
+        }
         let conf_state = self
             .node
             .apply_conf_change(&change)
@@ -1076,6 +1113,60 @@ impl Runner {
             return Err(format!(
                 "this orderer was removed from the ordering cluster (Raft entry {index}); it \
                  orders no more, and its stream stops"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `change`, committed now, is one the definition in force asks for: it
+    /// leaves a joint membership the cluster is in, or (outside one) it enters a joint
+    /// membership, left implicitly, whose incoming voters are exactly the orderers the
+    /// definition names, as `maybe_change_membership` proposes. Why not, if not.
+    fn change_allowed(&self, change: &ConfChangeV2) -> Result<(), String> {
+        let joint = !self.conf_state.voters_outgoing.is_empty();
+        let leaves = change.get_transition() == ConfChangeTransition::Auto
+            && change.get_changes().is_empty();
+        if leaves {
+            return match joint {
+                true => Ok(()),
+                false => Err("it leaves a joint membership, and the cluster is in none".into()),
+            };
+        }
+        if joint {
+            return Err("the cluster is still in a joint membership".into());
+        }
+        if change.get_transition() != ConfChangeTransition::Implicit {
+            return Err(format!(
+                "its transition is {:?}; Runnel changes memberships through a joint one left \
+                 implicitly",
+                change.get_transition()
+            ));
+        }
+        let Some(wanted) = &self.wanted else {
+            return Err(
+                "this orderer follows no network configuration naming the cluster's orderers"
+                    .into(),
+            );
+        };
+        let mut next: BTreeSet<u64> = self.conf_state.voters.iter().copied().collect();
+        for single in change.get_changes() {
+            match single.get_change_type() {
+                ConfChangeType::AddNode => next.insert(single.node_id),
+                ConfChangeType::RemoveNode => next.remove(&single.node_id),
+                ConfChangeType::AddLearnerNode => {
+                    return Err(format!(
+                        "it makes {} a learner, which Runnel never does",
+                        single.node_id
+                    ));
+                }
+            };
+        }
+        let named: BTreeSet<u64> = wanted.iter().copied().collect();
+        if next != named {
+            return Err(format!(
+                "it makes the voters {next:?}, and the definition in force (sequence {}) names \
+                 the orderers {named:?}",
+                self.members_sequence
             ));
         }
         Ok(())
@@ -1312,10 +1403,23 @@ impl Runner {
             return;
         }
         self.followed_at = Some(applied);
+        self.read_configuration();
+    }
+
+    /// Reads the definition in force, if it changed since last read: what
+    /// [`Runner::follow_configuration`] does once per applied index, and a membership
+    /// change before it is applied.
+    fn read_configuration(&mut self) {
         let Some((seq, definition)) = self.stream.definition_since(self.followed) else {
             return;
         };
         self.followed = Some(seq);
+        if let Some(holder) = super::quorum::quorum_holder(&definition) {
+            tracing::warn!(
+                sequence = definition.sequence,
+                "the ordering cluster's trust: {holder} (docs/security.md, \"The ordering cluster\")"
+            );
+        }
         let members = ClusterMember::of(&definition);
         let mut wanted: Vec<u64> = members.iter().map(|member| member.id).collect();
         wanted.sort_unstable();
