@@ -61,6 +61,11 @@ test("with a member's certificate and key the explorer reads the ledger live", a
     await expect(page.getByTestId("identity-required")).toHaveCount(0);
     const row = page.getByRole("row").filter({ has: page.locator(`a[data-tx="${submitted.getTransactionId()}"]`) });
     await expect(row).toContainText(key);
+    // The dashboard reads the node's heights and /metrics as the member too: a node whose
+    // reads are for members tells only members those (ops_access follows read_access).
+    await page.goto(node.url);
+    await expect(page.getByTestId("node-metrics")).toBeVisible();
+    await expect(page.getByTestId("stat-committed")).not.toContainText("—");
   } finally {
     client.close();
   }

@@ -12,13 +12,14 @@ import { App } from "./App";
 import { applyTheme, initialTheme } from "./components/ThemeToggle";
 import { LiveFeed } from "./live/feed";
 import { FeedContext } from "./live/hooks";
-import { readerGateway, savedReader } from "./live/reader";
+import { readerFetch, readerGateway, savedReader } from "./live/reader";
 
 applyTheme(initialTheme());
 
 const nodeUrl: string = import.meta.env.VITE_RUNNEL_URL ?? location.origin;
 // Reads as the identity loaded on the Settings page, if any (a node may serve members only).
-const feed = new LiveFeed(readerGateway(nodeUrl, savedReader()));
+const reader = savedReader();
+const feed = new LiveFeed(readerGateway(nodeUrl, reader), { fetch: readerFetch(reader) });
 feed.start();
 
 const root = document.getElementById("app");

@@ -140,7 +140,11 @@ export function forgetReader(): void {
   }
 }
 
-/** A read-only gateway to `url`, sending `reader`'s grant with every read, or reading as no one. */
+/**
+ * A read-only gateway to `url`, sending `reader`'s grant with every read and with
+ * `GetNetworkInfo` (whose heights and peers a node under `ops_access = "members"` tells
+ * members only), or reading as no one.
+ */
 export function readerGateway(url: string, reader: SavedReader | undefined): Gateway {
   if (reader === undefined) return connectReadOnly({ url });
   const grant = reader.grant;
@@ -148,11 +152,28 @@ export function readerGateway(url: string, reader: SavedReader | undefined): Gat
     url,
     interceptors: [
       (next) => async (request) => {
-        if (isRead(request.method)) request.header.set(READ_GRANT_HEADER, grant);
+        if (isRead(request.method) || request.method.name === "GetNetworkInfo") {
+          request.header.set(READ_GRANT_HEADER, grant);
+        }
         return next(request);
       },
     ],
   });
+}
+
+/**
+ * `fetch` carrying `reader`'s grant, for the node's operations routes (`/metrics`, which
+ * a node under `ops_access = "members"` serves to members only); plain `fetch` without a
+ * reader.
+ */
+export function readerFetch(reader: SavedReader | undefined): typeof fetch {
+  if (reader === undefined) return (input, init) => fetch(input, init);
+  const grant = reader.grant;
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set(READ_GRANT_HEADER, grant);
+    return fetch(input, { ...init, headers });
+  };
 }
 
 /** Standard base64 without padding, as gRPC binary headers carry bytes. */
