@@ -474,12 +474,7 @@ fn print(report: &serde_json::Value) -> Result<()> {
 
 /// Adds `admin`'s signature over the update's payload.
 fn add_signature(update: &mut Transaction, admin: &runnel_ledger::identity::Signer) {
-    let proposal = update
-        .proposal
-        .as_ref()
-        .map(|p| p.proposal.as_slice())
-        .unwrap_or_default();
-    let message = tx::endorsement_message(&tx::sha256(proposal), &tx::sha256(&update.payload));
+    let message = netconfig::signing_message(update);
     update
         .endorsements
         .retain(|e| e.endorser != admin.cert_der());

@@ -101,6 +101,17 @@ pub fn update_transaction(
     }
 }
 
+/// What every admin signing `update` signs: the endorsement message over its proposal and
+/// its payload.
+pub fn signing_message(update: &Transaction) -> Vec<u8> {
+    let proposal = update
+        .proposal
+        .as_ref()
+        .map(|p| p.proposal.as_slice())
+        .unwrap_or_default();
+    tx::endorsement_message(&tx::sha256(proposal), &tx::sha256(&update.payload))
+}
+
 /// The definition an update transaction proposes, checked to be what its payload writes:
 /// what an admin reads before signing it.
 pub fn proposed(transaction: &Transaction) -> Result<NetworkDefinition, String> {

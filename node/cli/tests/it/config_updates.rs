@@ -160,22 +160,8 @@ fn config_sign_shows_a_disguised_policy_change_before_signing_and_needs_yes() {
     let mut disguised = netconfig::proposed(&revoking).unwrap();
     disguised.config_policy = "'Org1.admin'".into();
     disguised.lifecycle_policy = "'Org1.admin'".into();
-    let next_file = net.dir.join("disguised.json");
-    std::fs::write(&next_file, serde_json::to_vec(&disguised).unwrap()).unwrap();
-    let update = net.dir.join("disguised.update");
-    let update = update.to_str().unwrap();
-    net.json(
-        "Org1/peer0",
-        "Org1",
-        &[
-            "config",
-            "propose",
-            "--definition",
-            next_file.to_str().unwrap(),
-            "--out",
-            update,
-        ],
-    );
+    let update = net.propose("disguised", &disguised);
+    let update = update.as_str();
     let proposed = std::fs::read(update).unwrap();
 
     // Org2's admin, with no terminal and no --yes: shown every change, nothing signed.

@@ -159,6 +159,22 @@ impl Network {
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
+    /// `runnel config propose` of `definition` by Org1's admin at Org1's peer, written as
+    /// `<name>.json` in the network's directory: the update file's path.
+    pub(crate) fn propose(&self, name: &str, definition: &impl serde::Serialize) -> String {
+        let file = self.dir.join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(definition).unwrap()).unwrap();
+        let update = self.dir.join(format!("{name}.update"));
+        let update = update.to_str().unwrap().to_string();
+        let propose = ["config", "propose", "--definition", file.to_str().unwrap()];
+        self.json(
+            "Org1/peer0",
+            "Org1",
+            &[&propose[..], &["--out", &update]].concat(),
+        );
+        update
+    }
+
     /// [`Network::run`] that must fail; its error output.
     pub(crate) fn fails(&self, node: &str, org: &str, args: &[&str]) -> String {
         let output = self.run(node, org, args);
@@ -709,22 +725,8 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         .as_array_mut()
         .unwrap()
         .push(org3_definition["orgs"][0].clone());
-    let next_file = net.dir.join("with-org3.json");
-    std::fs::write(&next_file, serde_json::to_vec(&next).unwrap()).unwrap();
-    let update = net.dir.join("add-org3.tx");
-    let update = update.to_str().unwrap();
-    net.json(
-        "Org1/peer0",
-        "Org1",
-        &[
-            "config",
-            "propose",
-            "--definition",
-            next_file.to_str().unwrap(),
-            "--out",
-            update,
-        ],
-    );
+    let update = net.propose("add-org3", &next);
+    let update = update.as_str();
     net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     let added = net.json("Org1/peer0", "Org1", &["config", "submit", update]);
     assert_eq!(added["code"], "VALID", "{added}");

@@ -202,22 +202,8 @@ fn peers_refuse_seals_of_an_orderer_an_update_removed_and_keep_answering_reads()
         "org": "Org2",
         "endpoint": endpoint,
     }]);
-    let definition = net.dir.join("orderer-of-org2.json");
-    std::fs::write(&definition, serde_json::to_vec(&next).unwrap()).unwrap();
-    let update = net.dir.join("orderer-of-org2.update");
-    let update = update.to_str().unwrap();
-    at(
-        &net,
-        "Org1/peer0",
-        &[
-            "config",
-            "propose",
-            "--definition",
-            definition.to_str().unwrap(),
-            "--out",
-            update,
-        ],
-    );
+    let update = net.propose("orderer-of-org2", &next);
+    let update = update.as_str();
     at(&net, "Org2/peer0", &["config", "sign", update, "--yes"]);
     let applied = at(&net, "Org1/peer0", &["config", "submit", update]);
     assert_eq!(applied["code"], "VALID", "{applied}");

@@ -284,12 +284,7 @@ pub fn check_signatures(
             return signatures;
         }
     };
-    let proposal = update
-        .proposal
-        .as_ref()
-        .map(|p| p.proposal.as_slice())
-        .unwrap_or_default();
-    let message = tx::endorsement_message(&tx::sha256(proposal), &tx::sha256(&update.payload));
+    let message = super::signing_message(update);
     let mut seen: Vec<[u8; 32]> = Vec::new();
     let mut endorsers = Vec::new();
     for endorsement in &update.endorsements {

@@ -11,7 +11,7 @@ use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role, Signer}
 use runnel_ledger::ids::{BlockNumber, Seq, ValidationCode};
 use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_ledger::orderer::{
-    Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig, SoloOrderer,
+    Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer, OrdererConfig, SoloOrderer,
 };
 use runnel_ledger::proto::{
     ContractDefinition, DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
@@ -1008,31 +1008,31 @@ fn a_proposal_dated_outside_the_window_of_the_orderers_timestamp_is_invalid() {
     peer.close();
 }
 
-/// The orderer's stream with the timestamp of the transaction at `seq` moved by
-/// `shift_ms` on its way to the peer, after the orderer sealed it: what anyone between the
-/// orderer and a peer could do.
-struct Retimed {
+/// The orderer's stream with the transaction at `seq` changed by `alter` on its way to the
+/// peer, after the orderer sealed it: what anyone between the orderer and a peer, or an
+/// orderer that checked less, could deliver.
+struct Altered {
     orderer: Arc<SoloOrderer>,
     seq: Seq,
-    shift_ms: u64,
+    alter: Arc<dyn Fn(&mut OrderedTx) + Send + Sync>,
 }
 
-struct RetimedDelivery {
+struct AlteredDelivery {
     inner: Box<dyn Delivery>,
     seq: Seq,
-    shift_ms: u64,
+    alter: Arc<dyn Fn(&mut OrderedTx) + Send + Sync>,
 }
 
-impl Orderer for Retimed {
+impl Orderer for Altered {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
         self.orderer.submit(signed_transaction)
     }
 
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
-        Ok(Box::new(RetimedDelivery {
+        Ok(Box::new(AlteredDelivery {
             inner: self.orderer.deliver(from, next_block)?,
             seq: self.seq,
-            shift_ms: self.shift_ms,
+            alter: self.alter.clone(),
         }))
     }
 
@@ -1045,11 +1045,11 @@ impl Orderer for Retimed {
     }
 }
 
-impl Delivery for RetimedDelivery {
+impl Delivery for AlteredDelivery {
     fn next(&mut self, timeout: StdDuration) -> Result<Option<Delivered>, OrderError> {
         Ok(match self.inner.next(timeout)? {
             Some(Delivered::Tx(mut ordered)) if ordered.seq == self.seq => {
-                ordered.timestamp_ms += self.shift_ms;
+                (self.alter)(&mut ordered);
                 Some(Delivered::Tx(ordered))
             }
             other => other,
@@ -1081,10 +1081,12 @@ fn a_timestamp_altered_after_sealing_is_refused_at_the_seal() {
             runnel_ledger::tx::PROPOSAL_WINDOW,
             (3, StdDuration::from_secs(3600)),
             |orderer| {
-                Arc::new(Retimed {
+                Arc::new(Altered {
                     orderer,
                     seq: Seq(3),
-                    shift_ms,
+                    alter: Arc::new(move |ordered: &mut OrderedTx| {
+                        ordered.timestamp_ms += shift_ms;
+                    }),
                 })
             },
         );
@@ -1195,59 +1197,6 @@ fn tx_id_at(peer: &Peer, seq: Seq) -> runnel_ledger::ids::TxId {
     tx::tx_id(&proposal)
 }
 
-/// The orderer's stream with the transaction at `seq` carrying copies of its endorsement
-/// past `ENDORSEMENTS_MAX` (signed again by its client): what an orderer that did not
-/// count them would deliver.
-struct Crowded {
-    orderer: Arc<SoloOrderer>,
-    seq: Seq,
-    client: Signer,
-}
-
-struct CrowdedDelivery {
-    inner: Box<dyn Delivery>,
-    seq: Seq,
-    client: Signer,
-}
-
-impl Orderer for Crowded {
-    fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
-        self.orderer.submit(signed_transaction)
-    }
-
-    fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
-        Ok(Box::new(CrowdedDelivery {
-            inner: self.orderer.deliver(from, next_block)?,
-            seq: self.seq,
-            client: self.client.clone(),
-        }))
-    }
-
-    fn height(&self) -> Seq {
-        self.orderer.height()
-    }
-
-    fn durable_height(&self) -> Seq {
-        self.orderer.durable_height()
-    }
-}
-
-impl Delivery for CrowdedDelivery {
-    fn next(&mut self, timeout: StdDuration) -> Result<Option<Delivered>, OrderError> {
-        Ok(match self.inner.next(timeout)? {
-            Some(Delivered::Tx(mut ordered)) if ordered.seq == self.seq => {
-                let (_, mut transaction, _) = tx::decode_transaction(&ordered.transaction).unwrap();
-                let own = transaction.endorsements[0].clone();
-                transaction.endorsements = vec![own; tx::ENDORSEMENTS_MAX + 1];
-                ordered.transaction =
-                    tx::sign_transaction(&self.client, &transaction).encode_to_vec();
-                Some(Delivered::Tx(ordered))
-            }
-            other => other,
-        })
-    }
-}
-
 #[test]
 fn a_transaction_with_more_endorsements_than_any_policy_uses_is_invalid() {
     // Seq 2 reaches the peer with 65 copies of its one endorsement (no block is sealed
@@ -1260,10 +1209,20 @@ fn a_transaction_with_more_endorsements_than_any_policy_uses_is_invalid() {
         runnel_ledger::tx::PROPOSAL_WINDOW,
         (100, StdDuration::from_secs(3600)),
         |orderer| {
-            Arc::new(Crowded {
+            let client = client.clone();
+            Arc::new(Altered {
                 orderer,
                 seq: Seq(2),
-                client: client.clone(),
+                // Copies of its endorsement past `ENDORSEMENTS_MAX`, signed again by its
+                // client: what an orderer that did not count them would deliver.
+                alter: Arc::new(move |ordered: &mut OrderedTx| {
+                    let (_, mut transaction, _) =
+                        tx::decode_transaction(&ordered.transaction).unwrap();
+                    let own = transaction.endorsements[0].clone();
+                    transaction.endorsements = vec![own; tx::ENDORSEMENTS_MAX + 1];
+                    ordered.transaction =
+                        tx::sign_transaction(&client, &transaction).encode_to_vec();
+                }),
             })
         },
     );
