@@ -75,6 +75,13 @@ export interface VerifyOptions {
    * removed from the network). Not given: any orderer of a trusted CA.
    */
   readonly orderers?: readonly SealSigner[];
+  /**
+   * The identities the network revoked: the `revoked` entries of every organisation of the
+   * network definition in force at the block's last seq (`ed25519:` and a public key in
+   * hex, as `network.json` and `runnel config show` list them). Given, a seal signed by a
+   * revoked key is not valid, whatever its certificate's bytes.
+   */
+  readonly revoked?: readonly string[];
 }
 
 /** The outcome of {@link verifySeal}. */
@@ -167,6 +174,7 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
   // distinct orderer whose certificate is valid at the seal's own time.
   const message = concat(utf8Bytes(SEAL_DOMAIN), hash);
   const signers: SealSigner[] = [];
+  const keys: string[] = [];
   for (const signature of signed.signatures) {
     const identity = await verifyIdentity(signature.orderer, cas, seal.timestampMs, "orderer");
     if (!identity.valid) return fail(`the seal's certificate: ${identity.reason}`);
@@ -186,10 +194,14 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     if (options.orderers && !options.orderers.some((named) => named.org === org && named.name === name)) {
       return fail(`orderer ${org}/${name} is not one of the orderers that may sign (the network definition in force names others)`);
     }
-    if (signers.some((signer) => signer.org === org && signer.name === name)) {
+    // One orderer is one name and one key, as a peer counts them.
+    const key = `ed25519:${toHex(identity.identity.certificate.ed25519PublicKey ?? new Uint8Array())}`;
+    if (options.revoked?.includes(key)) return fail(`orderer ${org}/${name} is revoked (${key})`);
+    if (signers.some((signer) => signer.org === org && signer.name === name) || keys.includes(key)) {
       return fail(`orderer ${org}/${name} signs the seal twice`);
     }
     signers.push({ org, name });
+    keys.push(key);
   }
   const first = signers[0]!;
   return { valid: true, orderer, ordererOrg: first.org, ordererName: first.name, signers };

@@ -91,6 +91,17 @@ export class Certificate {
   }
 
   /**
+   * The subject's Ed25519 public key, its 32 bytes: what an identity is, whatever its
+   * certificate's bytes (a revocation names it). Undefined for another kind of key.
+   */
+  get ed25519PublicKey(): Uint8Array | undefined {
+    if (this.keyAlgorithm !== ED25519) return undefined;
+    const spki = new Uint8Array(this.#x509.publicKey.rawData);
+    // An Ed25519 SubjectPublicKeyInfo: 12 bytes of algorithm and BIT STRING header, the key.
+    return spki.length === 44 ? spki.slice(12) : undefined;
+  }
+
+  /**
    * The subject's Ed25519 public key, imported for WebCrypto `verify`.
    *
    * @throws TypeError if the key is not Ed25519, or the platform's WebCrypto lacks Ed25519.

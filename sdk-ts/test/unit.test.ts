@@ -369,6 +369,18 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     expect(await verifySeal(two, { trustedCas, orderers: [...named("Org1"), ...named("Org2")] })).toMatchObject({ valid: true });
   });
 
+  test("given the keys the network revoked, a seal signed by one of them is not valid", async () => {
+    const net = await network();
+    const block = await sealedBlock(net.ordererKeys, net.orderer);
+    const raw = new Uint8Array(await crypto.subtle.exportKey("raw", net.ordererKeys.publicKey));
+    const revoked = `ed25519:${Buffer.from(raw).toString("hex")}`;
+    expect(await verifySeal(block, { trustedCas: [net.caPem], revoked: [] })).toMatchObject({ valid: true });
+    expect(await verifySeal(block, { trustedCas: [net.caPem], revoked: [revoked] })).toMatchObject({
+      valid: false,
+      reason: `orderer Org1/orderer0.Org1 is revoked (${revoked})`,
+    });
+  });
+
   test("without trusted CAs a seal is never valid", async () => {
     const net = await network();
     const block = await sealedBlock(net.ordererKeys, net.orderer);
