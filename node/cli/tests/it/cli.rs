@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use runnel_ledger::identity::Signer;
+
 use crate::process::{Node, RUNNEL};
 
 #[test]
@@ -195,9 +197,23 @@ fn init_start_invoke_query_inspect_stop_restart_over_tls() {
     let by_name = node.json(&["status", "--tls-server-name", "node1.example"]);
     assert_eq!(by_name["channel"], "trade");
 
-    // Operations.
+    // Operations: /healthz for anyone; /metrics, as reads here, for members only.
     assert_eq!(node.http("GET", "/healthz", ""), (200, "ok\n".into()));
-    let (code, metrics) = node.http("GET", "/metrics", "");
+    assert_eq!(node.http("GET", "/metrics", "").0, 401);
+    let people = net.join("identities/Org1");
+    let read = |file: &str| std::fs::read_to_string(people.join(file)).unwrap();
+    let client = Signer::from_pem(&read("client.pem"), &read("client.key")).unwrap();
+    let start = runnel_ledger::tx::now_ms() - 60_000;
+    let grant = runnel_server::readers::grant_header(&client, "trade", start, 10 * 60_000);
+    let header = format!("{}: {grant}\r\n", runnel_server::readers::READ_GRANT_HEADER);
+    let (code, metrics) = crate::process::https_with(
+        node.url.strip_prefix("https://").unwrap(),
+        &people.join("tls/ca.pem"),
+        &header,
+        "GET",
+        "/metrics",
+        "",
+    );
     assert_eq!(code, 200);
     assert!(
         // Org2's approval, the commit and the put.
