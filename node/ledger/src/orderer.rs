@@ -40,7 +40,7 @@ use std::sync::Arc;
 use prost::Message;
 
 use crate::block::SignedSealed;
-use crate::identity::{IdentityError, Msp, Role};
+use crate::identity::{Identity, IdentityError, Msp, Role};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
 use crate::proto;
@@ -490,10 +490,10 @@ pub struct Checked {
     pub config_update: bool,
     /// Its size, in bytes.
     pub size_bytes: usize,
-    /// The submitter's id, for errors, and public key, for its quota.
-    submitter: (String, [u8; 32]),
+    /// The submitter: its id for errors, its public key for its quota.
+    submitter: Arc<Identity>,
     /// The endorser that vouches for it, for errors.
-    endorser: String,
+    endorser: Arc<Identity>,
     /// The submitter's signature, then the endorsement's when it is to be verified.
     checks: Vec<sig::SigCheck>,
 }
@@ -532,7 +532,7 @@ pub fn verify_checked(
                 Err(OrderError::BadSignature)
             } else if !endorsement_ok {
                 Err(OrderError::BadEndorsement {
-                    endorser: checked.endorser,
+                    endorser: checked.endorser.id(),
                 })
             } else {
                 Ok(checked)
@@ -552,8 +552,12 @@ pub(crate) fn admit(
     let checked = verify_checked(msp, vec![check(config, msp, signed_transaction, false)])
         .pop()
         .unwrap_or(Err(OrderError::Closed))?;
-    let (name, key) = &checked.submitter;
-    quota.take(key, checked.size_bytes, tx::now_us(), name)?;
+    quota.take(
+        &checked.submitter.key,
+        checked.size_bytes,
+        tx::now_us(),
+        || checked.submitter.id(),
+    )?;
     Ok(checked.admitted())
 }
 
@@ -573,8 +577,9 @@ pub(crate) fn admit_batch(
         .into_iter()
         .map(|checked| {
             let checked = checked?;
-            let (name, key) = &checked.submitter;
-            quota.take(key, checked.size_bytes, now_us, name)?;
+            quota.take(&checked.submitter.key, checked.size_bytes, now_us, || {
+                checked.submitter.id()
+            })?;
             Ok(checked.admitted())
         })
         .collect()
@@ -664,8 +669,8 @@ pub fn check(
         proposal_ms: proposal.timestamp_ms,
         config_update: proposal.contract == crate::netconfig::CONFIG_NAMESPACE,
         size_bytes: signed_transaction.len(),
-        submitter: (submitter.id(), submitter_check.key),
-        endorser: endorser.id(),
+        submitter,
+        endorser,
         checks: std::iter::once(submitter_check)
             .chain(endorsement_check)
             .collect(),

@@ -56,7 +56,7 @@ impl Quotas {
         key: &[u8; 32],
         bytes: usize,
         now_us: u64,
-        who: &str,
+        who: impl FnOnce() -> String,
     ) -> Result<(), OrderError> {
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         if buckets.len() >= QUOTA_SUBMITTERS_MAX && !buckets.contains_key(key) {
@@ -85,7 +85,7 @@ impl Quotas {
                 (missing * 1000.0 / self.rate_bytes_per_s as f64).ceil() as u64
             };
             return Err(OrderError::QuotaExceeded {
-                submitter: who.to_string(),
+                submitter: who(),
                 size_bytes: bytes,
                 rate_bytes_per_s: self.rate_bytes_per_s,
                 retry_ms,
@@ -115,24 +115,34 @@ mod tests {
         // 1,000 bytes a second, 2,000 at once.
         let quotas = Quotas::new(1_000);
         let (alice, bob) = ([1; 32], [2; 32]);
-        quotas.take(&alice, 1_500, 0, "alice").unwrap();
-        let refused = quotas.take(&alice, 600, 0, "alice").unwrap_err();
+        quotas.take(&alice, 1_500, 0, || "alice".into()).unwrap();
+        let refused = quotas.take(&alice, 600, 0, || "alice".into()).unwrap_err();
         assert_eq!(refused.code(), "SUBMITTER_QUOTA_EXCEEDED");
         assert!(
             matches!(refused, OrderError::QuotaExceeded { retry_ms: 100, .. }),
             "{refused:?}"
         );
         // Refused bytes are not taken: 500 still fit.
-        quotas.take(&alice, 500, 0, "alice").unwrap();
+        quotas.take(&alice, 500, 0, || "alice".into()).unwrap();
         // Bob's share is his own.
-        quotas.take(&bob, 2_000, 0, "bob").unwrap();
+        quotas.take(&bob, 2_000, 0, || "bob".into()).unwrap();
         // Half a second refills 500 bytes, never past the burst.
-        quotas.take(&alice, 500, 500_000, "alice").unwrap();
-        assert!(quotas.take(&alice, 1, 500_000, "alice").is_err());
-        quotas.take(&alice, 2_000, 100_000_000, "alice").unwrap();
+        quotas
+            .take(&alice, 500, 500_000, || "alice".into())
+            .unwrap();
+        assert!(quotas.take(&alice, 1, 500_000, || "alice".into()).is_err());
+        quotas
+            .take(&alice, 2_000, 100_000_000, || "alice".into())
+            .unwrap();
         // A full bucket takes more than it holds, then nothing until it refills.
-        quotas.take(&alice, 5_000, 200_000_000, "alice").unwrap();
-        assert!(quotas.take(&alice, 1, 200_000_000, "alice").is_err());
+        quotas
+            .take(&alice, 5_000, 200_000_000, || "alice".into())
+            .unwrap();
+        assert!(
+            quotas
+                .take(&alice, 1, 200_000_000, || "alice".into())
+                .is_err()
+        );
     }
 
     #[test]
@@ -140,8 +150,14 @@ mod tests {
         // 10 bytes a second, 20 at once: 50 bytes leave a debt of 30, repaid in 3 s.
         let quotas = Quotas::new(10);
         let carol = [3; 32];
-        quotas.take(&carol, 50, 0, "carol").unwrap();
-        assert!(quotas.take(&carol, 1, 2_000_000, "carol").is_err());
-        quotas.take(&carol, 1, 3_100_000, "carol").unwrap();
+        quotas.take(&carol, 50, 0, || "carol".into()).unwrap();
+        assert!(
+            quotas
+                .take(&carol, 1, 2_000_000, || "carol".into())
+                .is_err()
+        );
+        quotas
+            .take(&carol, 1, 3_100_000, || "carol".into())
+            .unwrap();
     }
 }

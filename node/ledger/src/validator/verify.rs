@@ -154,7 +154,7 @@ fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
     let mut verified = Verified {
         seq: ordered.seq,
         timestamp_ms: ordered.timestamp_ms,
-        tx_id: TxId(tx::sha256(&ordered.transaction)),
+        tx_id: TxId([0; 32]),
         leaf: ordered.leaf(),
         transaction: Vec::new(),
         outcome: Err(ValidationCode::BadPayload),
@@ -162,7 +162,10 @@ fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
         epoch: shared.msp.epoch(),
     };
     let pending = match crate::tx::decode_transaction(&ordered.transaction) {
-        Err(_) => None,
+        Err(_) => {
+            verified.tx_id = TxId(tx::sha256(&ordered.transaction));
+            None
+        }
         Ok((signed, transaction, proposal)) => {
             verified.tx_id = tx::tx_id(&proposal);
             match check(shared, ordered.timestamp_ms, &signed, transaction, proposal) {
