@@ -2,6 +2,7 @@
 //! limits, and an endorser on an empty state. A fuzzer runs millions of inputs in one
 //! process, so nothing here may be built per input.
 
+use runnel_ledger::records::SyncMode;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -73,7 +74,7 @@ pub(crate) fn endorser() -> &'static Endorser {
     static ENDORSER: OnceLock<Endorser> = OnceLock::new();
     ENDORSER.get_or_init(|| {
         let dir = state_dir();
-        let state = WorldState::open(&dir).expect("an empty state");
+        let state = WorldState::open(&dir, SyncMode::Data).expect("an empty state");
         Endorser::new(
             EndorserConfig::default(),
             msp().clone(),

@@ -335,7 +335,10 @@ pub fn record_file(data: &[u8]) {
     } else {
         FIRST_RECORD
     };
-    let reader = opened.file.handle().expect("a reader");
+    let reader = opened
+        .file
+        .handle(runnel_ledger::records::SyncMode::Data)
+        .expect("a reader");
     let mut next = first;
     for at in &opened.records {
         assert_eq!(at.offset, next + HEADER, "records do not follow each other");

@@ -7,6 +7,7 @@
 //! cargo test -p runnel-fuzz-targets --test seeds -- --ignored
 //! ```
 
+use runnel_ledger::records::SyncMode;
 use std::path::Path;
 
 use prost::Message;
@@ -188,7 +189,10 @@ fn record_files() {
             let at = file.append(kind, payload).expect("append");
             end = at.offset + u64::from(at.len);
         }
-        file.handle().expect("handle").sync().expect("sync");
+        file.handle(SyncMode::Data)
+            .expect("handle")
+            .sync()
+            .expect("sync");
     }
     let mut bytes = std::fs::read(&path).expect("record file bytes");
     bytes.truncate(usize::try_from(end).expect("small file"));

@@ -8,6 +8,7 @@
 //!
 //! Run: `./scripts/bench.sh endorse` (or `cargo bench -p runnel-ledger --bench endorse`).
 
+use runnel_ledger::records::SyncMode;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,7 +48,7 @@ fn setup() -> Setup {
     let msp = Arc::new(network.msp().expect("msp"));
     let org1 = network.org("Org1").expect("Org1");
     let dir = tempfile::tempdir().expect("tempdir");
-    let state = Arc::new(WorldState::open(dir.path()).expect("state"));
+    let state = Arc::new(WorldState::open(dir.path(), SyncMode::Data).expect("state"));
     let runtime = Arc::new(Runtime::new(RuntimeConfig::default()).expect("runtime"));
     let admin = org1.signer(Role::Admin).expect("admin");
     let endorser = |signer: Signer| {

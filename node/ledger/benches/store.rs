@@ -4,6 +4,7 @@
 //! - `stage` + `commit_staged` throughput, one 1 KiB write and 2 KiB of transaction bytes
 //!   per transaction, for commits of 1 and of 1000 transactions (each commit is one fsync).
 
+use runnel_ledger::records::SyncMode;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -53,7 +54,7 @@ fn stage(world: &WorldState, key: String) {
 
 fn reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let world = WorldState::open(dir.path()).expect("open");
+    let world = WorldState::open(dir.path(), SyncMode::Data).expect("open");
     for i in 0..DURABLE_KEYS {
         stage(&world, format!("durable-{i:06}"));
     }
@@ -88,7 +89,7 @@ fn reads(c: &mut Criterion) {
 
 fn commits(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let world = WorldState::open(dir.path()).expect("open");
+    let world = WorldState::open(dir.path(), SyncMode::Data).expect("open");
     let mut group = c.benchmark_group("stage + commit_staged");
     // A 1000-transaction commit takes milliseconds: fewer samples keep the run short.
     group.sample_size(10);

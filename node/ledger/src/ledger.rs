@@ -469,7 +469,7 @@ impl Ledger {
             )));
         }
         let names = acting_for(&keys, config.org.as_deref())?;
-        let world = Arc::new(WorldState::open_with(&dir.join("state"), config.sync)?);
+        let world = Arc::new(WorldState::open(&dir.join("state"), config.sync)?);
         // The trust in force where the durable state ends: the last configuration update
         // committed, else the genesis definition. The validator applies later updates
         // as it replays and receives them.

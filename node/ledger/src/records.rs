@@ -98,13 +98,19 @@ pub struct RecordAt {
     pub len: u32,
 }
 
-/// How a sync makes written bytes durable (`[store] sync` in `runnel.toml`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How a sync makes written bytes durable (`[store] sync` in `runnel.toml`). It has no
+/// default: every opener names it, so the weaker mode is never reached by omission
+/// (`runnel.toml` and [`crate::LedgerConfig`] choose [`SyncMode::Full`]).
+///
+/// ```compile_fail
+/// // No default to fall back on.
+/// let _ = runnel_ledger::records::SyncMode::default();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
     /// `sync_file_range`: the bytes are written through to the device and waited for;
     /// they survive a crash of the process or of the kernel, but not a power loss on a
     /// device with a volatile write cache.
-    #[default]
     Data,
     /// `fdatasync`: the bytes, and the device's write cache, flushed; they survive a power
     /// loss too. Each sync costs a cache flush (milliseconds on many devices).
@@ -570,13 +576,14 @@ impl RecordFile {
         Ok(())
     }
 
-    /// A handle that reads and syncs this file from another thread.
-    pub fn handle(&self) -> Result<RecordReader, RecordError> {
+    /// A handle that reads and syncs this file from another thread, syncing as `mode`
+    /// says.
+    pub fn handle(&self, mode: SyncMode) -> Result<RecordReader, RecordError> {
         Ok(RecordReader {
             path: self.path.clone(),
             file: self.file.try_clone().map_err(|e| self.io(e))?,
             ahead: Arc::clone(&self.ahead),
-            mode: SyncMode::Data,
+            mode,
         })
     }
 }
@@ -652,11 +659,6 @@ impl RecordReader {
                 source,
             })?;
         Ok(part)
-    }
-
-    /// This handle, syncing as `mode` says.
-    pub fn with_sync(self, mode: SyncMode) -> RecordReader {
-        RecordReader { mode, ..self }
     }
 
     /// Makes every record appended so far durable, as the handle's [`SyncMode`] says (the
@@ -739,7 +741,7 @@ mod tests {
             .enumerate()
             .map(|(i, p)| file.append(i as u8 % 3, p).unwrap())
             .collect();
-        file.handle().unwrap().sync().unwrap();
+        file.handle(SyncMode::Data).unwrap().sync().unwrap();
         at
     }
 
@@ -755,7 +757,7 @@ mod tests {
         } = RecordFile::open(&path).unwrap();
         assert_eq!(records, at);
         assert_eq!(torn_at, None);
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         for (at, payload) in at.iter().zip(payloads()) {
             assert_eq!(reader.read(*at).unwrap(), payload);
         }
@@ -772,14 +774,14 @@ mod tests {
             .append_all(1, payloads().iter().map(Vec::as_slice))
             .unwrap();
         let last = file.append(2, b"after").unwrap();
-        file.handle().unwrap().sync().unwrap();
+        file.handle(SyncMode::Data).unwrap().sync().unwrap();
         drop(file);
         let Opened { file, records, .. } = RecordFile::open(&path).unwrap();
         let mut expected = vec![first];
         expected.extend(together.iter().copied());
         expected.push(last);
         assert_eq!(records, expected);
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         for (at, payload) in together.iter().zip(payloads()) {
             assert_eq!(at.kind, 1);
             assert_eq!(reader.read(*at).unwrap(), payload);
@@ -815,13 +817,13 @@ mod tests {
             );
         }
         assert_eq!(together[0].offset, first.offset + 5 + HEADER);
-        file.handle().unwrap().sync().unwrap();
+        file.handle(SyncMode::Data).unwrap().sync().unwrap();
         drop(file);
         let Opened { file, records, .. } = RecordFile::open(&path).unwrap();
         let mut expected = vec![first];
         expected.extend(together.iter().copied());
         assert_eq!(records, expected);
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         for (at, (kind, payload)) in together.iter().zip(&mixed) {
             assert_eq!(at.kind, *kind);
             assert_eq!(&reader.read(*at).unwrap(), payload);
@@ -860,7 +862,7 @@ mod tests {
             assert_eq!(torn_at, Some(start));
             let again = file.append(last.kind, &payloads()[19]).unwrap();
             assert_eq!(again, last);
-            file.handle().unwrap().sync().unwrap();
+            file.handle(SyncMode::Data).unwrap().sync().unwrap();
             let reopened = RecordFile::open(&path).unwrap();
             assert_eq!(reopened.records, at);
             assert_eq!(reopened.torn_at, None);
@@ -873,7 +875,7 @@ mod tests {
         let path = dir.path().join("log");
         let mut at = write(&path);
         let Opened { mut file, .. } = RecordFile::open(&path).unwrap();
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         // Appended, never synced: what a crash can tear.
         at.extend((0..3u8).map(|i| file.append(1, &[i; 100]).unwrap()));
         std::mem::forget(file); // a crash: no clean close
@@ -937,7 +939,7 @@ mod tests {
         } = RecordFile::open(&path).unwrap();
         assert_eq!(torn_at, None);
         assert_eq!(records.len(), 1);
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         assert_eq!(reader.read(records[0]).unwrap(), payload);
         let next = file.append(5, b"new").unwrap();
         reader.sync().unwrap();
@@ -953,7 +955,7 @@ mod tests {
         file.append(1, b"before").unwrap();
         let at = file.append(1, b"0123456789").unwrap();
         file.append(1, b"after").unwrap();
-        let reader = file.handle().unwrap();
+        let reader = file.handle(SyncMode::Data).unwrap();
         assert_eq!(reader.read_part(at, 3, 4).unwrap(), b"3456");
         assert_eq!(reader.read_part(at, 0, 10).unwrap(), b"0123456789");
         assert_eq!(reader.read_part(at, 10, 0).unwrap(), b"");
@@ -988,7 +990,7 @@ mod tests {
         // One append longer than every zero ahead extends the file itself.
         let huge = vec![9u8; (4 * CHUNK_BYTES) as usize];
         at.push(file.append(2, &huge).unwrap());
-        file.handle().unwrap().sync().unwrap();
+        file.handle(SyncMode::Data).unwrap().sync().unwrap();
         drop(file);
         let Opened {
             records, torn_at, ..

@@ -882,7 +882,7 @@ impl StreamLog {
                 "orderer log ended in a torn record (a crash during a write); cut it"
             );
         }
-        let reader = log.handle().map_err(log_error)?.with_sync(config.sync);
+        let reader = log.handle(config.sync).map_err(log_error)?;
         let applied = if options.replicated {
             cut_after_applied(&mut log, &reader, &mut records)?
         } else {
@@ -1508,7 +1508,7 @@ mod tests {
                 .collect();
             file.append_records(torn.iter().map(|bytes| (TX, bytes.as_slice())))
                 .unwrap();
-            file.handle().unwrap().sync().unwrap();
+            file.handle(SyncMode::Data).unwrap().sync().unwrap();
         }
         let log = fixture.open(dir.path(), REPLICATED).unwrap();
         assert_eq!((log.applied_index(), log.height()), (9, Seq(5)));

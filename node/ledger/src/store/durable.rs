@@ -187,15 +187,9 @@ const SLED_LOG_FILE: &str = "db";
 const SLED_BLOBS_DIR: &str = "blobs";
 
 impl Store {
-    /// Opens (creating if needed) the store in directory `dir`, syncing as
-    /// [`SyncMode::Data`] says.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        Store::open_with(dir, SyncMode::Data)
-    }
-
     /// Opens (creating if needed) the store in directory `dir`; each [`Store::flush`]
     /// makes its writes durable as `sync` says.
-    pub fn open_with(dir: &Path, sync: SyncMode) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<Store, StoreError> {
         let (db, lock) = open_locked(dir)?;
         let height = match db.get(HEIGHT_KEY)? {
             Some(bytes) => keys::decode_height(&bytes)?,
@@ -240,7 +234,7 @@ impl Store {
             height: AtomicU64::new(height.0),
             durable: AtomicU64::new(height.0),
             sealed: AtomicU64::new(tip.last.0),
-            transactions: file.handle()?.with_sync(sync),
+            transactions: file.handle(sync)?,
             commit_lock: Mutex::new((tip, file, Written::default())),
             flush_seconds: Arc::new(Histogram::flush_seconds()),
             keys: filter,
@@ -1141,7 +1135,7 @@ mod tests {
         let mut carrying = b"transaction with ".to_vec();
         carrying.extend_from_slice(&big);
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), SyncMode::Data).unwrap();
             let mut batch = CommitBatch::new();
             // Seq 1: two contracts' events, one payload inside its bytes (a pointer).
             batch.push_tx_with_events(
@@ -1176,7 +1170,7 @@ mod tests {
                 .unwrap();
             assert!(raw.len() < 64, "a pointer, not a copy: {} bytes", raw.len());
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let all = vec![
             stored(1, 0, "minted", b"10"),
             stored(1, 2, "big", &big),
@@ -1222,7 +1216,7 @@ mod tests {
     #[test]
     fn a_quiet_contracts_events_among_many_transactions_cost_the_reads_they_return() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         // 3,000 transactions of a busy contract; the quiet one emits at seqs 7, 1500 and
         // 2999 only.
         let quiet = [7u64, 1_500, 2_999];
@@ -1265,7 +1259,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let id = |seq: u64| record(seq, ValidationCode::Valid).tx_id;
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), SyncMode::Data).unwrap();
             for seqs in [1..=1u64, 2..=5, 6..=8] {
                 let mut batch = CommitBatch::new();
                 for seq in seqs {
@@ -1278,7 +1272,7 @@ mod tests {
                 store.commit(&batch).unwrap();
             }
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         for start in 0..=9 {
             for limit in [0, 1, 3, 100] {
                 let expected: Vec<(Seq, TxId)> = (start.max(1)..=8)
@@ -1343,7 +1337,7 @@ mod tests {
     #[test]
     fn history_points_at_values_inside_the_transaction_instead_of_copying_them() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let big = vec![b'x'; 1024];
         let mut carrying = b"header ".to_vec();
         carrying.extend_from_slice(&big);
@@ -1435,7 +1429,7 @@ mod tests {
         carrying.extend_from_slice(&large);
         let hash_inline;
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), SyncMode::Data).unwrap();
             let mut batch = CommitBatch::new();
             // Seq 1's large value is in its bytes (a pointer); seq 2's is not (a copy).
             batch.push_tx(
@@ -1469,7 +1463,7 @@ mod tests {
             // state written with both values copied hashes the same.
             hash_inline = {
                 let other = tempfile::tempdir().unwrap();
-                let copy = Store::open(other.path()).unwrap();
+                let copy = Store::open(other.path(), SyncMode::Data).unwrap();
                 let mut batch = CommitBatch::new();
                 batch.push_tx(
                     record(1, ValidationCode::Valid),
@@ -1487,7 +1481,7 @@ mod tests {
             assert_eq!(store.state_hash().unwrap(), hash_inline);
         }
         // After a reopen the pointer still finds the value in the transactions' file.
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!(store.get("ns", b"code").unwrap().unwrap().value, large);
         assert_eq!(store.state_hash().unwrap(), hash_inline);
         // A pointer past its transaction's end is corruption, not a short value.
@@ -1514,7 +1508,7 @@ mod tests {
     #[test]
     fn a_write_is_read_at_once_and_durable_after_the_next_flush_which_a_reopen_keeps() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let mut batch = CommitBatch::new();
         batch.push_tx(
             record(1, ValidationCode::Valid),
@@ -1536,7 +1530,7 @@ mod tests {
         assert_eq!(store.flush().unwrap(), Seq(2));
         assert_eq!(store.durable_height(), Seq(2));
         drop(store);
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!((store.height(), store.durable_height()), (Seq(2), Seq(2)));
         assert_eq!(
             store.get("ns", b"k").unwrap().unwrap().value,
@@ -1547,7 +1541,7 @@ mod tests {
     #[test]
     fn a_full_sync_store_syncs_sleds_files_and_every_new_blob_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_with(dir.path(), SyncMode::Full).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Full).unwrap();
         let full = store.full_sync.as_ref().expect("full syncs");
         let mut batch = CommitBatch::new();
         batch.push_tx(
@@ -1567,7 +1561,7 @@ mod tests {
         store.flush().unwrap();
         assert!(lock(&full.synced_blobs).is_empty());
         drop(store);
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert!(store.full_sync.is_none());
         assert_eq!(
             store.get("ns", b"k").unwrap().unwrap().value,
@@ -1579,7 +1573,7 @@ mod tests {
     fn transactions_read_back_one_by_one_and_in_pages_across_commits_and_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let bytes = |seq: u64| format!("transaction {seq}").into_bytes();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         // Commits of 1, 4 and 3 transactions: one record each.
         for seqs in [1..=1u64, 2..=5, 6..=8] {
             let mut batch = CommitBatch::new();
@@ -1619,7 +1613,7 @@ mod tests {
         };
         check(&store);
         drop(store);
-        check(&Store::open(dir.path()).unwrap());
+        check(&Store::open(dir.path(), SyncMode::Data).unwrap());
     }
 
     #[test]
@@ -1637,10 +1631,10 @@ mod tests {
             }
             store.commit(&batch).unwrap();
         };
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         commit(&store, 1..=300);
         drop(store);
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = Store::open(dir.path(), SyncMode::Data).unwrap();
         // Written while the loader may still be reading what the store held at open.
         commit(&store, 301..=400);
         store._keys_loader.wait();
@@ -1673,7 +1667,7 @@ mod tests {
     #[test]
     fn every_seq_keeps_the_orderers_timestamp_beside_its_bytes_a_duplicate_id_too() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let first = record(1, ValidationCode::Valid);
         // Seq 3 repeats seq 1's id, ordered later: the tx index keeps seq 1's record.
         let duplicate = TxRecord {
@@ -1719,15 +1713,15 @@ mod tests {
         };
         check(&store);
         drop(store);
-        check(&Store::open(dir.path()).unwrap());
+        check(&Store::open(dir.path(), SyncMode::Data).unwrap());
     }
 
     #[test]
     fn a_store_of_another_format_is_refused_at_open_and_left_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         // A store never committed to has no format yet, and opens.
-        drop(Store::open(dir.path()).unwrap());
-        let store = Store::open(dir.path()).unwrap();
+        drop(Store::open(dir.path(), SyncMode::Data).unwrap());
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let mut batch = CommitBatch::new();
         batch.push_tx(
             record(1, ValidationCode::Valid),
@@ -1745,7 +1739,7 @@ mod tests {
         drop(store);
         let path = dir.path().display().to_string();
         for _ in 0..2 {
-            let error = Store::open(dir.path()).unwrap_err();
+            let error = Store::open(dir.path(), SyncMode::Data).unwrap_err();
             assert_eq!(
                 error,
                 StoreError::Format {
@@ -1767,7 +1761,7 @@ mod tests {
                 .unwrap();
             db.flush().unwrap();
         }
-        let error = Store::open(dir.path()).unwrap_err();
+        let error = Store::open(dir.path(), SyncMode::Data).unwrap_err();
         assert!(
             matches!(error, StoreError::Format { found, .. } if found == FORMAT + 1),
             "{error}"
@@ -1780,7 +1774,7 @@ mod tests {
             db.flush().unwrap();
         }
         assert!(matches!(
-            Store::open(dir.path()),
+            Store::open(dir.path(), SyncMode::Data),
             Err(StoreError::Corrupt { what: "format", .. })
         ));
     }
@@ -1788,7 +1782,7 @@ mod tests {
     #[test]
     fn commit_writes_state_history_index_seal_and_height_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!(store.height(), Seq::ZERO);
         let mut batch = CommitBatch::new();
         batch.push_tx(
@@ -1825,7 +1819,7 @@ mod tests {
         assert_eq!(store.block_of(Seq(3)).unwrap(), None);
         // Reopened, the store knows again how far the seals reach.
         drop(store);
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!(store.block_of(Seq(1)).unwrap(), Some(BlockNumber(1)));
         assert_eq!(store.block_of(Seq(3)).unwrap(), None);
     }
@@ -1833,7 +1827,7 @@ mod tests {
     #[test]
     fn bytes_appended_by_a_commit_that_never_landed_are_cut_at_open() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let mut batch = CommitBatch::new();
         batch.push_tx(
             record(1, ValidationCode::Valid),
@@ -1847,9 +1841,9 @@ mod tests {
         let mut file = RecordFile::open(&path).unwrap().file;
         file.append(TRANSACTION_RECORD, b"tx2, never committed")
             .unwrap();
-        file.handle().unwrap().sync().unwrap();
+        file.handle(SyncMode::Data).unwrap().sync().unwrap();
         drop(file);
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!(store.height(), Seq(1));
         let mut batch = CommitBatch::new();
         batch.push_tx(
@@ -1867,7 +1861,7 @@ mod tests {
     #[test]
     fn bytes_written_ahead_are_the_ones_the_commit_points_at() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         store
             .write_ahead([(Seq(1), &b"tx1"[..]), (Seq(2), &b"tx2"[..])])
             .unwrap();
@@ -1905,7 +1899,7 @@ mod tests {
     #[test]
     fn the_first_record_of_a_tx_id_stays() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let original = record(1, ValidationCode::Valid);
         let mut duplicate = record(2, ValidationCode::DuplicateTxid);
         duplicate.tx_id = original.tx_id;
@@ -1923,7 +1917,7 @@ mod tests {
     #[test]
     fn a_corrupt_record_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         // Written past the store's commit, so into its key filter by hand.
         for key in [
             keys::state_key("ns", b"k"),
@@ -1979,7 +1973,7 @@ mod tests {
         drop(store);
         // No height record but other records: refused at open.
         assert!(matches!(
-            Store::open(dir.path()),
+            Store::open(dir.path(), SyncMode::Data),
             Err(StoreError::Corrupt { .. })
         ));
     }
@@ -1987,7 +1981,7 @@ mod tests {
     #[test]
     fn a_seal_beyond_the_height_is_refused_at_open() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         let mut batch = CommitBatch::new();
         batch.push_tx(record(1, ValidationCode::Valid), Vec::new(), Vec::new());
         store.commit(&batch).unwrap();
@@ -2004,7 +1998,7 @@ mod tests {
         store.db.flush().unwrap();
         drop(store);
         assert!(matches!(
-            Store::open(dir.path()),
+            Store::open(dir.path(), SyncMode::Data),
             Err(StoreError::Corrupt { what: "seal", .. })
         ));
     }
@@ -2012,9 +2006,9 @@ mod tests {
     #[test]
     fn a_directory_opens_once_and_reopens_at_once_after_close() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert!(matches!(
-            Store::open(dir.path()),
+            Store::open(dir.path(), SyncMode::Data),
             Err(StoreError::Locked { .. })
         ));
         let mut batch = CommitBatch::new();
@@ -2027,7 +2021,7 @@ mod tests {
         // Close and reopen in a tight loop: sled's lock outlives its handle briefly.
         drop(store);
         for _ in 0..20 {
-            let store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path(), SyncMode::Data).unwrap();
             assert_eq!(store.height(), Seq(1));
         }
     }

@@ -135,14 +135,10 @@ impl std::fmt::Debug for WorldState {
 }
 
 impl WorldState {
-    /// Opens (creating if needed) the store in directory `dir`, with nothing staged.
-    pub fn open(dir: &Path) -> Result<WorldState, StoreError> {
-        WorldState::open_with(dir, SyncMode::Data)
-    }
-
-    /// [`WorldState::open`], its store's flushes syncing as `sync` says.
-    pub fn open_with(dir: &Path, sync: SyncMode) -> Result<WorldState, StoreError> {
-        let store = Store::open_with(dir, sync)?;
+    /// Opens (creating if needed) the store in directory `dir`, with nothing staged, its
+    /// flushes syncing as `sync` says.
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<WorldState, StoreError> {
+        let store = Store::open(dir, sync)?;
         let height = store.height().0;
         Ok(WorldState {
             inner: Arc::new(Inner {

@@ -1,6 +1,7 @@
 //! The endorser through its public API: real certificates, real contracts compiled to
 //! Wasm, sled on a temp directory.
 
+use runnel_ledger::records::SyncMode;
 use std::sync::Arc;
 
 use prost::Message;
@@ -57,7 +58,7 @@ struct Net {
 impl Net {
     fn new() -> Net {
         let dir = tempfile::tempdir().unwrap();
-        let state = Arc::new(WorldState::open(dir.path()).unwrap());
+        let state = Arc::new(WorldState::open(dir.path(), SyncMode::Data).unwrap());
         let peer1 = endorser("Org1", Role::Peer, &state);
         let admins = ORGS
             .iter()
@@ -229,7 +230,7 @@ fn two_endorsers_produce_byte_identical_payloads() {
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let states: Vec<Arc<WorldState>> = dirs
         .iter()
-        .map(|d| Arc::new(WorldState::open(d.path()).unwrap()))
+        .map(|d| Arc::new(WorldState::open(d.path(), SyncMode::Data).unwrap()))
         .collect();
     let admin = endorser("Org1", Role::Admin, &states[0]);
     let peers = [

@@ -1,6 +1,7 @@
 //! The solo orderer on a real log file: sequencing, streaming and block delivery, seals
 //! a peer can verify, admission checks, restart.
 
+use runnel_ledger::records::SyncMode;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -465,7 +466,7 @@ fn refuses_a_log_with_a_seal_of_kind(kind: u8) {
             now,
         );
         log.append(kind, &sealed.bytes).unwrap();
-        log.handle().unwrap().sync().unwrap();
+        log.handle(SyncMode::Data).unwrap().sync().unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     let error = SoloOrderer::open(
@@ -833,7 +834,7 @@ fn a_solo_orderer_an_update_replaces_seals_up_to_it_and_stops_ordering() {
     drop(orderer);
     // Its log: the three transactions, and the one seal over the two before the update.
     let opened = RecordFile::open(&dir.path().join("orderer.log")).unwrap();
-    let reader = opened.file.handle().unwrap();
+    let reader = opened.file.handle(SyncMode::Data).unwrap();
     let kinds: String = opened.records.iter().map(|at| at.kind as char).collect();
     assert_eq!(kinds, "tttV");
     let seal = runnel_ledger::block::decode_signed_seal(&reader.read(opened.records[3]).unwrap())

@@ -1,6 +1,7 @@
 //! Execute → order → validate end to end, in one process, on real sled directories:
 //! endorsers, the solo orderer and the validator pipeline wired as a peer runs them.
 
+use runnel_ledger::records::SyncMode;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant};
@@ -124,7 +125,7 @@ impl Peer {
             Err(_) => lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
         };
         let msp: Arc<Msp> = Arc::new(network().msp().unwrap());
-        let world = Arc::new(WorldState::open(&dir.join("state")).unwrap());
+        let world = Arc::new(WorldState::open(&dir.join("state"), SyncMode::Data).unwrap());
         let orderer = Arc::new(
             SoloOrderer::open(
                 &dir.join("orderer"),

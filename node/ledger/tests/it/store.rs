@@ -3,6 +3,7 @@
 //! transaction, transaction bytes, the staged overlay and its snapshots, readers racing a
 //! writer, and random operation sequences against a model.
 
+use runnel_ledger::records::SyncMode;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,7 +116,7 @@ fn keys_of(entries: &[(Vec<u8>, VersionedValue)]) -> Vec<&[u8]> {
 #[test]
 fn state_versions_and_deletes_round_trip() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(store.get("ns", b"k").unwrap(), None);
     commit_txs(
         &store,
@@ -138,7 +139,7 @@ fn state_versions_and_deletes_round_trip() {
 #[test]
 fn scans_respect_bounds_limits_and_namespaces() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     let keys: [&[u8]; 6] = [b"", b"a", b"a\0", b"ab", b"b", b"\xff\xff"];
     let writes = keys.iter().map(|key| put(key, key)).collect();
     commit_txs(
@@ -169,7 +170,7 @@ fn scans_respect_bounds_limits_and_namespaces() {
 #[test]
 fn namespaces_never_collide_and_bad_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     commit_txs(
         &store,
         vec![vec![
@@ -212,7 +213,7 @@ fn namespaces_never_collide_and_bad_ones_are_refused() {
 #[test]
 fn history_is_newest_first_pages_and_keeps_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     for seq in 1..=7u64 {
         let write = if seq == 4 {
             del(b"k")
@@ -272,7 +273,7 @@ fn history_is_newest_first_pages_and_keeps_deletes() {
 fn tx_index_seals_and_height_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         assert_eq!(store.last_seal().unwrap(), None);
         let mut batch = CommitBatch::new();
         batch.push_tx(
@@ -297,7 +298,7 @@ fn tx_index_seals_and_height_survive_reopen() {
         store.commit(&seals_only).unwrap();
         assert_eq!(store.height(), Seq(3));
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(store.height(), Seq(3));
     assert_eq!(store.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(store.tx(&tx_id(1)).unwrap(), Some(record(1)));
@@ -324,7 +325,7 @@ fn tx_index_seals_and_height_survive_reopen() {
 #[test]
 fn bad_batches_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     commit_txs(&store, vec![vec![set("ns", vec![put(b"k", b"v")])]]);
     let refuse = |seqs: &[u64]| {
         let mut batch = CommitBatch::new();
@@ -352,7 +353,7 @@ fn bad_batches_are_refused_and_write_nothing() {
     );
     assert!(CommitBatch::new().is_empty());
     drop(store);
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(store.height(), Seq(1));
     assert_eq!(store.get("ns", b"k").unwrap(), Some(vv(b"v", 1)));
     assert_eq!(store.history("ns", b"k", None, 10).unwrap().len(), 1);
@@ -391,7 +392,7 @@ fn block_of_follows_the_seals_across_commits_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let mut sealed = Vec::new();
     {
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), SyncMode::Data).unwrap();
         check_blocks(&store, &sealed, 3);
         // Streaming: transactions first, their seal later.
         commit_txs(&store, vec![Vec::new(); 3]);
@@ -414,7 +415,7 @@ fn block_of_follows_the_seals_across_commits_and_reopen() {
         commit_txs(&store, vec![Vec::new(); 2]);
         check_blocks(&store, &sealed, 9);
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     check_blocks(&store, &sealed, 9);
     // The chain goes on from where it stood.
     let mut batch = CommitBatch::new();
@@ -432,7 +433,7 @@ fn block_of_follows_the_seals_across_commits_and_reopen() {
 #[test]
 fn seals_that_do_not_continue_the_chain_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
 
     // No seal yet: the first is block 1 from seq 1.
     commit_txs(&store, vec![Vec::new(); 4]);
@@ -508,13 +509,13 @@ fn seals_that_do_not_continue_the_chain_are_refused_and_write_nothing() {
     drop(store);
 
     // Nothing of it after a reopen either, and the chain goes on from block 1.
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(store.height(), Seq(4));
     check_blocks(&store, &[(1, 1, 2)], 6);
     drop(store);
 
     // Through the world state: a refused commit leaves the transactions staged.
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(&world, Vec::new());
     assert_eq!(
         world.commit_staged(Seq(5), vec![seal(2, 3, 6)]),
@@ -539,7 +540,7 @@ fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
             .collect()
     };
     {
-        let world = WorldState::open(dir.path()).unwrap();
+        let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
         stage(&world, vec![set("ns", vec![put(b"k", b"v")])]);
         world
             .stage(
@@ -585,7 +586,7 @@ fn transaction_bytes_go_from_staged_to_durable_and_survive_reopen() {
         stage(&world, Vec::new());
         assert_eq!(world.transaction(Seq(4)).unwrap(), Some(ordered(4)));
     }
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(world.durable_height(), Seq(3));
     for tx in all(1..=3) {
         assert_eq!(world.transaction(tx.seq).unwrap(), Some(tx.clone()));
@@ -613,7 +614,7 @@ fn stage(world: &WorldState, writes: Vec<NsRwSet>) -> Seq {
 #[test]
 fn staged_writes_are_seen_by_new_snapshots_only() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(&world, vec![set("ns", vec![put(b"k", b"one")])]);
     let before = world.snapshot();
     let seq = stage(
@@ -642,7 +643,7 @@ fn staged_writes_are_seen_by_new_snapshots_only() {
 #[test]
 fn old_snapshots_keep_their_answers_after_newer_writes_are_durable() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(
         &world,
         vec![set("ns", vec![put(b"k", b"one"), put(b"del", b"d")])],
@@ -689,7 +690,7 @@ fn old_snapshots_keep_their_answers_after_newer_writes_are_durable() {
 #[test]
 fn snapshot_scans_merge_staged_inserts_and_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     let writes = [b"a", b"c", b"e", b"g"]
         .iter()
         .map(|key| put(*key, b"durable"))
@@ -754,7 +755,7 @@ fn snapshot_scans_merge_staged_inserts_and_deletes() {
 #[test]
 fn invalid_transactions_leave_state_alone_but_are_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(&world, vec![set("ns", vec![put(b"k", b"v")])]);
     let invalid = record_with(2, ValidationCode::MvccReadConflict);
     world
@@ -795,7 +796,7 @@ fn invalid_transactions_leave_state_alone_but_are_recorded() {
 #[test]
 fn system_records_kept_in_memory_follow_every_write() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     let get = |snapshot: &runnel_ledger::store::Snapshot, key: &[u8]| {
         snapshot.get("_lifecycle", key).unwrap()
     };
@@ -830,7 +831,7 @@ fn system_records_kept_in_memory_follow_every_write() {
     assert_eq!(get(&world.snapshot(), b"def"), None);
     // After a reopen, from the store.
     drop(world);
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(get(&world.snapshot(), b"def"), None);
     assert_eq!(get(&world.snapshot(), b"absent"), Some(vv(b"now", 2)));
 }
@@ -838,7 +839,7 @@ fn system_records_kept_in_memory_follow_every_write() {
 #[test]
 fn a_duplicate_tx_id_never_replaces_the_first_record() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(&world, Vec::new());
     let mut duplicate = record_with(2, ValidationCode::DuplicateTxid);
     duplicate.tx_id = tx_id(1);
@@ -868,7 +869,7 @@ fn a_duplicate_tx_id_never_replaces_the_first_record() {
 #[test]
 fn staging_and_committing_check_their_order() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     let refused = world.stage(record(2), &[], tx_bytes(2)).unwrap_err();
     assert_eq!(
         refused,
@@ -899,7 +900,7 @@ fn staging_and_committing_check_their_order() {
     world.commit_staged(Seq(2), Vec::new()).unwrap();
     assert_eq!(world.durable_height(), Seq(2));
     drop(world);
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     assert_eq!(
         (world.durable_height(), world.staged_height()),
         (Seq(2), Seq(2))
@@ -963,7 +964,7 @@ fn concurrent_readers_always_see_a_consistent_height() {
     const TXS: u64 = 3_000;
     const READERS: usize = 3;
     let dir = tempfile::tempdir().unwrap();
-    let world = Arc::new(WorldState::open(dir.path()).unwrap());
+    let world = Arc::new(WorldState::open(dir.path(), SyncMode::Data).unwrap());
     let done = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..READERS)
         .map(|reader| {
@@ -1105,7 +1106,7 @@ proptest! {
     #[test]
     fn snapshots_match_a_model_of_every_height(ops in proptest::collection::vec(op(), 1..60)) {
         let dir = tempfile::tempdir().unwrap();
-        let mut world = WorldState::open(dir.path()).unwrap();
+        let mut world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
         // states[h]: the state after transaction h.
         let mut states: Vec<ModelState> = vec![ModelState::new()];
         let mut held: Vec<Snapshot> = Vec::new();
@@ -1192,7 +1193,7 @@ proptest! {
                 Op::Reopen => {
                     held.clear();
                     drop(world);
-                    world = WorldState::open(dir.path()).unwrap();
+                    world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
                     states.truncate(world.durable_height().0 as usize + 1);
                     bytes.truncate(world.durable_height().0 as usize);
                     prop_assert_eq!(world.staged_height(), world.durable_height());
@@ -1246,7 +1247,7 @@ proptest! {
 #[test]
 fn the_state_hash_of_staged_state_is_the_durable_hash_it_commits_to() {
     let dir = tempfile::tempdir().unwrap();
-    let world = WorldState::open(dir.path()).unwrap();
+    let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
     stage(
         &world,
         vec![set("kv", vec![put(b"a", b"1"), put(b"b", &[7; 100])])],

@@ -4,6 +4,7 @@
 //! bytes) up to its height, a height no lower than the last one reported, and exactly the
 //! seals that the writer committed with them.
 
+use runnel_ledger::records::SyncMode;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -118,7 +119,7 @@ fn writes(seq: u64) -> Vec<NsRwSet> {
 /// The child: stage and commit forever (1 to 3 transactions per commit), reporting each
 /// durable height once `commit_staged` has returned.
 fn run_writer(dir: &Path) {
-    let world = WorldState::open(dir).unwrap();
+    let world = WorldState::open(dir, SyncMode::Data).unwrap();
     let mut stdout = std::io::stdout().lock();
     let mut seq = world.durable_height().0;
     while seq < WRITER_TXS_MAX {
@@ -260,7 +261,7 @@ fn a_killed_writer_loses_nothing_it_reported() {
         child.wait().unwrap();
         assert_eq!(commits, kill_after, "the writer stopped early");
 
-        let world = WorldState::open(dir.path()).unwrap();
+        let world = WorldState::open(dir.path(), SyncMode::Data).unwrap();
         let height = world.durable_height().0;
         assert!(
             height >= reported,

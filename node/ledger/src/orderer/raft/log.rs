@@ -188,7 +188,7 @@ impl Core {
                 "the Raft log ended in a torn record (a crash during a write); cut it"
             );
         }
-        let reader = file.handle()?.with_sync(sync);
+        let reader = file.handle(sync)?;
         let mut core = Core {
             path: path.to_path_buf(),
             sync,
@@ -387,7 +387,7 @@ fn staging(path: &Path) -> Result<(std::path::PathBuf, RecordFile), LogError> {
 /// Syncs `file`, written at `staging`, moves it over the log at `path` and syncs the
 /// directory: after a crash the log is the old file or the new one, whole.
 fn replace(mut file: RecordFile, staging: &Path, path: &Path) -> Result<RecordFile, LogError> {
-    file.handle()?.with_sync(SyncMode::Full).sync()?;
+    file.handle(SyncMode::Full)?.sync()?;
     std::fs::rename(staging, path).map_err(io_error(path))?;
     if let Some(dir) = path.parent() {
         std::fs::File::open(dir)
@@ -584,7 +584,7 @@ impl RaftLog {
         let conf = wire::conf_state_to_wire(&core.conf_state).encode_to_vec();
         file.append(CONF_STATE, &conf)?;
         let file = replace(file, &staging, &path)?;
-        core.reader = file.handle()?.with_sync(core.sync);
+        core.reader = file.handle(core.sync)?;
         core.file = file;
         core.snapshot = snapshot;
         core.generation += 1;
@@ -822,7 +822,7 @@ mod tests {
                 RecordFile::open(&dir.path().join(RAFT_LOG_FILE)).unwrap();
             file.append(ENTRY, &encode_entry(&entry(5, 1, "x")))
                 .unwrap();
-            file.handle().unwrap().sync().unwrap();
+            file.handle(SyncMode::Data).unwrap().sync().unwrap();
         }
         let error = RaftLog::open(dir.path(), &voters(&[1]), SyncMode::Data)
             .err()
