@@ -16,8 +16,8 @@ const DEFINITION_RELOAD_MS = 2_000;
 
 /**
  * The network as the node serving the explorer sees it: every organisation of the network
- * definition with its peers and orderers, their health and heights, live; the
- * definition's sequence and policies.
+ * definition with its peers (their health and heights, live) and its orderers (named,
+ * not checked); the definition's sequence and policies.
  */
 export function NetworkPage(): JSX.Element {
   const feed = useFeed();
