@@ -17,14 +17,14 @@ use tonic::{Code, Request, Response, Status};
 use super::admission::Batcher;
 use super::endorsing::Peers;
 use super::{missing, quote, status};
-use crate::endorser::EndorseError;
-use crate::ledger::{Ledger, LedgerError, Prepared};
-use crate::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 use crate::proto::admin_server::Admin;
 use crate::proto::{
     ContractDefinition, DeployContractRequest, DeployContractResponse, Proposal, SignedProposal,
     UpgradeContractRequest, UpgradeContractResponse,
 };
+use runnel_ledger::endorser::EndorseError;
+use runnel_ledger::ledger::{Ledger, LedgerError, Prepared};
+use runnel_ledger::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 
 /// Most `Admin` calls waiting for the admin thread at once; more are refused with
 /// `RESOURCE_EXHAUSTED` / `QUEUE_FULL`. Admins deploy now and then: a queue this long

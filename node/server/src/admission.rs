@@ -192,7 +192,7 @@ fn run<Request, Answer>(
     batch_max: usize,
     handle: &Handler<Request, Answer>,
 ) {
-    while let Ok(first) = crate::queue::recv(jobs) {
+    while let Ok(first) = runnel_ledger::queue::recv(jobs) {
         let mut batch = Vec::with_capacity(batch_max.min(jobs.len() + 1));
         batch.push(first);
         while batch.len() < batch_max {

@@ -17,15 +17,15 @@ use tokio::sync::{mpsc, watch};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
-use crate::identity::{Msp, NetworkDefinition, Role};
-use crate::ids::{BlockNumber, Seq};
-use crate::orderer::raft::{ClusterMember, RaftOrderer, Transport, wire};
-use crate::orderer::{Delivery, OrderError, Ordered, Orderer};
 use crate::proto::cluster_client::ClusterClient;
 use crate::proto::cluster_server::{Cluster, ClusterServer};
 use crate::proto::{StepRequest, StepResponse};
 use crate::remote::RemoteOrderer;
 use crate::status;
+use runnel_ledger::identity::{Msp, NetworkDefinition, Role};
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::orderer::raft::{ClusterMember, RaftOrderer, Transport, wire};
+use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer};
 
 /// Most Raft messages one `Step` call carries.
 pub const STEP_MESSAGES_MAX: usize = 4096;
@@ -130,7 +130,7 @@ impl ClusterService {
     ) -> Result<u64, Status> {
         let identity = certs
             .and_then(|certs| {
-                let now_s = crate::tx::now_seconds();
+                let now_s = runnel_ledger::tx::now_seconds();
                 self.msp.verify(certs.first()?.as_ref(), now_s).ok()
             })
             .ok_or_else(|| {
@@ -471,7 +471,7 @@ fn open_stream(mut client: ClusterClient<Channel>) -> mpsc::Sender<StepRequest> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::OrdererNode;
+    use runnel_ledger::identity::OrdererNode;
 
     fn orderer(id: u64) -> OrdererNode {
         OrdererNode {

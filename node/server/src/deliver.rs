@@ -11,16 +11,16 @@ use super::heights::Mark;
 use super::shares::Caller;
 use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{Shared, first_seq, validation_code};
-use crate::block;
-use crate::ids::{BlockNumber, Seq};
-use crate::ledger::{Ledger, LedgerError, StoredTx};
-use crate::orderer::SEAL_TXS_MAX;
 use crate::proto::deliver_server::Deliver;
 use crate::proto::{
     Block, BlockSeal, BlockTransaction, CommittedTransaction, DeliverBlocksRequest,
     DeliverBlocksResponse, DeliverTransactionsRequest, DeliverTransactionsResponse,
 };
-use crate::store::SealRecord;
+use runnel_ledger::block;
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::ledger::{Ledger, LedgerError, StoredTx};
+use runnel_ledger::orderer::SEAL_TXS_MAX;
+use runnel_ledger::store::SealRecord;
 
 /// The `Deliver` service.
 pub(super) struct DeliverService {

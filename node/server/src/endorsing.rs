@@ -24,8 +24,6 @@ use tokio::task::JoinSet;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Status};
 
-use crate::identity::{Msp, Role};
-use crate::ledger::{Ledger, Prepared};
 use crate::proto::endorser_client::EndorserClient;
 use crate::proto::query_client::QueryClient;
 use crate::proto::{
@@ -33,7 +31,9 @@ use crate::proto::{
     SignedProposal, Transaction, endorse_batch_response,
 };
 use crate::status;
-use crate::tx;
+use runnel_ledger::identity::{Msp, Role};
+use runnel_ledger::ledger::{Ledger, Prepared};
+use runnel_ledger::tx;
 
 /// The header that marks a request one gateway forwarded to another organisation's peer.
 pub const FORWARDED_HEADER: &str = "runnel-forwarded";

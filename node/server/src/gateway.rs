@@ -14,9 +14,6 @@ use super::stream::{self, Items, PAGE_ITEMS, Sink};
 use super::{
     Shared, first_seq, missing, phase, quote, shutting_down, status, tx_id, validation_code,
 };
-use crate::ids::{Seq, TxId, ValidationCode};
-use crate::ledger::{Ledger, LedgerError};
-use crate::lifecycle;
 use crate::proto::contract_events_request::Start;
 use crate::proto::gateway_server::Gateway;
 use crate::proto::{
@@ -24,8 +21,11 @@ use crate::proto::{
     ContractEventsResponse, EndorseRequest, EndorseResponse, EvaluateRequest, EvaluateResponse,
     SubmitRequest, SubmitResponse, TxPhase,
 };
-use crate::store::EventAt;
-use crate::validator::{Phase, TxStatus};
+use runnel_ledger::ids::{Seq, TxId, ValidationCode};
+use runnel_ledger::ledger::{Ledger, LedgerError};
+use runnel_ledger::lifecycle;
+use runnel_ledger::store::EventAt;
+use runnel_ledger::validator::{Phase, TxStatus};
 
 /// The `Gateway` service.
 pub(super) struct GatewayService {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::{broadcast, oneshot};
 
 use super::Shared;
-use crate::validator::BlockEvent;
+use runnel_ledger::validator::BlockEvent;
 
 /// What a stream waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,11 +62,6 @@ mod waiters;
 pub use admin::ADMIN_QUEUE_MAX;
 pub use query::PROOFS_CONCURRENT_MAX;
 
-// The ledger's modules, under the names this crate's code uses for them.
-use runnel_ledger::{
-    block, endorser, identity, ids, ledger, lifecycle, orderer, queue, store, trace, tx, validator,
-};
-
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,15 +75,15 @@ use tonic::service::Routes;
 use tonic::{Code, Status};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
-use crate::ids::{Seq, TxId};
-use crate::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall, ToOrder};
-use crate::orderer::TRANSACTION_BYTES_MAX;
 use crate::proto::SignedProposal;
 use crate::proto::admin_server::AdminServer;
 use crate::proto::deliver_server::DeliverServer;
 use crate::proto::gateway_server::GatewayServer;
 use crate::proto::query_server::QueryServer;
 use crate::proto::trace_server::TraceServer;
+use runnel_ledger::ids::{Seq, TxId};
+use runnel_ledger::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall, ToOrder};
+use runnel_ledger::orderer::TRANSACTION_BYTES_MAX;
 
 pub use readers::ReadAccess;
 pub use tls::{ClientAuth, TlsConfig, TlsError};
@@ -102,8 +97,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub const SMALL_REQUEST_BYTES_MAX: usize = 64 << 10;
 
 /// Largest request to `Query`: its biggest holds a state key, which the store bounds at
-/// 1 MiB ([`crate::store::KEY_BYTES_MAX`]).
-pub const QUERY_REQUEST_BYTES_MAX: usize = crate::store::KEY_BYTES_MAX + (64 << 10);
+/// 1 MiB ([`runnel_ledger::store::KEY_BYTES_MAX`]).
+pub const QUERY_REQUEST_BYTES_MAX: usize = runnel_ledger::store::KEY_BYTES_MAX + (64 << 10);
 
 /// How the API is served, and its limits.
 #[derive(Debug, Clone)]
@@ -416,7 +411,9 @@ impl Server {
         let proposal_bytes_max = shared
             .ledger
             .info()
-            .map_or(endorser::PROPOSAL_BYTES_MAX, |info| info.proposal_bytes_max);
+            .map_or(runnel_ledger::endorser::PROPOSAL_BYTES_MAX, |info| {
+                info.proposal_bytes_max
+            });
         let limits = Arc::new(limits::MethodLimits::api(
             proposal_bytes_max,
             shared.config.message_bytes_max,
@@ -728,7 +725,9 @@ impl Shared {
                     ledger
                         .submit_checked(vec![to_order])
                         .pop()
-                        .unwrap_or(Err(LedgerError::Order(crate::orderer::OrderError::Closed)))
+                        .unwrap_or(Err(LedgerError::Order(
+                            runnel_ledger::orderer::OrderError::Closed,
+                        )))
                 })
                 .await
             }
@@ -833,7 +832,7 @@ fn missing(field: &str) -> Status {
 
 /// A validation code as the API's enum value: the stored code plus one, so that an unset
 /// field never reads as valid.
-fn validation_code(code: crate::ids::ValidationCode) -> i32 {
+fn validation_code(code: runnel_ledger::ids::ValidationCode) -> i32 {
     i32::from(code as u8) + 1
 }
 
@@ -854,9 +853,9 @@ fn first_seq(seq: u64) -> Seq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ValidationCode;
     use crate::proto;
-    use crate::trace::Stage;
+    use runnel_ledger::ids::ValidationCode;
+    use runnel_ledger::trace::Stage;
 
     #[test]
     fn enum_values_name_the_same_codes_and_stages() {

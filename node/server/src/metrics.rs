@@ -27,10 +27,10 @@ use prometheus_client::registry::Registry;
 use runnel_ledger::metrics::Histogram as LedgerHistogram;
 use tokio::sync::broadcast;
 
-use crate::ledger::Ledger;
-use crate::orderer::Orderer;
-use crate::trace::{CompletedTrace, Stage, Trace};
-use crate::validator::{Phase, TxStatus};
+use runnel_ledger::ledger::Ledger;
+use runnel_ledger::orderer::Orderer;
+use runnel_ledger::trace::{CompletedTrace, Stage, Trace};
+use runnel_ledger::validator::{Phase, TxStatus};
 
 /// A histogram for stage durations: 5 µs to about 10 s, doubling.
 fn stage_histogram() -> Histogram {

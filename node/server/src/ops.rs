@@ -26,9 +26,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Registry, reload};
 
-use crate::ledger::Ledger;
 use crate::metrics::{NodeMetrics, OrdererMetrics};
-use crate::orderer::Orderer;
+use runnel_ledger::ledger::Ledger;
+use runnel_ledger::orderer::Orderer;
 
 /// Who may read what a node tells of its inner state: `/metrics`, and the heights and
 /// peers (endpoints, last errors) of `GetNetworkInfo` (`[api] ops_access`).
@@ -83,13 +83,13 @@ pub(crate) trait Member: Send + Sync {
 
 impl Member for crate::readers::Readers {
     fn is_member(&self, request: &Request) -> bool {
-        self.reader(request, crate::tx::now_ms()).is_ok()
+        self.reader(request, runnel_ledger::tx::now_ms()).is_ok()
     }
 }
 
-impl Member for crate::identity::Msp {
+impl Member for runnel_ledger::identity::Msp {
     fn is_member(&self, request: &Request) -> bool {
-        crate::readers::tls_member(request, self, crate::tx::now_seconds()).is_some()
+        crate::readers::tls_member(request, self, runnel_ledger::tx::now_seconds()).is_some()
     }
 }
 

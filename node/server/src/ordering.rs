@@ -16,9 +16,6 @@ use tonic::{Request, Response, Status};
 use super::admission::Batcher;
 use super::{ApiError, ClientAuth, TlsConfig, status};
 use crate::connections::{ConnectionLimits, Connections};
-use crate::identity::{Msp, Role};
-use crate::ids::{BlockNumber, Seq};
-use crate::orderer::{Delivered, OrderError, Orderer};
 use crate::proto::ordering_item::Item;
 use crate::proto::ordering_server::{Ordering, OrderingServer};
 use crate::proto::{
@@ -26,6 +23,9 @@ use crate::proto::{
     BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem, OrderingItems, StreamRequest,
     broadcast_batch_response,
 };
+use runnel_ledger::identity::{Msp, Role};
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::orderer::{Delivered, OrderError, Orderer};
 
 /// How long a stream's reader waits on the orderer before it looks whether its client
 /// left or the server is stopping.
@@ -67,7 +67,7 @@ pub struct OrderingService {
 }
 
 /// Signed transactions queued for ordering, each answered with its place.
-type BroadcastBatcher = Batcher<Vec<u8>, Result<crate::orderer::Ordered, OrderError>>;
+type BroadcastBatcher = Batcher<Vec<u8>, Result<runnel_ledger::orderer::Ordered, OrderError>>;
 
 /// Most transactions one `BroadcastBatch` call carries.
 pub const BROADCAST_BATCH_REQUEST_MAX: usize = 256;
@@ -247,7 +247,7 @@ impl Ordering for OrderingService {
 /// ([`STREAM_BATCH_MAX`], [`STREAM_BATCH_BYTES_MAX`]): an item that would pass the bytes
 /// goes to `carried`, for the next message. The error that ended them, if one did.
 fn next_items(
-    delivery: &mut dyn crate::orderer::Delivery,
+    delivery: &mut dyn runnel_ledger::orderer::Delivery,
     first: Delivered,
     carried: &mut Option<Delivered>,
 ) -> (Vec<OrderingItem>, Option<OrderError>) {
@@ -516,7 +516,7 @@ async fn peers_check(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let now_s = crate::tx::now_seconds();
+    let now_s = runnel_ledger::tx::now_seconds();
     let refusal = match crate::readers::tls_member(&request, &msp, now_s) {
         Some(identity) if matches!(identity.role, Role::Peer | Role::Orderer) => {
             return next.run(request).await;

@@ -7,10 +7,6 @@ use tonic::{Code, Request, Response, Status};
 
 use super::deliver::{block_message, sealed_block};
 use super::{Shared, phase, quote, status, tx_id, validation_code};
-use crate::identity::Msp;
-use crate::ids::{BlockNumber, Seq, TxId};
-use crate::ledger::{Ledger, LedgerError};
-use crate::orderer::OrderingMode;
 use crate::proto::query_server::Query;
 use crate::proto::{
     ContractApproval, EndorsementDetail, GetBlockRequest, GetBlockResponse,
@@ -21,6 +17,10 @@ use crate::proto::{
     GetTransactionRequest, GetTransactionResponse, Identity, KeyModification, ListContractsRequest,
     ListContractsResponse, Proposal, ResponsePayload, SignedTransaction, Transaction,
 };
+use runnel_ledger::identity::Msp;
+use runnel_ledger::ids::{BlockNumber, Seq, TxId};
+use runnel_ledger::ledger::{Ledger, LedgerError};
+use runnel_ledger::orderer::OrderingMode;
 
 /// Entries a page holds when the request names no limit.
 const PAGE_DEFAULT: usize = 100;
@@ -199,7 +199,7 @@ impl Query for QueryService {
     ) -> Result<Response<ListContractsResponse>, Status> {
         let request = request.into_inner();
         let limit = page_limit(request.limit);
-        if request.start_after.len() > crate::lifecycle::CONTRACT_NAME_BYTES_MAX {
+        if request.start_after.len() > runnel_ledger::lifecycle::CONTRACT_NAME_BYTES_MAX {
             return Err(status::error(
                 Code::InvalidArgument,
                 "BAD_CONTRACT_NAME",
@@ -236,7 +236,7 @@ impl Query for QueryService {
         request: Request<GetContractApprovalsRequest>,
     ) -> Result<Response<GetContractApprovalsResponse>, Status> {
         let name = request.into_inner().name;
-        crate::lifecycle::check_name(&name)
+        runnel_ledger::lifecycle::check_name(&name)
             .map_err(|e| status::error(Code::InvalidArgument, e.code(), e))?;
         let (definition, approvals) = self
             .shared
@@ -250,7 +250,7 @@ impl Query for QueryService {
         Ok(Response::new(GetContractApprovalsResponse {
             definition_hash: definition
                 .as_ref()
-                .map(|d| crate::lifecycle::definition_hash(d).to_vec())
+                .map(|d| runnel_ledger::lifecycle::definition_hash(d).to_vec())
                 .unwrap_or_default(),
             definition,
             approvals: approvals

@@ -30,10 +30,10 @@ use prost::Message as _;
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 use tonic::{Code, Status};
 
-use crate::identity::{Identity, Msp};
 use crate::proto::{ReadGrant, SignedReadGrant};
 use crate::status;
-use crate::tx;
+use runnel_ledger::identity::{Identity, Msp};
+use runnel_ledger::tx;
 
 /// The request header that carries a [`SignedReadGrant`], base64 (gRPC binary metadata).
 pub const READ_GRANT_HEADER: &str = "runnel-read-grant-bin";
@@ -329,7 +329,7 @@ pub async fn check(
 /// from `not_before_ms` for `lifetime_ms`: what a Rust client sends, base64, in
 /// [`READ_GRANT_HEADER`] (the SDK builds the same).
 pub fn signed_grant(
-    signer: &crate::identity::Signer,
+    signer: &runnel_ledger::identity::Signer,
     channel: &str,
     not_before_ms: u64,
     lifetime_ms: u64,
@@ -349,7 +349,7 @@ pub fn signed_grant(
 
 /// [`signed_grant`] as the header's value.
 pub fn grant_header(
-    signer: &crate::identity::Signer,
+    signer: &runnel_ledger::identity::Signer,
     channel: &str,
     not_before_ms: u64,
     lifetime_ms: u64,
@@ -360,7 +360,7 @@ pub fn grant_header(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::{NetworkIdentities, Role, Signer};
+    use runnel_ledger::identity::{NetworkIdentities, Role, Signer};
 
     #[test]
     fn a_grant_is_remembered_no_longer_than_its_certificate_holds() {

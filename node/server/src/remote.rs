@@ -16,9 +16,6 @@ use tokio::sync::watch;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
-use crate::block;
-use crate::ids::{BlockNumber, Seq, TxId};
-use crate::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
 use crate::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
 use crate::proto::ordering_client::OrderingClient;
 use crate::proto::ordering_item::Item;
@@ -26,6 +23,9 @@ use crate::proto::{
     BroadcastBatchRequest, BroadcastRequest, BroadcastResponse, HeightsRequest, StreamRequest,
     broadcast_batch_response,
 };
+use runnel_ledger::block;
+use runnel_ledger::ids::{BlockNumber, Seq, TxId};
+use runnel_ledger::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
 
 /// Items a delivery reads ahead of its consumer.
 const READ_AHEAD: usize = 4096;

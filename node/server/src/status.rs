@@ -23,13 +23,13 @@ use runnel_runtime::{InvokeError, LimitExceeded};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
-use crate::endorser::EndorseError;
-use crate::identity::IdentityError;
-use crate::ids::ValidationCode;
-use crate::ledger::LedgerError;
-use crate::lifecycle::LifecycleError;
-use crate::orderer::OrderError;
-use crate::store::StoreError;
+use runnel_ledger::endorser::EndorseError;
+use runnel_ledger::identity::IdentityError;
+use runnel_ledger::ids::ValidationCode;
+use runnel_ledger::ledger::LedgerError;
+use runnel_ledger::lifecycle::LifecycleError;
+use runnel_ledger::orderer::OrderError;
+use runnel_ledger::store::StoreError;
 
 /// The response header holding the error's stable name.
 pub const ERROR_CODE_HEADER: &str = "runnel-error-code";
@@ -204,7 +204,7 @@ fn lifecycle_code(error: &LifecycleError) -> Code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{Seq, TxId};
+    use runnel_ledger::ids::{Seq, TxId};
 
     #[test]
     fn a_replay_is_already_exists_with_its_validation_code() {
@@ -245,7 +245,7 @@ mod tests {
     fn refused_identities_are_unauthenticated_or_denied() {
         let wrong_role = IdentityError::WrongRole {
             who: "Org1/peer0".into(),
-            role: crate::identity::Role::Peer,
+            role: runnel_ledger::identity::Role::Peer,
             needed: "client".into(),
         };
         let status = from_endorse(&EndorseError::Creator(wrong_role));

@@ -32,7 +32,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
 use crate::connections::{Caller, Connections, Limited};
-use crate::identity::{Msp, Role};
+use runnel_ledger::identity::{Msp, Role};
 
 /// The protocols offered by ALPN, preferred first.
 pub const ALPN_PROTOCOLS: [&[u8]; 2] = [b"h2", b"http/1.1"];
@@ -413,7 +413,7 @@ fn caller<IO>(tls: &TlsStream<IO>, members: Option<&Msp>) -> Caller {
     ) else {
         return Caller::Client;
     };
-    match msp.verify(cert.as_ref(), crate::tx::now_seconds()) {
+    match msp.verify(cert.as_ref(), runnel_ledger::tx::now_seconds()) {
         Ok(identity) if matches!(identity.role, Role::Peer | Role::Orderer) => Caller::Member,
         _ => Caller::Client,
     }

@@ -1,6 +1,6 @@
 //! `Trace`: when each transaction passed each stage of the flow, by id for recent
 //! transactions, and live as transactions complete. Traces live in memory only
-//! ([`crate::trace::TraceBook`]), so a live reader that falls more than
+//! ([`runnel_ledger::trace::TraceBook`]), so a live reader that falls more than
 //! [`COMPLETED_CAPACITY`] traces behind cannot be caught up: its stream ends with
 //! `RESOURCE_EXHAUSTED`, and it may reconnect and read what it missed by id.
 
@@ -12,13 +12,13 @@ use tonic::{Code, Request, Response, Status};
 use super::shares::Caller;
 use super::stream::{self, Items, Sink};
 use super::{Shared, shutting_down, status, tx_id};
-use crate::ids::TxId;
 use crate::proto::trace_server::Trace;
 use crate::proto::{
     GetTraceRequest, GetTraceResponse, StageStamp, TraceStreamRequest, TraceStreamResponse,
     TransactionTrace,
 };
-use crate::trace::{COMPLETED_CAPACITY, CompletedTrace, Stage};
+use runnel_ledger::ids::TxId;
+use runnel_ledger::trace::{COMPLETED_CAPACITY, CompletedTrace, Stage};
 
 /// The `Trace` service.
 pub(super) struct TraceService {
@@ -101,7 +101,7 @@ pub(super) fn stage(stage: Stage) -> i32 {
     stage as i32 + 1
 }
 
-fn message(tx_id: TxId, trace: &crate::trace::Trace) -> TransactionTrace {
+fn message(tx_id: TxId, trace: &runnel_ledger::trace::Trace) -> TransactionTrace {
     TransactionTrace {
         tx_id: tx_id.to_hex(),
         stages: trace
@@ -118,7 +118,7 @@ fn message(tx_id: TxId, trace: &crate::trace::Trace) -> TransactionTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::TraceBook;
+    use runnel_ledger::trace::TraceBook;
 
     #[tokio::test]
     async fn a_reader_too_far_behind_is_ended_with_resource_exhausted() {

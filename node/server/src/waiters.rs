@@ -21,8 +21,8 @@ use tonic::{Code, Status};
 
 use super::heights::Mark;
 use super::{Shared, status};
-use crate::ids::TxId;
-use crate::validator::{Phase, TxStatus};
+use runnel_ledger::ids::TxId;
+use runnel_ledger::validator::{Phase, TxStatus};
 
 /// A registered call: its id, the phase it waits for, and how to wake it (with the
 /// status, or with none to make it look in the ledger).
@@ -175,7 +175,7 @@ pub(super) async fn dispatch(shared: Arc<Shared>, mut statuses: broadcast::Recei
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{Seq, ValidationCode};
+    use runnel_ledger::ids::{Seq, ValidationCode};
 
     fn status(tx_id: TxId, phase: Phase) -> TxStatus {
         TxStatus {
