@@ -30,6 +30,12 @@ use runnel_cli::config;
 
 /// The directory of an organisation's CAs, inside its directory.
 pub const CA_DIR: &str = "ca";
+
+/// The network definition in force when an orderer was added to a running cluster
+/// (`runnel orderer add` writes it into the new orderer's directory): its Raft id and the
+/// members it first reaches. Its `network.json` stays the genesis one, as every node's.
+pub const JOIN_FILE: &str = "cluster.json";
+
 /// The org's CA certificate and key, inside [`CA_DIR`].
 pub const CA_CERT: &str = "ca.pem";
 pub const CA_KEY: &str = "ca.key";
@@ -104,19 +110,14 @@ pub fn nodes(dir: &Path) -> Result<Vec<NodeDir>> {
         let mut added: Vec<PathBuf> = entries
             .flatten()
             .map(|entry| entry.path())
-            .filter(|path| path.join(crate::node::JOIN_FILE).is_file())
+            .filter(|path| path.join(JOIN_FILE).is_file())
             .collect();
         added.sort();
         for node_dir in added {
-            let joined = std::fs::read(node_dir.join(crate::node::JOIN_FILE))
+            let joined = std::fs::read(node_dir.join(JOIN_FILE))
                 .map_err(anyhow::Error::from)
                 .and_then(|bytes| Ok(NetworkDefinition::from_bytes(&bytes)?))
-                .with_context(|| {
-                    format!(
-                        "reading {}",
-                        node_dir.join(crate::node::JOIN_FILE).display()
-                    )
-                })?;
+                .with_context(|| format!("reading {}", node_dir.join(JOIN_FILE).display()))?;
             let short = node_dir
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -371,7 +372,7 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
 /// `network.json`), ready for `runnel start`: its orderer identity and TLS server
 /// certificate from the org's CAs (valid for `validity`, naming `tls_hosts` besides the
 /// endpoint's host and the local names), the genesis definition, the one it joined
-/// ([`crate::node::JOIN_FILE`]) and its runnel.toml.
+/// ([`JOIN_FILE`]) and its runnel.toml.
 pub fn add_orderer_dir(
     org_dir: &Path,
     orderer: &OrdererNode,
@@ -420,7 +421,7 @@ pub fn add_orderer_dir(
     let server = tls.issue_server(&orderer.name, &hosts, validity)?;
     write_pair(&own, (TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE), &server)?;
     genesis.write(&staging)?;
-    std::fs::write(staging.join(crate::node::JOIN_FILE), joined.to_bytes())?;
+    std::fs::write(staging.join(JOIN_FILE), joined.to_bytes())?;
     let orgs: Vec<String> = genesis.orgs.iter().map(|org| org.name.clone()).collect();
     let settings = settings(&NodeSettings {
         role: Role::Orderer,

@@ -793,15 +793,10 @@ fn serve_orderer(
     served
 }
 
-/// The network definition in force when an orderer was added to a running cluster
-/// (`runnel orderer add` writes it into the new orderer's directory): its Raft id and the
-/// members it first reaches. Its `network.json` stays the genesis one, as every node's.
-pub const JOIN_FILE: &str = "cluster.json";
-
 /// This orderer as a member of the Raft cluster `keys`' network definition names: its
 /// Raft id is the one the definition gives the orderer whose certificate it holds; it
 /// reaches the others over mutual TLS as itself. An orderer the genesis definition does
-/// not name joins the cluster as [`JOIN_FILE`] names it. Also the members who may call
+/// not name joins the cluster as [`crate::network::JOIN_FILE`] names it. Also the members who may call
 /// its `Cluster` service, kept up to date as the configuration changes.
 fn open_cluster_member(
     dir: &Path,
@@ -826,7 +821,7 @@ fn open_cluster_member(
             .find(|(_, orderer)| orderer.org == org && orderer.name == name)
             .map(|(id, _)| *id)
     };
-    let joined = dir.join(JOIN_FILE);
+    let joined = dir.join(crate::network::JOIN_FILE);
     let (id, definition, joins) = match own_id(genesis) {
         Some(id) => (id, genesis.clone(), false),
         None if joined.exists() => {
