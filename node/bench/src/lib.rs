@@ -7,6 +7,7 @@ mod bench;
 mod floor;
 mod hammer;
 mod plots;
+mod record;
 mod stall;
 mod unary;
 

@@ -16,7 +16,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::bench::{Sample, nearest_rank};
+use crate::record::{Sample, nearest_rank};
 
 /// A run's plots, pixels (width, height).
 const RUN_PLOT_PX: (u32, u32) = (720, 360);

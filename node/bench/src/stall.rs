@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use crate::bench::{Sample, TRANSACTIONS_CSV, nearest_rank, percentiles, read_csv};
+use crate::record::{Sample, TRANSACTIONS_CSV, nearest_rank, percentiles, read_csv};
 
 /// The report, JSON, in the run's directory.
 pub(crate) const STALL_JSON: &str = "stall.json";
@@ -546,7 +546,7 @@ mod tests {
     #[test]
     fn stall_reads_the_run_and_writes_its_report_and_timeline() {
         let dir = tempfile::tempdir().unwrap();
-        crate::bench::write_csv(
+        crate::record::write_csv(
             &dir.path().join(TRANSACTIONS_CSV),
             &run(Run::Gap),
             &std::collections::HashMap::new(),
