@@ -2,12 +2,12 @@
 //! limits, and an endorser on an empty state. A fuzzer runs millions of inputs in one
 //! process, so nothing here may be built per input.
 
-use runnel_ledger::records::SyncMode;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use runnel_ledger::endorser::{Endorser, EndorserConfig};
 use runnel_ledger::identity::{Msp, Role, Signer};
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::WorldState;
 use runnel_runtime::{Limits, Runtime, RuntimeConfig};
 

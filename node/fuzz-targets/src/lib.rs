@@ -4,7 +4,7 @@
 //! input: no panic, a typed error for bad input, and where a format can be written back,
 //! that writing it back and reading it again changes nothing.
 //!
-//! The same functions run twice over: on stable, `tests/corpus.rs` replays every file in
+//! The same functions run twice over: on stable, `tests/it/corpus.rs` replays every file in
 //! `corpus/<target>/` and a few thousand deterministic mutations of them (part of
 //! `cargo test --workspace`); on nightly, `node/fuzz` hands them to libFuzzer for as long
 //! as `scripts/fuzz.sh` is told to run.

@@ -8,7 +8,6 @@
 //!
 //! Run: `./scripts/bench.sh endorse` (or `cargo bench -p runnel-ledger --bench endorse`).
 
-use runnel_ledger::records::SyncMode;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +20,7 @@ use runnel_ledger::identity::{Msp, NetworkIdentities, Role, Signer};
 use runnel_ledger::ids::ValidationCode;
 use runnel_ledger::lifecycle::{self, LIFECYCLE_NAMESPACE};
 use runnel_ledger::proto::{DeployRequest, Proposal, ResponsePayload, SignedProposal};
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::{TxRecord, WorldState};
 use runnel_ledger::tx;
 use runnel_runtime::{CallContext, Runtime, RuntimeConfig};

@@ -4,11 +4,11 @@
 //! - `stage` + `commit_staged` throughput, one 1 KiB write and 2 KiB of transaction bytes
 //!   per transaction, for commits of 1 and of 1000 transactions (each commit is one fsync).
 
-use runnel_ledger::records::SyncMode;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use runnel_ledger::ids::{Seq, TxId, ValidationCode};
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::{TxRecord, WorldState};
 use runnel_runtime::{KvWrite, NsRwSet};
 

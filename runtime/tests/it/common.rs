@@ -1,5 +1,4 @@
 //! Shared helpers: WAT modules speaking ABI v1, and a runtime with small limits.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 

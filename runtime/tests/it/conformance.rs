@@ -2,11 +2,9 @@
 //! the same calls on the same state give byte-identical results, read/write sets and
 //! events, and the same errors, so a client cannot tell which one it called.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use runnel_runtime::{
     CallContext, Contract, Creator, InvokeError, MemoryState, Runtime, StateView, Version,
 };

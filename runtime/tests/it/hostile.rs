@@ -1,9 +1,7 @@
 //! Hostile modules and calls: each ends with one specific typed error, and the runtime
 //! keeps serving afterwards.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use runnel_runtime::{InvokeError, LimitExceeded, LoadError, Runtime};
 
 fn load_err(runtime: &Runtime, wasm: &[u8]) -> LoadError {

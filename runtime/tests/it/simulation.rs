@@ -1,11 +1,9 @@
 //! What a call records: reads with versions, read-your-own-writes, range reads merged with
 //! the call's own writes, events, context; the artifact cache; determinism across runtimes.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use runnel_runtime::{
     ContractEvent, InvokeError, KvRead, KvWrite, LimitExceeded, LoadError, MemoryState, RangeRead,
     StateView, Version, abi::encode_byte_list,

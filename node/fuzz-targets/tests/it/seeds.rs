@@ -4,10 +4,9 @@
 //! bytes differ each time; run it again only when a format changes:
 //!
 //! ```text
-//! cargo test -p runnel-fuzz-targets --test seeds -- --ignored
+//! cargo test -p runnel-fuzz-targets --test it seeds -- --ignored
 //! ```
 
-use runnel_ledger::records::SyncMode;
 use std::path::Path;
 
 use prost::Message;
@@ -20,6 +19,7 @@ use runnel_ledger::proto::{
     ContractEvent, DeployRequest, Endorsement, KvRead, KvWrite, NsRwSet, RangeRead,
     ResponsePayload, SignedProposal, Transaction, Version,
 };
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::records::{MAGIC, MAGIC_V1, RecordFile};
 use runnel_ledger::tx;
 use runnel_testing::signer;

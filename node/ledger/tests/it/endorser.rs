@@ -1,7 +1,6 @@
 //! The endorser through its public API: real certificates, real contracts compiled to
 //! Wasm, sled on a temp directory.
 
-use runnel_ledger::records::SyncMode;
 use std::sync::Arc;
 
 use prost::Message;
@@ -13,6 +12,7 @@ use runnel_ledger::policy::Endorser as PolicyEndorser;
 use runnel_ledger::proto::{
     ContractDefinition, DeployRequest, Proposal, ResponsePayload, SignedProposal,
 };
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::{TxRecord, WorldState};
 use runnel_ledger::tx;
 use runnel_runtime::{Runtime, RuntimeConfig};

@@ -1,7 +1,6 @@
 //! The solo orderer on a real log file: sequencing, streaming and block delivery, seals
 //! a peer can verify, admission checks, restart.
 
-use runnel_ledger::records::SyncMode;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +12,7 @@ use runnel_ledger::orderer::{
     Delivered, OrderError, OrderedTx, Orderer, OrdererConfig, OrderingMode, SoloOrderer,
 };
 use runnel_ledger::records::RecordFile;
+use runnel_ledger::records::SyncMode;
 use runnel_testing::orderer::{
     Net, PATIENCE, Seen, read_until, streaming, transaction, transaction_with_payload,
 };

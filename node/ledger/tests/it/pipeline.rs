@@ -1,7 +1,6 @@
 //! Execute → order → validate end to end, in one process, on real sled directories:
 //! endorsers, the solo orderer and the validator pipeline wired as a peer runs them.
 
-use runnel_ledger::records::SyncMode;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant};
@@ -17,6 +16,7 @@ use runnel_ledger::orderer::{
 use runnel_ledger::proto::{
     ContractDefinition, DeployRequest, Endorsement, ResponsePayload, SignedProposal, Transaction,
 };
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::WorldState;
 use runnel_ledger::trace::{Stage, TraceBook};
 use runnel_ledger::tx;

@@ -3,7 +3,6 @@
 //! transaction, transaction bytes, the staged overlay and its snapshots, readers racing a
 //! writer, and random operation sequences against a model.
 
-use runnel_ledger::records::SyncMode;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +12,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
 use runnel_ledger::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::{
     CommitBatch, HistoryEntry, SealRecord, Snapshot, Store, StoreError, TxBytes, TxRecord,
     WorldState,

@@ -4,7 +4,6 @@
 //! bytes) up to its height, a height no lower than the last one reported, and exactly the
 //! seals that the writer committed with them.
 
-use runnel_ledger::records::SyncMode;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -12,6 +11,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use runnel_ledger::ids::{BlockNumber, Seq, TxId, ValidationCode};
+use runnel_ledger::records::SyncMode;
 use runnel_ledger::store::{SealRecord, TxBytes, TxRecord, WorldState};
 use runnel_runtime::{KvWrite, NsRwSet, Version, VersionedValue};
 
