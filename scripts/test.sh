@@ -17,6 +17,9 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 step "format"
 cargo fmt --all -- --check
 
+step "dependency rules (docs/architecture.md)"
+./scripts/check-deps.sh
+
 step "lint (host crates, then contracts for wasm32)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown \
