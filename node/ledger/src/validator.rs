@@ -34,6 +34,7 @@ mod notify;
 pub mod rules;
 mod verify;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -42,7 +43,7 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::identity::{Msp, NetworkDefinition, Role};
-use crate::ids::BlockNumber;
+use crate::ids::{BlockNumber, Seq};
 use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
 use crate::orderer::{Delivered, Delivery, Orderer};
 use crate::policy::Policy;
@@ -264,9 +265,10 @@ impl Validator {
             )?;
         }
         drop((verify_rx, to_check));
+        // Stages 2 and 3 start at the first seq after what is staged.
+        let next = shared.world.staged_height().next();
         {
             let shared = shared.clone();
-            let next = shared.world.staged_height().next();
             spawn(
                 "runnel-check".into(),
                 Box::new(move || check::run(&shared, next, &check_rx, &to_commit)),
@@ -280,7 +282,7 @@ impl Validator {
             spawn(
                 "runnel-commit".into(),
                 Box::new(move || {
-                    commit::run(&shared, last_seal, &commit_rx, &control_rx, &notices);
+                    commit::run(&shared, next, last_seal, &commit_rx, &control_rx, &notices);
                 }),
             )?;
         }
@@ -411,6 +413,31 @@ pub(crate) fn send<T>(shared: &Shared, to: &crossbeam_channel::Sender<T>, mut it
     }
 }
 
+/// Holds `item`, of seq `seq`, until the stage reaches it (`next` is the seq it takes
+/// next). Invariant: the stage before hands on each seq once and none the stage has
+/// passed; a repeat or a late one would validate a stream the orderer never sent.
+pub(crate) fn hold<T>(waiting: &mut BTreeMap<Seq, T>, next: Seq, seq: Seq, item: T) {
+    let repeated = waiting.insert(seq, item).is_some();
+    assert!(
+        seq >= next && !repeated,
+        "invariant broken: seq {} reached a stage twice or after it was passed (next due: {})",
+        seq.0,
+        next.0
+    );
+}
+
+/// Moves `next` past `seq`, the seq a stage just took. Invariant: a stage takes every
+/// seq once, one after another, from the first after the durable height; a gap or a
+/// repeat would commit a stream the orderer never sent.
+pub(crate) fn take_in_turn(next: &mut Seq, seq: Seq) {
+    assert_eq!(
+        seq.0, next.0,
+        "invariant broken: seq {} reached a stage where seq {} was due",
+        seq.0, next.0
+    );
+    *next = seq.next();
+}
+
 /// Stamps a stage of a transaction's trace now.
 pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_us: u64) {
     shared.traces.mark(tx_id, stage, at_us);
@@ -418,7 +445,53 @@ pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_u
 
 #[cfg(test)]
 mod tests {
-    use super::stage_one_workers;
+    use std::collections::BTreeMap;
+
+    use super::{hold, stage_one_workers, take_in_turn};
+    use crate::ids::Seq;
+
+    #[test]
+    fn stages_take_seqs_in_turn() {
+        let mut next = Seq(5);
+        take_in_turn(&mut next, Seq(5));
+        take_in_turn(&mut next, Seq(6));
+        assert_eq!(next, Seq(7));
+        let mut waiting = BTreeMap::new();
+        hold(&mut waiting, Seq(7), Seq(9), ());
+        hold(&mut waiting, Seq(7), Seq(7), ());
+        assert_eq!(waiting.len(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant broken: seq 7 reached a stage where seq 6 was due")]
+    fn a_gap_between_seqs_stops_the_stage() {
+        let mut next = Seq(6);
+        take_in_turn(&mut next, Seq(7));
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant broken: seq 5 reached a stage where seq 6 was due")]
+    fn a_repeated_seq_stops_the_stage() {
+        let mut next = Seq(5);
+        take_in_turn(&mut next, Seq(5));
+        take_in_turn(&mut next, Seq(5));
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant broken: seq 8 reached a stage twice")]
+    fn a_seq_held_twice_stops_the_stage() {
+        let mut waiting = BTreeMap::new();
+        hold(&mut waiting, Seq(7), Seq(8), ());
+        hold(&mut waiting, Seq(7), Seq(8), ());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "invariant broken: seq 6 reached a stage twice or after it was passed"
+    )]
+    fn a_seq_already_passed_stops_the_stage() {
+        hold(&mut BTreeMap::new(), Seq(7), Seq(6), ());
+    }
 
     #[test]
     fn stage_one_runs_one_worker_beside_its_orderer_and_one_per_core_without() {

@@ -45,9 +45,7 @@ pub(crate) fn run(shared: &Shared, mut next: Seq, rx: &Receiver<Verified>, out: 
     let mut policies = Policies::default();
     loop {
         match crate::queue::recv_timeout(rx, POLL) {
-            Ok(verified) => {
-                waiting.insert(verified.seq, verified);
-            }
+            Ok(verified) => super::hold(&mut waiting, next, verified.seq, verified),
             Err(RecvTimeoutError::Timeout) if !shared.stopping() => continue,
             Err(_) => return,
         }

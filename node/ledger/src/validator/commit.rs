@@ -98,6 +98,8 @@ pub(crate) fn flush_and_notify(shared: &Shared, notices: &Receiver<Notice>) {
 
 /// Stage 3's bookkeeping between commits.
 struct Committer {
+    /// The seq stage 2 hands on next.
+    next: Seq,
     /// Validated transactions not yet durable, in seq order.
     staged: VecDeque<Checked>,
     /// The orderer's durable mark.
@@ -120,12 +122,13 @@ struct Committer {
 /// lone transaction pays one sync and a burst shares one.
 pub(crate) fn run(
     shared: &Shared,
+    next: Seq,
     last_seal: Option<SealRecord>,
     rx: &Receiver<Checked>,
     control: &Receiver<Control>,
     notices: &Sender<Notice>,
 ) {
-    match Committer::resume(shared, last_seal) {
+    match Committer::resume(shared, next, last_seal) {
         Ok(mut committer) => {
             if let Err(error) = committer.run(shared, rx, control, notices) {
                 shared.fail(error);
@@ -182,7 +185,11 @@ impl Committer {
     /// Picks up after the last committed seal: the leaves of the durable transactions
     /// after it are read back (bytes and timestamps as stored), since the next seal
     /// covers them.
-    fn resume(shared: &Shared, last_seal: Option<SealRecord>) -> Result<Committer, ValidatorError> {
+    fn resume(
+        shared: &Shared,
+        next: Seq,
+        last_seal: Option<SealRecord>,
+    ) -> Result<Committer, ValidatorError> {
         let chain = match &last_seal {
             None => SealChain::genesis(),
             Some(record) => {
@@ -204,6 +211,7 @@ impl Committer {
         }
         let trust = seal_trust(shared, chain.next_first())?;
         Ok(Committer {
+            next,
             staged: VecDeque::new(),
             orderer_durable: Seq::ZERO,
             leaves,
@@ -215,6 +223,7 @@ impl Committer {
     }
 
     fn take(&mut self, mut item: Checked) -> Result<(), ValidatorError> {
+        super::take_in_turn(&mut self.next, item.seq);
         self.leaves.insert(item.seq, item.leaf);
         if let Some(definition) = item.reconfigured.take() {
             self.trust.push(item.seq, definition).map_err(store_error)?;
