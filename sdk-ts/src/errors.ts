@@ -75,7 +75,7 @@ export class GatewayError extends Error {
       : connect.rawMessage;
     super(`${step}${tx} failed: ${why}`, { cause: details.cause });
     this.name = new.target.name;
-    this.grpcCode = connect.code;
+    this.grpcCode = callCode(connect);
     this.errorName = errorName;
     this.validationCode = validationCode;
     this.organization = connect.metadata.get(ERROR_ORG_HEADER) ?? undefined;
@@ -84,6 +84,16 @@ export class GatewayError extends Error {
     this.url = details.url;
     this.unreachable = unreachable;
   }
+}
+
+/**
+ * The gRPC code a call ended with. A node answers a call whose deadline (`timeoutMs`) ran
+ * out on its side with CANCELLED "Timeout expired" (its gRPC library's way), where gRPC
+ * says DEADLINE_EXCEEDED, racing the client's own deadline: either way the call timed out.
+ */
+function callCode(connect: ConnectError): Code {
+  const serverDeadline = connect.code === Code.Canceled && connect.rawMessage === "Timeout expired";
+  return serverDeadline ? Code.DeadlineExceeded : connect.code;
 }
 
 /** Evaluating a proposal failed: the contract's error, a missing contract, the node down, ... */

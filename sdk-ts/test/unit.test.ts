@@ -25,6 +25,8 @@ import {
   serializeCheckpoint,
 } from "../src/index.js";
 import { proposalMessage, transactionId, transactionMessage } from "../src/tx.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { CommitStatusError } from "../src/errors.js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BlockSealSchema, SignedSealSchema } from "../src/gen/runnel/v1/block_pb.js";
 // The SDK loads @peculiar/x509 with the Reflect metadata it needs; the tests make certificates with it.
@@ -575,5 +577,15 @@ describe("checkpoints", () => {
       expect(() => parseCheckpoint(bad)).toThrow(/not a checkpoint/);
     }
     expect(() => parseCheckpoint("{")).toThrow();
+  });
+});
+
+describe("call codes", () => {
+  test("a deadline the node ran out first is DEADLINE_EXCEEDED, as the client's own; a cancelled call stays CANCELLED", () => {
+    const url = "http://127.0.0.1:1";
+    const of = (cause: ConnectError) => new CommitStatusError("status", { cause, url }).grpcCode;
+    expect(of(new ConnectError("Timeout expired", Code.Canceled))).toBe(Code.DeadlineExceeded);
+    expect(of(new ConnectError("the call timed out after 300 ms", Code.DeadlineExceeded))).toBe(Code.DeadlineExceeded);
+    expect(of(new ConnectError("the call was canceled", Code.Canceled))).toBe(Code.Canceled);
   });
 });
