@@ -18,10 +18,11 @@ token: runnel-contract
 asset-transfer: runnel-contract
 faulty: runnel-contract
 runnel-wasm-build:
-runnel-runtime: runnel-abi
-runnel-ledger: runnel-runtime
-runnel-server: runnel-ledger runnel-runtime
-runnel-client: runnel-ledger runnel-server
+runnel-api:
+runnel-runtime: runnel-abi runnel-api
+runnel-ledger: runnel-api runnel-runtime
+runnel-server: runnel-api runnel-ledger runnel-runtime
+runnel-client: runnel-api
 runnel-bench: runnel-client runnel-ledger runnel-server
 runnel: runnel-bench runnel-client runnel-ledger runnel-runtime runnel-server
 runnel-testing: runnel-ledger runnel-runtime runnel-wasm-build
@@ -31,8 +32,10 @@ runnel-fuzz-targets: runnel runnel-abi runnel-ledger runnel-runtime runnel-testi
 # crate: crates that must not be in its normal dependency tree at all.
 FORBIDDEN='
 runnel-contract: wasmtime tokio sled runnel-runtime
-runnel-runtime: sled tokio tonic axum raft runnel-ledger
+runnel-api: wasmtime sled tokio tonic axum raft runnel-runtime runnel-ledger
+runnel-runtime: sled tokio tonic axum raft x509-parser rcgen runnel-ledger
 runnel-ledger: tonic tonic-web axum hyper rustls runnel-server
+runnel-client: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
 '
 
 metadata=$(cargo metadata --format-version 1 --locked --no-deps)

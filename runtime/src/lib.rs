@@ -35,10 +35,11 @@ mod state;
 pub mod testkit;
 pub mod validate;
 
-/// Types generated from `node/proto/runnel/v1/rwset.proto`.
+/// The read/write-set messages of `node/proto/runnel/v1/rwset.proto` (runnel-api's).
 pub mod proto {
-    #![allow(missing_docs)]
-    include!(concat!(env!("OUT_DIR"), "/runnel.v1.rs"));
+    pub use runnel_api::proto::{
+        ContractEvent, KvRead, KvWrite, NsRwSet, RangeRead, SimulationPayload, Version,
+    };
 }
 
 pub use error::{InvokeError, LimitExceeded, LoadError, StateError};

@@ -7,13 +7,6 @@ use std::ops::Bound;
 use crate::StateError;
 use crate::proto::Version;
 
-impl Version {
-    /// The version written by the transaction at sequence number `seq`.
-    pub fn from_seq(seq: u64) -> Self {
-        Version { seq }
-    }
-}
-
 /// A value and the version of the write that produced it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionedValue {

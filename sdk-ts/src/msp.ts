@@ -1,6 +1,6 @@
 /**
  * A certificate judged against the network's organisation CAs, by the rules of the node's
- * MSP (node/ledger/src/identity/msp.rs and role.rs), so that a client trusts a seal's
+ * MSP (node/api/src/identity/msp.rs and role.rs), so that a client trusts a seal's
  * orderer exactly when a peer would. A trusted CA is a self-signed Ed25519 certificate
  * naming its organisation (O). A certificate it vouches for has an Ed25519 key, names that
  * CA as its issuer (the name's DER, byte for byte), carries that CA's Ed25519 signature,

@@ -1,5 +1,5 @@
 /**
- * Transaction formats, byte for byte as the node checks them (node/ledger/src/tx.rs): the
+ * Transaction formats, byte for byte as the node checks them (node/api/src/tx.rs): the
  * transaction id and the exact messages a creator signs. Every signature covers a domain
  * tag and a SHA-256 hash, never bare message bytes:
  *

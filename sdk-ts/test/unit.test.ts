@@ -41,7 +41,7 @@ function orderedLeaf(timestampMs: bigint, transaction: Uint8Array): Buffer {
   return sha256(Buffer.concat([Buffer.from("runnel.leaf.v1"), timestamp, transaction]));
 }
 
-describe("transaction formats (node/ledger/src/tx.rs)", () => {
+describe("transaction formats (node/api/src/tx.rs)", () => {
   test("tx id is sha256(nonce || creator) in lowercase hex", async () => {
     const nonce = new Uint8Array(24).fill(7);
     const creator = new TextEncoder().encode("certificate");

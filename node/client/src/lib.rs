@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use runnel_ledger::identity::{
+use runnel_api::identity::{
     NetworkKeys, Role, Signer, TLS_CA_FILE, TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE,
 };
-use runnel_server::proto::GetNetworkInfoRequest;
-use runnel_server::proto::query_client::QueryClient;
+use runnel_api::proto::GetNetworkInfoRequest;
+use runnel_api::proto::query_client::QueryClient;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -107,7 +107,7 @@ pub async fn connect(connection: &Connection) -> Result<NodeChannel> {
 
 /// How long the read grants a client signs are valid: the longest a node takes.
 pub const READ_GRANT_LIFETIME: Duration =
-    Duration::from_millis(runnel_server::readers::READ_GRANT_LIFETIME_MAX_MS);
+    Duration::from_millis(runnel_api::grant::READ_GRANT_LIFETIME_MAX_MS);
 
 /// Adds a read grant to every call, signing a new one when the last is near its end.
 #[derive(Clone)]
@@ -144,13 +144,13 @@ impl ReadGrants {
         let lifetime = READ_GRANT_LIFETIME.as_millis() as u64;
         // Starts a little in the past: the node's clock may be behind.
         let start = now_ms().saturating_sub(lifetime / 10);
-        let grant = runnel_server::readers::signed_grant(signer, channel, start, lifetime);
+        let grant = runnel_api::grant::signed_grant(signer, channel, start, lifetime);
         (MetadataValue::from_bytes(&grant), start + lifetime / 2)
     }
 }
 
 impl ReadGrants {
-    /// The grant to send now (the value of [`runnel_server::readers::READ_GRANT_HEADER`]),
+    /// The grant to send now (the value of [`runnel_api::grant::READ_GRANT_HEADER`]),
     /// a new one signed when the last is half through its life; none without a signer.
     pub fn current(&self) -> Option<MetadataValue<Binary>> {
         let grants = self.inner.as_ref()?;
@@ -173,14 +173,14 @@ impl tonic::service::Interceptor for ReadGrants {
         if let Some(grant) = self.current() {
             request
                 .metadata_mut()
-                .insert_bin(runnel_server::readers::READ_GRANT_HEADER, grant);
+                .insert_bin(runnel_api::grant::READ_GRANT_HEADER, grant);
         }
         Ok(request)
     }
 }
 
 fn now_ms() -> u64 {
-    runnel_ledger::tx::now_ms()
+    runnel_api::tx::now_ms()
 }
 
 /// Connects to the node at --url, over TLS for an https:// one.
@@ -218,7 +218,7 @@ pub struct TlsFiles {
 /// Reads the TLS files of an https:// connection, checking that each holds what it should.
 pub fn tls_files(connection: &Connection) -> Result<TlsFiles> {
     let identities = connection.dir.join("identities");
-    let definition = runnel_ledger::identity::NetworkDefinition::load(&connection.dir).ok();
+    let definition = runnel_api::identity::NetworkDefinition::load(&connection.dir).ok();
     let cas: Vec<PathBuf> = match &connection.tls_ca {
         Some(ca) => vec![ca.clone()],
         // The network definition names every organisation's TLS CA.
@@ -434,7 +434,7 @@ pub fn status(error: tonic::Status) -> anyhow::Error {
 pub async fn contract_names(connection: &Connection) -> Result<Vec<String>> {
     let channel = connect(connection).await?;
     let contracts = QueryClient::new(channel)
-        .list_contracts(runnel_server::proto::ListContractsRequest {
+        .list_contracts(runnel_api::proto::ListContractsRequest {
             start_after: String::new(),
             limit: 1000,
         })

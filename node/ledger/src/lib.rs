@@ -10,13 +10,9 @@
 //! [`trace`]s), and the embeddable [`ledger`] that wires them in one process. [`metrics`]
 //! holds the figures the ledger keeps about itself, for its embedder to export.
 
-// Who may act, and what is signed.
-pub mod identity;
-pub mod ids;
-pub mod policy;
-pub mod proto;
-pub mod sig;
-pub mod tx;
+// Who may act, and what is signed: the wire contract's (runnel-api), under the ledger's
+// names.
+pub use runnel_api::{identity, ids, policy, proto, sig, tx};
 
 // The state a transaction runs on, and the contracts.
 pub mod lifecycle;

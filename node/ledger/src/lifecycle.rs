@@ -45,9 +45,7 @@ use crate::proto::{ContractDefinition, DeployRequest};
 
 /// The system namespace that holds contract definitions and code.
 pub const LIFECYCLE_NAMESPACE: &str = "_lifecycle";
-/// Whose approvals put a contract definition in force unless the network says otherwise
-/// (a policy over the orgs' admins, each approval standing for its org's admin).
-pub const DEFAULT_LIFECYCLE_POLICY: &str = "MAJORITY admin";
+pub use crate::identity::DEFAULT_LIFECYCLE_POLICY;
 /// A contract's endorsement policy when its deploy request names none (Fabric's
 /// default: a majority of the orgs' peers).
 pub const DEFAULT_ENDORSEMENT_POLICY: &str = "MAJORITY";

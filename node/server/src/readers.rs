@@ -35,15 +35,10 @@ use crate::status;
 use runnel_ledger::identity::{Identity, Msp};
 use runnel_ledger::tx;
 
-/// The request header that carries a [`SignedReadGrant`], base64 (gRPC binary metadata).
-pub const READ_GRANT_HEADER: &str = "runnel-read-grant-bin";
-/// Largest read grant header taken, base64: a certificate and a signature fit many
-/// times over. A bigger one is refused before it is decoded.
-pub const READ_GRANT_HEADER_BYTES_MAX: usize = 8 << 10;
-/// Longest validity of a read grant: 15 minutes, the proposal window's default.
-pub const READ_GRANT_LIFETIME_MAX_MS: u64 = 15 * 60 * 1000;
-/// How far ahead of this node's clock a grant may start: clocks differ.
-pub const READ_GRANT_CLOCK_SKEW_MS: u64 = 60 * 1000;
+pub use runnel_api::grant::{
+    READ_GRANT_CLOCK_SKEW_MS, READ_GRANT_HEADER, READ_GRANT_HEADER_BYTES_MAX,
+    READ_GRANT_LIFETIME_MAX_MS, signed_grant,
+};
 /// Grants remembered as valid; the memory is emptied when it would grow past this.
 pub const READ_GRANT_CACHE_MAX: usize = 4096;
 
@@ -323,28 +318,6 @@ pub async fn check(
             status::response(status)
         }
     }
-}
-
-/// A signed read grant (an encoded [`SignedReadGrant`]) for `signer` on `channel`, valid
-/// from `not_before_ms` for `lifetime_ms`: what a Rust client sends, base64, in
-/// [`READ_GRANT_HEADER`] (the SDK builds the same).
-pub fn signed_grant(
-    signer: &runnel_ledger::identity::Signer,
-    channel: &str,
-    not_before_ms: u64,
-    lifetime_ms: u64,
-) -> Vec<u8> {
-    let grant = ReadGrant {
-        creator: signer.cert_der().to_vec(),
-        channel: channel.to_string(),
-        not_before_ms,
-        not_after_ms: not_before_ms.saturating_add(lifetime_ms),
-    }
-    .encode_to_vec();
-    let signature = signer
-        .sign(&tx::read_grant_message(&tx::sha256(&grant)))
-        .to_vec();
-    SignedReadGrant { grant, signature }.encode_to_vec()
 }
 
 /// [`signed_grant`] as the header's value.

@@ -155,11 +155,13 @@ impl CertificateAuthority {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl CertificateAuthority {
     /// A certificate (DER) for `key` with `role` and `name`, its parameters changed by
-    /// `tweak` before it is signed (tests build bad ones with it).
-    pub(crate) fn issue_custom(
+    /// `tweak` before it is signed (tests build bad ones with it; the `test-support`
+    /// feature lends it to other crates' tests).
+    #[doc(hidden)]
+    pub fn issue_custom(
         &self,
         key: &KeyPair,
         role: Role,

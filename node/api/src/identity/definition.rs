@@ -12,7 +12,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{IdentityError, Msp, NetworkIdentities};
-use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
+
+/// Whose approvals put a contract definition in force unless the network says otherwise
+/// (a policy over the orgs' admins, each approval standing for its org's admin).
+pub const DEFAULT_LIFECYCLE_POLICY: &str = "MAJORITY admin";
 
 /// The definition's file name in a node's or a member's directory.
 pub const NETWORK_FILE: &str = "network.json";

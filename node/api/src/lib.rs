@@ -1,0 +1,20 @@
+//! Runnel's wire contract: what nodes, clients and contracts' hosts must agree on byte for
+//! byte. [`proto`] holds every message; with the `identity` feature (the default), what is
+//! signed ([`tx`]) and checked ([`sig`]), the ids that cross stages ([`ids`]), who may act
+//! ([`identity`]), the endorsement-policy language ([`policy`]) and read grants
+//! ([`grant`]). runnel-ledger re-exports each under its own name.
+
+pub mod proto;
+
+#[cfg(feature = "identity")]
+pub mod grant;
+#[cfg(feature = "identity")]
+pub mod identity;
+#[cfg(feature = "identity")]
+pub mod ids;
+#[cfg(feature = "identity")]
+pub mod policy;
+#[cfg(feature = "identity")]
+pub mod sig;
+#[cfg(feature = "identity")]
+pub mod tx;
