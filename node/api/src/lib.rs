@@ -1,9 +1,10 @@
 //! Runnel's wire contract: what nodes, clients and contracts' hosts must agree on byte for
-//! byte. [`proto`] holds every message; with the `identity` feature (the default), what is
+//! byte. [`proto`] holds every message and [`headers`] the metadata's names; with the `identity` feature (the default), what is
 //! signed ([`tx`]) and checked ([`sig`]), the ids that cross stages ([`ids`]), who may act
 //! ([`identity`]), the endorsement-policy language ([`policy`]) and read grants
 //! ([`grant`]). runnel-ledger re-exports each under its own name.
 
+pub mod headers;
 pub mod proto;
 
 #[cfg(feature = "identity")]

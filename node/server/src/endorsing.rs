@@ -35,8 +35,7 @@ use runnel_ledger::identity::{Msp, Role};
 use runnel_ledger::ledger::{Ledger, Prepared};
 use runnel_ledger::tx;
 
-/// The header that marks a request one gateway forwarded to another organisation's peer.
-pub const FORWARDED_HEADER: &str = "runnel-forwarded";
+pub use runnel_api::headers::FORWARDED_HEADER;
 
 /// How often each other peer is asked for its heights.
 pub const HEALTH_EVERY: Duration = Duration::from_secs(2);

@@ -31,13 +31,7 @@ use runnel_ledger::lifecycle::LifecycleError;
 use runnel_ledger::orderer::OrderError;
 use runnel_ledger::store::StoreError;
 
-/// The response header holding the error's stable name.
-pub const ERROR_CODE_HEADER: &str = "runnel-error-code";
-/// The response header holding the validation code an error amounts to.
-pub const VALIDATION_CODE_HEADER: &str = "runnel-validation-code";
-/// The response header that names the organisation an endorsement failure is about
-/// (ENDORSER_UNAVAILABLE, ENDORSEMENT_REFUSED, ENDORSEMENT_MISMATCH).
-pub const ERROR_ORG_HEADER: &str = "runnel-error-org";
+pub use runnel_api::headers::{ERROR_CODE_HEADER, ERROR_ORG_HEADER, VALIDATION_CODE_HEADER};
 
 /// `status` as a whole HTTP answer (headers only, gRPC's trailers-only form): what a
 /// middleware in front of the services answers with when it refuses a call.
