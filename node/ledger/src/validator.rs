@@ -133,6 +133,10 @@ pub enum ValidatorError {
     /// A stage thread could not start.
     #[error("starting {0}")]
     Spawn(String),
+    /// A stage broke an invariant (a bug, never input): the peer stops rather than
+    /// commit what it cannot vouch for.
+    #[error("invariant broken in {0}")]
+    Broken(String),
 }
 
 /// What the stages share.
@@ -251,9 +255,12 @@ impl Validator {
 
         let mut threads = Vec::new();
         let mut spawn = |name: String, run: Box<dyn FnOnce() + Send>| {
+            let on_panic = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name(name.clone())
-                .spawn(run)
+                .spawn(guarded(name.clone(), run, move |why| {
+                    on_panic.fail(ValidatorError::Broken(why));
+                }))
                 .map(|handle| threads.push(handle))
                 .map_err(|e| ValidatorError::Spawn(format!("{name}: {e}")))
         };
@@ -413,6 +420,26 @@ pub(crate) fn send<T>(shared: &Shared, to: &crossbeam_channel::Sender<T>, mut it
     }
 }
 
+/// A stage thread's body: a panic in `run` (an assertion of an invariant) is handed to
+/// `failed`, with the stage's name and the panic's message, so that the validator stops
+/// for all to see (its failure, `/healthz`) instead of one thread ending unseen.
+fn guarded(
+    stage: String,
+    run: Box<dyn FnOnce() + Send>,
+    failed: impl FnOnce(String) + Send + 'static,
+) -> impl FnOnce() + Send + 'static {
+    move || {
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".to_string());
+            failed(format!("{stage}: {message}"));
+        }
+    }
+}
+
 /// Holds `item`, of seq `seq`, until the stage reaches it (`next` is the seq it takes
 /// next). Invariant: the stage before hands on each seq once and none the stage has
 /// passed; a repeat or a late one would validate a stream the orderer never sent.
@@ -430,10 +457,11 @@ pub(crate) fn hold<T>(waiting: &mut BTreeMap<Seq, T>, next: Seq, seq: Seq, item:
 /// seq once, one after another, from the first after the durable height; a gap or a
 /// repeat would commit a stream the orderer never sent.
 pub(crate) fn take_in_turn(next: &mut Seq, seq: Seq) {
-    assert_eq!(
-        seq.0, next.0,
+    assert!(
+        seq == *next,
         "invariant broken: seq {} reached a stage where seq {} was due",
-        seq.0, next.0
+        seq.0,
+        next.0
     );
     *next = seq.next();
 }
@@ -447,7 +475,7 @@ pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_u
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{hold, stage_one_workers, take_in_turn};
+    use super::{guarded, hold, stage_one_workers, take_in_turn};
     use crate::ids::Seq;
 
     #[test]
@@ -460,6 +488,34 @@ mod tests {
         hold(&mut waiting, Seq(7), Seq(9), ());
         hold(&mut waiting, Seq(7), Seq(7), ());
         assert_eq!(waiting.len(), 2);
+    }
+
+    #[test]
+    fn a_broken_invariant_in_a_stage_thread_is_reported_not_lost() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let run: Box<dyn FnOnce() + Send> = Box::new(|| take_in_turn(&mut Seq(6), Seq(7)));
+        std::thread::spawn(guarded("runnel-commit".into(), run, move |why| {
+            tx.send(why).unwrap();
+        }))
+        .join()
+        .expect("the panic was caught");
+        let why = rx.recv().unwrap();
+        assert!(
+            why.starts_with("runnel-commit: invariant broken: seq 7"),
+            "{why}"
+        );
+        // A stage that ends normally reports nothing.
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(guarded(
+            "runnel-check".into(),
+            Box::new(|| {}),
+            move |why| {
+                tx.send(why).unwrap();
+            },
+        ))
+        .join()
+        .unwrap();
+        assert!(rx.recv().is_err());
     }
 
     #[test]
