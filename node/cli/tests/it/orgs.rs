@@ -730,8 +730,16 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
     net.json("Org2/peer0", "Org2", &["config", "sign", update, "--yes"]);
     let added = net.json("Org1/peer0", "Org1", &["config", "submit", update]);
     assert_eq!(added["code"], "VALID", "{added}");
-    let shown = net.json("Org2/peer0", "Org2", &["config", "show"]);
-    assert_eq!(shown["sequence"], 2);
+    // Committed at Org1's peer; Org2's applies it when it has validated that far.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let shown = loop {
+        let shown = net.json("Org2/peer0", "Org2", &["config", "show"]);
+        if shown["sequence"] == 2 || Instant::now() > deadline {
+            break shown;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(shown["sequence"], 2, "{shown}");
     assert_eq!(shown["orgs"][2]["name"], "Org3");
     // Org3's client, from its own directory, trusting the network's TLS CAs.
     let tls_cas = net.dir.join("tls-cas.pem");
