@@ -151,23 +151,24 @@ pub(crate) fn verify_now(shared: &Shared, verified: Verified) -> Verified {
 /// returns to verify. A transaction that cannot be decoded is recorded under the hash
 /// of its bytes as its id.
 fn decode(shared: &Shared, ordered: OrderedTx) -> (Verified, Option<Pending>) {
+    let decoded = crate::tx::decode_transaction(&ordered.transaction);
+    let tx_id = match &decoded {
+        Ok((_, _, proposal)) => tx::tx_id(proposal),
+        Err(_) => TxId(tx::sha256(&ordered.transaction)),
+    };
     let mut verified = Verified {
         seq: ordered.seq,
         timestamp_ms: ordered.timestamp_ms,
-        tx_id: TxId([0; 32]),
+        tx_id,
         leaf: ordered.leaf(),
         transaction: Vec::new(),
         outcome: Err(ValidationCode::BadPayload),
         // Read before any certificate is checked: a change of trust meanwhile shows.
         epoch: shared.msp.epoch(),
     };
-    let pending = match crate::tx::decode_transaction(&ordered.transaction) {
-        Err(_) => {
-            verified.tx_id = TxId(tx::sha256(&ordered.transaction));
-            None
-        }
+    let pending = match decoded {
+        Err(_) => None,
         Ok((signed, transaction, proposal)) => {
-            verified.tx_id = tx::tx_id(&proposal);
             match check(shared, ordered.timestamp_ms, &signed, transaction, proposal) {
                 Ok(pending) => Some(pending),
                 Err(code) => {
