@@ -22,9 +22,10 @@ runnel-api:
 runnel-runtime: runnel-abi runnel-api
 runnel-ledger: runnel-api runnel-runtime
 runnel-server: runnel-api runnel-ledger runnel-runtime
+runnel-orderer: runnel-api runnel-ledger runnel-server
 runnel-client: runnel-api
 runnel-bench: runnel-client runnel-ledger runnel-server
-runnel: runnel-bench runnel-client runnel-ledger runnel-runtime runnel-server
+runnel: runnel-bench runnel-client runnel-ledger runnel-orderer runnel-runtime runnel-server
 runnel-testing: runnel-ledger runnel-runtime runnel-wasm-build
 runnel-fuzz-targets: runnel runnel-abi runnel-ledger runnel-runtime runnel-testing
 '
@@ -34,7 +35,8 @@ FORBIDDEN='
 runnel-contract: wasmtime tokio sled runnel-runtime
 runnel-api: wasmtime sled tokio tonic axum raft runnel-runtime runnel-ledger
 runnel-runtime: sled tokio tonic axum raft x509-parser rcgen runnel-ledger
-runnel-ledger: tonic tonic-web axum hyper rustls runnel-server
+runnel-ledger: tonic tonic-web axum hyper rustls raft protobuf slog runnel-server runnel-orderer
+runnel-server: raft protobuf slog runnel-orderer
 runnel-client: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
 '
 

@@ -310,7 +310,7 @@ impl Default for NodeConfig {
                 seal_max_delay_ms: ledger.orderer.seal_max_delay.as_millis() as u64,
                 replay_ids_max: ledger.orderer.replay_ids_max,
                 submitter_bytes_per_s_max: ledger.orderer.submitter_bytes_per_s_max,
-                raft_log_entries_kept: runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT,
+                raft_log_entries_kept: runnel_orderer::raft::LOG_ENTRIES_KEPT,
                 endpoint: None,
             },
             validator: ValidatorSection {

@@ -24,7 +24,7 @@ use runnel_ledger::identity::{
     OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority,
     write_identity, write_key,
 };
-use runnel_ledger::orderer::raft::quorum::quorum_holder;
+use runnel_orderer::raft::quorum::quorum_holder;
 
 use runnel_cli::config;
 

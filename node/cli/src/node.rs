@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use runnel_server::cluster::{ClusterService, GrpcTransport, Members};
-use runnel_server::ordering::OrderingServerHandle;
+use runnel_orderer::cluster::{ClusterService, GrpcTransport, Members};
+use runnel_orderer::ordering::OrderingServerHandle;
 
 use runnel_cli::config::{self, NodeConfig, NodeRole};
 use runnel_client::Connection;
 use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
 use runnel_ledger::ledger::Ledger;
-use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings};
 use runnel_ledger::orderer::{Orderer, SoloOrderer};
+use runnel_orderer::raft::{RaftOrderer, RaftSettings};
+use runnel_orderer::remote::RemoteOrderer;
 use runnel_server::metrics::NodeMetrics;
 use runnel_server::ops;
-use runnel_server::remote::RemoteOrderer;
 use runnel_server::sched::{self, Scheduling};
 use runnel_server::{ApiConfig, ClientAuth, ReadAccess, Server, TlsConfig};
 use tokio_rustls::rustls::pki_types::ServerName;

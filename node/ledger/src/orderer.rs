@@ -23,15 +23,14 @@
 //! The ordered stream itself, an append-only log file with its index, flusher and
 //! deliveries, lives in `orderer/stream.rs`, apart from what decides what goes into it.
 //! [`SoloOrderer`] is the embedded default: one sequencer and a sealer on top of that log.
-//! An orderer in another process is reached through the same trait (runnel-server's
-//! `RemoteOrderer`); a Raft cluster will implement it too, over the same log kept as a
-//! replicated one.
+//! The ordering services beyond it live in runnel-orderer: an orderer in another process
+//! is reached through the same trait (its `RemoteOrderer`), and its Raft cluster
+//! implements it too, over the same log kept as a replicated one ([`stream`]).
 
 pub mod quota;
-pub mod raft;
-mod replay;
+pub mod replay;
 mod solo;
-mod stream;
+pub mod stream;
 
 use std::time::Duration;
 
@@ -474,7 +473,7 @@ impl OrderError {
 
 /// What admission found: the transaction's id, its proposal's timestamp, and whether it
 /// is a `_config` update.
-pub(crate) type Admitted = (TxId, u64, bool);
+pub type Admitted = (TxId, u64, bool);
 
 /// A transaction whose every admission check but its signatures passed: what it is, and
 /// the two signatures left to verify (the submitter's over the transaction, and the
@@ -543,7 +542,7 @@ pub fn verify_checked(
 
 /// The orderer's admission checks (everything but sequencing and replays), the
 /// submitter's quota last.
-pub(crate) fn admit(
+pub fn admit(
     config: &OrdererConfig,
     msp: &Msp,
     quota: &quota::Quotas,
@@ -562,7 +561,7 @@ pub(crate) fn admit(
 }
 
 /// [`admit`] for several transactions, their signatures verified as one batch.
-pub(crate) fn admit_batch(
+pub fn admit_batch(
     config: &OrdererConfig,
     msp: &Msp,
     quota: &quota::Quotas,

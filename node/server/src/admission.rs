@@ -68,7 +68,7 @@ impl Drop for Reserved {
 }
 
 /// A bounded queue of calls and the threads that answer them in batches.
-pub(super) struct Batcher<Request, Answer> {
+pub struct Batcher<Request, Answer> {
     queue: Sender<Job<Request, Answer>>,
     /// What the calls are, for errors ("endorse", "submit").
     what: &'static str,

@@ -94,7 +94,7 @@ impl Default for ConnectionLimits {
 
 /// Who a connection turned out to be, once its handshake is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Caller {
+pub enum Caller {
     /// A peer or an orderer of the network, by its certificate over mutual TLS.
     Member,
     /// Anyone else.
@@ -103,7 +103,7 @@ pub(crate) enum Caller {
 
 /// The permits and open connections of one server.
 #[derive(Debug)]
-pub(crate) struct Connections {
+pub struct Connections {
     limits: ConnectionLimits,
     handshakes: Arc<Semaphore>,
     clients: Arc<Semaphore>,
@@ -115,7 +115,7 @@ pub(crate) struct Connections {
 
 impl Connections {
     /// Permits for `limits`.
-    pub(crate) fn new(limits: ConnectionLimits) -> Arc<Connections> {
+    pub fn new(limits: ConnectionLimits) -> Arc<Connections> {
         let permits = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
         Arc::new(Connections {
             limits,
@@ -182,7 +182,7 @@ impl Drop for Stream {
 /// The middleware over every route of a server: counts the request's stream on its
 /// connection until the response's body is done, so that an idle connection is told from
 /// a busy one.
-pub(crate) async fn track(
+pub async fn track(
     axum::extract::State(connections): axum::extract::State<Arc<Connections>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -242,7 +242,7 @@ struct Permits {
 /// A connection holding its permits until it is dropped, and closed once it has had no
 /// stream open for the idle timeout.
 #[derive(Debug)]
-pub(crate) struct Limited<IO> {
+pub struct Limited<IO> {
     io: IO,
     permits: Permits,
     remote: Option<SocketAddr>,
@@ -260,7 +260,7 @@ struct Idle {
 impl<IO> Limited<IO> {
     /// Moves the connection from its handshake to the clients' or the members' room, as
     /// `caller` says; false when there is no room for it (it should be closed).
-    pub(crate) fn admit(&mut self, caller: Caller) -> bool {
+    pub fn admit(&mut self, caller: Caller) -> bool {
         if self.idle.is_some() {
             return true;
         }
@@ -442,7 +442,7 @@ impl<IO: Connected> Connected for Limited<IO> {
 /// handshake permits: [`Limited::admit`] moves it on once its caller is known (`tls`
 /// does after the handshake). Without `handshake`, every connection is admitted as a
 /// client here. The listener closes when the stream is dropped.
-pub(crate) fn accept(
+pub fn accept(
     listener: TcpListener,
     connections: Arc<Connections>,
     handshake: bool,

@@ -35,8 +35,7 @@
 //! routes, optionally with client certificates (mutual TLS).
 
 mod admin;
-mod admission;
-pub mod cluster;
+pub mod admission;
 pub mod codec;
 pub mod connections;
 mod deliver;
@@ -46,11 +45,9 @@ mod heights;
 pub mod limits;
 pub mod metrics;
 pub mod ops;
-pub mod ordering;
 pub mod proto;
 mod query;
 pub mod readers;
-pub mod remote;
 pub mod sched;
 mod shares;
 pub mod status;

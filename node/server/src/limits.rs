@@ -63,6 +63,16 @@ impl Limit {
     }
 }
 
+/// Most transactions one `BroadcastBatch` call carries.
+pub const BROADCAST_BATCH_REQUEST_MAX: usize = 256;
+
+/// Most bytes of transactions a peer puts in one `BroadcastBatch` call (a larger
+/// transaction goes in a `Broadcast` of its own): far below the orderer's largest
+/// message, so that a batch is never refused whole for its size
+/// (runnel-orderer's `RemoteOrderer`). The orderer takes no larger batch
+/// ([`MethodLimits::ordering`]).
+pub const BROADCAST_BATCH_BYTES_MAX: usize = 4 << 20;
+
 /// Each method's limit, by its path (`/runnel.v1.Gateway/Submit`).
 #[derive(Debug, Clone)]
 pub struct MethodLimits {
@@ -121,7 +131,7 @@ impl MethodLimits {
     /// `message_bytes_max`. The `Cluster` service, orderers' own, keeps tonic's.
     pub fn ordering(message_bytes_max: usize) -> MethodLimits {
         let transaction = message_bytes_max.saturating_add(TRANSACTION_ENVELOPE_BYTES);
-        let batch = crate::ordering::BROADCAST_BATCH_BYTES_MAX
+        let batch = BROADCAST_BATCH_BYTES_MAX
             .saturating_add(TRANSACTION_ENVELOPE_BYTES)
             .min(transaction);
         let small = Limit::bytes(SMALL_REQUEST_BYTES_MAX);
@@ -130,7 +140,7 @@ impl MethodLimits {
                 ("/runnel.v1.Ordering/Broadcast", Limit::bytes(transaction)),
                 (
                     "/runnel.v1.Ordering/BroadcastBatch",
-                    Limit::counting(batch, 1, crate::ordering::BROADCAST_BATCH_REQUEST_MAX),
+                    Limit::counting(batch, 1, BROADCAST_BATCH_REQUEST_MAX),
                 ),
                 ("/runnel.v1.Ordering/Stream", small),
                 ("/runnel.v1.Ordering/Heights", small),

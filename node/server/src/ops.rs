@@ -76,7 +76,7 @@ impl std::str::FromStr for OpsAccess {
 }
 
 /// Who is asking for an operations route, for [`members_only`].
-pub(crate) trait Member: Send + Sync {
+pub trait Member: Send + Sync {
     /// Whether `request` comes from an identity of the network.
     fn is_member(&self, request: &Request) -> bool;
 }
@@ -96,7 +96,7 @@ impl Member for runnel_ledger::identity::Msp {
 /// The middleware over the operations routes under [`OpsAccess::Members`]: `/metrics`
 /// goes on only for a member; anyone else gets `401`. `/healthz` (what a load balancer
 /// asks) and the explorer's files stay open.
-pub(crate) async fn members_only(
+pub async fn members_only(
     State(members): State<Arc<dyn Member>>,
     request: Request,
     next: axum::middleware::Next,

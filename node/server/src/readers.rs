@@ -99,11 +99,7 @@ pub fn is_read(path: &str) -> bool {
 
 /// The member of `msp` whose certificate the request's connection presented for mutual
 /// TLS, if it did and the MSP knows it (valid at `now_s`, Unix seconds).
-pub(crate) fn tls_member<B>(
-    request: &http::Request<B>,
-    msp: &Msp,
-    now_s: i64,
-) -> Option<Arc<Identity>> {
+pub fn tls_member<B>(request: &http::Request<B>, msp: &Msp, now_s: i64) -> Option<Arc<Identity>> {
     let certs = request
         .extensions()
         .get::<TlsConnectInfo<TcpConnectInfo>>()

@@ -118,7 +118,7 @@ fn store_code(error: &StoreError) -> Code {
     }
 }
 
-pub(crate) fn order_code(error: &OrderError) -> Code {
+pub fn order_code(error: &OrderError) -> Code {
     match error {
         OrderError::TooLarge { .. } => Code::ResourceExhausted,
         OrderError::Malformed(_) | OrderError::WrongChannel { .. } => Code::InvalidArgument,

@@ -355,7 +355,7 @@ fn warn_if_outside_validity(path: &Path, cert: &CertificateDer<'_>) {
 /// or a client, within `connections`' bounds ([`crate::connections`]). Handshakes run
 /// concurrently, each bounded by `timeout`, so a slow or silent client holds up no one;
 /// a failed one is logged and dropped. The listener closes when the stream is dropped.
-pub(crate) fn incoming(
+pub fn incoming(
     listener: TcpListener,
     connections: Arc<Connections>,
     members: Option<Arc<Msp>>,

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use runnel_cli::config::NodeConfig;
 use runnel_ledger::identity::{NetworkKeys, Role};
 use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
+use runnel_orderer::ordering::OrderingServerHandle;
 use runnel_server::ReadAccess;
-use runnel_server::ordering::OrderingServerHandle;
 use serde_json::{Value, json};
 
 use crate::orgs::{Network, org_of};

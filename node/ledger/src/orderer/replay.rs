@@ -20,7 +20,7 @@ use crate::ids::TxId;
 
 /// What the memory says of a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Seen {
+pub enum Seen {
     /// Not ordered within the window: it is remembered now.
     New,
     /// Ordered already: a replay.
@@ -35,7 +35,7 @@ pub(crate) enum Seen {
 
 /// Recently ordered ids, in the order of their proposals' timestamps.
 #[derive(Debug)]
-pub(crate) struct RecentIds {
+pub struct RecentIds {
     ids: HashSet<u128>,
     /// `(proposal timestamp, Unix ms; id)`.
     by_proposal: BTreeSet<(u64, u128)>,
@@ -134,13 +134,13 @@ impl RecentIds {
 
     /// Ids remembered now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_proposal.len()
     }
 
     /// Ids forgotten before their time since the orderer opened.
     #[cfg(test)]
-    pub fn forgotten_early(&self) -> u64 {
+    pub(crate) fn forgotten_early(&self) -> u64 {
         self.forgotten_early
     }
 

@@ -3,7 +3,8 @@
 //!
 //! An orderer sits on top and decides what goes into the stream: the solo orderer
 //! ([`super::solo`]) admits, refuses replays, sequences and seals in this process; a
-//! replicated orderer appends what its replicas agreed on. This module never admits a
+//! replicated orderer (runnel-orderer's Raft, which is why this module is public) appends
+//! what its replicas agreed on. This module never admits a
 //! transaction, never refuses one as a replay and never decides when to cut a block: it
 //! numbers and keeps what it is given, in the order given.
 //!
@@ -83,7 +84,7 @@ const SEAL_ONE_SIGNATURE: u8 = b'S';
 const APPLIED: u8 = b'a';
 
 /// The log's file name in the orderer's directory.
-pub(crate) const LOG_FILE: &str = "orderer.log";
+pub const LOG_FILE: &str = "orderer.log";
 
 fn log_error(error: RecordError) -> OrderError {
     match error {
@@ -121,32 +122,32 @@ fn recent_ids(
 
 /// How a [`StreamLog`] keeps its stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct StreamOptions {
+pub struct StreamOptions {
     /// The log holds what a majority of replicas keep in their own logs: an append is
     /// durable at once, each group applied ends with an applied mark, and open drops
     /// what follows the last mark (see the module doc).
-    pub(crate) replicated: bool,
+    pub replicated: bool,
 }
 
 /// A transaction to append: admitted by the orderer above, which gave it its time.
 #[derive(Debug, Clone)]
-pub(crate) struct StreamTx {
+pub struct StreamTx {
     /// The encoded `SignedTransaction`, exactly as submitted.
-    pub(crate) signed_transaction: Vec<u8>,
+    pub signed_transaction: Vec<u8>,
     /// The orderer's clock when it was ordered, Unix ms ([`OrderedTx::timestamp_ms`]).
-    pub(crate) timestamp_ms: u64,
+    pub timestamp_ms: u64,
     /// Its id.
-    pub(crate) tx_id: TxId,
+    pub tx_id: TxId,
     /// Its proposal's timestamp, Unix ms: what the replay memory keeps its id by.
-    pub(crate) proposal_ms: u64,
+    pub proposal_ms: u64,
     /// Whether it is a `_config` update, which an orderer that follows the configuration
     /// applies to its MSP.
-    pub(crate) config_update: bool,
+    pub config_update: bool,
 }
 
 /// Whether an append records its transactions' ids in the replay memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ids {
+pub enum Ids {
     /// The caller inserted them already, refusing replays (the solo sequencer).
     Checked,
     /// Record them now, refusing none: a replica applies what its leader admitted, and
@@ -155,7 +156,7 @@ pub(crate) enum Ids {
 }
 
 /// What the appenders, the flusher, the sealer and the deliveries share, under one lock.
-pub(crate) struct State {
+pub struct State {
     /// The log, appended to under this lock.
     log: RecordFile,
     /// Where transaction n lies in the log, at index n - 1.
@@ -170,7 +171,7 @@ pub(crate) struct State {
     unflushed: bool,
     /// Merkle leaves (bytes with timestamp), arrival times and sizes of the transactions
     /// after the last seal.
-    pub(super) unsealed: VecDeque<Unsealed>,
+    pub unsealed: VecDeque<Unsealed>,
     /// The bytes of the transactions in `unsealed`.
     unsealed_bytes: usize,
     /// The latest transactions appended, oldest first, up to [`RECENT_BYTES_MAX`] of
@@ -179,7 +180,7 @@ pub(crate) struct State {
     /// The transaction bytes `recent` holds.
     recent_bytes: usize,
     /// The next seal to cut.
-    pub(super) chain: SealChain,
+    pub chain: SealChain,
     /// The last seal written.
     sealed: BlockNumber,
     /// The last seal durable (deliverable).
@@ -191,11 +192,11 @@ pub(crate) struct State {
     /// In a replicated log, the index of the last replicated entry applied (0: none).
     applied: u64,
     /// Set by `close`: threads finish and appends are refused.
-    pub(super) closed: bool,
+    pub closed: bool,
     /// A log failure: the orderer stops, every call reports it.
-    pub(super) failed: Option<String>,
+    pub failed: Option<String>,
     /// The ids ordered recently, to refuse replays.
-    pub(super) replays: RecentIds,
+    pub replays: RecentIds,
     /// When the orderer follows the configuration: the definition in force after the
     /// last seq appended, and the seq that wrote it.
     network: Option<Followed>,
@@ -283,7 +284,7 @@ pub const SEAL_TX_BYTES_MAX: usize = 16 << 20;
 
 /// A transaction after the last seal.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Unsealed {
+pub struct Unsealed {
     /// Its Merkle leaf.
     leaf: Hash,
     /// When it was appended.
@@ -365,7 +366,7 @@ impl State {
 /// not wake only to wait for it).
 #[must_use = "wake the log's threads with `Inner::wake` once the lock is released"]
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Wake {
+pub struct Wake {
     flusher: bool,
     deliveries: bool,
     sealer: bool,
@@ -373,13 +374,13 @@ pub(crate) struct Wake {
 
 /// The log and what serves it, shared by its threads, its deliveries and the orderer
 /// on top.
-pub(crate) struct Inner {
-    pub(super) config: OrdererConfig,
+pub struct Inner {
+    pub config: OrdererConfig,
     /// The log's directory.
     dir: PathBuf,
-    pub(super) msp: Arc<Msp>,
+    pub msp: Arc<Msp>,
     /// Signs the seals an orderer on top cuts.
-    pub(super) signer: Signer,
+    pub signer: Signer,
     /// Whether the log is replicated ([`StreamOptions::replicated`]).
     replicated: bool,
     /// Reads and syncs the log beside the appends.
@@ -390,13 +391,13 @@ pub(crate) struct Inner {
     /// The flusher waits here for writes.
     for_flusher: Condvar,
     /// A sealer waits here for its first or its `seal_max_txs`-th transaction.
-    pub(super) for_sealer: Condvar,
+    pub for_sealer: Condvar,
     /// How long each flush of the log took.
     flush_seconds: Arc<Histogram>,
 }
 
 /// What a sealer finds when it looks at the unsealed transactions ([`Inner::cut`]).
-pub(crate) enum Cut {
+pub enum Cut {
     /// Nothing is due: look again after this long, or (`None`) when a transaction comes.
     Wait(Option<Duration>),
     /// The next seal, signed; the chain has not moved.
@@ -413,7 +414,7 @@ impl Inner {
     /// [`SEAL_TX_BYTES_MAX`], or the oldest has waited `seal_max_delay`. When this orderer follows the configuration, the block ends
     /// before the first update in it that bars `signer` from signing, and is cut at once
     /// then: that part is still this orderer's to seal, and the rest is not.
-    pub(super) fn cut(&self, state: &State, signer: &Signer, now_ms: u64) -> Cut {
+    pub fn cut(&self, state: &State, signer: &Signer, now_ms: u64) -> Cut {
         let max_txs = self.config.seal_txs();
         let Some(oldest) = state.unsealed.front().map(|unsealed| unsealed.arrived) else {
             return Cut::Wait(None);
@@ -448,11 +449,11 @@ impl Inner {
         Cut::Seal(state.chain.clone().seal_next(signer, &leaves, now_ms))
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn check(&self, state: &State) -> Result<(), OrderError> {
+    pub fn check(&self, state: &State) -> Result<(), OrderError> {
         if let Some(failure) = &state.failed {
             return Err(OrderError::Log(failure.clone()));
         }
@@ -463,7 +464,7 @@ impl Inner {
     }
 
     /// Stops the log for `failure` (the first one stays) and wakes every thread to see it.
-    pub(super) fn fail(&self, state: &mut State, failure: String) {
+    pub fn fail(&self, state: &mut State, failure: String) {
         state.failed.get_or_insert(failure);
         self.for_deliveries.notify_all();
         self.for_flusher.notify_all();
@@ -471,7 +472,7 @@ impl Inner {
     }
 
     /// Wakes what an append asked for; call it once the lock is released.
-    pub(super) fn wake(&self, wake: Wake) {
+    pub fn wake(&self, wake: Wake) {
         if wake.flusher {
             self.for_flusher.notify_one();
         }
@@ -551,7 +552,7 @@ impl Inner {
     /// applied mark `applied` when there is one (a replicated log only; it must be past
     /// the last). Returns their seqs, and whom to [`Inner::wake`] once the lock is
     /// released. A write that fails stops the log: none of `txs` is appended.
-    pub(super) fn append_txs(
+    pub fn append_txs(
         &self,
         state: &mut State,
         txs: Vec<StreamTx>,
@@ -655,7 +656,7 @@ impl Inner {
     /// appended, is refused and nothing is written; a write that fails stops the log.
     /// (Its Merkle root is checked here in debug builds only: every peer checks it
     /// against the transactions it was delivered.)
-    pub(super) fn append_seal(
+    pub fn append_seal(
         &self,
         state: &mut State,
         sealed: SignedSealed,
@@ -717,7 +718,7 @@ impl Inner {
     /// For an orderer that follows the configuration: the definition in force and the seq
     /// of the update that made it ([`Seq::ZERO`] for the genesis one), unless that seq is
     /// `seen` already. `None` too when this orderer follows no configuration.
-    pub(super) fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
+    pub fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
         let state = self.lock();
         let network = state.network.as_ref()?;
         let (seq, definition) = match network.applied.last() {
@@ -843,7 +844,7 @@ fn cut_after_applied(
 }
 
 /// The ordered stream, kept in its log (see the module doc).
-pub(crate) struct StreamLog {
+pub struct StreamLog {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The OS lock on the log directory.
@@ -854,7 +855,7 @@ impl StreamLog {
     /// Opens (or creates) the log in `dir`, rebuilds its index and starts its flusher.
     /// `signer` (an orderer identity) signs the seals an orderer on top cuts; `msp`
     /// checks submitters, and follows the configuration if `config` says so.
-    pub(crate) fn open(
+    pub fn open(
         dir: &Path,
         config: OrdererConfig,
         msp: Arc<Msp>,
@@ -1031,12 +1032,12 @@ impl StreamLog {
     }
 
     /// What the log's threads, its deliveries and the orderer on top share.
-    pub(super) fn inner(&self) -> &Arc<Inner> {
+    pub fn inner(&self) -> &Arc<Inner> {
         &self.inner
     }
 
     /// [`Inner::append_txs`], taking the lock for it alone.
-    pub(crate) fn append_txs(
+    pub fn append_txs(
         &self,
         txs: Vec<StreamTx>,
         ids: Ids,
@@ -1050,14 +1051,7 @@ impl StreamLog {
     }
 
     /// [`Inner::append_seal`], taking the lock for it alone.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "a replicated orderer applies seals it checked: accept_seal"
-        )
-    )]
-    pub(crate) fn append_seal(
+    pub fn append_seal(
         &self,
         sealed: SignedSealed,
         applied: Option<u64>,
@@ -1071,14 +1065,14 @@ impl StreamLog {
 
     /// For the leader of a cluster: what the replay memory would answer for `tx_id`,
     /// recording nothing (its id is recorded when its entry is applied).
-    pub(crate) fn check_replay(&self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
+    pub fn check_replay(&self, tx_id: &TxId, proposal_ms: u64, now_ms: u64) -> Seen {
         self.inner.lock().replays.check(tx_id, proposal_ms, now_ms)
     }
 
     /// For the leader of a cluster: what [`Inner::cut`] finds. A seal's chain does not
     /// move: the seal is appended when the entry carrying it is applied
     /// ([`StreamLog::accept_seal`]).
-    pub(crate) fn next_seal(&self, signer: &Signer, now_ms: u64) -> Cut {
+    pub fn next_seal(&self, signer: &Signer, now_ms: u64) -> Cut {
         let state = self.inner.lock();
         self.inner.cut(&state, signer, now_ms)
     }
@@ -1089,7 +1083,7 @@ impl StreamLog {
     /// force at its last seq names when this orderer follows the configuration, else by
     /// any orderer of `msp`; `true` then. Otherwise (a seal another overtook, or one its
     /// signer may not sign) only the applied mark is written: `false`.
-    pub(crate) fn accept_seal(
+    pub fn accept_seal(
         &self,
         bytes: &[u8],
         msp: &Msp,
@@ -1137,7 +1131,7 @@ impl StreamLog {
 
     /// Stops the log on a failure found above it (the replicated orderer's consensus):
     /// deliveries and appends report it from now on.
-    pub(crate) fn fail(&self, failure: String) {
+    pub fn fail(&self, failure: String) {
         let mut state = self.inner.lock();
         self.inner.fail(&mut state, failure);
     }
@@ -1145,24 +1139,24 @@ impl StreamLog {
     /// For an orderer that follows the configuration: the definition in force and the seq
     /// of the update that made it, unless that seq is `seen` already
     /// ([`Inner::definition_since`]).
-    pub(crate) fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
+    pub fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
         self.inner.definition_since(seen)
     }
 
     /// The last seq appended and the last block sealed.
-    pub(crate) fn position(&self) -> (Seq, BlockNumber) {
+    pub fn position(&self) -> (Seq, BlockNumber) {
         let state = self.inner.lock();
         (state.head, state.sealed)
     }
 
     /// In a replicated log, the index of the last replicated entry applied: after open,
     /// the one its last applied mark holds; 0 when none.
-    pub(crate) fn applied_index(&self) -> u64 {
+    pub fn applied_index(&self) -> u64 {
         self.inner.lock().applied
     }
 
     /// The stream from transaction `from` and seal `next_block` on.
-    pub(crate) fn deliver(
+    pub fn deliver(
         &self,
         from: Seq,
         next_block: BlockNumber,
@@ -1192,17 +1186,17 @@ impl StreamLog {
     }
 
     /// The last seq appended.
-    pub(crate) fn height(&self) -> Seq {
+    pub fn height(&self) -> Seq {
         self.inner.lock().head
     }
 
     /// The last seq durable.
-    pub(crate) fn durable_height(&self) -> Seq {
+    pub fn durable_height(&self) -> Seq {
         self.inner.lock().durable
     }
 
     /// Why the log no longer takes appends (it failed, or was closed).
-    pub(crate) fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<String> {
         let state = self.inner.lock();
         match (&state.failed, state.closed) {
             (Some(failure), _) => Some(failure.clone()),
@@ -1213,14 +1207,14 @@ impl StreamLog {
 
     /// The durations of the log's flushes so far, in seconds; the handle shares the live
     /// histogram.
-    pub(crate) fn flush_seconds(&self) -> Arc<Histogram> {
+    pub fn flush_seconds(&self) -> Arc<Histogram> {
         self.inner.flush_seconds.clone()
     }
 
     /// Refuses appends from now on, wakes every thread waiting on the log, lets the
     /// flusher sync what was appended and joins it. Deliveries end with
     /// [`OrderError::Closed`] once drained. Idempotent.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.inner.lock().closed = true;
         self.inner.for_flusher.notify_all();
         self.inner.for_sealer.notify_all();

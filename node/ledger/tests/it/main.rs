@@ -7,6 +7,5 @@ mod ledger_crash;
 mod orderer;
 mod pipeline;
 mod policy;
-mod raft;
 mod store;
 mod store_crash;

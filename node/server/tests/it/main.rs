@@ -3,7 +3,5 @@
 
 mod api;
 mod api_tls;
-mod cluster;
 mod node;
 mod readers;
-mod remote_orderer;

@@ -12,9 +12,9 @@ use raft::eraftpb::Message;
 use runnel_ledger::block::SealChain;
 use runnel_ledger::identity::{Msp, NetworkDefinition, OrdererNode, Role, Signer};
 use runnel_ledger::ids::{BlockNumber, Seq};
-use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings, Transport};
 use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer, OrdererConfig};
 use runnel_ledger::seal_trust::SealTrust;
+use runnel_orderer::raft::{RaftOrderer, RaftSettings, Transport};
 use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
 
 /// The in-memory network: who is up, and which links are cut.
@@ -118,7 +118,7 @@ impl Cluster {
     /// Orderers [`IDS`] of `net`, following the configuration from `follow` if given,
     /// each with a membership service of its own, as an orderer process has.
     fn with(net: Net, follow: Option<NetworkDefinition>) -> Cluster {
-        Cluster::keeping(net, follow, runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT)
+        Cluster::keeping(net, follow, runnel_orderer::raft::LOG_ENTRIES_KEPT)
     }
 
     /// [`Cluster::with`], each orderer's Raft log keeping `kept` entries behind its
@@ -469,7 +469,7 @@ fn configuration_updates_add_and_remove_orderers_through_joint_memberships() {
     removed.orderers.retain(|orderer| orderer.raft_id != leader);
     let update = runnel_testing::orderer::config_update(
         &cluster.net,
-        Some(runnel_runtime::Version::from_seq(at.0)),
+        Some(runnel_ledger::proto::Version::from_seq(at.0)),
         &removed,
         &["Org1", "Org2"],
     );
@@ -719,11 +719,8 @@ fn a_membership_change_the_definition_in_force_does_not_ask_for_is_refused_by_ev
     let net = Net::new();
     let mut genesis = NetworkDefinition::of(&net.ids, "main");
     genesis.orderers = IDS.iter().map(|id| member(*id)).collect();
-    let mut cluster = Cluster::unstarted(
-        net,
-        Some(genesis),
-        runnel_ledger::orderer::raft::LOG_ENTRIES_KEPT,
-    );
+    let mut cluster =
+        Cluster::unstarted(net, Some(genesis), runnel_orderer::raft::LOG_ENTRIES_KEPT);
     // Orderer 1 is the rogue; 2 and 3 do not reach each other, so only 1 can lead.
     let (to_rogue, inbox) = std::sync::mpsc::channel();
     *cluster.hub.rogue.lock().unwrap() = Some((1, to_rogue));

@@ -6,7 +6,7 @@
 //! must be the orderer certificate of a member of the cluster (its org and name as the
 //! network definition lists them), and every message it carries must come from that
 //! member's Raft id and be for this orderer. Messages are decoded with Runnel's own codec
-//! and checked ([`runnel_ledger::orderer::raft::wire`]) before Raft sees them.
+//! and checked ([`crate::raft::wire`]) before Raft sees them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -17,15 +17,15 @@ use tokio::sync::{mpsc, watch};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
-use crate::proto::cluster_client::ClusterClient;
-use crate::proto::cluster_server::{Cluster, ClusterServer};
-use crate::proto::{StepRequest, StepResponse};
+use crate::raft::{ClusterMember, RaftOrderer, Transport, wire};
 use crate::remote::RemoteOrderer;
-use crate::status;
 use runnel_ledger::identity::{Msp, NetworkDefinition, Role};
 use runnel_ledger::ids::{BlockNumber, Seq};
-use runnel_ledger::orderer::raft::{ClusterMember, RaftOrderer, Transport, wire};
 use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer};
+use runnel_server::proto::cluster_client::ClusterClient;
+use runnel_server::proto::cluster_server::{Cluster, ClusterServer};
+use runnel_server::proto::{StepRequest, StepResponse};
+use runnel_server::status;
 
 /// Most Raft messages one `Step` call carries.
 pub const STEP_MESSAGES_MAX: usize = 4096;
@@ -155,7 +155,11 @@ impl ClusterService {
 
     /// Checks one request of `from`'s stream and hands its messages to Raft: all of them,
     /// or none if one is refused.
-    fn step_all(&self, from: u64, messages: Vec<crate::proto::RaftMessage>) -> Result<(), Status> {
+    fn step_all(
+        &self,
+        from: u64,
+        messages: Vec<runnel_server::proto::RaftMessage>,
+    ) -> Result<(), Status> {
         if messages.len() > STEP_MESSAGES_MAX {
             return Err(status::error(
                 Code::InvalidArgument,

@@ -8,8 +8,8 @@ use runnel_ledger::block::SealChain;
 use runnel_ledger::identity::Role;
 use runnel_ledger::ids::{BlockNumber, Seq};
 use runnel_ledger::orderer::{Orderer, TRANSACTION_BYTES_MAX};
-use runnel_server::ordering::OrderingServerHandle;
-use runnel_server::remote::RemoteOrderer;
+use runnel_orderer::ordering::OrderingServerHandle;
+use runnel_orderer::remote::RemoteOrderer;
 use runnel_testing::orderer::{Net, PATIENCE, Seen, read_until, streaming, transaction};
 
 /// A solo orderer served over gRPC on loopback, for a [`RemoteOrderer`] to reach.
@@ -147,7 +147,7 @@ fn a_remote_orderer_orders_streams_and_refuses_like_the_local_one() {
 /// which needs the runtime's blocking pool, is still served.
 #[test]
 fn ordering_streams_are_bounded_and_broadcast_goes_on() {
-    use runnel_server::ordering::STREAMS_MAX;
+    use runnel_orderer::ordering::STREAMS_MAX;
     use runnel_server::proto::ordering_client::OrderingClient;
     use runnel_server::proto::{BroadcastRequest, StreamRequest};
 
@@ -415,7 +415,7 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
     assert_eq!(remote.members(), vec![(second.url.clone(), 0)]);
     // The stream leaves the first orderer at its next check, so its going away later is
     // nothing to the peer.
-    std::thread::sleep(2 * runnel_server::remote::LEADER_CHECK);
+    std::thread::sleep(2 * runnel_orderer::remote::LEADER_CHECK);
     drop(first);
     for key in ["c", "d", "e"] {
         remote
@@ -440,7 +440,7 @@ fn a_remote_orderer_moves_to_the_orderers_it_is_given_and_its_stream_goes_on() {
 /// than it takes from their count (`TOO_MANY_ITEMS`), and it goes on serving.
 #[test]
 fn a_batch_larger_than_the_orderer_takes_is_cut_and_each_method_is_bounded() {
-    use runnel_server::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
+    use runnel_orderer::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
     use runnel_server::proto::BroadcastBatchRequest;
     use runnel_server::proto::ordering_client::OrderingClient;
 

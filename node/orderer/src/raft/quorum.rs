@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::identity::NetworkDefinition;
+use runnel_ledger::identity::NetworkDefinition;
 
 /// The voters a Raft decision needs out of `voters`: a majority.
 pub fn quorum(voters: usize) -> usize {
@@ -94,7 +94,7 @@ pub fn quorum_holder(definition: &NetworkDefinition) -> Option<QuorumHolder> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::{NetworkIdentities, OrdererNode};
+    use runnel_ledger::identity::{NetworkIdentities, OrdererNode};
 
     fn definition(orgs: &[&str], orderers: &[&str]) -> NetworkDefinition {
         let ids = NetworkIdentities::generate(orgs, time::Duration::days(1)).unwrap();

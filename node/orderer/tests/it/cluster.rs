@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use raft::eraftpb::{Message, MessageType};
 use runnel_ledger::identity::{Role, TLS_CA_FILE, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE};
-use runnel_ledger::orderer::raft::{RaftOrderer, RaftSettings, Transport, wire};
 use runnel_ledger::orderer::{OrderError, Ordered, Orderer, TRANSACTION_BYTES_MAX};
+use runnel_orderer::cluster::{ClusterService, Members, STEP_MESSAGES_MAX};
+use runnel_orderer::ordering::OrderingServerHandle;
+use runnel_orderer::raft::{RaftOrderer, RaftSettings, Transport, wire};
 use runnel_server::TlsConfig;
-use runnel_server::cluster::{ClusterService, Members, STEP_MESSAGES_MAX};
-use runnel_server::ordering::OrderingServerHandle;
 use runnel_server::proto::StepRequest;
 use runnel_server::proto::cluster_client::ClusterClient;
 use runnel_testing::orderer::{Net, PATIENCE, streaming};

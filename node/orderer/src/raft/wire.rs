@@ -14,7 +14,7 @@ use raft::eraftpb::{
     EntryType, Message, MessageType, Snapshot, SnapshotMetadata,
 };
 
-use crate::proto::{
+use runnel_ledger::proto::{
     RaftConfChangeV2, RaftConfState, RaftEntry, RaftMessage, RaftSnapshot, RaftSnapshotMetadata,
 };
 

@@ -45,8 +45,8 @@ use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
 use super::wire;
-use crate::proto::RaftConfState;
-use crate::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader, SyncMode};
+use runnel_ledger::proto::RaftConfState;
+use runnel_ledger::records::{Opened, RecordAt, RecordError, RecordFile, RecordReader, SyncMode};
 
 /// The log's file name in the orderer's directory.
 pub const RAFT_LOG_FILE: &str = "raft.log";

@@ -17,15 +17,15 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
 use crate::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
-use crate::proto::ordering_client::OrderingClient;
-use crate::proto::ordering_item::Item;
-use crate::proto::{
-    BroadcastBatchRequest, BroadcastRequest, BroadcastResponse, HeightsRequest, StreamRequest,
-    broadcast_batch_response,
-};
 use runnel_ledger::block;
 use runnel_ledger::ids::{BlockNumber, Seq, TxId};
 use runnel_ledger::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
+use runnel_server::proto::ordering_client::OrderingClient;
+use runnel_server::proto::ordering_item::Item;
+use runnel_server::proto::{
+    BroadcastBatchRequest, BroadcastRequest, BroadcastResponse, HeightsRequest, StreamRequest,
+    broadcast_batch_response,
+};
 
 /// Items a delivery reads ahead of its consumer.
 const READ_AHEAD: usize = 4096;
@@ -62,7 +62,7 @@ const ORDER_CODES: [&str; 20] = [
 fn from_status(endpoint: &str, status: &Status) -> OrderError {
     let name = status
         .metadata()
-        .get(crate::status::ERROR_CODE_HEADER)
+        .get(runnel_server::status::ERROR_CODE_HEADER)
         .and_then(|value| value.to_str().ok());
     refusal(endpoint, name, status.code() as i32, status.message())
 }
@@ -241,7 +241,7 @@ impl RemoteOrderer {
             .max_decoding_message_size(self.message_bytes_max)
             .max_encoding_message_size(
                 self.message_bytes_max
-                    .saturating_add(crate::limits::TRANSACTION_ENVELOPE_BYTES),
+                    .saturating_add(runnel_server::limits::TRANSACTION_ENVELOPE_BYTES),
             );
         Ok(Target {
             endpoint: endpoint.to_string(),

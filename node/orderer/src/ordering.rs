@@ -13,19 +13,19 @@ use tokio_stream::Stream;
 use tonic::service::Routes;
 use tonic::{Request, Response, Status};
 
-use super::admission::Batcher;
-use super::{ApiError, ClientAuth, TlsConfig, status};
-use crate::connections::{ConnectionLimits, Connections};
-use crate::proto::ordering_item::Item;
-use crate::proto::ordering_server::{Ordering, OrderingServer};
-use crate::proto::{
+use runnel_ledger::identity::{Msp, Role};
+use runnel_ledger::ids::{BlockNumber, Seq};
+use runnel_ledger::orderer::{Delivered, OrderError, Orderer};
+use runnel_server::admission::Batcher;
+use runnel_server::connections::{ConnectionLimits, Connections};
+use runnel_server::proto::ordering_item::Item;
+use runnel_server::proto::ordering_server::{Ordering, OrderingServer};
+use runnel_server::proto::{
     BroadcastBatchRequest, BroadcastBatchResponse, BroadcastRefusal, BroadcastRequest,
     BroadcastResponse, HeightsRequest, HeightsResponse, OrderingItem, OrderingItems, StreamRequest,
     broadcast_batch_response,
 };
-use runnel_ledger::identity::{Msp, Role};
-use runnel_ledger::ids::{BlockNumber, Seq};
-use runnel_ledger::orderer::{Delivered, OrderError, Orderer};
+use runnel_server::{ApiError, ClientAuth, TlsConfig, status};
 
 /// How long a stream's reader waits on the orderer before it looks whether its client
 /// left or the server is stopping.
@@ -51,8 +51,8 @@ pub const STREAMS_MAX: usize = 64;
 pub const CONNECTIONS: ConnectionLimits = ConnectionLimits {
     connections_max: 1024,
     connections_per_address_max: 64,
-    member_connections_max: crate::connections::MEMBER_CONNECTIONS_MAX_DEFAULT,
-    idle_timeout: Duration::from_millis(crate::connections::IDLE_TIMEOUT_MS_DEFAULT),
+    member_connections_max: runnel_server::connections::MEMBER_CONNECTIONS_MAX_DEFAULT,
+    idle_timeout: Duration::from_millis(runnel_server::connections::IDLE_TIMEOUT_MS_DEFAULT),
 };
 
 /// The `Ordering` service over an orderer.
@@ -69,15 +69,7 @@ pub struct OrderingService {
 /// Signed transactions queued for ordering, each answered with its place.
 type BroadcastBatcher = Batcher<Vec<u8>, Result<runnel_ledger::orderer::Ordered, OrderError>>;
 
-/// Most transactions one `BroadcastBatch` call carries.
-pub const BROADCAST_BATCH_REQUEST_MAX: usize = 256;
-
-/// Most bytes of transactions a peer puts in one `BroadcastBatch` call (a larger
-/// transaction goes in a `Broadcast` of its own): far below the orderer's largest
-/// message, so that a batch is never refused whole for its size
-/// ([`crate::remote::RemoteOrderer`]). The orderer takes no larger batch
-/// ([`crate::limits::MethodLimits::ordering`]).
-pub const BROADCAST_BATCH_BYTES_MAX: usize = 4 << 20;
+pub use runnel_server::limits::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
 
 /// Broadcasts one batch takes at most, and how many (and bytes) may wait.
 const BROADCAST_BATCH_MAX: usize = 32;
@@ -302,7 +294,7 @@ pub struct OrderingServerHandle {
     /// The bounds on connections.
     connections: ConnectionLimits,
     /// Who may read `/metrics` when only the network's peers are served.
-    ops_access: crate::ops::OpsAccess,
+    ops_access: runnel_server::ops::OpsAccess,
 }
 
 impl OrderingServerHandle {
@@ -330,14 +322,14 @@ impl OrderingServerHandle {
             peers: None,
             cluster: None,
             connections: CONNECTIONS,
-            ops_access: crate::ops::OpsAccess::Members,
+            ops_access: runnel_server::ops::OpsAccess::Members,
         })
     }
 
     /// Who may read the orderer's `/metrics` when it serves the network's peers only
-    /// ([`Self::peers_only`]): under [`crate::ops::OpsAccess::Members`] (the default), a
+    /// ([`Self::peers_only`]): under [`runnel_server::ops::OpsAccess::Members`] (the default), a
     /// member's certificate of the network over mutual TLS; `401` for others.
-    pub fn with_ops_access(mut self, access: crate::ops::OpsAccess) -> Self {
+    pub fn with_ops_access(mut self, access: runnel_server::ops::OpsAccess) -> Self {
         self.ops_access = access;
         self
     }
@@ -381,7 +373,7 @@ impl OrderingServerHandle {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ApiError> {
         self.serve_with(
-            axum::Router::new().fallback(crate::unimplemented),
+            axum::Router::new().fallback(runnel_server::unimplemented),
             tls,
             shutdown,
         )
@@ -389,7 +381,7 @@ impl OrderingServerHandle {
     }
 
     /// [`OrderingServerHandle::serve`], with `others` answering every path that is not
-    /// the service's (an orderer process's operations endpoints: [`crate::ops`]).
+    /// the service's (an orderer process's operations endpoints: [`runnel_server::ops`]).
     pub async fn serve_with(
         self,
         others: axum::Router,
@@ -442,7 +434,7 @@ impl OrderingServerHandle {
             OrderingServer::new(service)
                 .max_decoding_message_size(
                     self.message_bytes_max
-                        .saturating_add(crate::limits::TRANSACTION_ENVELOPE_BYTES),
+                        .saturating_add(runnel_server::limits::TRANSACTION_ENVELOPE_BYTES),
                 )
                 .max_encoding_message_size(self.message_bytes_max),
         );
@@ -455,25 +447,25 @@ impl OrderingServerHandle {
                     .max_encoding_message_size(bytes),
             );
         }
-        let limits = Arc::new(crate::limits::MethodLimits::ordering(
+        let limits = Arc::new(runnel_server::limits::MethodLimits::ordering(
             self.message_bytes_max,
         ));
         let mut services = routes
             .into_axum_router()
             .layer(axum::middleware::from_fn_with_state(
                 limits,
-                crate::limits::check,
+                runnel_server::limits::check,
             ));
         if let Some(msp) = self.peers.clone() {
             services = services.layer(axum::middleware::from_fn_with_state(msp, peers_check));
         }
         let connections = Connections::new(self.connections);
         let others = match (&self.peers, self.ops_access) {
-            (Some(msp), crate::ops::OpsAccess::Members) => {
-                let members: Arc<dyn crate::ops::Member> = msp.clone();
+            (Some(msp), runnel_server::ops::OpsAccess::Members) => {
+                let members: Arc<dyn runnel_server::ops::Member> = msp.clone();
                 others.layer(axum::middleware::from_fn_with_state(
                     members,
-                    crate::ops::members_only,
+                    runnel_server::ops::members_only,
                 ))
             }
             _ => others,
@@ -482,16 +474,16 @@ impl OrderingServerHandle {
             .merge(others)
             .layer(axum::middleware::from_fn_with_state(
                 connections.clone(),
-                crate::connections::track,
+                runnel_server::connections::track,
             ));
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
-            .http2_keepalive_interval(Some(super::connections::KEEPALIVE_INTERVAL))
-            .http2_keepalive_timeout(Some(super::connections::KEEPALIVE_TIMEOUT))
+            .http2_keepalive_interval(Some(runnel_server::connections::KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(runnel_server::connections::KEEPALIVE_TIMEOUT))
             .add_routes(Routes::from(everything));
         match tls {
             Some((config, handshake_timeout)) => {
-                let incoming = super::tls::incoming(
+                let incoming = runnel_server::tls::incoming(
                     self.listener,
                     connections,
                     self.peers.clone(),
@@ -501,7 +493,8 @@ impl OrderingServerHandle {
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
             None => {
-                let incoming = super::connections::accept(self.listener, connections, false);
+                let incoming =
+                    runnel_server::connections::accept(self.listener, connections, false);
                 router.serve_with_incoming_shutdown(incoming, signal).await
             }
         }
@@ -517,7 +510,7 @@ async fn peers_check(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let now_s = runnel_ledger::tx::now_seconds();
-    let refusal = match crate::readers::tls_member(&request, &msp, now_s) {
+    let refusal = match runnel_server::readers::tls_member(&request, &msp, now_s) {
         Some(identity) if matches!(identity.role, Role::Peer | Role::Orderer) => {
             return next.run(request).await;
         }

@@ -23,7 +23,7 @@
 //! Every orderer applies the same committed entries in the same order: a batch's
 //! transactions take the next seqs with the timestamps the leader gave them; a seal is
 //! appended when it is the next seal over the transactions applied before it (checked
-//! as a peer checks it: [`crate::block::SealChain::accept`]), and skipped otherwise (a seal an old
+//! as a peer checks it: [`runnel_ledger::block::SealChain::accept`]), and skipped otherwise (a seal an old
 //! leader cut that a newer one's overtook). So every orderer's stream is the same, byte
 //! for byte, and a peer may read it from any of them.
 
@@ -45,18 +45,20 @@ use raft::{RawNode, StateRole};
 
 use super::log::{LogError, RAFT_LOG_FILE, RaftLog, Snapshotted};
 use super::{logger, wire};
-use crate::identity::{Msp, Signer};
-use crate::ids::{BlockNumber, Seq, TxId};
-use crate::metrics::Histogram;
-use crate::netconfig::CONFIG_NAMESPACE;
-use crate::orderer::replay::Seen;
-use crate::orderer::stream::{Cut, Ids, StreamLog, StreamOptions, StreamTx};
-use crate::orderer::{
+use runnel_ledger::identity::{Msp, Signer};
+use runnel_ledger::ids::{BlockNumber, Seq, TxId};
+use runnel_ledger::metrics::Histogram;
+use runnel_ledger::netconfig::CONFIG_NAMESPACE;
+use runnel_ledger::orderer::replay::Seen;
+use runnel_ledger::orderer::stream::{Cut, Ids, StreamLog, StreamOptions, StreamTx};
+use runnel_ledger::orderer::{
     Admitted, ClusterView, Delivered, Delivery, OrderError, Ordered, Orderer, OrdererConfig,
     admit_batch,
 };
-use crate::proto::{OrderedBatch, OrderedInput, OrderingEntry, OrderingSnapshot, ordering_entry};
-use crate::tx;
+use runnel_ledger::proto::{
+    OrderedBatch, OrderedInput, OrderingEntry, OrderingSnapshot, ordering_entry,
+};
+use runnel_ledger::tx;
 
 /// How one orderer takes part in its cluster.
 #[derive(Debug, Clone)]
@@ -164,7 +166,7 @@ pub struct ClusterMember {
 
 impl ClusterMember {
     /// The members of `definition`'s cluster, by Raft id.
-    pub fn of(definition: &crate::identity::NetworkDefinition) -> Vec<ClusterMember> {
+    pub fn of(definition: &runnel_ledger::identity::NetworkDefinition) -> Vec<ClusterMember> {
         definition
             .cluster()
             .into_iter()
@@ -262,7 +264,7 @@ pub struct RaftOrderer {
     config: OrdererConfig,
     msp: Arc<Msp>,
     /// Each submitter's share of the bytes admitted, kept by the leader.
-    quotas: crate::orderer::quota::Quotas,
+    quotas: runnel_ledger::orderer::quota::Quotas,
     stream: Arc<StreamLog>,
     inputs: Sender<Input>,
     status: Arc<Status>,
@@ -310,7 +312,9 @@ impl RaftOrderer {
         }
         // A solo orderer's log holds no applied marks: opened as a replicated one, it
         // would be taken for a torn first group and dropped.
-        if dir.join(super::super::stream::LOG_FILE).exists() && !dir.join(RAFT_LOG_FILE).exists() {
+        if dir.join(runnel_ledger::orderer::stream::LOG_FILE).exists()
+            && !dir.join(RAFT_LOG_FILE).exists()
+        {
             return Err(OrderError::Corrupt(format!(
                 "{} holds a solo orderer's log; a member of a cluster starts from an empty \
                  directory",
@@ -406,7 +410,7 @@ impl RaftOrderer {
             .map_err(|e| OrderError::Log(format!("starting the Raft thread: {e}")))?;
         Ok(RaftOrderer {
             id: settings.id,
-            quotas: crate::orderer::quota::Quotas::new(config.submitter_bytes_per_s_max),
+            quotas: runnel_ledger::orderer::quota::Quotas::new(config.submitter_bytes_per_s_max),
             config,
             msp,
             stream,
