@@ -23,11 +23,12 @@ runnel-runtime: runnel-abi runnel-api
 runnel-ledger: runnel-api runnel-runtime
 runnel-server: runnel-api runnel-ledger runnel-runtime
 runnel-orderer: runnel-api runnel-ledger runnel-server
+runnel-node: runnel-client runnel-ledger runnel-orderer runnel-server
 runnel-client: runnel-api
 runnel-bench: runnel-client runnel-ledger runnel-server
-runnel: runnel-bench runnel-client runnel-ledger runnel-orderer runnel-runtime runnel-server
+runnel: runnel-bench runnel-client runnel-ledger runnel-node runnel-orderer runnel-runtime runnel-server
 runnel-testing: runnel-ledger runnel-runtime runnel-wasm-build
-runnel-fuzz-targets: runnel runnel-abi runnel-ledger runnel-runtime runnel-testing
+runnel-fuzz-targets: runnel-node runnel-abi runnel-ledger runnel-runtime runnel-testing
 '
 
 # crate: crates that must not be in its normal dependency tree at all.

@@ -323,7 +323,7 @@ pub fn config(command: &ConfigCommand) -> Result<()> {
             let (definition, version) = in_force(&args.connection).await?;
             let mut shown = serde_json::to_value(&definition)?;
             shown["written_at_seq"] = json!(version);
-            crate::network::warn_of_a_quorum_holder(&definition);
+            runnel_orderer::raft::quorum::warn_of_a_holder(&definition);
             println!("{}", serde_json::to_string_pretty(&shown)?);
             Ok(())
         }),
@@ -442,7 +442,7 @@ fn propose(
     next.sequence = current.sequence + 1;
     netconfig::check_next(&current, &next)
         .context("the network would refuse this update (BAD_CONFIG_UPDATE)")?;
-    crate::network::warn_of_a_quorum_holder(&next);
+    runnel_orderer::raft::quorum::warn_of_a_holder(&next);
     let proposal = tx::new_proposal(
         &current.channel,
         CONFIG_NAMESPACE,

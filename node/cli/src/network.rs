@@ -24,17 +24,13 @@ use runnel_ledger::identity::{
     OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority,
     write_identity, write_key,
 };
-use runnel_orderer::raft::quorum::quorum_holder;
 
-use runnel_cli::config;
+use runnel_node::config;
 
 /// The directory of an organisation's CAs, inside its directory.
 pub const CA_DIR: &str = "ca";
 
-/// The network definition in force when an orderer was added to a running cluster
-/// (`runnel orderer add` writes it into the new orderer's directory): its Raft id and the
-/// members it first reaches. Its `network.json` stays the genesis one, as every node's.
-pub const JOIN_FILE: &str = "cluster.json";
+pub use runnel_orderer::role::JOIN_FILE;
 
 /// The org's CA certificate and key, inside [`CA_DIR`].
 pub const CA_CERT: &str = "ca.pem";
@@ -55,23 +51,13 @@ pub struct Layout<'a> {
     /// organisations in turn (the first org's first, the second org's next, ...): the
     /// most even split, so that no organisation runs a Raft quorum unless the counts
     /// leave no other way (2 organisations and an odd count), which
-    /// [`warn_of_a_quorum_holder`] then says.
+    /// [`runnel_orderer::raft::quorum::warn_of_a_holder`] then says.
     pub orderers: usize,
     /// The first orderer listens here, the others on the ports after it; then the peers,
     /// org by org.
     pub base_port: u16,
     /// The address the nodes listen on and are reached at.
     pub host: &'a str,
-}
-
-/// Says on stderr when `definition` lets one organisation run a quorum of the Raft
-/// cluster (order, censor and keep the cluster going alone), and what count of orderers
-/// would avoid it. Nothing for a solo orderer, or a cluster no organisation holds.
-pub fn warn_of_a_quorum_holder(definition: &NetworkDefinition) {
-    if let Some(holder) = quorum_holder(definition) {
-        eprintln!("warning: {holder} (docs/security.md, \"The ordering cluster\")");
-        tracing::warn!(%holder, "one organisation holds the ordering cluster's quorum");
-    }
 }
 
 /// A node directory `create` made.
@@ -509,6 +495,7 @@ fn settings(node: &NodeSettings<'_>) -> String {
 mod tests {
     use super::*;
     use runnel_ledger::identity::NetworkKeys;
+    use runnel_orderer::raft::quorum;
 
     #[test]
     fn each_directory_holds_its_own_organisations_keys_only() {
@@ -601,11 +588,14 @@ mod tests {
         let three = definition(&["Org1", "Org2", "Org3"], 3);
         let runs: Vec<&str> = three.orderers.iter().map(|o| o.org.as_str()).collect();
         assert_eq!(runs, ["Org1", "Org2", "Org3"]);
-        assert_eq!(quorum_holder(&three), None);
-        assert_eq!(quorum_holder(&definition(&["Org1", "Org2"], 4)), None);
+        assert_eq!(quorum::quorum_holder(&three), None);
+        assert_eq!(
+            quorum::quorum_holder(&definition(&["Org1", "Org2"], 4)),
+            None
+        );
         // Two organisations and three orderers: no split avoids it, and it is said, with
         // the count that would.
-        let holder = quorum_holder(&definition(&["Org1", "Org2"], 3)).unwrap();
+        let holder = quorum::quorum_holder(&definition(&["Org1", "Org2"], 3)).unwrap();
         assert_eq!((holder.org.as_str(), holder.held), ("Org1", 2));
         assert_eq!(holder.avoided_at, Some(4));
     }

@@ -1,25 +1,15 @@
 //! `runnel init`, `runnel start` and `runnel dev`: create a network and run a node.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use runnel_orderer::cluster::{ClusterService, GrpcTransport, Members};
-use runnel_orderer::ordering::OrderingServerHandle;
-
-use runnel_cli::config::{self, NodeConfig, NodeRole};
-use runnel_client::Connection;
-use runnel_ledger::identity::{NetworkIdentities, NetworkKeys, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
-use runnel_ledger::ledger::Ledger;
-use runnel_ledger::orderer::{Orderer, SoloOrderer};
-use runnel_orderer::raft::{RaftOrderer, RaftSettings};
-use runnel_orderer::remote::RemoteOrderer;
-use runnel_server::metrics::NodeMetrics;
+use runnel_ledger::identity::{NetworkIdentities, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
+use runnel_node::config::{self, NodeConfig, NodeRole};
+use runnel_node::{Node, StartOptions};
 use runnel_server::ops;
-use runnel_server::sched::{self, Scheduling};
-use runnel_server::{ApiConfig, ClientAuth, ReadAccess, Server, TlsConfig};
+use runnel_server::sched::Scheduling;
+use runnel_server::{ClientAuth, TlsConfig};
 use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The example contracts `runnel dev` deploys: contract name and module file.
@@ -189,7 +179,7 @@ pub fn init(args: &InitArgs) -> Result<()> {
         );
     }
     if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(&args.dir) {
-        crate::network::warn_of_a_quorum_holder(&definition);
+        runnel_orderer::raft::quorum::warn_of_a_holder(&definition);
     }
     for node in &nodes {
         println!(
@@ -356,43 +346,6 @@ pub fn start(args: &ServeArgs) -> Result<()> {
     serve(&dir, args, None)
 }
 
-/// How a peer in `dir` reaches the other organisations' peers: trusting every
-/// organisation's TLS CA, presenting its own peer certificate (mutual TLS); its own name,
-/// which the definition lists among the peers.
-fn gateway_config(dir: &Path, org: &str) -> Result<runnel_server::endorsing::GatewayConfig> {
-    let keys =
-        NetworkKeys::load(dir).with_context(|| format!("reading the keys in {}", dir.display()))?;
-    let Some(peer) = keys
-        .held()
-        .iter()
-        .find(|key| key.org == org && key.role == Role::Peer)
-    else {
-        return Ok(runnel_server::endorsing::GatewayConfig::default());
-    };
-    let own = dir.join("identities").join(org);
-    let read = |ext: &str| {
-        let path = own.join(format!("{}.{ext}", peer.name));
-        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
-    };
-    let name = keys
-        .msp()?
-        .identify(peer.signer.cert_der())
-        .map(|identity| identity.name)
-        .ok();
-    Ok(runnel_server::endorsing::GatewayConfig {
-        tls: Some(runnel_server::endorsing::PeerTls {
-            cas: keys
-                .definition()
-                .tls_ca_pems()
-                .map(|pem| pem.as_bytes().to_vec())
-                .collect(),
-            identity: Some((read("pem")?, read("key")?)),
-        }),
-        self_name: name,
-        ..runnel_server::endorsing::GatewayConfig::default()
-    })
-}
-
 /// Runs a one-org dev node with the example contracts deployed.
 pub fn dev(args: &DevArgs) -> Result<()> {
     let dir = args
@@ -435,486 +388,111 @@ pub fn dev(args: &DevArgs) -> Result<()> {
 
 fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     let mut config = NodeConfig::load(&dir.join(config::FILE_NAME))?;
-    if let Some(listen) = args.listen {
-        config.api.listen = listen;
-    }
-    if let Some(explorer) = &args.explorer {
-        config.explorer.dir = Some(explorer.clone());
-    }
-    if let Some(level) = &args.log {
-        config.log.level = level.clone();
-    }
-    if args.log_json {
-        config.log.format = runnel_server::ops::LogFormat::Json;
-    }
-    if let Some(role) = args.role {
-        config.node.role = role;
-    }
-    if let Some(org) = &args.org {
-        config.node.org = Some(org.clone());
-    }
-    if let Some(orderer) = &args.orderer {
-        config.ordering.endpoint = Some(orderer.clone());
-    }
-    if let Some(sync) = args.sync {
-        config.store.sync = sync;
-    }
-    if let Some(scheduling) = args.scheduling {
-        config.node.scheduling = scheduling;
-    }
-    config
-        .check_roles()
-        .map_err(|message| anyhow::anyhow!("{message}"))?;
+    args.apply(&mut config)?;
     if examples.is_some() && config.node.role != NodeRole::All {
         bail!("runnel dev runs every role in one process; use runnel start for --role");
     }
-    let tls = &mut config.api.tls;
-    if let Some(enabled) = args.tls {
-        tls.enabled = enabled;
-    }
-    // Paths on the command line are the caller's, from the current directory.
-    let from_here = |path: &PathBuf| {
-        std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
-    };
-    if let Some(cert) = &args.tls_cert {
-        tls.cert = Some(from_here(cert)?);
-    }
-    if let Some(key) = &args.tls_key {
-        tls.key = Some(from_here(key)?);
-    }
-    if let Some(mode) = args.tls_client_auth {
-        tls.client_auth = mode;
-    }
-    if let Some(ca) = &args.tls_client_ca {
-        tls.client_ca = Some(from_here(ca)?);
-    }
-    let mut api: ApiConfig = config.api_config(dir);
-    // Checked before the ledger opens: a bad file stops the node at once, naming it.
-    // Client certificates of members need the ledger's CAs: those are checked at bind.
-    if let Some(tls) = &api.tls
-        && (tls.client_auth == ClientAuth::None
-            || tls.client_ca.is_some()
-            || api.read_access == ReadAccess::Open)
-    {
-        tls.server_config().context("setting up the API's TLS")?;
-    }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
-    // Before the ledger and the runtimes start their threads, which inherit it.
-    if let Err(error) = sched::apply(config.node.scheduling) {
-        tracing::warn!(%error, policy = ?config.node.scheduling, "keeping the system's scheduling policy");
-    }
-    let explorer = config.explorer.dir.clone().filter(|dir| {
-        let found = dir.join("index.html").is_file();
-        if !found {
-            tracing::warn!(dir = %dir.display(), "no explorer build there (index.html); serving the API only");
-        }
-        found
-    });
-
     eprintln!(
         "opening the ledger in {} (the first start compiles the contracts)",
         dir.display()
     );
-    if config.node.role != NodeRole::Orderer && dir.join("identities").exists() {
-        let org = config
-            .node
-            .org
-            .clone()
-            .unwrap_or_else(|| config.network.orgs[0].clone());
-        api.gateway = gateway_config(dir, &org)?;
-    }
-    // A peer's link to the ordering service, which follows the orderers the network names.
-    let mut remote: Option<(Arc<RemoteOrderer>, String)> = None;
-    let ledger = match config.node.role {
-        NodeRole::All => Ledger::open(dir, config.ledger_config()),
-        NodeRole::Orderer => return serve_orderer(dir, &config, &api, logs),
-        NodeRole::Peer => {
-            let endpoint = config.ordering.endpoint.as_deref().unwrap_or_default();
-            let members = api.read_access == ReadAccess::Members;
-            if members && !endpoint.starts_with("https://") {
-                bail!(
-                    "ordering.endpoint {endpoint}: a peer reaches its orderer over mutual TLS \
-                     (https://) unless the network is open to all ([api] read_access = \"open\", \
-                     a dev network only)"
-                );
-            }
-            // The peer speaks to its orderer as a client of the network: the TLS CAs of
-            // the network directory, and for mutual TLS its own peer certificate (an
-            // orderer serving peers only checks it) or else the org's TLS client one.
-            let org = config
-                .node
-                .org
-                .clone()
-                .unwrap_or_else(|| config.network.orgs[0].clone());
-            let own = |file: &str| dir.join("identities").join(&org).join(file);
-            let tls = match endpoint.starts_with("https://") {
-                true => Some(runnel_client::client_tls(&Connection {
-                    tls_client_cert: members.then(|| own("peer.pem")),
-                    tls_client_key: members.then(|| own("peer.key")),
-                    ..Connection::to(endpoint, dir, &org)
-                })?),
-                false => None,
-            };
-            // Every orderer the definition in force names, with its Raft id, the configured
-            // one first (unless the genesis definition named it and the one in force does
-            // not: removed), before the peer reads the stream: it moves to the leader once
-            // it knows it, and to the next orderer when one fails. The list then follows
-            // the definition in force (`follow_orderers`).
-            let genesis_orderers = match runnel_ledger::identity::NetworkDefinition::load(dir) {
-                Ok(genesis) => genesis
-                    .orderers
-                    .iter()
-                    .map(|o| o.endpoint.clone())
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
-            let message_bytes_max = config.api.message_bytes_max;
-            let link = &mut remote;
-            Ledger::open_peer_with(dir, config.ledger_config(), move |in_force| {
-                let members = orderer_members(endpoint, in_force, &genesis_orderers);
-                let orderer = Arc::new(
-                    RemoteOrderer::connect_cluster(
-                        &members,
-                        tls,
-                        message_bytes_max,
-                        ORDERER_TIMEOUT,
-                    )
-                    .map_err(runnel_ledger::ledger::LedgerError::Order)?,
-                );
-                *link = Some((orderer.clone(), endpoint.to_string()));
-                Ok(orderer as Arc<dyn Orderer>)
-            })
-        }
-    };
-    let ledger =
-        Arc::new(ledger.with_context(|| format!("opening the ledger in {}", dir.display()))?);
-    if let Ok(in_force) = ledger.network() {
-        crate::network::warn_of_a_quorum_holder(&in_force);
-    }
-    if let Some(modules) = examples {
-        deploy_examples(&ledger, modules)?;
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("runnel-api")
-        .build()
-        .context("starting the async runtime")?;
-    let served = runtime.block_on(async {
-        let metrics = Arc::new(NodeMetrics::new(&ledger));
-        let collector = tokio::spawn(
-            metrics
-                .clone()
-                .collect(ledger.completed_traces(), ledger.statuses()),
-        );
-        let following = remote.map(|(orderer, configured)| {
-            tokio::spawn(follow_orderers(ledger.clone(), orderer, configured))
-        });
-        let stop = interrupted();
-        let tls = api.tls.clone();
-        let server = Server::bind(ledger.clone(), api).await?;
-        let addr = server.local_addr();
-        let url = server.url();
-        banner(
-            &url,
-            tls.as_ref(),
-            explorer.is_some(),
-            examples.is_some(),
-            dir,
-        );
-        tracing::info!(%addr, tls = tls.is_some(), dir = %dir.display(), "serving");
-        let extra = ops::routes(ledger.clone(), metrics, Some(logs), explorer.as_deref());
-        let served = server.serve_with(extra, stop).await;
-        collector.abort();
-        if let Some(following) = following {
-            following.abort();
-        }
-        served.map_err(anyhow::Error::from)
-    });
-    tracing::info!("stopping");
-    ledger.close();
-    served
-}
-
-/// How long a peer waits for its orderer to answer a call.
-const ORDERER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How often a peer looks whether the definition in force names other orderers.
-const ORDERERS_CHECK: Duration = Duration::from_secs(1);
-
-/// The orderers a peer reaches, `(endpoint, Raft id)`: the one it was configured with
-/// first, unless a definition it followed before (`named_before`) named it and `in_force`
-/// no longer does (removed from the network: its seals would be refused), then every
-/// orderer `in_force` names.
-fn orderer_members(
-    configured: &str,
-    in_force: &runnel_ledger::identity::NetworkDefinition,
-    named_before: &[String],
-) -> Vec<(String, u64)> {
-    let named = |endpoint: &str| in_force.orderers.iter().any(|o| o.endpoint == endpoint);
-    let removed = named_before.iter().any(|e| e == configured) && !named(configured);
-    let mut members = Vec::new();
-    if !removed {
-        members.push((configured.to_string(), 0));
-    }
-    for orderer in &in_force.orderers {
-        match members.iter_mut().find(|(e, _)| *e == orderer.endpoint) {
-            Some(member) => member.1 = orderer.raft_id,
-            None => members.push((orderer.endpoint.clone(), orderer.raft_id)),
-        }
-    }
-    members
-}
-
-/// Keeps `orderer`'s list of orderers to the one the definition in force names, checked
-/// every [`ORDERERS_CHECK`]: an orderer a configuration update adds is reached without a
-/// restart, and one it removes is left.
-async fn follow_orderers(ledger: Arc<Ledger>, orderer: Arc<RemoteOrderer>, configured: String) {
-    let mut named_before: Vec<String> = ledger
-        .network_genesis()
-        .orderers
-        .iter()
-        .map(|o| o.endpoint.clone())
-        .collect();
-    let mut followed = None;
-    let mut every = tokio::time::interval(ORDERERS_CHECK);
-    loop {
-        every.tick().await;
-        let in_force = match ledger.network() {
-            Ok(in_force) => in_force,
-            Err(error) => {
-                tracing::warn!(%error, "reading the network definition in force");
-                continue;
-            }
-        };
-        if followed == Some(in_force.sequence) {
-            continue;
-        }
-        followed = Some(in_force.sequence);
-        let members = orderer_members(&configured, &in_force, &named_before);
-        for orderer in &in_force.orderers {
-            if !named_before.contains(&orderer.endpoint) {
-                named_before.push(orderer.endpoint.clone());
-            }
-        }
-        if members != orderer.members()
-            && let Err(error) = orderer.set_members(&members)
-        {
-            tracing::warn!(%error, "the orderers the network names cannot be reached");
-        }
-    }
-}
-
-/// Runs the ordering service alone: its log in `dir/orderer`, the `Ordering` service and
-/// the operations endpoints on the API's address, until interrupted.
-fn serve_orderer(
-    dir: &Path,
-    config: &NodeConfig,
-    api: &ApiConfig,
-    logs: ops::LogControl,
-) -> Result<()> {
-    let keys = NetworkKeys::load(dir)
-        .with_context(|| format!("reading the identities in {}", dir.display()))?;
-    let org = config
-        .node
-        .org
-        .clone()
-        .unwrap_or_else(|| keys.orgs[0].clone());
-    let signer = keys
-        .signer(&org, Role::Orderer)
-        .cloned()
-        .with_context(|| format!("no orderer identity for {org}"))?;
-    let msp = Arc::new(keys.msp()?);
-    let mut ledger = config.ledger_config();
-    // The orderer's MSP is its own: it follows the network's configuration updates.
-    let definition = keys.definition().clone();
-    ledger.orderer.follow_config = Some(definition.clone());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("runnel-api")
-        .build()
-        .context("starting the async runtime")?;
-    let log_dir = dir.join("orderer");
-    type Cluster = (Arc<RaftOrderer>, Members);
-    let (orderer, raft): (Arc<dyn Orderer>, Option<Cluster>) = if definition.cluster().is_empty() {
-        let solo = SoloOrderer::open(&log_dir, ledger.orderer, msp.clone(), signer)
-            .with_context(|| format!("opening the orderer's log in {}", dir.display()))?;
-        (Arc::new(solo), None)
-    } else {
-        let (raft, members) = open_cluster_member(
-            dir,
-            &keys,
-            &org,
-            signer,
-            (ledger.orderer, msp.clone()),
-            config,
-            runtime.handle(),
-        )?;
-        let raft = Arc::new(raft);
-        (raft.clone(), Some((raft, members)))
-    };
-    let served = runtime.block_on(async {
-        let stop = interrupted();
-        let mut server = OrderingServerHandle::bind(
-            orderer.clone(),
-            config.api.listen,
-            config.api.message_bytes_max,
-        )
-        .await?
-        .with_connections(config.api.connection_limits())
-        .with_ops_access(api.ops_access());
-        // Outside dev, the ordering service serves the network's peers only.
-        if api.read_access == ReadAccess::Members {
-            server = server.peers_only(msp.clone());
-        }
-        if let Some((raft, members)) = &raft {
-            server = server.with_cluster(ClusterService::new(
-                raft.clone(),
-                members.clone(),
-                msp.clone(),
-            ));
-        }
-        let addr = server.local_addr();
-        let scheme = if api.tls.is_some() { "https" } else { "http" };
-        println!();
-        println!("Runnel orderer ready ({}, as {org})", dir.display());
-        println!("  ordering service   {scheme}://{addr}");
-        println!("  peers start with   runnel start --role peer --orderer {scheme}://{addr}");
-        println!("  health, metrics    {scheme}://{addr}/healthz, {scheme}://{addr}/metrics");
-        println!();
-        tracing::info!(%addr, dir = %dir.display(), "ordering");
-        let routes = ops::orderer_routes(orderer.clone(), Some(logs));
-        server
-            .serve_with(routes, api.tls.as_ref(), stop)
-            .await
-            .map_err(anyhow::Error::from)
-    });
-    tracing::info!("stopping");
-    orderer.close();
-    served
-}
-
-/// This orderer as a member of the Raft cluster `keys`' network definition names: its
-/// Raft id is the one the definition gives the orderer whose certificate it holds; it
-/// reaches the others over mutual TLS as itself. An orderer the genesis definition does
-/// not name joins the cluster as [`crate::network::JOIN_FILE`] names it. Also the members who may call
-/// its `Cluster` service, kept up to date as the configuration changes.
-fn open_cluster_member(
-    dir: &Path,
-    keys: &NetworkKeys,
-    org: &str,
-    signer: runnel_ledger::identity::Signer,
-    (orderer_config, msp): (
-        runnel_ledger::orderer::OrdererConfig,
-        Arc<runnel_ledger::identity::Msp>,
-    ),
-    config: &NodeConfig,
-    handle: &tokio::runtime::Handle,
-) -> Result<(RaftOrderer, Members)> {
-    let message_bytes_max = config.api.message_bytes_max;
-    let genesis = keys.definition();
-    let name = msp.identify(signer.cert_der())?.name;
-    let founders: Vec<u64> = genesis.cluster().iter().map(|(id, _)| *id).collect();
-    let own_id = |definition: &runnel_ledger::identity::NetworkDefinition| {
-        definition
-            .cluster()
+    let deploy = examples.map_or_else(Vec::new, |modules| {
+        EXAMPLES
             .iter()
-            .find(|(_, orderer)| orderer.org == org && orderer.name == name)
-            .map(|(id, _)| *id)
+            .map(|(name, file)| (name.to_string(), modules.join(file)))
+            .collect()
+    });
+    let options = StartOptions {
+        logs: Some(logs),
+        deploy,
     };
-    let joined = dir.join(crate::network::JOIN_FILE);
-    let (id, definition, joins) = match own_id(genesis) {
-        Some(id) => (id, genesis.clone(), false),
-        None if joined.exists() => {
-            let text =
-                std::fs::read(&joined).with_context(|| format!("reading {}", joined.display()))?;
-            let definition = runnel_ledger::identity::NetworkDefinition::from_bytes(&text)
-                .with_context(|| format!("reading {}", joined.display()))?;
-            let id = own_id(&definition).with_context(|| {
-                format!(
-                    "this orderer ({org}/{name}) is not a member of the cluster {} names",
-                    joined.display()
-                )
-            })?;
-            (id, definition, true)
+    let node = Node::start(dir, &config, options)?;
+    // Before the banner: a signal that comes just after it stops the node cleanly.
+    let stop = node.interrupted();
+    match node.ledger() {
+        Some(_) => {
+            let explorer = config
+                .explorer
+                .dir
+                .as_ref()
+                .is_some_and(|dir| dir.join("index.html").is_file());
+            let tls = config.api_config(dir).tls;
+            banner(&node.url(), tls.as_ref(), explorer, examples.is_some(), dir);
         }
-        None => bail!(
-            "this orderer ({org}/{name}) is not a member of the ordering cluster in {}, and \
-             {} (written when an orderer is added) is not there",
-            dir.join(runnel_ledger::identity::NETWORK_FILE).display(),
-            joined.display()
-        ),
-    };
-    let held = keys
-        .held()
-        .iter()
-        .find(|key| key.org == org && key.role == Role::Orderer)
-        .context("no orderer key")?;
-    let own = dir.join("identities").join(org);
-    let read = |ext: &str| {
-        let path = own.join(format!("{}.{ext}", held.name));
-        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
-    };
-    let mut tls = tonic::transport::ClientTlsConfig::new().identity(
-        tonic::transport::Identity::from_pem(read("pem")?, read("key")?),
-    );
-    for pem in definition.tls_ca_pems() {
-        tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        None => orderer_banner(&node, dir),
     }
-    let members = Members::of(&definition);
-    let transport = GrpcTransport::new(
-        handle,
-        &definition,
-        id,
-        Some(tls),
-        message_bytes_max,
-        members.clone(),
-    )
-    .context("reaching the other orderers")?;
-    tracing::info!(
-        raft_id = id,
-        ?founders,
-        joins,
-        "ordering as a member of a Raft cluster"
-    );
-    let mut settings = RaftSettings::new(id, founders);
-    settings.joins = joins;
-    settings.log_entries_kept = config.ordering.raft_log_entries_kept;
-    let orderer = RaftOrderer::open(
-        &dir.join("orderer"),
-        orderer_config,
-        msp,
-        signer,
-        settings,
-        Arc::new(transport),
-    )
-    .with_context(|| format!("opening the orderer's logs in {}", dir.display()))?;
-    Ok((orderer, members))
+    node.run_until(stop)
 }
 
-/// Deploys each example contract that is not deployed yet.
-fn deploy_examples(ledger: &Ledger, modules: &Path) -> Result<()> {
-    let deployed: Vec<String> = ledger
-        .contracts("", 1000)?
-        .into_iter()
-        .map(|definition| definition.name)
-        .collect();
-    for (name, file) in EXAMPLES {
-        if deployed.iter().any(|d| d == name) {
-            continue;
+impl ServeArgs {
+    /// The command line over the settings file: each flag given replaces its setting.
+    /// Paths on the command line are the caller's, from the current directory.
+    fn apply(&self, config: &mut NodeConfig) -> Result<()> {
+        if let Some(listen) = self.listen {
+            config.api.listen = listen;
         }
-        let path = modules.join(file);
-        let code = std::fs::read(&path).with_context(|| {
-            format!(
-                "reading the example contract {} (build it with ./scripts/build-contracts.sh, or pass --contracts)",
-                path.display()
-            )
-        })?;
-        eprintln!("deploying example contract {name} ({})", path.display());
-        ledger
-            .deploy(name, "1", &code, "")
-            .with_context(|| format!("deploying {name}"))?;
+        if let Some(explorer) = &self.explorer {
+            config.explorer.dir = Some(explorer.clone());
+        }
+        if let Some(level) = &self.log {
+            config.log.level = level.clone();
+        }
+        if self.log_json {
+            config.log.format = runnel_server::ops::LogFormat::Json;
+        }
+        if let Some(role) = self.role {
+            config.node.role = role;
+        }
+        if let Some(org) = &self.org {
+            config.node.org = Some(org.clone());
+        }
+        if let Some(orderer) = &self.orderer {
+            config.ordering.endpoint = Some(orderer.clone());
+        }
+        if let Some(sync) = self.sync {
+            config.store.sync = sync;
+        }
+        if let Some(scheduling) = self.scheduling {
+            config.node.scheduling = scheduling;
+        }
+        let from_here = |path: &PathBuf| {
+            std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
+        };
+        let tls = &mut config.api.tls;
+        if let Some(enabled) = self.tls {
+            tls.enabled = enabled;
+        }
+        if let Some(cert) = &self.tls_cert {
+            tls.cert = Some(from_here(cert)?);
+        }
+        if let Some(key) = &self.tls_key {
+            tls.key = Some(from_here(key)?);
+        }
+        if let Some(mode) = self.tls_client_auth {
+            tls.client_auth = mode;
+        }
+        if let Some(ca) = &self.tls_client_ca {
+            tls.client_ca = Some(from_here(ca)?);
+        }
+        config
+            .check_roles()
+            .map_err(|message| anyhow::anyhow!("{message}"))
     }
-    Ok(())
+}
+
+fn orderer_banner(node: &Node, dir: &Path) {
+    let url = node.url();
+    println!();
+    println!(
+        "Runnel orderer ready ({}, as {})",
+        dir.display(),
+        node.org()
+    );
+    println!("  ordering service   {url}");
+    println!("  peers start with   runnel start --role peer --orderer {url}");
+    println!("  health, metrics    {url}/healthz, {url}/metrics");
+    println!();
 }
 
 fn banner(url: &str, tls: Option<&TlsConfig>, explorer: bool, dev: bool, dir: &Path) {
@@ -949,87 +527,4 @@ fn banner(url: &str, tls: Option<&TlsConfig>, explorer: bool, dev: bool, dir: &P
         "Ctrl-C stops the node; everything committed stays in {}.",
         dir.display()
     );
-}
-
-/// Completes on Ctrl-C or SIGTERM. The handlers are in place when this returns (it must
-/// be called inside the runtime), so a signal that comes before the node serves, just
-/// after its banner, stops it cleanly instead of killing it or being lost.
-fn interrupted() -> impl Future<Output = ()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{Signal, SignalKind, signal};
-        async fn next(signal: Option<Signal>) {
-            match signal {
-                Some(mut signal) => {
-                    signal.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        }
-        let interrupt = next(signal(SignalKind::interrupt()).ok());
-        let terminate = next(signal(SignalKind::terminate()).ok());
-        async move {
-            tokio::select! {
-                _ = interrupt => {}
-                _ = terminate => {}
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    async {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use runnel_ledger::identity::{NetworkDefinition, OrdererNode};
-
-    use super::orderer_members;
-
-    fn definition(orderers: &[(&str, u64)]) -> NetworkDefinition {
-        NetworkDefinition {
-            channel: "main".into(),
-            sequence: 0,
-            orgs: Vec::new(),
-            orderers: orderers
-                .iter()
-                .enumerate()
-                .map(|(i, (endpoint, raft_id))| OrdererNode {
-                    name: format!("orderer{i}.Org1"),
-                    org: "Org1".into(),
-                    endpoint: endpoint.to_string(),
-                    raft_id: *raft_id,
-                })
-                .collect(),
-            lifecycle_policy: String::new(),
-            config_policy: String::new(),
-        }
-    }
-
-    #[test]
-    fn a_peer_reaches_its_own_orderer_first_then_those_the_definition_names() {
-        let (a, b, c) = ("https://a:1", "https://b:1", "https://c:1");
-        let cluster = definition(&[(a, 1), (b, 2)]);
-        assert_eq!(
-            orderer_members(b, &cluster, &[]),
-            vec![(b.to_string(), 2), (a.to_string(), 1)]
-        );
-        // An endpoint the definition does not know (another name for an orderer, say) is
-        // kept, and first.
-        assert_eq!(
-            orderer_members(c, &cluster, &[]),
-            vec![(c.to_string(), 0), (a.to_string(), 1), (b.to_string(), 2)]
-        );
-        // An update adds c and removes b, the peer's own: b is left, c reached.
-        let next = definition(&[(a, 1), (c, 3)]);
-        let before = [a.to_string(), b.to_string()];
-        assert_eq!(
-            orderer_members(b, &next, &before),
-            vec![(a.to_string(), 1), (c.to_string(), 3)]
-        );
-        // A solo orderer's definition: its endpoint, no Raft id.
-        let solo = definition(&[(a, 0)]);
-        assert_eq!(orderer_members(a, &solo, &[]), vec![(a.to_string(), 0)]);
-    }
 }

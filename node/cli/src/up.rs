@@ -130,7 +130,7 @@ pub fn up(args: &UpArgs) -> Result<()> {
         );
     }
     if let Ok(definition) = NetworkDefinition::load(&args.dir) {
-        network::warn_of_a_quorum_holder(&definition);
+        runnel_orderer::raft::quorum::warn_of_a_holder(&definition);
     }
     let nodes = network::nodes(&args.dir)?;
     let explorer = args

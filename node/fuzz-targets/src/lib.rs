@@ -11,7 +11,7 @@
 //!
 //! The validator's read/write-set rules are reached through their public entry point
 //! ([`runnel_ledger::validator::rules::check_rwset`]), and `runnel.toml` through the
-//! `runnel` package's library ([`runnel_cli::config::NodeConfig::parse`]), the parser the
+//! runnel-node ([`runnel_node::config::NodeConfig::parse`]), the parser the
 //! binary uses.
 
 mod fixtures;
@@ -22,7 +22,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use prost::Message;
-use runnel_cli::config::NodeConfig;
 use runnel_ledger::block::{self, Seal, SealChain};
 use runnel_ledger::identity::{NetworkDefinition, Role};
 use runnel_ledger::ids::ValidationCode;
@@ -37,6 +36,7 @@ use runnel_ledger::validator::rules::{
     TX_WRITES_MAX,
 };
 use runnel_ledger::{endorser, netconfig, sig, tx};
+use runnel_node::config::NodeConfig;
 use runnel_runtime::{CallContext, MemoryState};
 
 /// A fuzz target: takes any bytes, panics only when a property fails.

@@ -11,7 +11,9 @@
 //! - [`cluster`]: the `Cluster` gRPC service the orderers of a Raft cluster step each
 //!   other's messages through, and its transport;
 //! - [`remote`]: a peer's link to an ordering service in other processes, an [`Orderer`]
-//!   that follows the cluster's leader.
+//!   that follows the cluster's leader;
+//! - [`role`]: what an orderer process opens (solo, or its place in the cluster), and how
+//!   a peer follows the orderers the definition in force names.
 //!
 //! A second protocol (Byzantine-fault-tolerant ordering) is a sibling of [`raft`] behind
 //! the same traits. Nothing here reads state or runs a contract.
@@ -23,3 +25,4 @@ pub mod cluster;
 pub mod ordering;
 pub mod raft;
 pub mod remote;
+pub mod role;

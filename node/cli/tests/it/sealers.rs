@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_cli::config::NodeConfig;
 use runnel_ledger::identity::{NetworkKeys, Role};
 use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
+use runnel_node::config::NodeConfig;
 use runnel_orderer::ordering::OrderingServerHandle;
 use runnel_server::ReadAccess;
 use serde_json::{Value, json};

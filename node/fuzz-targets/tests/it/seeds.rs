@@ -321,7 +321,7 @@ fn settings() {
     write(
         "runnel_toml",
         "template",
-        runnel_cli::config::TEMPLATE.as_bytes(),
+        runnel_node::config::TEMPLATE.as_bytes(),
     );
     write("runnel_toml", "empty", b"");
     write(

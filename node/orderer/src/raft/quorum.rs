@@ -91,6 +91,16 @@ pub fn quorum_holder(definition: &NetworkDefinition) -> Option<QuorumHolder> {
     })
 }
 
+/// Says on stderr when `definition` lets one organisation run a quorum of the Raft
+/// cluster (order, censor and keep the cluster going alone), and what count of orderers
+/// would avoid it. Nothing for a solo orderer, or a cluster no organisation holds.
+pub fn warn_of_a_holder(definition: &NetworkDefinition) {
+    if let Some(holder) = quorum_holder(definition) {
+        eprintln!("warning: {holder} (docs/security.md, \"The ordering cluster\")");
+        tracing::warn!(%holder, "one organisation holds the ordering cluster's quorum");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

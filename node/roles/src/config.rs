@@ -63,7 +63,8 @@ pub struct NodeSection {
 }
 
 /// The roles a process runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum NodeRole {
     /// Orderer and peer in one process: the embedded ledger (a dev node, a one-node
@@ -224,7 +225,8 @@ pub struct StoreSection {
 }
 
 /// `store.sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Sync {
     /// [`SyncMode::Data`]: `sync_file_range`.
@@ -380,6 +382,14 @@ impl NodeConfig {
         }
         config.check_roles()?;
         Ok(config)
+    }
+
+    /// The organisation this node acts for: `node.org`, or the network's first.
+    pub fn org(&self) -> String {
+        self.node
+            .org
+            .clone()
+            .unwrap_or_else(|| self.network.orgs[0].clone())
     }
 
     /// Checks that the roles have what they need (also after flags changed them).
