@@ -93,21 +93,7 @@ impl Node {
         options: StartOptions,
     ) -> Result<Node> {
         let explorer = explorer_dir(config);
-        let (ledger, link) = match config.node.role {
-            NodeRole::Peer => {
-                let (ledger, link) = peer::open_peer(dir, config)?;
-                (ledger, Some(link))
-            }
-            _ => {
-                let ledger = Ledger::open(dir, config.ledger_config())
-                    .with_context(|| format!("opening the ledger in {}", dir.display()))?;
-                (ledger, None)
-            }
-        };
-        let ledger = Arc::new(ledger);
-        if let Ok(in_force) = ledger.network() {
-            runnel_orderer::raft::quorum::warn_of_a_holder(&in_force);
-        }
+        let (ledger, link) = open_ledger(dir, config)?;
         let started = deploy(&ledger, &options.deploy).and_then(|()| runtime());
         let runtime = match started {
             Ok(runtime) => runtime,
@@ -297,6 +283,28 @@ impl Node {
     pub fn stop(self) -> Result<()> {
         self.run_until(std::future::ready(()))
     }
+}
+
+/// The ledger of every role in one process, or a peer's with its link to the orderers.
+fn open_ledger(
+    dir: &Path,
+    config: &NodeConfig,
+) -> Result<(Arc<Ledger>, Option<peer::OrdererLink>)> {
+    let (ledger, link) = match config.node.role {
+        NodeRole::Peer => {
+            let (ledger, link) = peer::open_peer(dir, config)?;
+            (ledger, Some(link))
+        }
+        _ => {
+            let ledger = Ledger::open(dir, config.ledger_config())
+                .with_context(|| format!("opening the ledger in {}", dir.display()))?;
+            (ledger, None)
+        }
+    };
+    if let Ok(in_force) = ledger.network() {
+        runnel_orderer::raft::quorum::warn_of_a_holder(&in_force);
+    }
+    Ok((Arc::new(ledger), link))
 }
 
 /// The node's async runtime: tonic's servers and clients, the metrics collector.
