@@ -29,6 +29,7 @@ pub mod orderer;
 pub mod seal_trust;
 
 // Validate and commit.
+pub mod guard;
 pub mod queue;
 pub mod trace;
 pub mod validator;

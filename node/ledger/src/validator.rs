@@ -34,6 +34,7 @@ mod notify;
 pub mod rules;
 mod verify;
 
+use crate::guard::guarded;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -420,26 +421,6 @@ pub(crate) fn send<T>(shared: &Shared, to: &crossbeam_channel::Sender<T>, mut it
     }
 }
 
-/// A stage thread's body: a panic in `run` (an assertion of an invariant) is handed to
-/// `failed`, with the stage's name and the panic's message, so that the validator stops
-/// for all to see (its failure, `/healthz`) instead of one thread ending unseen.
-fn guarded(
-    stage: String,
-    run: Box<dyn FnOnce() + Send>,
-    failed: impl FnOnce(String) + Send + 'static,
-) -> impl FnOnce() + Send + 'static {
-    move || {
-        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".to_string());
-            failed(format!("{stage}: {message}"));
-        }
-    }
-}
-
 /// Holds `item`, of seq `seq`, until the stage reaches it (`next` is the seq it takes
 /// next). Invariant: the stage before hands on each seq once and none the stage has
 /// passed; a repeat or a late one would validate a stream the orderer never sent.
@@ -475,7 +456,8 @@ pub(crate) fn stamp(shared: &Shared, tx_id: crate::ids::TxId, stage: Stage, at_u
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{guarded, hold, stage_one_workers, take_in_turn};
+    use super::{hold, stage_one_workers, take_in_turn};
+    use crate::guard::guarded;
     use crate::ids::Seq;
 
     #[test]

@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use super::replay::Seen;
 use super::stream::{Cut, Ids, Inner, StreamLog, StreamOptions, StreamTx};
 use super::{Admitted, Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit, admit_batch};
+use crate::guard::guarded;
 use crate::identity::{Msp, Signer};
 use crate::ids::{BlockNumber, Seq};
 use crate::metrics::Histogram;
@@ -98,9 +99,14 @@ impl SoloOrderer {
         let stream = StreamLog::open(dir, config, msp, signer, StreamOptions::default())?;
         let sealer = {
             let inner = stream.inner().clone();
+            let stopped = inner.clone();
+            let run = move || run_sealer(&inner);
             std::thread::Builder::new()
                 .name("runnel-order-seal".to_string())
-                .spawn(move || run_sealer(&inner))
+                .spawn(guarded("runnel-order-seal".into(), run, move |why| {
+                    let mut state = stopped.lock();
+                    stopped.fail(&mut state, why);
+                }))
                 .map_err(|e| OrderError::Log(format!("starting runnel-order-seal: {e}")))?
         };
         Ok(SoloOrderer {

@@ -59,6 +59,7 @@ use std::time::{Duration, Instant};
 use super::replay::{RecentIds, Seen};
 use super::{Delivered, Delivery, OrderError, OrderedTx, OrdererConfig, OrderingMode};
 use crate::block::{self, BlockError, SealChain, Sealers, SignedSealed};
+use crate::guard::guarded;
 use crate::identity::{Msp, NetworkDefinition, Signer};
 use crate::ids::{BlockNumber, Seq, TxId};
 use crate::metrics::Histogram;
@@ -348,6 +349,16 @@ impl State {
     /// Moves durability up to seq `head` and seal `sealed` (never back), and what block
     /// mode may deliver with it; whether anything moved.
     fn mark_durable(&mut self, head: Seq, sealed: BlockNumber) -> bool {
+        // A delivery marks durable what it is told is: a mark past the log's end would let
+        // a peer commit a seq this orderer could reassign after a crash.
+        assert!(
+            head <= self.head && sealed <= self.sealed,
+            "invariant broken: durability never passes what the log holds (seq {head} of {}, \
+             block {} of {})",
+            self.head,
+            sealed.0,
+            self.sealed.0
+        );
         let moved = head > self.durable || sealed > self.sealed_durable;
         self.durable = self.durable.max(head);
         self.sealed_durable = self.sealed_durable.max(sealed);
@@ -612,7 +623,11 @@ impl Inner {
         let now_ms = tx::now_ms();
         let mut seqs = Vec::with_capacity(appended);
         for (at, (ordered, leaf, tx_id, proposal_ms)) in places.into_iter().zip(batch) {
-            assert_eq!(ordered.seq, state.head.next(), "seqs follow each other");
+            assert_eq!(
+                ordered.seq,
+                state.head.next(),
+                "invariant broken: the log holds seqs 1..=head with no gap"
+            );
             state.txs.push(at);
             state.head = ordered.seq;
             let bytes = ordered.transaction.len();
@@ -1019,9 +1034,14 @@ impl StreamLog {
         });
         let flusher = {
             let inner = inner.clone();
+            let stopped = inner.clone();
+            let run = move || inner.run_flusher();
             std::thread::Builder::new()
                 .name("runnel-order-flush".to_string())
-                .spawn(move || inner.run_flusher())
+                .spawn(guarded("runnel-order-flush".into(), run, move |why| {
+                    let mut state = stopped.lock();
+                    stopped.fail(&mut state, why);
+                }))
                 .map_err(|e| OrderError::Log(format!("starting runnel-order-flush: {e}")))?
         };
         Ok(StreamLog {
@@ -1393,6 +1413,21 @@ mod tests {
             assert!(Instant::now() < deadline, "waited too long for {what}");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant broken: durability never passes what the log holds")]
+    fn marking_durable_past_the_logs_end_is_an_invariant_broken() {
+        let fixture = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let log = fixture.open(dir.path(), SOLO).unwrap();
+        let inner = log.inner();
+        let mut state = inner.lock();
+        inner
+            .append_txs(&mut state, txs(1, 2), Ids::Checked, None)
+            .unwrap();
+        state.mark_durable(Seq(2), BlockNumber(0));
+        state.mark_durable(Seq(3), BlockNumber(0));
     }
 
     #[test]

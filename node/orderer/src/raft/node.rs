@@ -1049,6 +1049,15 @@ impl Runner {
                     ));
                 }
             }
+            // A restart resumes after the log's applied mark: an entry applied without
+            // leaving its index there would be applied twice, its transactions given
+            // second seqs.
+            assert_eq!(
+                self.stream.applied_index(),
+                index,
+                "invariant broken: each Raft entry applied leaves its index as the log's \
+                 applied mark"
+            );
             if let Some(proposed) = self.proposed.remove(&index) {
                 // Applied with another term: another leader's entry took its place.
                 let error = OrderError::Unavailable(
