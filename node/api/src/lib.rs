@@ -1,10 +1,12 @@
 //! Runnel's wire contract: what nodes, clients and contracts' hosts must agree on byte for
-//! byte. [`proto`] holds every message and [`headers`] the metadata's names; with the
-//! `identity` feature (the default), what is signed ([`tx`]) and checked ([`sig`]), the
-//! ids that cross stages ([`ids`]), who may act ([`identity`]), the endorsement-policy
-//! language ([`policy`]), read grants ([`grant`]) and a block's Merkle tree ([`merkle`]).
-//! runnel-ledger re-exports those it builds on (the Merkle tree through its `block`).
+//! byte. [`proto`] holds every message, [`headers`] the metadata's names and [`codes`] the
+//! error names; with the `identity` feature (the default), what is signed ([`tx`]) and
+//! checked ([`sig`]), the ids that cross stages ([`ids`]), who may act ([`identity`]), the
+//! endorsement-policy language ([`policy`]), read grants ([`grant`]) and a block's Merkle
+//! tree ([`merkle`]). runnel-ledger re-exports those it builds on (the Merkle tree through
+//! its `block`).
 
+pub mod codes;
 pub mod headers;
 pub mod proto;
 
