@@ -5,6 +5,11 @@
 //! endorsement-policy language ([`policy`]), read grants ([`grant`]) and a block's Merkle
 //! tree ([`merkle`]). runnel-ledger re-exports those it builds on (the Merkle tree through
 //! its `block`).
+//!
+//! The golden vectors in `node/api/vectors/` pin these formats for the SDKs in other
+//! languages: `tests/it/vectors.rs` computes them with this crate and compares them with
+//! the files, and `RUNNEL_WRITE_VECTORS=1 cargo test -p runnel-api --test it vectors`
+//! writes them anew after a deliberate change of format.
 
 pub mod codes;
 pub mod headers;
