@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn one_connection_cannot_take_the_whole_pool() {
         let shares = Shares::new(
-            "TOO_MANY",
+            "TOO_MANY_STREAMS",
             "things",
             ("total", 5),
             ("each", 2),
@@ -220,7 +220,7 @@ mod tests {
     #[test]
     fn one_reader_cannot_take_the_pool_over_many_connections() {
         let shares = Shares::new(
-            "TOO_MANY",
+            "TOO_MANY_STREAMS",
             "things",
             ("total", 100),
             ("each", 2),

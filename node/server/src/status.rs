@@ -40,8 +40,13 @@ pub fn response(status: Status) -> axum::response::Response {
     axum::response::Response::from_parts(parts, axum::body::Body::empty())
 }
 
-/// A status with `code`, the message `"{name}: {message}"` and the headers above.
+/// A status with `code`, the message `"{name}: {message}"` and the headers above. `name`
+/// is one of [`runnel_api::codes::ERROR_NAMES`], the list clients read.
 pub fn error(code: Code, name: &str, message: impl Display) -> Status {
+    debug_assert!(
+        runnel_api::codes::is_error_name(name),
+        "invariant broken: error name {name} is not in runnel_api::codes::ERROR_NAMES"
+    );
     let mut status = Status::new(code, format!("{name}: {message}"));
     if let Ok(value) = MetadataValue::try_from(name) {
         status

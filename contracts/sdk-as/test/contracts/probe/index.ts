@@ -1,6 +1,10 @@
 // A contract that exercises the SDK (the twin of the probe in the Rust SDK's testing.rs).
 
 import { CompositeKey, Context, LogLevel, Utf8, bytesEqual, ensure, fail, quoted, utf8Error } from "@runnel/contract";
+// The SDK's own byte-list decoder, for the golden vectors (node/api/vectors/byte_list.json).
+import { decodeByteList, itemLen, itemPtr } from "../../../assembly/abi";
+import { view } from "../../../assembly/bytes";
+import { lit } from "../../../assembly/text";
 
 /** Writes `key`, then fails if `failing` is set: nothing may survive. */
 export function write(ctx: Context, key: string, failing: bool): void {
@@ -107,6 +111,14 @@ class Scalars {
 /** Every parameter type a contract function may take. */
 export function scalars(ctx: Context, a: u8, b: i32, c: i64, d: bool, e: string | null, f: Utf8 | null): Scalars {
   return new Scalars(a, b, c, d, e, f);
+}
+
+/** Decodes `list` as a byte list, as the SDK decodes arguments and identities, and returns its items. */
+export function byte_list(ctx: Context, list: Uint8Array): Uint8Array[] {
+  const count = decodeByteList(list.dataStart, list.length, lit(""));
+  const items = new Array<Uint8Array>(0);
+  for (let i = 0; i < count; i++) items.push(view(list.buffer, itemPtr(i), itemLen(i)));
+  return items;
 }
 
 /** Returns its argument's raw bytes as JSON numbers (serde's Vec<u8>). */

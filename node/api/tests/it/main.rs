@@ -1,0 +1,3 @@
+//! runnel-api through its public API.
+
+mod vectors;
