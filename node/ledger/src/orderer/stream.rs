@@ -1423,7 +1423,7 @@ mod tests {
         let log = fixture.open(dir.path(), SOLO).unwrap();
         let inner = log.inner();
         let mut state = inner.lock();
-        inner
+        let (_, _wake) = inner
             .append_txs(&mut state, txs(1, 2), Ids::Checked, None)
             .unwrap();
         state.mark_durable(Seq(2), BlockNumber(0));
