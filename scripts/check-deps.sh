@@ -25,7 +25,7 @@ runnel-server: runnel-api runnel-ledger runnel-runtime
 runnel-orderer: runnel-api runnel-ledger runnel-server
 runnel-node: runnel-client runnel-ledger runnel-orderer runnel-server
 runnel-client: runnel-api
-runnel-bench: runnel-client runnel-ledger runnel-server
+runnel-bench: runnel-api runnel-client
 runnel: runnel-bench runnel-client runnel-ledger runnel-node runnel-orderer runnel-runtime runnel-server
 runnel-testing: runnel-ledger runnel-runtime runnel-wasm-build
 runnel-fuzz-targets: runnel-node runnel-abi runnel-ledger runnel-runtime runnel-testing
@@ -39,6 +39,7 @@ runnel-runtime: sled tokio tonic axum raft x509-parser rcgen runnel-ledger
 runnel-ledger: tonic tonic-web axum hyper rustls raft protobuf slog runnel-server runnel-orderer
 runnel-server: raft protobuf slog runnel-orderer
 runnel-client: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
+runnel-bench: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
 '
 
 metadata=$(cargo metadata --format-version 1 --locked --no-deps)

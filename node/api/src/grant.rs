@@ -13,6 +13,19 @@ pub const READ_GRANT_HEADER: &str = "runnel-read-grant-bin";
 /// Largest read grant header taken, base64: a certificate and a signature fit many
 /// times over. A bigger one is refused before it is decoded.
 pub const READ_GRANT_HEADER_BYTES_MAX: usize = 8 << 10;
+/// Whether a call to `path` (`/runnel.v1.Query/GetBlock`) is a read that needs a
+/// reader. Everything is, but the calls that carry a signature of their own and
+/// `GetNetworkInfo`; a method added later is a read until named here.
+pub fn is_read(path: &str) -> bool {
+    !matches!(
+        path,
+        "/runnel.v1.Gateway/Endorse"
+            | "/runnel.v1.Gateway/Evaluate"
+            | "/runnel.v1.Gateway/Submit"
+            | "/runnel.v1.Query/GetNetworkInfo"
+    ) && !path.starts_with("/runnel.v1.Admin/")
+}
+
 /// Longest validity of a read grant: 15 minutes, the proposal window's default.
 pub const READ_GRANT_LIFETIME_MAX_MS: u64 = 15 * 60 * 1000;
 /// How far ahead of a node's clock a grant may start: clocks differ.

@@ -29,14 +29,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use prost::Message;
-use runnel_ledger::identity::{Role, Signer};
-use runnel_ledger::tx;
-use runnel_server::proto::trace_client::TraceClient;
-use runnel_server::proto::{
+use runnel_api::identity::{Role, Signer};
+use runnel_api::tx;
+use runnel_api::proto::trace_client::TraceClient;
+use runnel_api::proto::{
     CommitStatusRequest, EndorseRequest, EvaluateRequest, Stage, SubmitRequest, TraceStreamRequest,
     TxPhase, ValidationCode,
 };
-use runnel_server::sched::{self, Scheduling};
 use serde_json::{Value, json};
 
 use crate::record::{NODE_STAGES, Sample, TRANSACTIONS_CSV, percentiles, write_csv};
@@ -104,10 +103,6 @@ pub struct BenchArgs {
     /// The node's process id, to report its CPU time and memory (same machine only).
     #[arg(long)]
     node_pid: Option<u32>,
-    /// How the load generator's threads are scheduled: batch (SCHED_BATCH, as a node
-    /// runs by default: neither process preempts the other on each wake-up) or normal.
-    #[arg(long, value_enum, default_value = "batch")]
-    scheduling: Scheduling,
     /// Pressure beside the load: this many callers asking for the state digest
     /// (`GetStateHash`) in a loop, from the start to the end of the run.
     #[arg(long, default_value_t = 0)]
@@ -310,10 +305,6 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     if !(0.0..=1.0).contains(&args.read_share.unwrap_or(0.0)) {
         bail!("--read-share is a share, from 0 to 1");
-    }
-    // Before the runtime starts its threads, which inherit it.
-    if let Err(error) = sched::apply(args.scheduling) {
-        eprintln!("keeping the system's scheduling policy: {error}");
     }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -643,7 +634,7 @@ fn asset_name(key: u64) -> String {
 }
 
 /// `call` of the plan's contract, signed by `signer`.
-fn proposal(plan: &Plan, signer: &Signer, call: &Call) -> runnel_server::proto::SignedProposal {
+fn proposal(plan: &Plan, signer: &Signer, call: &Call) -> runnel_api::proto::SignedProposal {
     let proposal = tx::new_proposal(
         &plan.channel,
         &plan.contract,
@@ -708,7 +699,7 @@ fn lock(results: &Mutex<Results>) -> std::sync::MutexGuard<'_, Results> {
 async fn transact(
     gateway: &Gateway,
     signer: &Signer,
-    signed: runnel_server::proto::SignedProposal,
+    signed: runnel_api::proto::SignedProposal,
     separate_status: bool,
 ) -> Result<(Sample, String)> {
     let endorsed = match gateway
@@ -909,7 +900,6 @@ fn summarise(
         "workload": plan.workload.name(),
         "clients": args.clients,
         "connections": args.connections(),
-        "scheduling": args.scheduling,
         "open_loop_rate": args.rate,
         "keys": plan.keys,
         "read_share": plan.read_share,

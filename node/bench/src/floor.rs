@@ -7,8 +7,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use runnel_ledger::identity::Signer;
-use runnel_ledger::sig::{self, SigCheck};
+use runnel_api::identity::Signer;
+use runnel_api::sig::{self, SigCheck};
 use serde_json::{Value, json};
 
 /// Signatures made and checked for each figure.

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
 use runnel_client::{Connection, connect};
-use runnel_server::proto::deliver_client::DeliverClient;
-use runnel_server::proto::query_client::QueryClient;
-use runnel_server::proto::{DeliverTransactionsRequest, GetStateHashRequest};
+use runnel_api::proto::deliver_client::DeliverClient;
+use runnel_api::proto::query_client::QueryClient;
+use runnel_api::proto::{DeliverTransactionsRequest, GetStateHashRequest};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 

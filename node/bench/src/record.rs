@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail, ensure};
-use runnel_server::proto::Stage;
+use runnel_api::proto::Stage;
 use serde_json::{Value, json};
 
 /// What one transaction went through, client side (Unix µs; 0: not reached). It ends

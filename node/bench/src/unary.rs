@@ -20,7 +20,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, TE};
 use http::{Method, Request, Uri};
 use prost::Message;
-use runnel_server::proto::{
+use runnel_api::proto::{
     CommitStatusRequest, CommitStatusResponse, EndorseRequest, EndorseResponse, EvaluateRequest,
     EvaluateResponse, SubmitRequest, SubmitResponse,
 };
@@ -162,11 +162,11 @@ impl Unary {
         let transport = |e: h2::Error| Status::unavailable(format!("HTTP/2: {e}"));
         let mut send = self.send.clone().ready().await.map_err(transport)?;
         let mut head = Request::builder();
-        if runnel_server::readers::is_read(path)
+        if runnel_api::grant::is_read(path)
             && let Some(grant) = self.grants.current()
         {
             head = head.header(
-                runnel_server::readers::READ_GRANT_HEADER,
+                runnel_api::grant::READ_GRANT_HEADER,
                 grant.as_encoded_bytes(),
             );
         }

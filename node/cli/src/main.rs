@@ -29,6 +29,17 @@ struct Cli {
     command: Command,
 }
 
+/// `runnel bench`: the load generator's flags, and how its threads are scheduled.
+#[derive(clap::Args, Debug)]
+struct BenchCommand {
+    #[command(flatten)]
+    load: runnel_bench::BenchArgs,
+    /// How the load generator's threads are scheduled: batch (SCHED_BATCH, as a node
+    /// runs by default: neither process preempts the other on each wake-up) or normal.
+    #[arg(long, value_enum, default_value = "batch")]
+    scheduling: runnel_server::sched::Scheduling,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Create a network: per organisation a CA, its people's identities and its nodes'
@@ -76,7 +87,7 @@ enum Command {
     Status(runnel_client::Connection),
     /// Load a node like an application would and report throughput, latency per stage
     /// and outcomes: per-transaction CSV, summary (text and JSON) and SVG plots.
-    Bench(runnel_bench::BenchArgs),
+    Bench(BenchCommand),
     /// Show a digest of the node's durable state and its height: equal at equal heights
     /// on every peer that validated the same stream.
     StateHash(runnel_client::Connection),
@@ -141,7 +152,13 @@ fn main() -> ExitCode {
         Command::Tx(args) => client::transaction(&args),
         Command::Block(args) => client::block(&args),
         Command::Status(args) => client::node_status(&args),
-        Command::Bench(args) => runnel_bench::bench(&args),
+        Command::Bench(args) => {
+            // Before the load generator's runtime starts its threads, which inherit it.
+            if let Err(error) = runnel_server::sched::apply(args.scheduling) {
+                eprintln!("keeping the system's scheduling policy: {error}");
+            }
+            runnel_bench::bench(&args.load)
+        }
         Command::StateHash(args) => client::state_hash(&args),
         Command::Exec {
             wasm,

@@ -36,6 +36,7 @@ use runnel_ledger::identity::{Identity, Msp};
 use runnel_ledger::tx;
 
 pub use runnel_api::grant::{
+    is_read,
     READ_GRANT_CLOCK_SKEW_MS, READ_GRANT_HEADER, READ_GRANT_HEADER_BYTES_MAX,
     READ_GRANT_LIFETIME_MAX_MS, signed_grant,
 };
@@ -83,19 +84,6 @@ impl std::str::FromStr for ReadAccess {
 
 /// The path of `GetNetworkInfo`, which anyone may call.
 const NETWORK_INFO_PATH: &str = "/runnel.v1.Query/GetNetworkInfo";
-
-/// Whether a call to `path` (`/runnel.v1.Query/GetBlock`) is a read that needs a
-/// reader. Everything is, but the calls that carry a signature of their own and
-/// `GetNetworkInfo`; a method added later is a read until named here.
-pub fn is_read(path: &str) -> bool {
-    !matches!(
-        path,
-        "/runnel.v1.Gateway/Endorse"
-            | "/runnel.v1.Gateway/Evaluate"
-            | "/runnel.v1.Gateway/Submit"
-            | "/runnel.v1.Query/GetNetworkInfo"
-    ) && !path.starts_with("/runnel.v1.Admin/")
-}
 
 /// The member of `msp` whose certificate the request's connection presented for mutual
 /// TLS, if it did and the MSP knows it (valid at `now_s`, Unix seconds).
