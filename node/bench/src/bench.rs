@@ -30,12 +30,12 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use prost::Message;
 use runnel_api::identity::{Role, Signer};
-use runnel_api::tx;
 use runnel_api::proto::trace_client::TraceClient;
 use runnel_api::proto::{
     CommitStatusRequest, EndorseRequest, EvaluateRequest, Stage, SubmitRequest, TraceStreamRequest,
     TxPhase, ValidationCode,
 };
+use runnel_api::tx;
 use serde_json::{Value, json};
 
 use crate::record::{NODE_STAGES, Sample, TRANSACTIONS_CSV, percentiles, write_csv};

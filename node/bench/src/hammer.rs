@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
-use runnel_client::{Connection, connect};
 use runnel_api::proto::deliver_client::DeliverClient;
 use runnel_api::proto::query_client::QueryClient;
 use runnel_api::proto::{DeliverTransactionsRequest, GetStateHashRequest};
+use runnel_client::{Connection, connect};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 

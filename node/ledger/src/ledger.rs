@@ -575,11 +575,26 @@ impl Ledger {
         })
     }
 
-    /// The stages under this ledger, for the node's own server and for tests that check
-    /// what each stage holds. Not part of the embedding API (docs/embedding.md): what it
-    /// offers follows the stages' code. No private key is reachable through it.
-    pub fn internals(&self) -> Internals<'_> {
-        Internals { ledger: self }
+    /// The identities the ledger trusts now: the network's CAs and revocations as the
+    /// definition in force has them. A server checks its readers' certificates with it.
+    pub fn msp(&self) -> &Arc<Msp> {
+        &self.msp
+    }
+
+    /// Whether the orderer takes transactions in batches (one in another process):
+    /// whether submits are worth queuing together ([`Ledger::submit_checked`]).
+    pub fn submits_in_batches(&self) -> bool {
+        self.orderer.submits_in_batches()
+    }
+
+    /// What the peer's store has read since it opened: records met by scans and lookups,
+    /// and of those, reads of transactions' bytes. What calls cost, counted.
+    pub fn reads(&self) -> StoreReads {
+        let store = self.world.store();
+        StoreReads {
+            records: store.records_read(),
+            transactions: store.transactions_read(),
+        }
     }
 
     /// The last seq durable on this peer: every transaction up to it is committed.
@@ -1563,33 +1578,14 @@ pub struct FlushSeconds {
     pub orderer: Option<Arc<Histogram>>,
 }
 
-/// The stages under a [`Ledger`] ([`Ledger::internals`]).
-#[derive(Clone, Copy)]
-pub struct Internals<'a> {
-    ledger: &'a Ledger,
-}
-
-impl std::fmt::Debug for Internals<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Internals").finish_non_exhaustive()
-    }
-}
-
-impl<'a> Internals<'a> {
-    /// The network's membership service (certificates and their verification).
-    pub fn msp(self) -> &'a Arc<Msp> {
-        &self.ledger.msp
-    }
-
-    /// The peer's world state (durable + staged) and block store.
-    pub fn world(self) -> &'a Arc<WorldState> {
-        &self.ledger.world
-    }
-
-    /// The orderer this ledger orders through.
-    pub fn orderer(self) -> &'a Arc<dyn Orderer> {
-        &self.ledger.orderer
-    }
+/// What a peer's store has read ([`Ledger::reads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreReads {
+    /// Records met by the scans and lookups of history, events, transactions and ids,
+    /// and reads of the transactions' file.
+    pub records: u64,
+    /// How many of `records` were reads of transactions' bytes.
+    pub transactions: u64,
 }
 
 /// The id of an encoded `SignedTransaction`, decoded as every stage decodes it.

@@ -160,7 +160,7 @@ impl Peers {
                         tokio::spawn(ask_in_batches(
                             channel.clone(),
                             receive,
-                            ledger.internals().msp().clone(),
+                            ledger.msp().clone(),
                             config.endorse_timeout,
                             message_bytes_max,
                         ));
@@ -180,7 +180,7 @@ impl Peers {
             .collect();
         Peers {
             peers,
-            msp: ledger.internals().msp().clone(),
+            msp: ledger.msp().clone(),
             timeout: config.endorse_timeout,
         }
     }

@@ -152,7 +152,7 @@ impl GatewayService {
     /// The organisations a client asked to endorse, each once, in the order first named:
     /// each must be one of the network's (so a request names at most that many).
     fn known_orgs(&self, asked: Vec<String>) -> Result<Vec<String>, Status> {
-        let known = self.shared.ledger.internals().msp().orgs();
+        let known = self.shared.ledger.msp().orgs();
         let mut orgs: Vec<String> = Vec::new();
         for org in asked {
             if !known.contains(&org) {

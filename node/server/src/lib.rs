@@ -243,7 +243,7 @@ impl Server {
         if let Some(tls) = &mut config.tls
             && config.read_access == ReadAccess::Members
         {
-            let msp = ledger.internals().msp();
+            let msp = ledger.msp();
             tls.member_cas = msp.ca_certs();
         }
         let tls = config
@@ -400,7 +400,7 @@ impl Server {
             );
         let readers = Arc::new(readers::Readers::new(
             shared.config.read_access,
-            shared.ledger.internals().msp().clone(),
+            shared.ledger.msp().clone(),
             shared.ledger.channel().to_string(),
         ));
         // gRPC-web for the services only: the layer refuses any other HTTP/1.1 request.
@@ -463,7 +463,7 @@ impl Server {
                 let incoming = tls::incoming(
                     self.listener,
                     connections,
-                    Some(shared.ledger.internals().msp().clone()),
+                    Some(shared.ledger.msp().clone()),
                     tls,
                     config.handshake_timeout,
                 );
@@ -611,7 +611,7 @@ impl Admission {
                 }
             },
         )?;
-        let submit = if ledger.internals().orderer().submits_in_batches() {
+        let submit = if ledger.submits_in_batches() {
             let ledger = ledger.clone();
             Some(admission::Batcher::start(
                 "submit",

@@ -365,7 +365,7 @@ fn transaction_detail(
     };
     // Certificates are read as of the orderer's time, as the validator read them.
     let at_seconds = i64::try_from(record.timestamp_ms / 1000).unwrap_or(i64::MAX);
-    let msp = ledger.internals().msp();
+    let msp = ledger.msp();
     if let Ok(signed) = SignedTransaction::decode(stored.bytes.as_slice())
         && let Ok(transaction) = Transaction::decode(signed.transaction.as_slice())
     {

@@ -36,9 +36,8 @@ use runnel_ledger::identity::{Identity, Msp};
 use runnel_ledger::tx;
 
 pub use runnel_api::grant::{
-    is_read,
     READ_GRANT_CLOCK_SKEW_MS, READ_GRANT_HEADER, READ_GRANT_HEADER_BYTES_MAX,
-    READ_GRANT_LIFETIME_MAX_MS, signed_grant,
+    READ_GRANT_LIFETIME_MAX_MS, is_read, signed_grant,
 };
 /// Grants remembered as valid; the memory is emptied when it would grow past this.
 pub const READ_GRANT_CACHE_MAX: usize = 4096;

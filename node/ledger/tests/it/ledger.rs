@@ -411,7 +411,7 @@ fn an_inclusion_proof_reads_no_transaction_but_the_one_it_proves() {
         ledger.deploy("kv", "1.0", kv_wasm(), "").unwrap();
         let mut blocks = ledger.blocks();
         // The deploy's transactions and these fill whole blocks of `block_txs`.
-        let height = ledger.internals().world().store().height().0 as usize;
+        let height = ledger.durable_height().0 as usize;
         for i in 0..(2 * block_txs - height) {
             let key = format!("k{i}");
             let value = vec![b'v'; 2048];
@@ -426,19 +426,18 @@ fn an_inclusion_proof_reads_no_transaction_but_the_one_it_proves() {
         while sealed < 2 * block_txs as u64 {
             sealed = blocks.blocking_recv().unwrap().last.0;
         }
-        let store = ledger.internals().world().store();
-        let (records, transactions) = (store.records_read(), store.transactions_read());
+        let before = ledger.reads();
         let proof = ledger.prove(&ids[block_txs]).unwrap().unwrap();
         runnel_ledger::block::verify_proof(&proof.proof, &proof.transaction, &proof.seal.seal)
             .unwrap();
         assert_eq!(proof.seal.seal.tx_count(), block_txs as u64);
         assert_eq!(
-            store.transactions_read() - transactions,
+            ledger.reads().transactions - before.transactions,
             1,
             "the proven transaction's bytes, and no other's"
         );
         // Its place records (one a commit), the tx index, the seal.
-        let read = store.records_read() - records;
+        let read = ledger.reads().records - before.records;
         assert!(
             read <= block_txs as u64 + 3,
             "{read} records for a block of {block_txs}"

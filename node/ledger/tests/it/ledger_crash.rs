@@ -19,10 +19,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prost::Message;
+use runnel_ledger::identity::{NetworkKeys, Role};
 use runnel_ledger::ids::{BlockNumber, Seq, TxId, ValidationCode};
 use runnel_ledger::ledger::{Ledger, LedgerConfig};
-use runnel_ledger::orderer::Delivered;
+use runnel_ledger::orderer::{Delivered, Orderer, SoloOrderer};
 use runnel_ledger::proto::{ResponsePayload, SignedTransaction, Transaction};
+use runnel_ledger::records::SyncMode;
+use runnel_ledger::store::WorldState;
 
 const NODE_DIR_ENV: &str = "RUNNEL_CRASH_NODE_DIR";
 const ROUNDS_ENV: &str = "RUNNEL_CRASH_ROUNDS";
@@ -81,9 +84,24 @@ fn decode(bytes: &[u8]) -> (TxId, Transaction) {
     (runnel_ledger::tx::tx_id(&proposal), transaction)
 }
 
+/// The stages of the node in `dir` (closed), opened alone: its world state and its
+/// orderer.
+fn open_stages(dir: &Path) -> (WorldState, SoloOrderer) {
+    let world = WorldState::open(&dir.join("state"), SyncMode::Full).unwrap();
+    let keys = NetworkKeys::load(dir).unwrap();
+    let signer = keys.signer(&keys.orgs[0], Role::Orderer).unwrap().clone();
+    let orderer = SoloOrderer::open(
+        &dir.join("orderer"),
+        config().orderer,
+        Arc::new(keys.msp().unwrap()),
+        signer,
+    )
+    .unwrap();
+    (world, orderer)
+}
+
 /// The state a replay of the stored transactions gives, checked against the store.
-fn check_replay(ledger: &Ledger) -> Seq {
-    let world = ledger.internals().world();
+fn check_replay(world: &WorldState, orderer: &dyn Orderer) -> Seq {
     let height = world.durable_height();
     let store = world.store();
     // Replay every stored transaction's writes in seq order.
@@ -96,11 +114,7 @@ fn check_replay(ledger: &Ledger) -> Seq {
         "one stored transaction per seq"
     );
     // The orderer's log holds the same bytes and timestamps at the same seqs.
-    let mut delivery = ledger
-        .internals()
-        .orderer()
-        .deliver(Seq(1), BlockNumber(1))
-        .unwrap();
+    let mut delivery = orderer.deliver(Seq(1), BlockNumber(1)).unwrap();
     let mut from_orderer = Vec::new();
     while (from_orderer.len() as u64) < height.0 {
         if let Some(Delivered::Tx(tx)) = delivery.next(Duration::from_secs(5)).unwrap() {
@@ -211,49 +225,37 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
 
         let ledger = Ledger::open(dir.path(), config()).unwrap();
         // The peer catches up with everything the orderer had made durable.
-        let orderer_height = ledger.internals().orderer().height();
+        let orderer_height = ledger.info().unwrap().ordered_height;
         let mut statuses = ledger.statuses();
-        while ledger.internals().world().durable_height() < orderer_height {
+        while ledger.durable_height() < orderer_height {
             let _ = statuses.blocking_recv();
         }
-        let height = check_replay(&ledger);
-        assert_eq!(height, orderer_height);
         for (tx_id, seq) in &reported {
-            let record = ledger
-                .internals()
-                .world()
-                .tx(tx_id)
+            let (record, _) = ledger
+                .transaction(tx_id)
                 .unwrap()
                 .expect("reported tx present");
             assert_eq!((record.seq, record.code), (*seq, ValidationCode::Valid));
         }
-        // Replaying a committed transaction is refused.
         let stored = ledger
-            .internals()
-            .world()
-            .store()
-            .transactions(Seq(2), 1)
+            .committed_transactions(Seq(2), 1)
             .unwrap()
             .pop()
             .unwrap();
         let (any_seq, bytes) = (stored.seq, stored.bytes);
         let (tx_id, _) = decode(&bytes);
-        assert_eq!(
-            ledger.internals().world().tx(&tx_id).unwrap().unwrap().seq,
-            any_seq
-        );
-        // The orderer read the recent ids back from its log: the replay is not ordered.
-        let height = ledger.internals().orderer().height();
-        assert_eq!(
-            ledger
-                .internals()
-                .orderer()
-                .submit(bytes)
-                .unwrap_err()
-                .code(),
-            "DUPLICATE_TXID"
-        );
-        assert_eq!(ledger.internals().orderer().height(), height);
+        assert_eq!(ledger.transaction(&tx_id).unwrap().unwrap().0.seq, any_seq);
         ledger.close();
+        drop(ledger);
+
+        // The stages alone: the store holds what a replay of its transactions gives.
+        let (world, orderer) = open_stages(dir.path());
+        assert_eq!(check_replay(&world, &orderer), orderer_height);
+        // Replaying a committed transaction is refused: the orderer read the recent ids
+        // back from its log, and the replay is not ordered.
+        let height = orderer.height();
+        assert_eq!(orderer.submit(bytes).unwrap_err().code(), "DUPLICATE_TXID");
+        assert_eq!(orderer.height(), height);
+        orderer.close();
     }
 }
