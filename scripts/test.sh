@@ -35,7 +35,9 @@ step "Rust tests (unit, integration, hostile modules, conformance of the TypeScr
 cargo test --workspace --locked
 
 step "TypeScript SDK (type check, build, tests against a real node)"
-cargo build --locked -p runnel --bin runnel
+# The node the Rust tests built (target/debug/runnel): the same build, not another one
+# with the binary's features alone.
+cargo test --workspace --locked --no-run
 npm run -w sdk-ts typecheck
 npm run -w sdk-ts build
 npm run -w sdk-ts test

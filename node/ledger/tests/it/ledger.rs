@@ -364,10 +364,15 @@ fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
         next.orderers = vec![named.clone()];
         let admin = |_: &str| ledger_signer(dir.path(), Role::Admin);
         let update = runnel_testing::orderer::config_update_by(&admin, version, &next, &["Org1"]);
+        // Subscribed before submitting: the update may commit before `submit_signed`
+        // returns.
+        let mut statuses = ledger.statuses();
         let (tx_id, _) = ledger.submit_signed(update).unwrap();
-        let mut watch = ledger.watch(tx_id);
         loop {
-            let status = watch.next_blocking().unwrap();
+            let status = statuses.blocking_recv().unwrap();
+            if status.tx_id != tx_id {
+                continue;
+            }
             assert_eq!(status.code, ValidationCode::Valid);
             if status.phase == runnel_ledger::validator::Phase::Committed {
                 break;
