@@ -16,10 +16,10 @@ use tokio::sync::watch;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
-use crate::ordering::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
 use runnel_ledger::block;
 use runnel_ledger::ids::{BlockNumber, Seq, TxId};
 use runnel_ledger::orderer::{Delivered, Delivery, OrderError, Ordered, OrderedTx, Orderer};
+use runnel_server::limits::{BROADCAST_BATCH_BYTES_MAX, BROADCAST_BATCH_REQUEST_MAX};
 use runnel_server::proto::ordering_client::OrderingClient;
 use runnel_server::proto::ordering_item::Item;
 use runnel_server::proto::{
