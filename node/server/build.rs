@@ -1,5 +1,5 @@
 //! Generates the API's, the ordering service's and the ordering cluster's gRPC server and client code from
-//! node/proto. Their messages are the ledger's (runnel_ledger::proto), generated there.
+//! node/proto. Their messages are runnel-api's (runnel_api::proto), generated there.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = "../proto";

@@ -412,12 +412,8 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     let stop = node.interrupted();
     match node.ledger() {
         Some(_) => {
-            let explorer = config
-                .explorer
-                .dir
-                .as_ref()
-                .is_some_and(|dir| dir.join("index.html").is_file());
             let tls = config.api_config(dir).tls;
+            let explorer = node.explorer().is_some();
             banner(&node.url(), tls.as_ref(), explorer, examples.is_some(), dir);
         }
         None => orderer_banner(&node, dir),

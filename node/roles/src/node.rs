@@ -40,6 +40,7 @@ pub struct Node {
     addr: SocketAddr,
     tls: bool,
     org: String,
+    explorer: Option<PathBuf>,
     stop: oneshot::Sender<()>,
     served: JoinHandle<Result<(), ApiError>>,
 }
@@ -139,6 +140,7 @@ impl Node {
             addr,
             tls,
             org: config.org(),
+            explorer,
             stop,
             served,
         })
@@ -204,6 +206,7 @@ impl Node {
             addr,
             tls: api.tls.is_some(),
             org: opened.org,
+            explorer: None,
             stop,
             served,
         })
@@ -228,6 +231,11 @@ impl Node {
     /// The organisation the node acts for.
     pub fn org(&self) -> &str {
         &self.org
+    }
+
+    /// The explorer build the node serves at `/`, if any.
+    pub fn explorer(&self) -> Option<&Path> {
+        self.explorer.as_deref()
     }
 
     /// The node's ledger, unless it runs the ordering service alone.
