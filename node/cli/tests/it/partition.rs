@@ -29,6 +29,8 @@ struct Cut {
     isolated: Option<(i32, usize)>,
     /// The process id of each orderer, once known.
     orderers: Vec<i32>,
+    /// The proxies' ports, in the order of [`ORDERERS`].
+    ports: Vec<u16>,
     /// Connections the proxies carry: (dialling port, proxy index) and both sockets, to
     /// close when a cut says so.
     live: Vec<(u16, usize, TcpStream, TcpStream)>,
@@ -46,13 +48,21 @@ struct Proxies {
 impl Proxies {
     /// A proxy for each of `targets` (the orderers' own ports).
     fn start(targets: &[u16]) -> Proxies {
-        let cut = Arc::new(Mutex::new(Cut::default()));
+        let listeners: Vec<TcpListener> = targets
+            .iter()
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let ports: Vec<u16> = listeners
+            .iter()
+            .map(|listener| listener.local_addr().unwrap().port())
+            .collect();
+        let cut = Arc::new(Mutex::new(Cut {
+            ports: ports.clone(),
+            ..Cut::default()
+        }));
         let stop = Arc::new(AtomicBool::new(false));
-        let mut ports = Vec::new();
-        for (index, &target) in targets.iter().enumerate() {
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        for (index, (listener, &target)) in listeners.into_iter().zip(targets).enumerate() {
             listener.set_nonblocking(true).unwrap();
-            ports.push(listener.local_addr().unwrap().port());
             let (cut, stop) = (cut.clone(), stop.clone());
             std::thread::spawn(move || accept(listener, index, target, &cut, &stop));
         }
@@ -64,9 +74,9 @@ impl Proxies {
     fn isolate(&self, pid: i32, index: usize) {
         let mut cut = self.cut.lock().unwrap();
         cut.isolated = Some((pid, index));
-        let orderers = cut.orderers.clone();
+        let (orderers, ports) = (cut.orderers.clone(), cut.ports.clone());
         cut.live.retain(|(from, to, client, server)| {
-            let keep = !cuts(Some((pid, index)), &orderers, *from, *to);
+            let keep = !cuts(Some((pid, index)), &orderers, &ports, *from, *to);
             if !keep {
                 let _ = client.shutdown(Shutdown::Both);
                 let _ = server.shutdown(Shutdown::Both);
@@ -93,24 +103,39 @@ impl Drop for Proxies {
 /// Whether a connection from local port `from` to the orderer behind proxy `to` crosses
 /// the cut around `isolated` (a process id and the index of its proxy). Connections of
 /// other processes (peers, clients) are never cut.
-fn cuts(isolated: Option<(i32, usize)>, orderers: &[i32], from: u16, to: usize) -> bool {
+fn cuts(
+    isolated: Option<(i32, usize)>,
+    orderers: &[i32],
+    ports: &[u16],
+    from: u16,
+    to: usize,
+) -> bool {
     let Some((isolated, isolated_index)) = isolated else {
         return false;
     };
-    let Some(owner) = owner(from, orderers) else {
+    let Some(owner) = owner(from, ports[to], orderers) else {
         return false;
     };
     (to == isolated_index && owner != isolated) || (to != isolated_index && owner == isolated)
 }
 
-/// The orderer process among `pids` whose socket has the local port `port`: found
-/// through the socket's inode in /proc/net/tcp and the processes' descriptors.
-fn owner(port: u16, pids: &[i32]) -> Option<i32> {
+/// The orderer process among `pids` whose socket dialled proxy port `proxy` from local
+/// port `port`: found through the socket's inode in /proc/net/tcp and the processes'
+/// descriptors. Both ends name the socket: a closed socket that once had the same local
+/// port (in TIME_WAIT, with no inode) must not hide the live one.
+fn owner(port: u16, proxy: u16, pids: &[i32]) -> Option<i32> {
     let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    let wanted = format!("0100007F:{port:04X}");
+    let (local, remote) = (
+        format!("0100007F:{port:04X}"),
+        format!("0100007F:{proxy:04X}"),
+    );
     let inode = table.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1) == Some(&wanted.as_str())).then(|| fields.get(9).map(|s| s.to_string()))?
+        let inode = *fields.get(9)?;
+        (fields.get(1) == Some(&local.as_str())
+            && fields.get(2) == Some(&remote.as_str())
+            && inode != "0")
+            .then(|| inode.to_string())
     })?;
     let socket = format!("socket:[{inode}]");
     pids.iter().copied().find(|pid| {
@@ -137,7 +162,13 @@ fn accept(listener: TcpListener, index: usize, target: u16, cut: &Mutex<Cut>, st
         };
         let SocketAddr::V4(from) = from else { continue };
         let mut state = cut.lock().unwrap();
-        if cuts(state.isolated, &state.orderers, from.port(), index) {
+        if cuts(
+            state.isolated,
+            &state.orderers,
+            &state.ports,
+            from.port(),
+            index,
+        ) {
             drop(client);
             continue;
         }
