@@ -4,7 +4,8 @@
 //! The modules, in the order a transaction meets them: who may act ([`identity`],
 //! [`policy`]), what is signed ([`tx`], [`proto`], [`sig`]), the state it runs on
 //! ([`store`], over the append-only [`records`]), the contracts it runs ([`lifecycle`])
-//! and the stage that runs them ([`endorser`]), then the service that sequences it
+//! and the stage that runs them ([`endorser`]) with the rules every gathering of
+//! endorsements keeps ([`gather`]), then the service that sequences it
 //! ([`orderer`]) and the virtual blocks that seal the stream ([`block`]), the peer
 //! pipeline that validates and commits it ([`validator`], with per-transaction
 //! [`trace`]s), and the embeddable [`ledger`] that wires them in one process. [`metrics`]
@@ -22,6 +23,7 @@ pub mod store;
 
 // Endorse.
 pub mod endorser;
+pub mod gather;
 
 // Order, and seal the stream in virtual blocks.
 pub mod block;
@@ -29,7 +31,7 @@ pub mod orderer;
 pub mod seal_trust;
 
 // Validate and commit.
-pub mod guard;
+pub(crate) mod guard;
 pub mod queue;
 pub mod trace;
 pub mod validator;

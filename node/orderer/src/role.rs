@@ -247,6 +247,7 @@ pub fn orderer_members(
 /// restart, and one it removes is left. Runs until dropped.
 pub async fn follow_orderers(ledger: Arc<Ledger>, orderer: Arc<RemoteOrderer>, configured: String) {
     let mut named_before: Vec<String> = ledger
+        .reader()
         .network_genesis()
         .orderers
         .iter()
@@ -256,7 +257,7 @@ pub async fn follow_orderers(ledger: Arc<Ledger>, orderer: Arc<RemoteOrderer>, c
     let mut every = tokio::time::interval(ORDERERS_CHECK);
     loop {
         every.tick().await;
-        let in_force = match ledger.network() {
+        let in_force = match ledger.reader().network() {
             Ok(in_force) => in_force,
             Err(error) => {
                 tracing::warn!(%error, "reading the network definition in force");

@@ -309,7 +309,7 @@ fn open_ledger(
             (ledger, None)
         }
     };
-    if let Ok(in_force) = ledger.network() {
+    if let Ok(in_force) = ledger.reader().network() {
         runnel_orderer::raft::quorum::warn_of_a_holder(&in_force);
     }
     Ok((Arc::new(ledger), link))
@@ -355,6 +355,7 @@ fn deploy(ledger: &Ledger, contracts: &[(String, PathBuf)]) -> Result<()> {
         return Ok(());
     }
     let deployed: Vec<String> = ledger
+        .lifecycle()
         .contracts("", 1000)?
         .into_iter()
         .map(|definition| definition.name)

@@ -64,16 +64,18 @@ pub fn open_peer(dir: &Path, config: &NodeConfig) -> Result<(Ledger, OrdererLink
     };
     let message_bytes_max = config.api.message_bytes_max;
     let mut link = None;
-    let ledger = Ledger::open_peer_with(dir, config.ledger_config(), |in_force| {
-        let members = orderer_members(endpoint, in_force, &genesis_orderers);
-        let orderer = Arc::new(
-            RemoteOrderer::connect_cluster(&members, tls, message_bytes_max, ORDERER_TIMEOUT)
-                .map_err(LedgerError::Order)?,
-        );
-        link = Some(orderer.clone());
-        Ok(orderer as Arc<dyn Orderer>)
-    })
-    .with_context(|| format!("opening the ledger in {}", dir.display()))?;
+    let ledger = Ledger::builder(dir, config.ledger_config())
+        .connect(|in_force| {
+            let members = orderer_members(endpoint, in_force, &genesis_orderers);
+            let orderer = Arc::new(
+                RemoteOrderer::connect_cluster(&members, tls, message_bytes_max, ORDERER_TIMEOUT)
+                    .map_err(LedgerError::Order)?,
+            );
+            link = Some(orderer.clone());
+            Ok(orderer as Arc<dyn Orderer>)
+        })
+        .open()
+        .with_context(|| format!("opening the ledger in {}", dir.display()))?;
     let orderer = link.context("the peer opened without reaching its orderer")?;
     Ok((
         ledger,

@@ -15,7 +15,7 @@ use prost::Message;
 use tonic::{Code, Request, Response, Status};
 
 use super::admission::Batcher;
-use super::endorsing::Peers;
+use super::endorsing::RemotePeers;
 use super::{missing, quote, status};
 use crate::proto::admin_server::Admin;
 use crate::proto::{
@@ -23,7 +23,8 @@ use crate::proto::{
     UpgradeContractRequest, UpgradeContractResponse,
 };
 use runnel_ledger::endorser::EndorseError;
-use runnel_ledger::ledger::{Ledger, LedgerError, Prepared};
+use runnel_ledger::gather::{EndorsementGatherer, Gathering, Prepared};
+use runnel_ledger::ledger::{Ledger, LedgerError};
 use runnel_ledger::lifecycle::{FN_DEPLOY, FN_UPGRADE, LIFECYCLE_NAMESPACE};
 
 /// Most `Admin` calls waiting for the admin thread at once; more are refused with
@@ -43,19 +44,19 @@ const ADMIN_THREADS: usize = 1;
 
 /// What an admin call is answered: the transaction to sign, and the definition it puts
 /// in force.
-type Defined = Result<(Prepared, ContractDefinition), LedgerError>;
+type Defined = Result<(Gathering, ContractDefinition), LedgerError>;
 
 /// The `Admin` service.
 pub(super) struct AdminService {
     /// The bounded queue of calls, and the thread that endorses them.
     calls: Batcher<SignedProposal, Defined>,
     /// The other organisations' peers, whose endorsements a commit may need.
-    peers: Arc<Peers>,
+    peers: RemotePeers,
 }
 
 impl AdminService {
     /// Starts the admin thread over `ledger`.
-    pub fn start(ledger: &Arc<Ledger>, peers: Arc<Peers>) -> std::io::Result<Self> {
+    pub fn start(ledger: &Arc<Ledger>, peers: RemotePeers) -> std::io::Result<Self> {
         let ledger = ledger.clone();
         let calls = Batcher::start(
             "admin",
@@ -97,21 +98,22 @@ impl AdminService {
                 ),
             ));
         }
-        let (prepared, definition) = self
+        let (mut gathering, definition) = self
             .calls
-            .call(signed.clone())
+            .call(signed)
             .await?
             .map_err(|e| status::from_ledger(&e))?;
-        Ok((self.peers.gather(&signed, prepared).await?, definition))
+        self.peers.gather(&mut gathering).await?;
+        Ok((gathering.into_prepared(), definition))
     }
 }
 
 /// Endorses `signed`, a `_lifecycle` proposal, with the organisations' admins.
 fn define(ledger: &Ledger, signed: &SignedProposal) -> Defined {
-    let prepared = ledger.endorse_signed(signed, &[])?;
-    let definition = ContractDefinition::decode(prepared.result.as_slice())
+    let gathering = ledger.gateway().endorse_signed(signed, &[])?;
+    let definition = ContractDefinition::decode(gathering.result())
         .map_err(|e| LedgerError::BadResult(format!("contract definition: {e}")))?;
-    Ok((prepared, definition))
+    Ok((gathering, definition))
 }
 
 #[tonic::async_trait]

@@ -78,7 +78,7 @@ async fn transactions(
         loop {
             let from = next;
             let page = shared
-                .blocking(move |ledger| ledger.committed_transactions(from, PAGE_ITEMS))
+                .blocking(move |ledger| ledger.reader().committed_transactions(from, PAGE_ITEMS))
                 .await?;
             let Some(last) = page.last() else {
                 break;
@@ -147,7 +147,7 @@ fn stored_blocks(
 ) -> Result<Vec<Block>, LedgerError> {
     let mut blocks = Vec::new();
     let mut listed = 0;
-    for seal in ledger.seals(from, PAGE_ITEMS)? {
+    for seal in ledger.reader().seals(from, PAGE_ITEMS)? {
         let txs = usize::try_from(seal.last.0 - seal.first.0 + 1).unwrap_or(usize::MAX);
         if with_transactions && !blocks.is_empty() && listed + txs > BLOCK_PAGE_TXS {
             break;
@@ -173,6 +173,7 @@ pub(super) fn block_message(
         // SEAL_TXS_MAX.
         let count = usize::try_from(record.last.0 - record.first.0 + 1).unwrap_or(usize::MAX);
         transactions = ledger
+            .reader()
             .committed_tx_list(record.first, count.min(SEAL_TXS_MAX))?
             .into_iter()
             .take_while(|(seq, _, _)| *seq <= record.last)

@@ -1,10 +1,11 @@
 //! The gateway across organisations, Fabric Gateway's way: a peer endorses a proposal as
 //! its own organisation, and for each other organisation the policy in force needs (the
-//! ledger says which: [`Prepared::needs`]) asks a live peer of that organisation, in
+//! ledger says which: [`Gathering::needs`]) asks a live peer of that organisation, in
 //! parallel, over mutual TLS as itself. It tries the organisation's peers highest height
 //! first and moves on to the next when one cannot be reached or times out; checks that
-//! every answer carries exactly the payload it endorsed itself; and returns the
-//! transaction with every endorsement for the client to sign.
+//! each answer is a valid endorsement by a peer of the organisation asked; and adds it to
+//! the gathering, which refuses one of another payload than its own peer's
+//! ([`runnel_ledger::gather`]: the rules are the same for local and remote endorsers).
 //!
 //! The other peers come from the network definition (`network.json`). A background task
 //! asks each for its heights every [`HEALTH_EVERY`]: that orders the candidates, and is
@@ -27,12 +28,13 @@ use tonic::{Code, Status};
 use crate::proto::endorser_client::EndorserClient;
 use crate::proto::query_client::QueryClient;
 use crate::proto::{
-    EndorseBatchRequest, EndorseBatchResponse, EndorseRefusal, Endorsement, GetNetworkInfoRequest,
+    EndorseBatchRequest, EndorseBatchResponse, EndorseRefusal, GetNetworkInfoRequest,
     SignedProposal, Transaction, endorse_batch_response,
 };
 use crate::status;
+use runnel_ledger::gather::{EndorsementGatherer, Gathering, Offer};
 use runnel_ledger::identity::{Msp, Role};
-use runnel_ledger::ledger::{Ledger, Prepared};
+use runnel_ledger::ledger::Ledger;
 use runnel_ledger::tx;
 
 pub use runnel_api::headers::FORWARDED_HEADER;
@@ -145,8 +147,9 @@ impl Peers {
     pub fn new(ledger: &Ledger, config: &GatewayConfig, message_bytes_max: usize) -> Peers {
         let own = ledger.own_orgs();
         let network = ledger
+            .reader()
             .network()
-            .unwrap_or_else(|_| Arc::new(ledger.network_genesis().clone()));
+            .unwrap_or_else(|_| Arc::new(ledger.reader().network_genesis().clone()));
         let peers = network
             .orgs
             .iter()
@@ -259,68 +262,41 @@ impl Peers {
         found.into_iter().map(|(index, _, _)| index).collect()
     }
 
-    /// Adds to `prepared` an endorsement from a peer of each organisation it still
-    /// needs, asked in parallel; checks each endorses exactly its payload.
-    pub async fn gather(
-        self: &Arc<Self>,
-        signed: &SignedProposal,
-        mut prepared: Prepared,
-    ) -> Result<Prepared, Status> {
-        if prepared.needs.is_empty() {
-            return Ok(prepared);
-        }
+    /// Adds to `gathering` an endorsement from a peer of each organisation it still
+    /// needs, asked in parallel, in the network's order whatever order they come back
+    /// in; the gathering checks each endorses exactly its payload.
+    async fn gather_remote(self: &Arc<Self>, gathering: &mut Gathering) -> Result<(), Status> {
         let mut asks = JoinSet::new();
-        for org in std::mem::take(&mut prepared.needs) {
+        for org in gathering.needs().to_vec() {
             let peers = self.clone();
-            let signed = signed.clone();
+            let signed = gathering.signed().clone();
             asks.spawn(async move {
                 let answer = peers.endorse_by(&org, signed).await;
                 (org, answer)
             });
         }
-        let mut answers = Vec::new();
+        let mut offers = Vec::new();
         while let Some(joined) = asks.join_next().await {
-            let (org, answer) = joined.map_err(|e| {
+            let (_, answer) = joined.map_err(|e| {
                 status::error(
                     Code::Internal,
                     "INTERNAL",
                     format_args!("an endorsement task failed: {e}"),
                 )
             })?;
-            answers.push((org, answer?));
+            offers.push(answer?);
         }
-        // In the network's order, whatever order they came back in.
         let order = |org: &str| self.peers.iter().position(|peer| peer.org == org);
-        answers.sort_by_key(|(org, _)| order(org));
-        // One endorsement per endorser, by public key, whoever asked or answered.
-        let mut keys = self.keys_of(&prepared.transaction.endorsements);
-        for (org, (peer, payload, (key, endorsement))) in answers {
-            if payload != prepared.transaction.payload {
-                return Err(status::org_error(
-                    Code::Aborted,
-                    "ENDORSEMENT_MISMATCH",
-                    &org,
-                    format_args!(
-                        "{peer} endorsed a different payload (read/write set, result or \
-                         events) than this peer did: the contract is not deterministic, or the \
-                         peers' states differ"
-                    ),
-                ));
-            }
-            if keys.insert(key) {
-                prepared.transaction.endorsements.push(endorsement);
-            }
+        offers.sort_by_key(|offer: &Offer| order(&offer.org));
+        for offer in offers {
+            gathering.add(offer).map_err(|e| status::from_gather(&e))?;
         }
-        Ok(prepared)
+        Ok(())
     }
 
     /// An endorsement of `signed` by a peer of `org`: its name, the payload it endorsed
     /// and its endorsement, checked to be by a peer of `org`.
-    async fn endorse_by(
-        &self,
-        org: &str,
-        signed: SignedProposal,
-    ) -> Result<(String, Vec<u8>, KeyedEndorsement), Status> {
+    async fn endorse_by(&self, org: &str, signed: SignedProposal) -> Result<Offer, Status> {
         let candidates = self.candidates(org);
         if candidates.is_empty() {
             return Err(status::org_error(
@@ -401,7 +377,7 @@ impl Peers {
         peer: &RemotePeer,
         proposal_hash: &tx::Hash,
         transaction: Result<Transaction, String>,
-    ) -> Result<(String, Vec<u8>, KeyedEndorsement), Status> {
+    ) -> Result<Offer, Status> {
         let refused = |why: String| {
             status::org_error(
                 Code::Unavailable,
@@ -444,26 +420,38 @@ impl Peers {
         if !self.msp.signatures().verify_one(&check) {
             return Err(refused("an endorsement whose signature fails".into()));
         }
-        Ok((
-            peer.name.clone(),
-            transaction.payload,
-            (check.key, endorsement),
-        ))
-    }
-
-    /// The public key of each endorsement's endorser that the MSP knows.
-    fn keys_of(&self, endorsements: &[Endorsement]) -> std::collections::HashSet<[u8; 32]> {
-        let now = i64::try_from(tx::now_ms() / 1000).unwrap_or(i64::MAX);
-        endorsements
-            .iter()
-            .filter_map(|e| self.msp.verify(&e.endorser, now).ok())
-            .map(|identity| identity.verifying_key().to_bytes())
-            .collect()
+        Ok(Offer {
+            org: org.to_string(),
+            by: peer.name.clone(),
+            payload: transaction.payload,
+            key: check.key,
+            endorsement,
+        })
     }
 }
 
-/// An endorsement with its endorser's public key.
-type KeyedEndorsement = ([u8; 32], Endorsement);
+/// The other organisations' peers as an endorsement gatherer: each organisation a
+/// gathering needs is asked in parallel, on the server's tasks.
+#[derive(Clone)]
+pub(crate) struct RemotePeers(pub(crate) Arc<Peers>);
+
+impl std::ops::Deref for RemotePeers {
+    type Target = Peers;
+
+    fn deref(&self) -> &Peers {
+        &self.0
+    }
+}
+
+impl EndorsementGatherer for RemotePeers {
+    type Error = Status;
+    type Gathered<'a> =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Status>> + Send + 'a>>;
+
+    fn gather<'a>(&'a self, gathering: &'a mut Gathering) -> Self::Gathered<'a> {
+        Box::pin(self.0.gather_remote(gathering))
+    }
+}
 
 /// Most proposals one `EndorseBatch` call carries, and the most bytes of them a gateway
 /// puts in one (a larger proposal goes alone); each proposal weighs its bytes, its

@@ -137,7 +137,7 @@ impl Gateway for GatewayService {
                 index: u64::from(checkpoint.index) + 1,
             },
             None => Position {
-                seq: self.shared.ledger.durable_height().next(),
+                seq: self.shared.ledger.reader().durable_height().next(),
                 index: 0,
             },
         };
@@ -260,7 +260,7 @@ fn status_response(
     ledger: &Ledger,
     status: &TxStatus,
 ) -> Result<CommitStatusResponse, LedgerError> {
-    let block = ledger.block_of(status.seq)?;
+    let block = ledger.reader().block_of(status.seq)?;
     Ok(CommitStatusResponse {
         tx_id: status.tx_id.to_hex(),
         code: validation_code(status.code),
@@ -379,7 +379,9 @@ fn stored_events(
             index: 0,
         },
     };
-    let (events, through) = ledger.committed_events(contract, start, PAGE_ITEMS)?;
+    let (events, through) = ledger
+        .reader()
+        .committed_events(contract, start, PAGE_ITEMS)?;
     if start.seq > through {
         return Ok(None);
     }

@@ -78,6 +78,7 @@ use crate::proto::deliver_server::DeliverServer;
 use crate::proto::gateway_server::GatewayServer;
 use crate::proto::query_server::QueryServer;
 use crate::proto::trace_server::TraceServer;
+use runnel_ledger::gather::EndorsementGatherer;
 use runnel_ledger::ids::{Seq, TxId};
 use runnel_ledger::ledger::{Ledger, LedgerError, Prepared, ProposalAnswer, ProposalCall, ToOrder};
 use runnel_ledger::orderer::TRANSACTION_BYTES_MAX;
@@ -339,11 +340,11 @@ impl Server {
             ),
             waiters: waiters::Waiters::new(self.config.commit_waits_max),
             heights: heights::Heights::default(),
-            peers: Arc::new(endorsing::Peers::new(
+            peers: endorsing::RemotePeers(Arc::new(endorsing::Peers::new(
                 &self.ledger,
                 &self.config.gateway,
                 self.config.message_bytes_max,
-            )),
+            ))),
             ledger: self.ledger,
             stopping,
             config: self.config,
@@ -355,7 +356,7 @@ impl Server {
                 shared.clone(),
                 shared.ledger.blocks(),
             )),
-            tokio::spawn(shared.peers.clone().watch_health()),
+            tokio::spawn(shared.peers.0.clone().watch_health()),
         ];
 
         let limit = shared.config.message_bytes_max;
@@ -544,7 +545,7 @@ pub async fn serve(
 struct Shared {
     ledger: Arc<Ledger>,
     /// The other organisations' peers, asked for the endorsements this one cannot give.
-    peers: Arc<endorsing::Peers>,
+    peers: endorsing::RemotePeers,
     /// Where `Endorse` and `Submit` calls queue for the ledger.
     admission: Admission,
     config: ApiConfig,
@@ -607,11 +608,11 @@ impl Admission {
             {
                 let ledger = ledger.clone();
                 move |calls: Vec<ProposalCall>, answer: &mut dyn FnMut(ProposalAnswer)| {
-                    ledger.run_proposals(calls).for_each(answer);
+                    ledger.gateway().run_proposals(calls).for_each(answer);
                 }
             },
         )?;
-        let submit = if ledger.submits_in_batches() {
+        let submit = if ledger.gateway().submits_in_batches() {
             let ledger = ledger.clone();
             Some(admission::Batcher::start(
                 "submit",
@@ -620,6 +621,7 @@ impl Admission {
                 (queue_max, bytes_max, ToOrder::len),
                 move |transactions: Vec<ToOrder>, answer: &mut dyn FnMut(_)| {
                     ledger
+                        .gateway()
                         .submit_checked(transactions)
                         .into_iter()
                         .for_each(answer);
@@ -643,7 +645,7 @@ impl Shared {
         orgs: Vec<String>,
         forwarded: bool,
     ) -> Result<Prepared, Status> {
-        let prepared = self
+        let mut gathering = self
             .run_proposal(
                 ProposalCall::Endorse(proposal, orgs),
                 |answer| match answer {
@@ -652,22 +654,22 @@ impl Shared {
                 },
             )
             .await?;
-        if prepared.needs.is_empty() {
-            return Ok(prepared);
+        if gathering.needs().is_empty() {
+            return Ok(gathering.into_prepared());
         }
         if forwarded {
             return Err(status::org_error(
                 Code::Unavailable,
                 "ENDORSER_UNAVAILABLE",
-                &prepared.needs.join(","),
+                &gathering.needs().join(","),
                 format_args!(
                     "this peer endorses for {} only, and does not forward a forwarded proposal",
                     self.ledger.own_orgs().join(", ")
                 ),
             ));
         }
-        let signed = prepared.transaction.proposal.clone().unwrap_or_default();
-        self.peers.gather(&signed, prepared).await
+        self.peers.gather(&mut gathering).await?;
+        Ok(gathering.into_prepared())
     }
 
     /// Evaluates a proposal through the endorse batcher, its signature checked in the
@@ -681,7 +683,7 @@ impl Shared {
     }
 
     /// Queues `call` for the endorse batcher; `in_kind` takes the answer of the call's
-    /// kind ([`Ledger::run_proposals`] answers each call in kind, so `None` is a bug).
+    /// kind ([`runnel_ledger::ledger::Gateway::run_proposals`] answers each call in kind, so `None` is a bug).
     async fn run_proposal<T>(
         &self,
         call: ProposalCall,
@@ -701,16 +703,16 @@ impl Shared {
 
     /// Orders a signed transaction through the submit batcher, or on the blocking pool
     /// when the orderer does not take batches. It is checked first, on the calling task
-    /// ([`Ledger::check_submit`]): a transaction refused there never queues, and never
+    /// ([`runnel_ledger::ledger::Gateway::check_submit`]): a transaction refused there never queues, and never
     /// goes to the orderer with others; its signatures are verified in its batch.
     async fn submit(&self, transaction: Vec<u8>) -> Result<(TxId, Seq), Status> {
         // A large one is decoded on the blocking pool: copying megabytes would hold up
         // the connections' threads.
         let to_order = if transaction.len() > INLINE_CHECK_BYTES_MAX {
-            self.blocking(move |ledger| ledger.check_submit(transaction))
+            self.blocking(move |ledger| ledger.gateway().check_submit(transaction))
                 .await?
         } else {
-            self.inline(|ledger| ledger.check_submit(transaction))?
+            self.inline(|ledger| ledger.gateway().check_submit(transaction))?
         };
         match &self.admission.submit {
             Some(batcher) => batcher
@@ -720,6 +722,7 @@ impl Shared {
             None => {
                 self.blocking(move |ledger| {
                     ledger
+                        .gateway()
                         .submit_checked(vec![to_order])
                         .pop()
                         .unwrap_or(Err(LedgerError::Order(

@@ -119,7 +119,7 @@ impl NodeMetrics {
             "Transactions committed, by validation code",
             transactions.clone(),
         );
-        let flushes = ledger.flush_seconds();
+        let flushes = ledger.reader().flush_seconds();
         if let Some(orderer) = flushes.orderer {
             registry.register(
                 "orderer_flush_seconds",

@@ -74,7 +74,7 @@ impl Query for QueryService {
         }
         let block = self
             .shared
-            .blocking(move |ledger| match ledger.seal(number)? {
+            .blocking(move |ledger| match ledger.reader().seal(number)? {
                 Some(record) => block_message(ledger, record, true).map(Some),
                 None => Ok(None),
             })
@@ -129,7 +129,7 @@ impl Query for QueryService {
             .shared
             .blocking(move |ledger| {
                 let _room = room;
-                ledger.prove(&id)
+                ledger.reader().prove(&id)
             })
             .await?
             .ok_or_else(|| {
@@ -154,7 +154,7 @@ impl Query for QueryService {
         let response = self
             .shared
             .blocking(move |ledger| {
-                let snapshot = ledger.snapshot();
+                let snapshot = ledger.reader().snapshot();
                 let found = snapshot.get(&request.namespace, &request.key)?;
                 Ok(GetKeyResponse {
                     found: found.is_some(),
@@ -178,7 +178,9 @@ impl Query for QueryService {
             .shared
             .blocking(move |ledger| {
                 let history =
-                    ledger.key_history(&request.namespace, &request.key, before, limit)?;
+                    ledger
+                        .reader()
+                        .key_history(&request.namespace, &request.key, before, limit)?;
                 Ok(history
                     .into_iter()
                     .map(|entry| KeyModification {
@@ -211,7 +213,7 @@ impl Query for QueryService {
         }
         let contracts = self
             .shared
-            .blocking(move |ledger| ledger.contracts(&request.start_after, limit))
+            .blocking(move |ledger| ledger.lifecycle().contracts(&request.start_after, limit))
             .await?;
         Ok(Response::new(ListContractsResponse { contracts }))
     }
@@ -222,7 +224,7 @@ impl Query for QueryService {
     ) -> Result<Response<GetNetworkDefinitionResponse>, Status> {
         let (definition, version) = self
             .shared
-            .blocking(|ledger| ledger.network_version())
+            .blocking(|ledger| ledger.reader().network_version())
             .await?;
         Ok(Response::new(GetNetworkDefinitionResponse {
             definition: definition.to_bytes(),
@@ -242,8 +244,8 @@ impl Query for QueryService {
             .shared
             .blocking(move |ledger| {
                 Ok((
-                    ledger.definition(&name)?,
-                    ledger.approvals(&name, APPROVALS_MAX)?,
+                    ledger.lifecycle().definition(&name)?,
+                    ledger.lifecycle().approvals(&name, APPROVALS_MAX)?,
                 ))
             })
             .await?;
@@ -330,7 +332,10 @@ impl Query for QueryService {
         &self,
         _request: Request<GetStateHashRequest>,
     ) -> Result<Response<GetStateHashResponse>, Status> {
-        let (height, hash, keys) = self.shared.blocking(|ledger| ledger.state_hash()).await?;
+        let (height, hash, keys) = self
+            .shared
+            .blocking(|ledger| ledger.reader().state_hash())
+            .await?;
         Ok(Response::new(GetStateHashResponse {
             height: height.0,
             hash: hash.to_vec(),
@@ -347,13 +352,13 @@ fn transaction_detail(
     ledger: &Ledger,
     tx_id: &TxId,
 ) -> Result<Option<GetTransactionResponse>, LedgerError> {
-    let Some((record, block)) = ledger.transaction(tx_id)? else {
+    let Some((record, block)) = ledger.reader().transaction(tx_id)? else {
         return Ok(None);
     };
-    let Some(stored) = ledger.transaction_at(record.seq)? else {
+    let Some(stored) = ledger.reader().transaction_at(record.seq)? else {
         return Ok(None);
     };
-    let committed = record.seq <= ledger.durable_height();
+    let committed = record.seq <= ledger.reader().durable_height();
     let mut detail = GetTransactionResponse {
         tx_id: tx_id.to_hex(),
         seq: record.seq.0,

@@ -24,6 +24,7 @@ use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
 use runnel_ledger::endorser::EndorseError;
+use runnel_ledger::gather::GatherError;
 use runnel_ledger::identity::IdentityError;
 use runnel_ledger::ids::ValidationCode;
 use runnel_ledger::ledger::LedgerError;
@@ -96,6 +97,15 @@ pub fn from_endorse(error: &EndorseError) -> Status {
     self::error(endorse_code(error), error.code(), error)
 }
 
+/// Endorsements that disagree, naming the organisation whose peer endorsed another payload.
+pub fn from_gather(error: &GatherError) -> Status {
+    match error {
+        GatherError::Mismatch { org, .. } => {
+            org_error(Code::Aborted, "ENDORSEMENT_MISMATCH", org, error)
+        }
+    }
+}
+
 fn ledger_code(error: &LedgerError) -> Code {
     match error {
         LedgerError::Store(error) => store_code(error),
@@ -103,7 +113,7 @@ fn ledger_code(error: &LedgerError) -> Code {
         LedgerError::Endorse(error) => endorse_code(error),
         LedgerError::Validator(_) | LedgerError::Closed(_) => Code::Unavailable,
         LedgerError::Unendorsable(_) => Code::FailedPrecondition,
-        LedgerError::Rejected { .. } => Code::Aborted,
+        LedgerError::Rejected { .. } | LedgerError::Gather(_) => Code::Aborted,
         LedgerError::DuplicateTxId { .. } => Code::AlreadyExists,
         LedgerError::Identity(_)
         | LedgerError::Policy(_)

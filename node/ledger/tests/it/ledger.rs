@@ -62,12 +62,16 @@ fn deploy_submit_evaluate_trace_and_reopen() {
         while !sealed {
             sealed = blocks.blocking_recv().unwrap().last >= Seq(2);
         }
-        let (record, number) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
+        let (record, number) = ledger
+            .reader()
+            .transaction(&committed.tx_id)
+            .unwrap()
+            .unwrap();
         assert_eq!((record.seq, record.code), (Seq(2), ValidationCode::Valid));
         assert!(number.is_some());
 
         // Inclusion: the proof checks against the seal, and not for another transaction.
-        let proof = ledger.prove(&committed.tx_id).unwrap().unwrap();
+        let proof = ledger.reader().prove(&committed.tx_id).unwrap().unwrap();
         runnel_ledger::block::verify_proof(&proof.proof, &proof.transaction, &proof.seal.seal)
             .unwrap();
         let mut other = proof.transaction.clone();
@@ -113,6 +117,7 @@ fn deploy_submit_evaluate_trace_and_reopen() {
     }
     let history = |ledger: &Ledger| -> Vec<Vec<u8>> {
         ledger
+            .reader()
             .key_history("kv", b"big", None, 10)
             .unwrap()
             .into_iter()
@@ -145,9 +150,12 @@ fn a_peer_store_moved_away_is_rebuilt_from_the_orderers_log_events_and_all() {
                 .unwrap();
             ledger.submit("kv", "put", &[b"k", amount]).unwrap();
         }
-        let (events, _) = ledger.committed_events("token", start, 100).unwrap();
+        let (events, _) = ledger
+            .reader()
+            .committed_events("token", start, 100)
+            .unwrap();
         assert_eq!(events.len(), 3);
-        let height = ledger.durable_height();
+        let height = ledger.reader().durable_height();
         ledger.close();
         (events, height)
     };
@@ -155,15 +163,25 @@ fn a_peer_store_moved_away_is_rebuilt_from_the_orderers_log_events_and_all() {
     std::fs::rename(dir.path().join("state"), dir.path().join("state.old")).unwrap();
     let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
     let mut statuses = ledger.statuses();
-    while ledger.durable_height() < height {
+    while ledger.reader().durable_height() < height {
         // Each status a wake-up; the height is what is waited for.
         let _ = statuses.blocking_recv();
     }
     assert_eq!(
-        ledger.committed_events("token", start, 100).unwrap(),
-        (events, ledger.durable_height())
+        ledger
+            .reader()
+            .committed_events("token", start, 100)
+            .unwrap(),
+        (events, ledger.reader().durable_height())
     );
-    assert_eq!(ledger.key_history("kv", b"k", None, 10).unwrap().len(), 3);
+    assert_eq!(
+        ledger
+            .reader()
+            .key_history("kv", b"k", None, 10)
+            .unwrap()
+            .len(),
+        3
+    );
     assert_eq!(
         ledger
             .evaluate("token", "balance", &[b"Org1/alice"])
@@ -232,7 +250,7 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     forged.signature[0] ^= 1;
     let mut forged_read = read(b"v");
     forged_read.signature[0] ^= 1;
-    let answers = ledger.run_proposals(vec![
+    let answers = ledger.gateway().run_proposals(vec![
         ProposalCall::Endorse(proposal(b"a"), Vec::new()),
         ProposalCall::Endorse(forged, Vec::new()),
         ProposalCall::Evaluate(read(b"v")),
@@ -243,7 +261,9 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     let mut evaluated = Vec::new();
     for answer in answers {
         match answer {
-            ProposalAnswer::Endorsed(answer) => prepared.push(answer),
+            ProposalAnswer::Endorsed(answer) => {
+                prepared.push(answer.map(|gathering| gathering.into_prepared()))
+            }
             ProposalAnswer::Evaluated(answer) => evaluated.push(answer),
         }
     }
@@ -264,7 +284,7 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     let first_id = prepared[0].as_ref().unwrap().tx_id;
     let mut watch = ledger.watch(first_id);
     let mut second = ledger.watch(prepared[2].as_ref().unwrap().tx_id);
-    let answers = ledger.submit_signed_batch(vec![
+    let answers = ledger.gateway().submit_signed_batch(vec![
         signed[0].clone(),
         b"garbage".to_vec(),
         signed[1].clone(),
@@ -278,7 +298,9 @@ fn batches_of_signed_proposals_and_transactions_get_an_answer_each() {
     let status = watch.next_blocking().unwrap();
     assert_eq!(status.code, ValidationCode::Valid);
     // Once validated, the same transaction again is refused before ordering.
-    let replayed = ledger.submit_signed_batch(vec![signed[0].clone()]);
+    let replayed = ledger
+        .gateway()
+        .submit_signed_batch(vec![signed[0].clone()]);
     assert_eq!(replayed[0].as_ref().unwrap_err().code(), "DUPLICATE_TXID");
     assert_eq!(second.next_blocking().unwrap().code, ValidationCode::Valid);
     assert_eq!(ledger.evaluate("kv", "get", &[b"b"]).unwrap(), b"\"v\"");
@@ -293,7 +315,11 @@ fn a_multi_org_ledger_gathers_the_endorsements_a_policy_needs() {
         .deploy("kv", "1", kv_wasm(), "AND('Org1.peer', 'Org3.peer')")
         .unwrap();
     let committed = ledger.submit("kv", "put", &[b"k", b"v"]).unwrap();
-    let (record, _) = ledger.transaction(&committed.tx_id).unwrap().unwrap();
+    let (record, _) = ledger
+        .reader()
+        .transaction(&committed.tx_id)
+        .unwrap()
+        .unwrap();
     assert_eq!(record.code, ValidationCode::Valid);
 }
 
@@ -357,7 +383,7 @@ fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
     };
     {
         let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();
-        let (current, version) = ledger.network_version().unwrap();
+        let (current, version) = ledger.reader().network_version().unwrap();
         assert!(current.orderers.is_empty());
         let mut next = (*current).clone();
         next.sequence += 1;
@@ -367,7 +393,7 @@ fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
         // Subscribed before submitting: the update may commit before `submit_signed`
         // returns.
         let mut statuses = ledger.statuses();
-        let (tx_id, _) = ledger.submit_signed(update).unwrap();
+        let (tx_id, _) = ledger.gateway().submit_signed(update).unwrap();
         loop {
             let status = statuses.blocking_recv().unwrap();
             if status.tx_id != tx_id {
@@ -381,18 +407,20 @@ fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
         ledger.close();
     }
     let mut seen = None;
-    let ledger = Ledger::open_peer_with(dir.path(), config(&["Org1"]), |in_force| {
-        seen = Some(in_force.clone());
-        let keys = NetworkKeys::load(dir.path()).unwrap();
-        let orderer: Arc<dyn Orderer> = Arc::new(SoloOrderer::open(
-            &dir.path().join("orderer"),
-            OrdererConfig::default(),
-            Arc::new(in_force.msp().unwrap()),
-            keys.signer("Org1", Role::Orderer).unwrap().clone(),
-        )?);
-        Ok(orderer)
-    })
-    .unwrap();
+    let ledger = Ledger::builder(dir.path(), config(&["Org1"]))
+        .connect(|in_force| {
+            seen = Some(in_force.clone());
+            let keys = NetworkKeys::load(dir.path()).unwrap();
+            let orderer: Arc<dyn Orderer> = Arc::new(SoloOrderer::open(
+                &dir.path().join("orderer"),
+                OrdererConfig::default(),
+                Arc::new(in_force.msp().unwrap()),
+                keys.signer("Org1", Role::Orderer).unwrap().clone(),
+            )?);
+            Ok(orderer)
+        })
+        .open()
+        .unwrap();
     let seen = seen.expect("the link was made before the ledger opened");
     assert_eq!((seen.sequence, seen.orderers.clone()), (1, vec![named]));
     ledger.close();
@@ -416,7 +444,7 @@ fn an_inclusion_proof_reads_no_transaction_but_the_one_it_proves() {
         ledger.deploy("kv", "1.0", kv_wasm(), "").unwrap();
         let mut blocks = ledger.blocks();
         // The deploy's transactions and these fill whole blocks of `block_txs`.
-        let height = ledger.durable_height().0 as usize;
+        let height = ledger.reader().durable_height().0 as usize;
         for i in 0..(2 * block_txs - height) {
             let key = format!("k{i}");
             let value = vec![b'v'; 2048];
@@ -431,18 +459,18 @@ fn an_inclusion_proof_reads_no_transaction_but_the_one_it_proves() {
         while sealed < 2 * block_txs as u64 {
             sealed = blocks.blocking_recv().unwrap().last.0;
         }
-        let before = ledger.reads();
-        let proof = ledger.prove(&ids[block_txs]).unwrap().unwrap();
+        let before = ledger.reader().store_reads();
+        let proof = ledger.reader().prove(&ids[block_txs]).unwrap().unwrap();
         runnel_ledger::block::verify_proof(&proof.proof, &proof.transaction, &proof.seal.seal)
             .unwrap();
         assert_eq!(proof.seal.seal.tx_count(), block_txs as u64);
         assert_eq!(
-            ledger.reads().transactions - before.transactions,
+            ledger.reader().store_reads().transactions - before.transactions,
             1,
             "the proven transaction's bytes, and no other's"
         );
         // Its place records (one a commit), the tx index, the seal.
-        let read = ledger.reads().records - before.records;
+        let read = ledger.reader().store_reads().records - before.records;
         assert!(
             read <= block_txs as u64 + 3,
             "{read} records for a block of {block_txs}"
@@ -451,7 +479,7 @@ fn an_inclusion_proof_reads_no_transaction_but_the_one_it_proves() {
     }
     let ledger = Ledger::open(dir.path(), config).unwrap();
     for id in [&ids[0], &ids[block_txs], ids.last().unwrap()] {
-        let proof = ledger.prove(id).unwrap().unwrap();
+        let proof = ledger.reader().prove(id).unwrap().unwrap();
         runnel_ledger::block::verify_proof(&proof.proof, &proof.transaction, &proof.seal.seal)
             .unwrap();
     }

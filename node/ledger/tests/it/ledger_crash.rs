@@ -227,24 +227,29 @@ fn a_killed_node_restarts_as_a_replay_of_its_stream() {
         // The peer catches up with everything the orderer had made durable.
         let orderer_height = ledger.info().unwrap().ordered_height;
         let mut statuses = ledger.statuses();
-        while ledger.durable_height() < orderer_height {
+        while ledger.reader().durable_height() < orderer_height {
             let _ = statuses.blocking_recv();
         }
         for (tx_id, seq) in &reported {
             let (record, _) = ledger
+                .reader()
                 .transaction(tx_id)
                 .unwrap()
                 .expect("reported tx present");
             assert_eq!((record.seq, record.code), (*seq, ValidationCode::Valid));
         }
         let stored = ledger
+            .reader()
             .committed_transactions(Seq(2), 1)
             .unwrap()
             .pop()
             .unwrap();
         let (any_seq, bytes) = (stored.seq, stored.bytes);
         let (tx_id, _) = decode(&bytes);
-        assert_eq!(ledger.transaction(&tx_id).unwrap().unwrap().0.seq, any_seq);
+        assert_eq!(
+            ledger.reader().transaction(&tx_id).unwrap().unwrap().0.seq,
+            any_seq
+        );
         ledger.close();
         drop(ledger);
 

@@ -118,7 +118,7 @@ impl Peer {
     ) -> Peer {
         let lifecycle_policy = genesis.lifecycle_policy.clone();
         // An endorser only warns early of missing approvals: given a policy that does not
-        // parse, a node gives it the default (`Ledger::open_peer_with`).
+        // parse, a node gives it the default (`LedgerBuilder::connect`).
         let orgs: Vec<String> = ORGS.iter().map(|o| o.to_string()).collect();
         let endorser_policy = match runnel_ledger::policy::Policy::parse(&lifecycle_policy, &orgs) {
             Ok(_) => lifecycle_policy.clone(),

@@ -26,7 +26,7 @@
 //! peer reaches follow the definition in force (`RemoteOrderer::set_members`, checked
 //! every second by the peer process): an added orderer is reached and a removed one left
 //! without a restart, and a restarted peer starts from the definition in force
-//! (`Ledger::open_peer_with`).
+//! (`LedgerBuilder::connect`).
 //!
 //! Each orderer compacts its own Raft log (`raft_log_entries_kept`): at a checkpoint of
 //! an applied index (what its stream held then, and the membership), the log is written

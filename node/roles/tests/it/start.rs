@@ -52,13 +52,14 @@ fn a_node_started_as_a_library_serves_until_stopped_and_reopens_its_ledger() {
     assert_eq!(get(addr, "/healthz"), "HTTP/1.1 200 OK");
     let ledger = node.ledger().unwrap();
     let deployed: Vec<String> = ledger
+        .lifecycle()
         .contracts("", 10)
         .unwrap()
         .into_iter()
         .map(|c| c.name)
         .collect();
     assert_eq!(deployed, ["kv"], "deployed before it served");
-    let height = ledger.durable_height();
+    let height = ledger.reader().durable_height();
     assert!(height.0 > 0);
     node.stop().unwrap();
     assert!(
@@ -67,7 +68,7 @@ fn a_node_started_as_a_library_serves_until_stopped_and_reopens_its_ledger() {
     );
     // Stopped means closed: the same directory opens again, at the same height.
     let node = start(dir.path(), &config);
-    assert_eq!(node.ledger().unwrap().durable_height(), height);
+    assert_eq!(node.ledger().unwrap().reader().durable_height(), height);
     node.stop().unwrap();
 }
 

@@ -915,7 +915,7 @@ async fn the_events_of_a_quiet_contract_cost_the_reads_they_return() {
     expected.push(mint(&node, 2).await);
     assert!(expected[1] - expected[0] > busy);
 
-    let before = node.ledger.reads().records;
+    let before = node.ledger.reader().store_reads().records;
     let mut gateway = node.gateway().await;
     let mut stream = gateway
         .contract_events(ContractEventsRequest {
@@ -933,7 +933,7 @@ async fn the_events_of_a_quiet_contract_cost_the_reads_they_return() {
     // The stream has read the store to its end, and then once more after subscribing:
     // each event is a record of the event index, plus, for a payload kept inside its
     // transaction's bytes, its place and those bytes. Nothing of the transactions between.
-    let read = node.ledger.reads().records - before;
+    let read = node.ledger.reader().store_reads().records - before;
     assert!(
         read <= 3 * expected.len() as u64,
         "{read} records read for {} events among {busy} other transactions",
