@@ -683,7 +683,8 @@ impl Shared {
     }
 
     /// Queues `call` for the endorse batcher; `in_kind` takes the answer of the call's
-    /// kind ([`runnel_ledger::ledger::Gateway::run_proposals`] answers each call in kind, so `None` is a bug).
+    /// kind ([`runnel_ledger::ledger::Gateway::run_proposals`] answers each call in
+    /// kind, so `None` is a bug).
     async fn run_proposal<T>(
         &self,
         call: ProposalCall,
@@ -703,8 +704,9 @@ impl Shared {
 
     /// Orders a signed transaction through the submit batcher, or on the blocking pool
     /// when the orderer does not take batches. It is checked first, on the calling task
-    /// ([`runnel_ledger::ledger::Gateway::check_submit`]): a transaction refused there never queues, and never
-    /// goes to the orderer with others; its signatures are verified in its batch.
+    /// ([`runnel_ledger::ledger::Gateway::check_submit`]): a transaction refused there
+    /// never queues, and never goes to the orderer with others; its signatures are
+    /// verified in its batch.
     async fn submit(&self, transaction: Vec<u8>) -> Result<(TxId, Seq), Status> {
         // A large one is decoded on the blocking pool: copying megabytes would hold up
         // the connections' threads.
