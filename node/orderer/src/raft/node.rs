@@ -1673,3 +1673,122 @@ fn stream_tx(input: OrderedInput) -> StreamTx {
         config_update,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runnel_ledger::identity::{NetworkDefinition, NetworkIdentities, OrdererNode, Role};
+    use runnel_testing::orderer::PATIENCE;
+
+    /// A transport for an orderer alone in its cluster, which writes to its stream log
+    /// itself: once told the membership counts orderer 2, it marks the next Raft entry
+    /// applied, as a second writer of the stream would.
+    struct MarkingTransport {
+        /// The orderer's stream log, handed over once the orderer is open.
+        stream: Receiver<Arc<StreamLog>>,
+        /// The applied marks it found and left.
+        moved: Mutex<Option<(u64, u64)>>,
+    }
+
+    impl Transport for MarkingTransport {
+        fn send(&self, _messages: Vec<Message>) {}
+
+        fn forward(
+            &self,
+            _leader: u64,
+            transactions: Vec<Vec<u8>>,
+        ) -> Vec<Result<Ordered, OrderError>> {
+            transactions
+                .iter()
+                .map(|_| Err(OrderError::Unavailable("no other orderer".into())))
+                .collect()
+        }
+
+        fn members(&self, _sequence: u64, _members: &[ClusterMember], voting: &[u64]) {
+            if !voting.contains(&2) {
+                return;
+            }
+            // Waits for the stream if the test has not handed it over yet, so that the
+            // mark moves however quickly the change is applied.
+            let Ok(stream) = self.stream.recv() else {
+                return;
+            };
+            let found = stream.applied_index();
+            stream
+                .append_txs(Vec::new(), Ids::Record, Some(found + 1))
+                .unwrap();
+            *self.moved.lock().unwrap() = Some((found, found + 1));
+        }
+    }
+
+    /// A stream log holds the applied mark of each entry applied, and refuses one not
+    /// past its last: a second apply of an entry is an error before the check. What
+    /// breaks the invariant is the mark moving between an entry's append and the check,
+    /// which `apply` reaches through the transport when a membership change is applied.
+    /// Orderer 1 starts alone, following a definition that names orderers 1 and 2, so it
+    /// elects itself, proposes adding 2 and applies the change; the transport then marks
+    /// the next entry applied, and the Raft thread stops on the broken invariant.
+    #[test]
+    fn an_applied_mark_moved_past_the_entry_applied_is_an_invariant_broken() {
+        let ids = NetworkIdentities::generate(&["Org1"], time::Duration::days(1)).unwrap();
+        let mut genesis = NetworkDefinition::of(&ids, "main");
+        genesis.orderers = [1, 2]
+            .into_iter()
+            .map(|id| OrdererNode {
+                name: format!("orderer{id}.Org1"),
+                org: "Org1".into(),
+                endpoint: format!("https://127.0.0.1:{}", 7050 + id),
+                raft_id: id,
+            })
+            .collect();
+        let config = OrdererConfig {
+            follow_config: Some(genesis),
+            ..OrdererConfig::default()
+        };
+        let mut settings = RaftSettings::new(1, vec![1]);
+        // A quick clock: an election in 0.1-0.2 s.
+        settings.tick = Duration::from_millis(10);
+        let (hand_over, stream) = crossbeam_channel::bounded(1);
+        let transport = Arc::new(MarkingTransport {
+            stream,
+            moved: Mutex::new(None),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let orderer = RaftOrderer::open(
+            dir.path(),
+            config,
+            Arc::new(ids.msp().unwrap()),
+            ids.org("Org1").unwrap().signer(Role::Orderer).unwrap(),
+            settings,
+            transport.clone(),
+        )
+        .unwrap();
+        hand_over.send(orderer.stream.clone()).unwrap();
+
+        let deadline = Instant::now() + PATIENCE;
+        while orderer.failure().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the orderer goes on; voters {:?}",
+                orderer.voters()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The Raft thread caught the assertion's panic and stopped the orderer on it: its
+        // failure names the mark moved to and the entry applied.
+        let failure = orderer.failure().unwrap();
+        let (entry, moved) = transport.moved.lock().unwrap().expect("the mark was moved");
+        assert!(
+            failure.contains(
+                "invariant broken: each Raft entry applied leaves its index as the log's \
+                 applied mark"
+            ),
+            "{failure}"
+        );
+        assert!(
+            failure.contains(&format!("left: {moved}\n right: {entry}")),
+            "{failure}"
+        );
+        assert_eq!(orderer.stream.applied_index(), moved);
+    }
+}
