@@ -104,21 +104,28 @@ impl Gathering {
         first: Offer,
         counted: bool,
     ) -> Gathering {
+        let Offer {
+            org,
+            payload,
+            key,
+            endorsement,
+            ..
+        } = first;
         let mut gathering = Gathering {
             signed,
             contract,
             target,
             tx_id,
             result,
-            payload: first.payload.clone(),
+            payload,
             endorsements: Vec::new(),
             keys: Vec::new(),
             have: Vec::new(),
             needs: Vec::new(),
         };
+        // The first endorsement's payload is the reference: it matches itself.
         if counted {
-            // The first endorsement's payload is the reference: it always matches.
-            let _ = gathering.add(first);
+            gathering.count(org, key, endorsement);
         }
         gathering
     }
@@ -137,11 +144,16 @@ impl Gathering {
         if self.keys.contains(&offer.key) {
             return Ok(false);
         }
-        self.keys.push(offer.key);
-        self.have
-            .push(PolicyEndorser::new(offer.org, crate::identity::Role::Peer));
-        self.endorsements.push(offer.endorsement);
+        self.count(offer.org, offer.key, offer.endorsement);
         Ok(true)
+    }
+
+    /// Puts an endorsement by a peer of `org` with public key `key` into the transaction.
+    fn count(&mut self, org: String, key: [u8; 32], endorsement: Endorsement) {
+        self.keys.push(key);
+        self.have
+            .push(PolicyEndorser::new(org, crate::identity::Role::Peer));
+        self.endorsements.push(endorsement);
     }
 
     /// The proposal endorsed.

@@ -74,7 +74,7 @@ impl LocalEndorsers {
             .iter()
             .find(|org| wanted(&org.name))
             .unwrap_or(&self.orgs[0]);
-        let first = match checked {
+        let mut first = match checked {
             Some(checked) => first_org.peer.endorse_checked(checked)?,
             None => first_org.peer.endorse(signed)?,
         };
@@ -87,7 +87,7 @@ impl LocalEndorsers {
                 Err(_) => Target::FirstOnly,
             }
         };
-        let (tx_id, result) = (first.tx_id, first.result.clone());
+        let (tx_id, result) = (first.tx_id, std::mem::take(&mut first.result));
         Ok(Gathering::new(
             (signed.clone(), contract.to_string(), target),
             tx_id,
@@ -135,7 +135,7 @@ impl LocalEndorsers {
             Target::Policy(policy) => {
                 for org in &self.orgs {
                     if policy.is_satisfied_by(gathering.have()) {
-                        break;
+                        return Ok(Vec::new());
                     }
                     if !gathering.has(&org.name) {
                         gathering.add(org.offer(org.peer.endorse(signed)?)?)?;
