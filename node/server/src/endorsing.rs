@@ -294,8 +294,8 @@ impl Peers {
         Ok(())
     }
 
-    /// An endorsement of `signed` by a peer of `org`: its name, the payload it endorsed
-    /// and its endorsement, checked to be by a peer of `org`.
+    /// An endorsement of `signed` by a peer of `org`, checked to be by a peer of `org`,
+    /// with the payload it endorsed.
     async fn endorse_by(&self, org: &str, signed: SignedProposal) -> Result<Offer, Status> {
         let candidates = self.candidates(org);
         if candidates.is_empty() {

@@ -2,6 +2,7 @@
 //! recorded, and deploying or upgrading a contract with the admin keys this process holds.
 
 use prost::Message;
+use runnel_runtime::VersionedValue;
 
 use super::{Committed, Ledger, LedgerError};
 use crate::identity::{Role, Signer};
@@ -31,16 +32,7 @@ impl Lifecycle<'_> {
             key.push(0);
             key
         };
-        let mut end = lifecycle::DEFINITION_PREFIX.to_vec();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
-        let entries =
-            self.ledger
-                .world
-                .snapshot()
-                .scan(LIFECYCLE_NAMESPACE, &start, Some(&end), limit)?;
-        entries
+        self.scan(&start, lifecycle::DEFINITION_PREFIX, limit)?
             .into_iter()
             .map(|(key, stored)| {
                 ContractDefinition::decode(stored.value.as_slice()).map_err(|e| {
@@ -60,23 +52,36 @@ impl Lifecycle<'_> {
         name: &str,
         limit: usize,
     ) -> Result<Vec<(u64, String, Vec<u8>)>, LedgerError> {
-        let start = lifecycle::approvals_prefix(name);
-        let mut end = start.clone();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
-        let entries =
-            self.ledger
-                .world
-                .snapshot()
-                .scan(LIFECYCLE_NAMESPACE, &start, Some(&end), limit)?;
-        Ok(entries
+        let prefix = lifecycle::approvals_prefix(name);
+        Ok(self
+            .scan(&prefix, &prefix, limit)?
             .into_iter()
             .filter_map(|(key, stored)| {
                 let (_, sequence, org) = lifecycle::parse_approval_key(&key)?;
                 Some((sequence, org.to_string(), stored.value))
             })
             .collect())
+    }
+
+    /// Up to `limit` of `_lifecycle`'s entries from key `start` on whose keys begin with
+    /// `prefix`, as of the state now.
+    fn scan(
+        &self,
+        start: &[u8],
+        prefix: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, VersionedValue)>, LedgerError> {
+        // The first key past every key that begins with `prefix` (whose last byte, a
+        // `/`, is never 0xff).
+        let mut end = prefix.to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        Ok(self
+            .ledger
+            .world
+            .snapshot()
+            .scan(LIFECYCLE_NAMESPACE, start, Some(&end), limit)?)
     }
 
     /// The definition of `name` in force, if deployed.
