@@ -20,8 +20,19 @@ cargo fmt --all -- --check
 step "dependency rules (docs/architecture.md)"
 ./scripts/check-deps.sh
 
-step "lint (host crates, then contracts for wasm32)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# The host crates are linted while they are built for the tests: clippy's driver stands in
+# for rustc on the workspace's own crates (cargo runs it as RUSTC_WORKSPACE_WRAPPER, as
+# `cargo clippy` does), so dependencies are compiled once, for the tests, instead of once
+# more in check mode. Every host cargo command below runs through `linted` with the same
+# settings, so none rebuilds. Contracts for wasm32 are built by rustc itself (the driver
+# leaves MIR unoptimised); runnel-wasm-build drops these settings for the same reason.
+clippy_driver="$(rustup which clippy-driver)"
+linted() { RUSTC_WORKSPACE_WRAPPER="$clippy_driver" CARGO_BUILD_RUSTFLAGS="-Dwarnings" "$@"; }
+
+step "build and lint the host crates (every target: libraries, binaries, tests, benches, examples)"
+linted cargo test --workspace --all-targets --locked --no-run
+
+step "lint the contracts for wasm32"
 cargo clippy --locked --target wasm32-unknown-unknown \
   -p runnel-abi -p runnel-contract -p kv -p token -p asset-transfer -p faulty -- -D warnings
 
@@ -32,12 +43,16 @@ step "contracts in TypeScript (@runnel/contract: its build checks, the Vitest ha
 npm test -w @runnel/contract
 
 step "Rust tests (unit, integration, hostile modules, conformance of the TypeScript examples, doc tests)"
-cargo test --workspace --locked
+# The process tests (node/cli/tests/it) spend most of their time waiting (elections,
+# timeouts, other processes), not computing: six at a time took ~65 s on two cores, two at
+# a time ~135 s. The other test binaries take as long either way.
+threads=$(( $(nproc) > 6 ? $(nproc) : 6 ))
+linted cargo test --workspace --locked -- --test-threads="$threads"
 
 step "TypeScript SDK (type check, build, tests against a real node)"
 # The node the Rust tests built (target/debug/runnel): the same build, not another one
 # with the binary's features alone.
-cargo test --workspace --locked --no-run
+linted cargo test --workspace --locked --no-run
 npm run -w sdk-ts typecheck
 npm run -w sdk-ts build
 npm run -w sdk-ts test

@@ -77,10 +77,15 @@ pub fn build(package: &str) -> Result<PathBuf, BuildError> {
             package,
         ])
         .env("CARGO_TARGET_DIR", target_dir())
-        // A parent `cargo test` sets these for its own target; they must not leak.
+        // A parent `cargo test` sets these for its own target; they must not leak. The
+        // test command lints while it builds (clippy's driver as the workspace wrapper,
+        // scripts/test.sh), and that driver leaves MIR unoptimised: contracts are built by
+        // rustc itself.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .output()
         .map_err(|e| BuildError(format!("could not run cargo to build {package}: {e}")))?;
     if !output.status.success() {
