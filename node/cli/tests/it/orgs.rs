@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use prost::Message;
@@ -23,7 +23,9 @@ use runnel_server::proto::{
 };
 use serde_json::Value;
 
+use crate::partition::{owner, through_proxies};
 use crate::process::RUNNEL;
+use crate::raft_cluster::pid_of;
 
 /// A network made by `runnel init` and run by `runnel up`, stopped by `runnel down` when
 /// dropped.
@@ -238,57 +240,94 @@ pub(crate) fn org_of(node: &str) -> String {
     node.split('/').next().unwrap().to_string()
 }
 
-/// A TCP proxy on loopback that the test can pause: while paused it forwards nothing, the
-/// connections staying open, as a congested or partitioned link does.
+/// A TCP proxy on loopback in front of the orderer, which every node reaches it through
+/// (the endpoint the network definition names), and which can pause one process's
+/// connections: while paused it forwards nothing of theirs, the connections staying
+/// open, as a congested link does. With one endpoint named, a peer has no other orderer
+/// to move to. A connection that arrives before the orderer listens waits for it.
 struct Proxy {
     port: u16,
-    paused: Arc<AtomicBool>,
+    /// The process whose connections are paused (0: none).
+    paused: Arc<AtomicI32>,
 }
 
 impl Proxy {
     fn start(upstream: u16) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let paused = Arc::new(AtomicBool::new(false));
+        let paused = Arc::new(AtomicI32::new(0));
         let flag = paused.clone();
         std::thread::spawn(move || {
-            for client in listener.incoming().map_while(Result::ok) {
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                    continue;
-                };
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
-                ] {
-                    let paused = flag.clone();
-                    std::thread::spawn(move || {
-                        let mut buf = [0u8; 16 << 10];
-                        loop {
-                            while paused.load(Ordering::SeqCst) {
-                                std::thread::sleep(Duration::from_millis(5));
-                            }
-                            match from.read(&mut buf) {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => {
-                                    while paused.load(Ordering::SeqCst) {
-                                        std::thread::sleep(Duration::from_millis(5));
-                                    }
-                                    if to.write_all(&buf[..n]).is_err() {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
-                }
+            for (client, from) in std::iter::from_fn(|| listener.accept().ok()) {
+                let flag = flag.clone();
+                let from = from.port();
+                std::thread::spawn(move || Proxy::forward(client, from, port, upstream, flag));
             }
         });
         Proxy { port, paused }
     }
 
-    fn pause(&self, paused: bool) {
-        self.paused.store(paused, Ordering::SeqCst);
+    /// Connects `client` (from local port `from`) to `upstream`, waiting for it to
+    /// listen, and copies both ways, holding whatever its owner may not send or receive.
+    fn forward(client: TcpStream, from: u16, port: u16, upstream: u16, flag: Arc<AtomicI32>) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let server = loop {
+            match TcpStream::connect(("127.0.0.1", upstream)) {
+                Ok(server) => break server,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => return,
+            }
+        };
+        for (mut source, mut sink) in [
+            (client.try_clone().unwrap(), server.try_clone().unwrap()),
+            (server, client),
+        ] {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                // Whether the connection belongs to the paused process, asked once each
+                // time another process is paused.
+                let mut owner_of: Option<(i32, bool)> = None;
+                let mut hold = || loop {
+                    let pid = flag.load(Ordering::SeqCst);
+                    if pid == 0 {
+                        return;
+                    }
+                    let held = match owner_of {
+                        Some((asked, held)) if asked == pid => held,
+                        _ => {
+                            let held = owner(from, port, &[pid]).is_some();
+                            owner_of = Some((pid, held));
+                            held
+                        }
+                    };
+                    if !held {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                };
+                let mut buf = [0u8; 16 << 10];
+                loop {
+                    hold();
+                    match source.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            hold();
+                            if sink.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = sink.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    }
+
+    /// Pauses the connections of process `pid` (0: resumes them).
+    fn pause(&self, pid: i32) {
+        self.paused.store(pid, Ordering::SeqCst);
     }
 }
 
@@ -404,8 +443,8 @@ pub(crate) fn error_name(status: &tonic::Status) -> &str {
 #[test]
 fn two_organisations_endorse_through_one_gateway_and_agree() {
     let mut net = Network::init("Org1,Org2", 1);
-    // Org2's peer orders through a proxy the test can pause, so that it can be made to
-    // lag behind Org1's while it still endorses.
+    // Every node reaches the orderer through a proxy that can pause Org2's peer's
+    // connections, so that it can be made to lag behind Org1's while it still endorses.
     let orderer_port: u16 = net
         .url("Org1/orderer0")
         .rsplit(':')
@@ -414,16 +453,7 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         .parse()
         .unwrap();
     let proxy = Proxy::start(orderer_port);
-    let settings = net.node("Org2/peer0").join("runnel.toml");
-    let text = std::fs::read_to_string(&settings).unwrap();
-    std::fs::write(
-        &settings,
-        text.replace(
-            &format!("endpoint = \"https://127.0.0.1:{orderer_port}\""),
-            &format!("endpoint = \"https://127.0.0.1:{}\"", proxy.port),
-        ),
-    )
-    .unwrap();
+    through_proxies(&net.dir, &[orderer_port], &[proxy.port]);
     net.up();
 
     // Each node's directory holds its own organisation's node key and nothing else.
@@ -563,13 +593,19 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
         // Org2's peer lags (its orderer link paused) while Org1's moves on: a blind
         // write commits on Org1 (both peers endorse it alike), then the two read
         // different values of the key, and the gateway refuses the differing payloads.
-        proxy.pause(true);
+        proxy.pause(pid_of(&net.node("Org2/peer0")));
         let put = net.json(
             "Org1/peer0",
             "Org1",
             &["invoke", "kv", "put", "colour", "red"],
         );
         assert_eq!(put["code"], "VALID", "{put}");
+        let height = |node: &str| net.json(node, &org_of(node), &["state-hash"])["height"].as_u64();
+        let (lagging, ahead) = (height("Org2/peer0"), height("Org1/peer0"));
+        assert!(
+            lagging < ahead,
+            "Org2's peer is not behind ({lagging:?} against {ahead:?}): it reached the orderer around the paused proxy"
+        );
         let diverged = endorse(
             &url1,
             &people1,
@@ -585,7 +621,7 @@ fn two_organisations_endorse_through_one_gateway_and_agree() {
             "{diverged:?}"
         );
         assert!(diverged.message().contains("Org2"), "{diverged:?}");
-        proxy.pause(false);
+        proxy.pause(0);
     });
     let hashes = net.state_hashes(&["Org1/peer0", "Org2/peer0"], org_of);
     assert_eq!(hashes[0], hashes[1]);

@@ -119,11 +119,11 @@ fn cuts(
     (to == isolated_index && owner != isolated) || (to != isolated_index && owner == isolated)
 }
 
-/// The orderer process among `pids` whose socket dialled proxy port `proxy` from local
+/// The process among `pids` whose socket dialled proxy port `proxy` from local
 /// port `port`: found through the socket's inode in /proc/net/tcp and the processes'
 /// descriptors. Both ends name the socket: a closed socket that once had the same local
 /// port (in TIME_WAIT, with no inode) must not hide the live one.
-fn owner(port: u16, proxy: u16, pids: &[i32]) -> Option<i32> {
+pub(crate) fn owner(port: u16, proxy: u16, pids: &[i32]) -> Option<i32> {
     let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
     let (local, remote) = (
         format!("0100007F:{port:04X}"),
@@ -201,7 +201,7 @@ fn port_of(url: &str) -> u16 {
 /// Makes every node and organisation reach the orderers through the proxies: each
 /// orderer endpoint (`https://127.0.0.1:<target>`) in the network definitions and the
 /// peers' configuration becomes the proxy's. Where an orderer listens is left as it is.
-fn through_proxies(dir: &Path, targets: &[u16], proxies: &[u16]) {
+pub(crate) fn through_proxies(dir: &Path, targets: &[u16], proxies: &[u16]) {
     for entry in walk(dir) {
         let name = entry
             .file_name()
