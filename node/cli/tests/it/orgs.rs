@@ -240,7 +240,7 @@ pub(crate) fn org_of(node: &str) -> String {
     node.split('/').next().unwrap().to_string()
 }
 
-/// A TCP proxy on loopback in front of the orderer, which every node reaches it through
+/// A TCP proxy on loopback in front of the orderer, through which every node reaches it
 /// (the endpoint the network definition names), and which can pause one process's
 /// connections: while paused it forwards nothing of theirs, the connections staying
 /// open, as a congested link does. With one endpoint named, a peer has no other orderer

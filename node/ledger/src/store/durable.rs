@@ -1042,7 +1042,7 @@ const SLED_RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// Takes the directory's [`LOCK_FILE`] lock, then opens sled in it.
 ///
 /// A held Runnel lock means another open store, here or in another process:
-/// [`StoreError::Locked`] at once. Holding it, the only store that can still hold
+/// [`StoreError::Locked`] (after [`LOCK_RELEASE_WAIT`]). Holding it, the only store that can still hold
 /// sled's own lock is one closed a moment ago: dropping a sled database does not wait
 /// for its background threads, whose file handle keeps sled's lock a few milliseconds
 /// longer. So an I/O error from sled is retried for [`SLED_RELEASE_WAIT`] before it is
@@ -1063,8 +1063,16 @@ fn open_locked(dir: &Path) -> Result<(sled::Db, File), StoreError> {
     }
 }
 
+/// How long a held directory lock is waited for before [`StoreError::Locked`]: a lock
+/// dropped a moment ago can still be held by a child process this one is starting. The
+/// lock belongs to the open file, and between fork and exec the child holds a copy of
+/// every descriptor, close-on-exec ones included, so a store closed then reopened in a
+/// process that also starts processes would otherwise fail at random.
+const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
+
 /// Creates `dir` if needed and takes Runnel's OS lock on it ([`StoreError::Locked`] when
-/// another open store or log holds it); the lock lasts as long as the returned file.
+/// another open store or log holds it for [`LOCK_RELEASE_WAIT`]); the lock lasts as long
+/// as the returned file.
 pub(crate) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
     std::fs::create_dir_all(dir).map_err(|error| StoreError::Sled(error.to_string()))?;
     let lock = File::options()
@@ -1073,16 +1081,23 @@ pub(crate) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
         .write(true)
         .open(dir.join(LOCK_FILE))
         .map_err(|error| StoreError::Sled(error.to_string()))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(StoreError::Locked {
-                path: dir.display().to_string(),
-            });
+    let deadline = Instant::now() + LOCK_RELEASE_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: dir.display().to_string(),
+                });
+            }
+            Err(TryLockError::Error(error)) => return Err(StoreError::Sled(error.to_string())),
         }
-        Err(TryLockError::Error(error)) => return Err(StoreError::Sled(error.to_string())),
     }
-    Ok(lock)
 }
 
 #[cfg(test)]
