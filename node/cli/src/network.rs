@@ -20,12 +20,21 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use runnel_ledger::identity::{
-    CertificateAuthority, IDENTITIES_DIR, IssuedIdentity, NetworkDefinition, OrdererNode,
-    OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE, TlsAuthority,
-    write_identity, write_key,
+    BFT_ORDERERS_MIN, CertificateAuthority, IDENTITIES_DIR, IssuedIdentity, NetworkDefinition,
+    OrdererNode, OrderingProtocol, OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE,
+    TLS_SERVER_KEY_FILE, TlsAuthority, write_identity, write_key,
 };
 
 use runnel_node::config;
+
+/// `--ordering`: `raft` or `bft`.
+pub fn parse_ordering(text: &str) -> Result<OrderingProtocol, String> {
+    match text {
+        "raft" => Ok(OrderingProtocol::Raft),
+        "bft" => Ok(OrderingProtocol::Bft),
+        other => Err(format!("`{other}`: raft or bft")),
+    }
+}
 
 /// The directory of an organisation's CAs, inside its directory.
 pub const CA_DIR: &str = "ca";
@@ -53,6 +62,8 @@ pub struct Layout<'a> {
     /// leave no other way (2 organisations and an odd count), which
     /// [`runnel_orderer::raft::quorum::warn_of_a_holder`] then says.
     pub orderers: usize,
+    /// How the orderers of a cluster agree (`bft` needs at least 4).
+    pub ordering: OrderingProtocol,
     /// The first orderer listens here, the others on the ports after it; then the peers,
     /// org by org.
     pub base_port: u16,
@@ -229,6 +240,13 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
     if layout.orderers == 0 {
         bail!("--orderers: a network needs at least one orderer");
     }
+    if layout.ordering == OrderingProtocol::Bft && layout.orderers < BFT_ORDERERS_MIN {
+        bail!(
+            "--orderers {}: Byzantine-fault-tolerant ordering needs at least {BFT_ORDERERS_MIN} \
+             (3f + 1 for f = 1; 7 for f = 2)",
+            layout.orderers
+        );
+    }
     let mut port = layout.base_port;
     // (its org's index, the orderer, its port)
     let mut orderers: Vec<(usize, OrdererNode, u16)> = Vec::new();
@@ -269,6 +287,7 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
             .iter()
             .map(|(_, orderer, _)| orderer.clone())
             .collect(),
+        ordering: layout.ordering,
         lifecycle_policy: runnel_ledger::lifecycle::DEFAULT_LIFECYCLE_POLICY.to_string(),
         config_policy: runnel_ledger::identity::DEFAULT_CONFIG_POLICY.to_string(),
     };
@@ -509,6 +528,7 @@ mod tests {
             tls_hosts: &[],
             peers_per_org,
             orderers: 1,
+            ordering: OrderingProtocol::Raft,
             base_port: 9050,
             host: "127.0.0.1",
         };
@@ -577,6 +597,7 @@ mod tests {
                     tls_hosts: &[],
                     peers_per_org: 1,
                     orderers,
+                    ordering: OrderingProtocol::Raft,
                     base_port: 9050,
                     host: "127.0.0.1",
                 },

@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use runnel_ledger::identity::{NetworkIdentities, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS};
+use runnel_ledger::identity::{
+    NetworkIdentities, OrderingProtocol, Role, TLS_CA_FILE, TLS_LOCAL_HOSTS,
+};
+
+use crate::network::parse_ordering;
 use runnel_node::config::{self, NodeConfig, NodeRole};
 use runnel_node::{Node, StartOptions};
 use runnel_server::ops;
@@ -41,6 +45,11 @@ pub struct InitArgs {
     /// take an even count (4 = 2 + 2).
     #[arg(long, default_value_t = 1)]
     pub orderers: usize,
+    /// How a cluster of orderers agrees: `raft` tolerates crashes of a minority, `bft`
+    /// tolerates `f` of `3f + 1` orderers that lie or stop (at least 4 orderers; every
+    /// seal then carries `2f + 1` signatures).
+    #[arg(long, value_parser = parse_ordering, default_value = "raft")]
+    pub ordering: OrderingProtocol,
     /// The first orderer's port; the other orderers, then the peers, listen on the ports
     /// after it.
     #[arg(long, default_value_t = 7050)]
@@ -155,6 +164,7 @@ pub fn init(args: &InitArgs) -> Result<()> {
             tls_hosts: &args.tls_hosts,
             peers_per_org: args.peers_per_org,
             orderers: args.orderers,
+            ordering: args.ordering,
             base_port: args.base_port,
             host: "127.0.0.1",
         },

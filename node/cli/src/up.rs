@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use runnel_client::Connection;
-use runnel_ledger::identity::{NETWORK_FILE, NetworkDefinition, Role};
+use runnel_ledger::identity::{NETWORK_FILE, NetworkDefinition, OrderingProtocol, Role};
 use runnel_ledger::lifecycle::{FN_APPROVE, FN_DEPLOY};
 use runnel_server::proto::DeployRequest;
 
-use crate::network::{self, Layout, NodeDir};
+use crate::network::{self, Layout, NodeDir, parse_ordering};
 
 /// The example contracts `runnel up` commits: name, module, and whether kv's policy is
 /// every organisation's peer.
@@ -59,6 +59,11 @@ pub struct UpArgs {
     /// 3 or 5. Used when the network is created.
     #[arg(long, default_value_t = 1)]
     pub orderers: usize,
+    /// How a cluster of orderers agrees: `raft` tolerates crashes of a minority, `bft`
+    /// tolerates `f` of `3f + 1` orderers that lie or stop (at least 4 orderers; every
+    /// seal then carries `2f + 1` signatures). Used when the network is created.
+    #[arg(long, value_parser = parse_ordering, default_value = "raft")]
+    pub ordering: OrderingProtocol,
     /// The first orderer's port; the other orderers, then the peers, listen on the ports
     /// after it. Used when the network is created.
     #[arg(long, default_value_t = 7050)]
@@ -119,6 +124,7 @@ pub fn up(args: &UpArgs) -> Result<()> {
                 tls_hosts: &[],
                 peers_per_org: args.peers_per_org,
                 orderers: args.orderers,
+                ordering: args.ordering,
                 base_port: args.base_port,
                 host: "127.0.0.1",
             },

@@ -35,9 +35,10 @@ pub const SEAL_DOMAIN: &[u8] = b"runnel.seal.v1";
 
 /// The `previous_hash` of block 1.
 pub const GENESIS_HASH: Hash = [0; 32];
-/// Distinct orderers whose signatures a seal needs. Solo and Raft ordering tolerate
-/// crashes, not lies: the orderer that cut the block signs it alone. A Byzantine-fault-
-/// tolerant service would need 2f+1 of its members here, carried in the same field.
+/// Distinct orderers whose signatures a seal needs at the least. Solo and Raft ordering
+/// tolerate crashes, not lies: the orderer that cut the block signs it alone. A
+/// Byzantine-fault-tolerant cluster needs `n - f` of its `n` members
+/// ([`NetworkDefinition::seal_quorum`], [`Sealers::required`]), in the same field.
 pub const SEAL_SIGNERS_REQUIRED: usize = 1;
 /// Signatures a seal may carry at most, so that a seal cannot make a peer verify without
 /// bound (a BFT cluster of 3f+1 = 31 members needs 21).
@@ -228,6 +229,8 @@ pub struct Sealers<'a> {
     named: Option<&'a [OrdererNode]>,
     /// The definition's sequence, for errors.
     sequence: u64,
+    /// Distinct orderers whose signatures a seal needs.
+    required: usize,
 }
 
 impl<'a> Sealers<'a> {
@@ -238,6 +241,7 @@ impl<'a> Sealers<'a> {
             msp,
             named: None,
             sequence: 0,
+            required: SEAL_SIGNERS_REQUIRED,
         }
     }
 
@@ -248,7 +252,14 @@ impl<'a> Sealers<'a> {
             msp,
             named: (!definition.orderers.is_empty()).then_some(definition.orderers.as_slice()),
             sequence: definition.sequence,
+            required: definition.seal_quorum().max(SEAL_SIGNERS_REQUIRED),
         }
+    }
+
+    /// Distinct orderers whose signatures a seal needs: `n - f` of a Byzantine-fault-
+    /// tolerant cluster's `n`, one otherwise.
+    pub fn required(&self) -> usize {
+        self.required
     }
 
     /// The orderer whose certificate is `cert_der`, if it may sign a seal of time `at`
@@ -278,7 +289,7 @@ impl<'a> Sealers<'a> {
     }
 }
 
-/// Checks a seal's signatures: between [`SEAL_SIGNERS_REQUIRED`] and
+/// Checks a seal's signatures: between [`Sealers::required`] and
 /// [`SEAL_SIGNATURES_MAX`] of them, each from a distinct orderer that `sealers` admits at
 /// the seal's own time, and each over the seal. Every signature present must verify: one
 /// bad signature refuses the seal, so a seal never carries a claim that does not hold.
@@ -287,9 +298,11 @@ fn verify_signatures(
     signatures: &[SealSignature],
     sealers: &Sealers<'_>,
 ) -> Result<(), BlockError> {
-    if signatures.len() < SEAL_SIGNERS_REQUIRED || signatures.len() > SEAL_SIGNATURES_MAX {
+    let required = sealers.required();
+    if signatures.len() < required || signatures.len() > SEAL_SIGNATURES_MAX {
         return Err(BlockError::BadSeal(format!(
-            "{} signatures; a seal carries {SEAL_SIGNERS_REQUIRED} to {SEAL_SIGNATURES_MAX}",
+            "{} signatures; a seal of this ordering service carries {required} to \
+             {SEAL_SIGNATURES_MAX}, of distinct orderers",
             signatures.len()
         )));
     }
@@ -868,6 +881,95 @@ mod tests {
             let error = refused(&mut SealChain::genesis(), &bytes, &block, &msp);
             assert_eq!(error.code(), code, "{error:?}");
         }
+    }
+
+    #[test]
+    fn a_byzantine_fault_tolerant_cluster_needs_a_quorum_of_its_members_on_every_seal() {
+        use crate::identity::{OrdererNode, OrderingProtocol};
+        let orgs = ["Org1", "Org2", "Org3", "Org4", "Org5"];
+        let net = NetworkIdentities::generate(&orgs, Duration::days(1)).unwrap();
+        let orderer = |org: &str| net.org(org).unwrap().signer(Role::Orderer).unwrap().clone();
+        // Four members (f = 1): Org1..Org4's orderers; Org5's is not one.
+        let mut definition = NetworkDefinition::of(&net, "main");
+        definition.ordering = OrderingProtocol::Bft;
+        definition.orderers = (1..=4)
+            .map(|i| OrdererNode {
+                name: format!("orderer0.Org{i}"),
+                org: format!("Org{i}"),
+                endpoint: format!("https://127.0.0.1:{}", 7050 + i),
+                raft_id: i,
+            })
+            .collect();
+        definition.check().unwrap();
+        assert_eq!(definition.seal_quorum(), 3);
+        let msp = definition.msp().unwrap();
+        let sealers = Sealers::of(&definition, &msp);
+        assert_eq!(sealers.required(), 3);
+
+        let block = leaves(3);
+        let sealed = SealChain::genesis().seal_next(&orderer("Org1"), &block, now_ms());
+        let signature_of = |org: &str| {
+            let signer = orderer(org);
+            SealSignature {
+                orderer: signer.cert_der().to_vec(),
+                signature: signer.sign(&seal_message(&sealed.hash)).to_vec(),
+            }
+        };
+        let with = |orgs: &[&str]| {
+            let mut signed = SignedSeal::decode(sealed.bytes.as_slice()).unwrap();
+            signed.signatures = orgs.iter().map(|org| signature_of(org)).collect();
+            signed.encode_to_vec()
+        };
+        let accept = |bytes: &[u8]| SealChain::genesis().accept(bytes, &block, &sealers);
+
+        // One orderer, even the one that cut the block, and two are not enough.
+        for signers in [&["Org1"][..], &["Org1", "Org2"]] {
+            let error = accept(&with(signers)).unwrap_err();
+            assert_eq!(error.code(), "BAD_SEAL", "{signers:?}: {error}");
+        }
+        // Three distinct members are; so are all four.
+        for signers in [
+            &["Org1", "Org2", "Org3"][..],
+            &["Org4", "Org3", "Org2", "Org1"],
+        ] {
+            assert_eq!(
+                accept(&with(signers)).unwrap().hash,
+                sealed.hash,
+                "{signers:?}"
+            );
+        }
+        // Three signatures of which one is an orderer the definition does not name.
+        let error = accept(&with(&["Org1", "Org2", "Org5"])).unwrap_err();
+        assert!(matches!(error, BlockError::NotAMember { .. }), "{error}");
+        // Without a definition (a seal's chain checked alone), one still suffices.
+        SealChain::genesis()
+            .accept(&with(&["Org1"]), &block, &Sealers::any_orderer(&msp))
+            .unwrap();
+
+        // Quorums as the cluster grows: n - f of n.
+        for (n, quorum) in [(4, 3), (5, 4), (6, 5), (7, 5), (10, 7)] {
+            definition.orderers = (1..=n)
+                .map(|i| OrdererNode {
+                    name: format!("orderer{i}.Org1"),
+                    org: "Org1".into(),
+                    endpoint: format!("https://127.0.0.1:{}", 7050 + i),
+                    raft_id: i,
+                })
+                .collect();
+            assert_eq!(definition.seal_quorum(), quorum, "{n} orderers");
+        }
+        // Fewer than four, or an orderer without a cluster id, is no BFT cluster.
+        definition.orderers.truncate(3);
+        assert!(definition.check().is_err());
+        definition.orderers = (1..=4)
+            .map(|i| OrdererNode {
+                name: format!("orderer{i}.Org1"),
+                org: "Org1".into(),
+                endpoint: format!("https://127.0.0.1:{}", 7050 + i),
+                raft_id: if i == 4 { 0 } else { i },
+            })
+            .collect();
+        assert!(definition.check().is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use prost::Message;
 use runnel_runtime::{KvRead, KvWrite, NsRwSet, StateView, Version};
 
-use crate::identity::{NetworkDefinition, Role};
+use crate::identity::{NetworkDefinition, OrderingProtocol, Role};
 use crate::ids::ValidationCode;
 use crate::policy::{Endorser, Policy, PolicyError, PolicyErrorKind, RoleMatch};
 use crate::proto::{Proposal, ResponsePayload, SignedProposal, Transaction};
@@ -421,15 +421,16 @@ fn check_orderers(
     current: &NetworkDefinition,
     next: &NetworkDefinition,
 ) -> Result<(), ConfigUpdateError> {
-    let kind = |definition: &NetworkDefinition| {
-        if definition.cluster().is_empty() {
-            "no Raft cluster"
-        } else {
-            "a Raft cluster"
-        }
+    let kind = |definition: &NetworkDefinition| match (
+        definition.cluster().is_empty(),
+        definition.ordering,
+    ) {
+        (true, _) => "no ordering cluster",
+        (false, OrderingProtocol::Raft) => "a Raft cluster",
+        (false, OrderingProtocol::Bft) => "a Byzantine-fault-tolerant cluster",
     };
     let (now, then) = (current.cluster(), next.cluster());
-    if now.is_empty() != then.is_empty() {
+    if now.is_empty() != then.is_empty() || current.ordering != next.ordering {
         return Err(ConfigUpdateError::OrderingKind {
             current: kind(current),
             next: kind(next),
@@ -444,7 +445,13 @@ fn check_orderers(
         })
         .map(|(id, _)| *id)
         .collect();
-    if !then.is_empty() && kept.len() * 2 <= then.len() {
+    // A Raft cluster keeps a majority of its new voters; a Byzantine-fault-tolerant one a
+    // quorum of its new members (it changes at most f of them at once).
+    let enough = match next.ordering {
+        OrderingProtocol::Raft => kept.len() * 2 > then.len(),
+        OrderingProtocol::Bft => kept.len() >= next.seal_quorum(),
+    };
+    if !then.is_empty() && !enough {
         return Err(ConfigUpdateError::OrdererQuorum {
             next: then.iter().map(|(id, _)| *id).collect(),
             kept,
@@ -690,6 +697,46 @@ mod tests {
         assert_eq!(refused.code(), ValidationCode::BadConfigUpdate);
         solo.orderers.clear();
         assert!(check_next(&current, &solo).is_err());
+    }
+
+    #[test]
+    fn a_byzantine_fault_tolerant_cluster_changes_at_most_f_members_and_never_its_protocol() {
+        let mut current = genesis();
+        current.orderers = (1..=4).map(orderer).collect();
+        current.ordering = OrderingProtocol::Bft;
+        let cluster = |ids: &[u64]| {
+            let mut next = current.clone();
+            next.sequence = 1;
+            next.orderers = ids.iter().map(|id| orderer(*id)).collect();
+            check_next(&current, &next)
+        };
+        // Add one, or replace one by one in two steps: the kept ones are a quorum.
+        for ids in [&[1, 2, 3, 4, 5][..], &[1, 2, 3, 5]] {
+            cluster(ids).unwrap_or_else(|e| panic!("{ids:?}: {e}"));
+        }
+        // Replace two at once, add three (7 needs 5 kept), or fall below four orderers.
+        for ids in [&[1, 2, 5, 6][..], &[1, 2, 3, 4, 5, 6, 7]] {
+            assert!(
+                matches!(cluster(ids), Err(ConfigUpdateError::OrdererQuorum { .. })),
+                "{ids:?}"
+            );
+        }
+        assert!(cluster(&[1, 2, 3]).is_err());
+        // Raft to BFT and back are refused: the protocol is the network's for good.
+        let mut raft = current.clone();
+        raft.sequence = 1;
+        raft.ordering = OrderingProtocol::Raft;
+        let refused = check_next(&current, &raft).unwrap_err();
+        assert!(
+            matches!(refused, ConfigUpdateError::OrderingKind { .. }),
+            "{refused}"
+        );
+        let mut back = current.clone();
+        back.sequence = 2;
+        assert!(matches!(
+            check_next(&raft, &back),
+            Err(ConfigUpdateError::OrderingKind { .. })
+        ));
     }
 
     #[test]

@@ -492,6 +492,7 @@ mod tests {
             sequence,
             orgs: Vec::new(),
             orderers: ids.iter().map(|id| orderer(*id)).collect(),
+            ordering: Default::default(),
             lifecycle_policy: String::new(),
             config_policy: String::new(),
         }

@@ -303,6 +303,7 @@ mod tests {
                     raft_id: *raft_id,
                 })
                 .collect(),
+            ordering: Default::default(),
             lifecycle_policy: String::new(),
             config_policy: String::new(),
         }

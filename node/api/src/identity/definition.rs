@@ -38,6 +38,10 @@ pub struct NetworkDefinition {
     /// The ordering service's nodes.
     #[serde(default)]
     pub orderers: Vec<OrdererNode>,
+    /// How a cluster of orderers agrees: Raft (the default, absent from the JSON) or a
+    /// Byzantine-fault-tolerant protocol. Never changed by an update.
+    #[serde(default, skip_serializing_if = "OrderingProtocol::is_raft")]
+    pub ordering: OrderingProtocol,
     /// Whose approvals put a contract definition in force: a policy over the orgs'
     /// admins (default a majority of them).
     #[serde(default = "default_lifecycle_policy")]
@@ -84,6 +88,43 @@ pub struct PeerNode {
     pub endpoint: String,
 }
 
+/// How the orderers of a cluster agree on the order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderingProtocol {
+    /// Raft: tolerates crashes of a minority, not lies; the orderer that cuts a block
+    /// signs its seal alone.
+    #[default]
+    Raft,
+    /// Byzantine-fault-tolerant: `n` orderers tolerate `f = (n - 1) / 3` that lie or
+    /// stop; every seal carries the signatures of `n - f` of them
+    /// ([`NetworkDefinition::seal_quorum`]).
+    Bft,
+}
+
+impl OrderingProtocol {
+    fn is_raft(&self) -> bool {
+        *self == OrderingProtocol::Raft
+    }
+
+    /// Its name in the definition and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderingProtocol::Raft => "raft",
+            OrderingProtocol::Bft => "bft",
+        }
+    }
+}
+
+/// The fewest orderers a Byzantine-fault-tolerant cluster runs with: `3f + 1` for `f = 1`.
+pub const BFT_ORDERERS_MIN: usize = 4;
+
+/// The most of `n` orderers that may lie or stop while a Byzantine-fault-tolerant cluster
+/// stays safe and live: `f = (n - 1) / 3`.
+pub fn bft_faults(n: usize) -> usize {
+    n.saturating_sub(1) / 3
+}
+
 /// A node of the ordering service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,8 +135,9 @@ pub struct OrdererNode {
     pub org: String,
     /// Its ordering service, `https://host:port`.
     pub endpoint: String,
-    /// Its id in the ordering cluster: orderers with one order together through Raft.
-    /// A definition gives one to every orderer or to none (a solo orderer).
+    /// Its id in the ordering cluster (Raft's or the BFT protocol's: the field keeps its
+    /// first name so that definitions keep their bytes). A definition gives one to every
+    /// orderer or to none (a solo orderer).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raft_id: u64,
 }
@@ -151,6 +193,7 @@ impl NetworkDefinition {
                 })
                 .collect(),
             orderers: Vec::new(),
+            ordering: OrderingProtocol::Raft,
             lifecycle_policy: default_lifecycle_policy(),
             config_policy: default_config_policy(),
         }
@@ -231,11 +274,35 @@ impl NetworkDefinition {
             unique.dedup();
             if clustered != ids.len() || unique.len() != ids.len() {
                 return Err(malformed(format!(
-                    "orderer Raft ids {ids:?}: a cluster gives every orderer an id of its own,                      not 0"
+                    "orderer cluster ids {ids:?}: a cluster gives every orderer an id of its \
+                     own, not 0"
                 )));
             }
         }
+        if self.ordering == OrderingProtocol::Bft
+            && (clustered != ids.len() || ids.len() < BFT_ORDERERS_MIN)
+        {
+            return Err(malformed(format!(
+                "{} orderers with cluster ids {ids:?}: Byzantine-fault-tolerant ordering needs \
+                 at least {BFT_ORDERERS_MIN}, each with an id of its own",
+                ids.len()
+            )));
+        }
         Ok(())
+    }
+
+    /// Distinct orderers of this definition whose signatures a seal needs: `n - f` of the
+    /// `n` a Byzantine-fault-tolerant cluster names (`2f + 1` when `n = 3f + 1`), so that
+    /// any two quorums share an honest orderer; one otherwise (solo and Raft ordering
+    /// tolerate crashes, not lies: the orderer that cut the block signs alone).
+    pub fn seal_quorum(&self) -> usize {
+        match self.ordering {
+            OrderingProtocol::Raft => 1,
+            OrderingProtocol::Bft => {
+                let n = self.orderers.len();
+                n - bft_faults(n)
+            }
+        }
     }
 
     /// The orderers of the Raft cluster, `(raft id, orderer)`; empty when the network

@@ -22,8 +22,9 @@ mod role;
 
 pub use authority::{CertificateAuthority, IssuedIdentity, Signer, TlsAuthority};
 pub use definition::{
-    DEFAULT_CONFIG_POLICY, DEFAULT_LIFECYCLE_POLICY, NETWORK_FILE, NetworkDefinition, OrdererNode,
-    OrgDefinition, PeerNode, REVOKED_KEY_PREFIX, certificate_der, revocation, revoked_key,
+    BFT_ORDERERS_MIN, DEFAULT_CONFIG_POLICY, DEFAULT_LIFECYCLE_POLICY, NETWORK_FILE,
+    NetworkDefinition, OrdererNode, OrderingProtocol, OrgDefinition, PeerNode, REVOKED_KEY_PREFIX,
+    bft_faults, certificate_der, revocation, revoked_key,
 };
 pub use msp::{IDENTITY_CACHE_MAX, Identity, Msp};
 pub use network::{
