@@ -197,6 +197,27 @@ pub fn sign_seal(orderer: &Signer, seal: Seal) -> SignedSealed {
     SignedSealed { seal, bytes, hash }
 }
 
+/// One orderer's signature over the seal whose `BlockSeal` bytes hash to `seal_hash`: what
+/// each member of a Byzantine-fault-tolerant cluster contributes to a seal.
+pub fn seal_signature(orderer: &Signer, seal_hash: &Hash) -> SealSignature {
+    SealSignature {
+        orderer: orderer.cert_der().to_vec(),
+        signature: orderer.sign(&seal_message(seal_hash)).to_vec(),
+    }
+}
+
+/// `seal` with `signatures` (each from [`seal_signature`]), encoded as a `SignedSeal`.
+pub fn signed_by(seal: Seal, signatures: Vec<SealSignature>) -> SignedSealed {
+    let seal_bytes = seal.encode();
+    let hash = sha256(&seal_bytes);
+    let bytes = SignedSeal {
+        seal: seal_bytes,
+        signatures,
+    }
+    .encode_to_vec();
+    SignedSealed { seal, bytes, hash }
+}
+
 /// Decodes a `SignedSeal` without checking its signature: for reading back seals that
 /// were verified when they were stored.
 pub fn decode_signed_seal(bytes: &[u8]) -> Result<SignedSealed, BlockError> {
@@ -282,6 +303,21 @@ impl<'a> Sealers<'a> {
         Ok(orderer)
     }
 
+    /// The orderer whose `signature` it is, if that orderer may sign `seal` (whose
+    /// `BlockSeal` bytes hash to `seal_hash`) and the signature holds over it.
+    pub fn check(
+        &self,
+        signature: &SealSignature,
+        seal: &Seal,
+        seal_hash: &Hash,
+    ) -> Result<std::sync::Arc<Identity>, BlockError> {
+        let orderer = self.verify(&signature.orderer, unix_seconds(seal.timestamp_ms))?;
+        orderer
+            .verify(&seal_message(seal_hash), &signature.signature)
+            .map_err(|_| BlockError::BadSignature)?;
+        Ok(orderer)
+    }
+
     /// Whether `signer` may sign a seal of time `timestamp_ms`.
     pub fn admit(&self, signer: &Signer, timestamp_ms: u64) -> Result<(), BlockError> {
         self.verify(signer.cert_der(), unix_seconds(timestamp_ms))
@@ -306,14 +342,9 @@ fn verify_signatures(
             signatures.len()
         )));
     }
-    let at = unix_seconds(sealed.seal.timestamp_ms);
-    let message = seal_message(&sealed.hash);
     let mut signers = Vec::with_capacity(signatures.len());
     for signature in signatures {
-        let orderer = sealers.verify(&signature.orderer, at)?;
-        orderer
-            .verify(&message, &signature.signature)
-            .map_err(|_| BlockError::BadSignature)?;
+        let orderer = sealers.check(signature, &sealed.seal, &sealed.hash)?;
         // One orderer is one name and one key: a second certificate for either counts
         // for nothing more.
         let signer = orderer.id();

@@ -27,6 +27,7 @@
 //! is reached through the same trait (its `RemoteOrderer`), and its Raft cluster
 //! implements it too, over the same log kept as a replicated one ([`stream`]).
 
+pub mod gate;
 pub mod quota;
 pub mod replay;
 mod solo;
@@ -237,6 +238,25 @@ pub enum Delivered {
 pub trait Delivery: Send {
     /// The next item, waiting up to `timeout`; `Ok(None)` when nothing came in time.
     fn next(&mut self, timeout: Duration) -> Result<Option<Delivered>, OrderError>;
+
+    /// Refuses everything delivered from seq `from` (block `next_block`) on, for `why`:
+    /// the source sent what a peer must not take (a stream that a quorum of a
+    /// Byzantine-fault-tolerant ordering service did not sign, [`gate`]). A delivery
+    /// that can read from another source reads again from there, from that position,
+    /// and never hands out an item it read before the refusal; one that cannot fails,
+    /// as this default does.
+    fn refuse(&mut self, from: Seq, next_block: BlockNumber, why: &str) -> Result<(), OrderError> {
+        let _ = next_block;
+        Err(OrderError::Corrupt(format!(
+            "the ordered stream from seq {from} on is refused, and there is no other \
+             source to read it from: {why}"
+        )))
+    }
+
+    /// Where it reads from now (an orderer's endpoint), for logs.
+    fn source(&self) -> String {
+        "this process's orderer".into()
+    }
 }
 
 /// An ordering service.

@@ -139,6 +139,17 @@ impl SealTrust {
             .map(|(from, trust)| (*from, trust.sealers()))
     }
 
+    /// The latest definition it holds (`None` for [`SealTrust::any_orderer`]), the seq of
+    /// the update that put it in force ([`Seq::ZERO`] for the first one it was given)
+    /// and the MSP that checks what it says.
+    pub fn latest(&self) -> (Seq, Option<&Arc<NetworkDefinition>>, &Arc<Msp>) {
+        let (seq, trust) = self
+            .entries
+            .back()
+            .expect("a seal trust holds at least one definition");
+        (*seq, trust.definition.as_ref(), &trust.msp)
+    }
+
     /// Forgets the definitions no seal ending at `first` or later needs: every one
     /// before the one in force once `first` is applied.
     pub fn forget_before(&mut self, first: Seq) {

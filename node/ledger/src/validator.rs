@@ -43,9 +43,11 @@ use std::time::Duration;
 
 use crossbeam_channel::{bounded, unbounded};
 
-use crate::identity::{Msp, NetworkDefinition, Role};
+use crate::block::{self, SealChain};
+use crate::identity::{Msp, NetworkDefinition, OrderingProtocol, Role};
 use crate::ids::{BlockNumber, Seq};
 use crate::lifecycle::DEFAULT_LIFECYCLE_POLICY;
+use crate::orderer::gate::SealGate;
 use crate::orderer::{Delivered, Delivery, Orderer};
 use crate::policy::Policy;
 use crate::store::WorldState;
@@ -229,8 +231,28 @@ impl Validator {
             .last_seal()
             .map_err(|e| ValidatorError::Store(e.to_string()))?;
         let next_block = BlockNumber(last_seal.as_ref().map_or(0, |seal| seal.number.0) + 1);
+        let gated = config
+            .genesis
+            .as_ref()
+            .is_some_and(|genesis| genesis.ordering == OrderingProtocol::Bft);
+        let chain = match &last_seal {
+            None => SealChain::genesis(),
+            Some(record) => SealChain::after(
+                &block::decode_signed_seal(&record.bytes)
+                    .map_err(|e| ValidatorError::Store(e.to_string()))?,
+            ),
+        };
+        // A gated stream is read from the last block's end: the gate checks the next
+        // seal over every transaction of its block, those made durable before a restart
+        // included.
+        let durable = world.durable_height();
+        let first = if gated {
+            chain.next_first()
+        } else {
+            durable.next()
+        };
         let mut delivery = orderer
-            .deliver(world.durable_height().next(), next_block)
+            .deliver(first, next_block)
             .map_err(|e| ValidatorError::Stream(e.to_string()))?;
         let shared = Arc::new(Shared {
             msp,
@@ -243,6 +265,12 @@ impl Validator {
             failure: Mutex::new(None),
             config,
         });
+        if gated {
+            // A Byzantine-fault-tolerant service's stream passes a block only once a
+            // quorum of its orderers signed the seal over it.
+            let trust = commit::seal_trust(&shared, first)?;
+            delivery = Box::new(SealGate::new(delivery, chain, trust, durable));
+        }
         let queue = shared.config.queue.max(1);
         let (to_verify, verify_rx) = bounded::<verify::Job>(queue);
         let (to_check, check_rx) = bounded::<verify::Verified>(queue);

@@ -557,21 +557,32 @@ impl Orderer for RemoteOrderer {
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {
         let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
         let (stop, stopped) = watch::channel(false);
+        let (restart, restarts) = watch::channel(Restart::default());
+        let source = Arc::new(RwLock::new(self.endpoint()));
         let reader = Reader {
             targets: self.targets.clone(),
             current: self.current.clone(),
             endpoint: self.endpoint(),
+            source: source.clone(),
             moved: false,
             seen: self.seen.clone(),
             next_seq: Seq(from.0.max(1)),
             next_block: BlockNumber(next_block.0.max(1)),
+            epoch: 0,
             send,
             stopped,
+            restarts,
         };
         // Read on the orderer's runtime itself: a thread of its own driving the stream
         // would be woken by the runtime for every message, a thread switch each.
         self.handle().spawn(reader.run());
-        Ok(Box::new(RemoteDelivery { receive, stop }))
+        Ok(Box::new(RemoteDelivery {
+            receive,
+            stop,
+            restart,
+            epoch: 0,
+            source,
+        }))
     }
 
     fn height(&self) -> Seq {
@@ -589,22 +600,63 @@ impl Orderer for RemoteOrderer {
     }
 }
 
-/// What a delivery hands its consumer.
-type Received = Result<Delivered, OrderError>;
+/// What a delivery hands its consumer, tagged with the reading it came from (one per
+/// refusal: what an earlier reading queued is dropped).
+type Received = (u64, Result<Delivered, OrderError>);
+
+/// A consumer's refusal: read again from `from` (block `next_block`) from another
+/// orderer, as reading number `epoch`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Restart {
+    epoch: u64,
+    from: Seq,
+    next_block: BlockNumber,
+}
 
 /// The consumer's end of a remote stream.
 struct RemoteDelivery {
     receive: crossbeam_channel::Receiver<Received>,
     stop: watch::Sender<bool>,
+    restart: watch::Sender<Restart>,
+    /// The reading whose items it takes.
+    epoch: u64,
+    /// The endpoint the reader reads from now.
+    source: Arc<RwLock<String>>,
 }
 
 impl Delivery for RemoteDelivery {
     fn next(&mut self, timeout: Duration) -> Result<Option<Delivered>, OrderError> {
-        match self.receive.recv_timeout(timeout) {
-            Ok(item) => item.map(Some),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Ok(None),
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(OrderError::Closed),
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.receive.recv_timeout(left) {
+                Ok((epoch, item)) if epoch == self.epoch => return item.map(Some),
+                // Read before a refusal.
+                Ok(_) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(OrderError::Closed);
+                }
+            }
         }
+    }
+
+    fn refuse(&mut self, from: Seq, next_block: BlockNumber, why: &str) -> Result<(), OrderError> {
+        tracing::debug!(source = %self.source(), %from, "stream refused: {why}");
+        self.epoch += 1;
+        let restart = Restart {
+            epoch: self.epoch,
+            from,
+            next_block,
+        };
+        self.restart.send(restart).map_err(|_| OrderError::Closed)
+    }
+
+    fn source(&self) -> String {
+        self.source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -621,14 +673,19 @@ struct Reader {
     current: Arc<AtomicUsize>,
     /// The orderer it reads from now.
     endpoint: String,
+    /// The same, for the consumer's logs.
+    source: Arc<RwLock<String>>,
     /// Set when it left that orderer for the one now in use (the leader), not for a
     /// failure.
     moved: bool,
     seen: Arc<Seen>,
     next_seq: Seq,
     next_block: BlockNumber,
+    /// The reading it is on: 0, then one more per refusal.
+    epoch: u64,
     send: crossbeam_channel::Sender<Received>,
     stopped: watch::Receiver<bool>,
+    restarts: watch::Receiver<Restart>,
 }
 
 impl Reader {
@@ -675,6 +732,7 @@ impl Reader {
     async fn read_stream(&mut self) -> Result<(), Option<OrderError>> {
         let target = self.targets.in_use(&self.current);
         self.endpoint = target.endpoint.clone();
+        *self.source.write().unwrap_or_else(PoisonError::into_inner) = self.endpoint.clone();
         let mut client = target.client.clone();
         let request = StreamRequest {
             from_seq: self.next_seq.0,
@@ -693,11 +751,19 @@ impl Reader {
         // Whether the orderer in use changed (the leader found, or the network's orderers
         // changed): the stream follows it.
         let mut check = tokio::time::interval(LEADER_CHECK);
+        let mut restarts = self.restarts.clone();
         loop {
             let message = tokio::select! {
                 message = stream.message() => Some(Some(message)),
                 _ = stopped.wait_for(|stop| *stop) => None,
                 _ = check.tick() => Some(None),
+                changed = restarts.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    self.restart();
+                    return Err(None);
+                }
             };
             let items = match message {
                 None => return Ok(()),
@@ -724,9 +790,25 @@ impl Reader {
         }
     }
 
+    /// After the consumer refused what this reader read: the next reading starts where
+    /// the consumer asked, at the next orderer.
+    fn restart(&mut self) {
+        let restart = *self.restarts.borrow_and_update();
+        self.epoch = restart.epoch;
+        self.next_seq = Seq(restart.from.0.max(1));
+        self.next_block = BlockNumber(restart.next_block.0.max(1));
+        let count = self.targets.get().len();
+        if count > 1 {
+            let next = (self.current.load(AtomicOrdering::Relaxed) + 1) % count;
+            self.current.store(next, AtomicOrdering::Relaxed);
+        }
+        self.moved = true;
+    }
+
     /// Gives the consumer one item, waiting while its queue is full (off the runtime's
     /// worker, which this runtime has more of when one blocks). False: the consumer left.
-    fn hand_over(&self, item: Received) -> bool {
+    fn hand_over(&self, item: Result<Delivered, OrderError>) -> bool {
+        let item = (self.epoch, item);
         match self.send.try_send(item) {
             Ok(()) => true,
             Err(crossbeam_channel::TrySendError::Full(item)) => {

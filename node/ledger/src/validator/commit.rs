@@ -146,7 +146,7 @@ fn store_error(error: impl std::fmt::Display) -> ValidatorError {
 /// back to the one in force at `first` (read back from the key's history, newest first),
 /// so that a restarted peer checks the seals still to come as it would have before. Any
 /// orderer of the MSP for a validator given no network definition.
-fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> {
+pub(super) fn seal_trust(shared: &Shared, first: Seq) -> Result<SealTrust, ValidatorError> {
     let Some(genesis) = &shared.config.genesis else {
         return Ok(SealTrust::any_orderer(shared.msp.clone()));
     };
