@@ -36,10 +36,10 @@ FORBIDDEN='
 runnel-contract: wasmtime tokio sled runnel-runtime
 runnel-api: wasmtime sled tokio tonic axum raft runnel-runtime runnel-ledger
 runnel-runtime: sled tokio tonic axum raft x509-parser rcgen runnel-ledger
-runnel-ledger: tonic tonic-web axum hyper rustls raft protobuf slog runnel-server runnel-orderer
-runnel-server: raft protobuf slog runnel-orderer
-runnel-client: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
-runnel-bench: wasmtime sled raft axum runnel-runtime runnel-ledger runnel-server
+runnel-ledger: tonic tonic-web axum hyper rustls raft protobuf slog commonware-consensus runnel-server runnel-orderer
+runnel-server: raft protobuf slog commonware-consensus runnel-orderer
+runnel-client: wasmtime sled raft commonware-consensus axum runnel-runtime runnel-ledger runnel-server
+runnel-bench: wasmtime sled raft commonware-consensus axum runnel-runtime runnel-ledger runnel-server
 '
 
 metadata=$(cargo metadata --format-version 1 --locked --no-deps)

@@ -256,6 +256,7 @@ fn add_orderer(args: &AddOrdererArgs) -> Result<()> {
             org: org.clone(),
             endpoint: args.endpoint.clone(),
             raft_id: added_raft_id(sequence)?,
+            key: String::new(),
         });
         Ok(next)
     })?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use runnel_ledger::identity::{
     BFT_ORDERERS_MIN, CertificateAuthority, IDENTITIES_DIR, IssuedIdentity, NetworkDefinition,
-    OrdererNode, OrderingProtocol, OrgDefinition, PeerNode, Role, TLS_SERVER_CERT_FILE,
+    OrdererNode, OrderingProtocol, OrgDefinition, PeerNode, Role, Signer, TLS_SERVER_CERT_FILE,
     TLS_SERVER_KEY_FILE, TlsAuthority, write_identity, write_key,
 };
 
@@ -265,6 +265,7 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
                 org: cas[index].name.clone(),
                 endpoint: url(port),
                 raft_id: if layout.orderers > 1 { i as u64 + 1 } else { 0 },
+                key: String::new(),
             },
             port,
         ));
@@ -313,6 +314,16 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
             revoked: Vec::new(),
         });
     }
+    // The orderers' identities come first: a BFT cluster's definition names their keys.
+    let orderer_identities = orderers
+        .iter()
+        .map(|(index, orderer, _)| cas[*index].ca.issue(Role::Orderer, &orderer.name, validity))
+        .collect::<Result<Vec<_>, _>>()?;
+    if layout.ordering == OrderingProtocol::Bft {
+        for (orderer, identity) in definition.orderers.iter_mut().zip(&orderer_identities) {
+            orderer.key = hex::encode(Signer::new(identity)?.public_key());
+        }
+    }
     definition
         .check()
         .context("checking the new network's definition")?;
@@ -339,10 +350,14 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
         }
     }
 
-    let node = |org: &OrgCas, role: Role, name: &str, port: u16, orderer: Option<&str>| {
+    let node = |org: &OrgCas,
+                (role, identity): (Role, &IssuedIdentity),
+                name: &str,
+                port: u16,
+                orderer: Option<&str>| {
         let dir = root.join(&org.name).join(short_name(name));
         let own = dir.join(IDENTITIES_DIR).join(&org.name);
-        write_identity(&own, role.as_str(), &org.ca.issue(role, name, validity)?)?;
+        write_identity(&own, role.as_str(), identity)?;
         let server = org.tls.issue_server(name, &hosts, validity)?;
         write_pair(&own, (TLS_SERVER_CERT_FILE, TLS_SERVER_KEY_FILE), &server)?;
         definition.write(&dir)?;
@@ -357,13 +372,20 @@ fn write(root: &Path, layout: &Layout<'_>) -> Result<()> {
         std::fs::write(dir.join(config::FILE_NAME), settings)?;
         anyhow::Ok(())
     };
-    for (index, orderer, port) in &orderers {
-        node(&cas[*index], Role::Orderer, &orderer.name, *port, None)?;
-    }
-    for (index, peer, port) in &peers {
+    for ((index, orderer, port), identity) in orderers.iter().zip(&orderer_identities) {
         node(
             &cas[*index],
-            Role::Peer,
+            (Role::Orderer, identity),
+            &orderer.name,
+            *port,
+            None,
+        )?;
+    }
+    for (index, peer, port) in &peers {
+        let identity = cas[*index].ca.issue(Role::Peer, &peer.name, validity)?;
+        node(
+            &cas[*index],
+            (Role::Peer, &identity),
             &peer.name,
             *port,
             Some(&orderer_for(*index)),

@@ -290,10 +290,13 @@ impl<'a> Sealers<'a> {
         orderer
             .require_role(&[Role::Orderer])
             .map_err(BlockError::Orderer)?;
+        // A node the definition gives a key signs with that key alone.
         if let Some(named) = self.named
-            && !named
-                .iter()
-                .any(|node| node.org == orderer.org && node.name == orderer.name)
+            && !named.iter().any(|node| {
+                node.org == orderer.org
+                    && node.name == orderer.name
+                    && (node.key.is_empty() || node.key == hex::encode(orderer.key))
+            })
         {
             return Err(BlockError::NotAMember {
                 orderer: orderer.id(),
@@ -929,6 +932,7 @@ mod tests {
                 org: format!("Org{i}"),
                 endpoint: format!("https://127.0.0.1:{}", 7050 + i),
                 raft_id: i,
+                key: hex::encode(orderer(&format!("Org{i}")).public_key()),
             })
             .collect();
         definition.check().unwrap();
@@ -977,6 +981,19 @@ mod tests {
             .accept(&with(&["Org1"]), &block, &Sealers::any_orderer(&msp))
             .unwrap();
 
+        // An orderer signing with another key than the definition names for it.
+        let mut rekeyed = definition.clone();
+        rekeyed.orderers[1].key = rekeyed.orderers[2].key.clone();
+        let msp = rekeyed.msp().unwrap();
+        let error = SealChain::genesis()
+            .accept(
+                &with(&["Org1", "Org2", "Org3"]),
+                &block,
+                &Sealers::of(&rekeyed, &msp),
+            )
+            .unwrap_err();
+        assert!(matches!(error, BlockError::NotAMember { .. }), "{error}");
+
         // Quorums as the cluster grows: n - f of n.
         for (n, quorum) in [(4, 3), (5, 4), (6, 5), (7, 5), (10, 7)] {
             definition.orderers = (1..=n)
@@ -985,6 +1002,7 @@ mod tests {
                     org: "Org1".into(),
                     endpoint: format!("https://127.0.0.1:{}", 7050 + i),
                     raft_id: i,
+                    key: String::new(),
                 })
                 .collect();
             assert_eq!(definition.seal_quorum(), quorum, "{n} orderers");
@@ -998,6 +1016,7 @@ mod tests {
                 org: "Org1".into(),
                 endpoint: format!("https://127.0.0.1:{}", 7050 + i),
                 raft_id: if i == 4 { 0 } else { i },
+                key: String::new(),
             })
             .collect();
         assert!(definition.check().is_err());

@@ -648,6 +648,7 @@ mod tests {
             org: "Org1".into(),
             endpoint: format!("https://127.0.0.1:{}", 7050 + id),
             raft_id: id,
+            key: hex::encode([id as u8; 32]),
         }
     }
 

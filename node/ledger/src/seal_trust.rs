@@ -177,6 +177,7 @@ mod tests {
             org: org.into(),
             endpoint: "https://127.0.0.1:7050".into(),
             raft_id: 0,
+            key: String::new(),
         }
     }
 

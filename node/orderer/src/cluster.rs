@@ -483,6 +483,7 @@ mod tests {
             org: "Org1".into(),
             endpoint: format!("http://127.0.0.1:{}", 7050 + id),
             raft_id: id,
+            key: String::new(),
         }
     }
 

@@ -21,6 +21,7 @@
 //! [`Orderer`]: runnel_ledger::orderer::Orderer
 //! [`Delivery`]: runnel_ledger::orderer::Delivery
 
+pub mod bft;
 pub mod cluster;
 pub mod ordering;
 pub mod raft;

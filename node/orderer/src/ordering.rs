@@ -291,6 +291,8 @@ pub struct OrderingServerHandle {
     peers: Option<Arc<Msp>>,
     /// The `Cluster` service, when this orderer is one of a Raft cluster.
     cluster: Option<crate::cluster::ClusterService>,
+    /// The `Consensus` service, when this orderer is one of a BFT cluster.
+    consensus: Option<crate::bft::net::ConsensusService>,
     /// The bounds on connections.
     connections: ConnectionLimits,
     /// Who may read `/metrics` when only the network's peers are served.
@@ -321,6 +323,7 @@ impl OrderingServerHandle {
             message_bytes_max,
             peers: None,
             cluster: None,
+            consensus: None,
             connections: CONNECTIONS,
             ops_access: runnel_server::ops::OpsAccess::Members,
         })
@@ -346,6 +349,13 @@ impl OrderingServerHandle {
     /// cluster, and the others reach it there.
     pub fn with_cluster(mut self, cluster: crate::cluster::ClusterService) -> Self {
         self.cluster = Some(cluster);
+        self
+    }
+
+    /// Serves `consensus` beside the `Ordering` service: this orderer is one of a BFT
+    /// cluster, and the others reach it there.
+    pub fn with_consensus(mut self, consensus: crate::bft::net::ConsensusService) -> Self {
+        self.consensus = Some(consensus);
         self
     }
 
@@ -442,10 +452,13 @@ impl OrderingServerHandle {
             let bytes = self.message_bytes_max + crate::cluster::STEP_HEADROOM_BYTES;
             routes = routes.add_service(
                 cluster
-                    .serve(stopping)
+                    .serve(stopping.clone())
                     .max_decoding_message_size(bytes)
                     .max_encoding_message_size(bytes),
             );
+        }
+        if let Some(consensus) = self.consensus {
+            routes = routes.add_service(consensus.serve(stopping.clone()));
         }
         let limits = Arc::new(runnel_server::limits::MethodLimits::ordering(
             self.message_bytes_max,

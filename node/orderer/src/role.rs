@@ -8,10 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use runnel_ledger::identity::{Msp, NETWORK_FILE, NetworkDefinition, NetworkKeys, Role, Signer};
+use runnel_ledger::identity::{
+    Msp, NETWORK_FILE, NetworkDefinition, NetworkKeys, OrderingProtocol, Role, Signer,
+};
 use runnel_ledger::ledger::Ledger;
 use runnel_ledger::orderer::{Orderer, OrdererConfig, SoloOrderer};
 
+use crate::bft::net::{ConsensusService, Member, Network};
+use crate::bft::{BftOrderer, BftSettings};
 use crate::cluster::{ClusterService, GrpcTransport, Members};
 use crate::raft::{RaftOrderer, RaftSettings};
 use crate::remote::RemoteOrderer;
@@ -36,6 +40,8 @@ pub struct OpenedOrderer {
     pub orderer: Arc<dyn Orderer>,
     /// Its `Cluster` service, when it is a member of a Raft cluster.
     pub cluster: Option<ClusterService>,
+    /// Its `Consensus` service, when it is a member of a BFT cluster.
+    pub consensus: Option<ConsensusService>,
     /// The identities it trusts, which follow the network's configuration updates.
     pub msp: Arc<Msp>,
     /// The organisation it orders for.
@@ -79,6 +85,25 @@ pub fn open(
         return Ok(OpenedOrderer {
             orderer: Arc::new(solo),
             cluster: None,
+            consensus: None,
+            msp,
+            org,
+        });
+    }
+    if definition.ordering == OrderingProtocol::Bft {
+        let (orderer, consensus) = open_bft_member(
+            dir,
+            &keys,
+            &org,
+            signer,
+            (config, msp.clone()),
+            options,
+            handle,
+        )?;
+        return Ok(OpenedOrderer {
+            orderer: Arc::new(orderer),
+            cluster: None,
+            consensus: Some(consensus),
             msp,
             org,
         });
@@ -96,6 +121,7 @@ pub fn open(
     Ok(OpenedOrderer {
         orderer: raft.clone(),
         cluster: Some(ClusterService::new(raft, members, msp.clone())),
+        consensus: None,
         msp,
         org,
     })
@@ -149,6 +175,64 @@ pub fn open_cluster_member(
     )
     .with_context(|| format!("opening the orderer's logs in {}", dir.display()))?;
     Ok((orderer, members))
+}
+
+/// This orderer as a member of the BFT cluster `keys`' network definition names (by its
+/// organisation, name and consensus key), reaching the others over mutual TLS as itself;
+/// and the `Consensus` service through which they reach it.
+pub fn open_bft_member(
+    dir: &Path,
+    keys: &NetworkKeys,
+    org: &str,
+    signer: Signer,
+    (orderer_config, msp): (OrdererConfig, Arc<Msp>),
+    options: ClusterOptions,
+    handle: &tokio::runtime::Handle,
+) -> Result<(BftOrderer, ConsensusService)> {
+    let definition = keys.definition().clone();
+    let name = msp.identify(signer.cert_der())?.name;
+    let members = Member::of(&definition);
+    let own_key = hex::encode(signer.public_key());
+    let own = members
+        .iter()
+        .find(|member| member.org == org && member.name == name)
+        .with_context(|| {
+            format!(
+                "this orderer ({org}/{name}) is not a member of the BFT cluster in {}",
+                dir.join(NETWORK_FILE).display()
+            )
+        })?;
+    if hex::encode(own.key.as_ref()) != own_key {
+        bail!(
+            "this orderer's key ({own_key}) is not the one the network definition names for \
+             {org}/{name}"
+        );
+    }
+    let tls = member_tls(dir, keys, org, &definition)?;
+    let network = Network::new(
+        own.key.clone(),
+        members.clone(),
+        handle,
+        Some(tls),
+        options.message_bytes_max,
+    )
+    .map_err(anyhow::Error::msg)
+    .context("reaching the other orderers")?;
+    tracing::info!(
+        members = members.len(),
+        quorum = definition.seal_quorum(),
+        "ordering as a member of a Byzantine-fault-tolerant cluster"
+    );
+    let orderer = BftOrderer::open(
+        &dir.join(LOG_DIR),
+        orderer_config,
+        msp.clone(),
+        signer,
+        network.clone(),
+        BftSettings::default(),
+    )
+    .with_context(|| format!("opening the orderer's logs in {}", dir.display()))?;
+    Ok((orderer, ConsensusService::new(network, msp)))
 }
 
 /// This orderer's Raft id, the definition it first reaches its cluster by, and whether it
@@ -301,6 +385,7 @@ mod tests {
                     org: "Org1".into(),
                     endpoint: endpoint.to_string(),
                     raft_id: *raft_id,
+                    key: String::new(),
                 })
                 .collect(),
             ordering: Default::default(),

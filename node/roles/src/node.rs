@@ -186,6 +186,9 @@ impl Node {
         if api.read_access == ReadAccess::Members {
             server = server.peers_only(opened.msp.clone());
         }
+        if let Some(consensus) = opened.consensus {
+            server = server.with_consensus(consensus);
+        }
         if let Some(cluster) = opened.cluster {
             server = server.with_cluster(cluster);
         }

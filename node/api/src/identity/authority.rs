@@ -264,6 +264,13 @@ impl Signer {
         self.key.verifying_key().to_bytes()
     }
 
+    /// The Ed25519 secret key's 32 bytes: for the consensus engine of a Byzantine-fault-
+    /// tolerant ordering service, which signs its votes with the orderer's key under a
+    /// domain of its own. Never logged or sent.
+    pub fn secret(&self) -> [u8; 32] {
+        self.key.to_bytes()
+    }
+
     /// Signs `message`.
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.key.sign(message).to_bytes()

@@ -140,6 +140,11 @@ pub struct OrdererNode {
     /// orderer or to none (a solo orderer).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raft_id: u64,
+    /// The Ed25519 public key of its orderer certificate, hex: what it signs consensus
+    /// votes and seals with. A Byzantine-fault-tolerant cluster's members are these keys,
+    /// so its definition gives one to every orderer; empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -287,6 +292,28 @@ impl NetworkDefinition {
                  at least {BFT_ORDERERS_MIN}, each with an id of its own",
                 ids.len()
             )));
+        }
+        if self.ordering == OrderingProtocol::Bft {
+            let mut keys = Vec::new();
+            for orderer in &self.orderers {
+                let key = hex::decode(&orderer.key)
+                    .ok()
+                    .filter(|key| key.len() == 32)
+                    .ok_or_else(|| {
+                        malformed(format!(
+                            "orderer {}: a Byzantine-fault-tolerant cluster names each \
+                             orderer's Ed25519 key, 64 hex digits, not `{}`",
+                            orderer.name, orderer.key
+                        ))
+                    })?;
+                if keys.contains(&key) {
+                    return Err(malformed(format!(
+                        "orderer {}: its key is another orderer's",
+                        orderer.name
+                    )));
+                }
+                keys.push(key);
+            }
         }
         Ok(())
     }
@@ -474,6 +501,7 @@ mod tests {
             org: "Org1".into(),
             endpoint: "127.0.0.1:7050".into(),
             raft_id: 0,
+            key: String::new(),
         });
         assert!(definition.check().is_err());
         definition.orderers[0].endpoint = "https://127.0.0.1:7050".into();

@@ -373,6 +373,7 @@ mod tests {
             org: "Org1".into(),
             endpoint: "https://127.0.0.1:7050".into(),
             raft_id: 0,
+            key: String::new(),
         });
         let lines = changes(&current, &next);
         let want = [

@@ -227,8 +227,17 @@ mod tests {
                 org: format!("Org{i}"),
                 endpoint: format!("https://127.0.0.1:{}", 7050 + i),
                 raft_id: i,
+                key: String::new(),
             })
             .collect();
+        for orderer in &mut definition.orderers {
+            let signer = ids
+                .org(&orderer.org)
+                .unwrap()
+                .signer(Role::Orderer)
+                .unwrap();
+            orderer.key = hex::encode(signer.public_key());
+        }
         Net { ids, definition }
     }
 

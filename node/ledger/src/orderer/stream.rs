@@ -620,7 +620,6 @@ impl Inner {
         };
         debug_assert_eq!(places.len(), batch.len());
         let now = Instant::now();
-        let now_ms = tx::now_ms();
         let mut seqs = Vec::with_capacity(appended);
         for (at, (ordered, leaf, tx_id, proposal_ms)) in places.into_iter().zip(batch) {
             assert_eq!(
@@ -638,7 +637,11 @@ impl Inner {
             });
             state.unsealed_bytes += bytes;
             if ids == Ids::Record {
-                state.replays.restore(&tx_id, proposal_ms, now_ms);
+                // The transaction's own time, not this orderer's clock: every orderer of
+                // a cluster remembers and forgets the same ids at the same point.
+                state
+                    .replays
+                    .restore(&tx_id, proposal_ms, ordered.timestamp_ms);
             }
             seqs.push(ordered.seq);
             state.remember(ordered);
@@ -1161,6 +1164,20 @@ impl StreamLog {
     /// ([`Inner::definition_since`]).
     pub fn definition_since(&self, seen: Option<Seq>) -> Option<(Seq, NetworkDefinition)> {
         self.inner.definition_since(seen)
+    }
+
+    /// For a replicated orderer whose members sign each seal together: the chain the next
+    /// seal continues, and the leaves and timestamps of the transactions not sealed yet.
+    pub fn unsealed(&self) -> (SealChain, Vec<Hash>) {
+        let state = self.inner.lock();
+        let count = state.unsealed.len();
+        (state.chain.clone(), state.unsealed_leaves(count))
+    }
+
+    /// The stored seal of block `number` (a `SignedSeal`), if the log holds it.
+    pub fn seal(&self, number: BlockNumber) -> Option<SignedSealed> {
+        let state = self.inner.lock();
+        self.inner.read_seal(&state, number).ok()
     }
 
     /// The last seq appended and the last block sealed.

@@ -380,6 +380,7 @@ fn a_peer_reopened_after_an_update_connects_through_the_definition_in_force() {
         org: "Org1".into(),
         endpoint: "https://127.0.0.1:7050".into(),
         raft_id: 0,
+        key: String::new(),
     };
     {
         let ledger = Ledger::open(dir.path(), config(&["Org1"])).unwrap();

@@ -789,6 +789,7 @@ fn a_solo_orderer_an_update_replaces_seals_up_to_it_and_stops_ordering() {
         org: org.into(),
         endpoint: "https://127.0.0.1:7050".into(),
         raft_id: 0,
+        key: String::new(),
     };
     let mut genesis = NetworkDefinition::of(&net.ids, "main");
     genesis.orderers = vec![named("Org1")];

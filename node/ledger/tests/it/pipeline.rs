@@ -62,6 +62,7 @@ fn orderer_node(org: &str) -> OrdererNode {
         org: org.into(),
         endpoint: "https://127.0.0.1:7050".into(),
         raft_id: 0,
+        key: String::new(),
     }
 }
 

@@ -1739,6 +1739,7 @@ mod tests {
                 org: "Org1".into(),
                 endpoint: format!("https://127.0.0.1:{}", 7050 + id),
                 raft_id: id,
+                key: String::new(),
             })
             .collect();
         let config = OrdererConfig {

@@ -117,6 +117,7 @@ mod tests {
                 org: org.to_string(),
                 endpoint: format!("https://127.0.0.1:{}", 7050 + i),
                 raft_id: if orderers.len() > 1 { i as u64 + 1 } else { 0 },
+                key: String::new(),
             })
             .collect();
         definition

@@ -414,6 +414,7 @@ fn member(id: u64) -> OrdererNode {
         org: org.into(),
         endpoint: format!("https://127.0.0.1:{}", 7050 + id),
         raft_id: id,
+        key: String::new(),
     }
 }
 
