@@ -78,6 +78,16 @@ impl Network {
 
     /// [`Network::init`] with `orderers` orderers (more than one: a Raft cluster).
     pub(crate) fn init_with(orgs: &str, peers_per_org: usize, orderers: usize) -> Network {
+        Network::init_ordering(orgs, peers_per_org, orderers, "raft")
+    }
+
+    /// [`Network::init_with`], the orderers agreeing through `ordering` (`raft`, `bft`).
+    pub(crate) fn init_ordering(
+        orgs: &str,
+        peers_per_org: usize,
+        orderers: usize,
+        ordering: &str,
+    ) -> Network {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("net");
         let org_count = orgs.split(',').count() as u16;
@@ -87,6 +97,7 @@ impl Network {
                 .args(["init", "--dir", dir.to_str().unwrap(), "--orgs", orgs])
                 .args(["--peers-per-org", &peers_per_org.to_string()])
                 .args(["--orderers", &orderers.to_string()])
+                .args(["--ordering", ordering])
                 .args(["--base-port", &base.to_string()])
                 .output()
                 .unwrap(),

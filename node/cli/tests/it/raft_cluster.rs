@@ -85,7 +85,7 @@ pub(crate) fn pid_of(dir: &Path) -> i32 {
     pid.trim().parse().unwrap()
 }
 
-fn kill(dir: &Path) {
+pub(crate) fn kill(dir: &Path) {
     let pid = pid_of(dir).to_string();
     assert!(
         Command::new("kill")

@@ -53,6 +53,10 @@ use runnel_ledger::tx;
 /// an empty batch (the view goes on; an empty batch makes no block).
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 
+/// Bytes of applied batches an orderer keeps for those behind it: past it, an orderer
+/// down that long catches up from the others' streams instead.
+const RETAINED_BYTES_MAX: usize = 256 << 20;
+
 /// Transaction bytes the mempool holds at most; each other orderer may fill its share.
 const MEMPOOL_BYTES_MAX: usize = 256 << 20;
 
@@ -94,6 +98,26 @@ struct Waiting {
 struct Batches {
     held: HashMap<Digest, Held>,
     waiting: HashMap<Digest, Vec<Waiting>>,
+    /// Applied batches still held, oldest first, for orderers that fetch them, and
+    /// their bytes.
+    retained: VecDeque<Digest>,
+    retained_bytes: usize,
+}
+
+impl Batches {
+    /// Keeps `applied` (just applied) for orderers behind this one, forgetting the
+    /// oldest applied beyond [`RETAINED_BYTES_MAX`].
+    fn retain(&mut self, applied: &Held) {
+        self.retained.push_back(applied.digest);
+        self.retained_bytes += applied.bytes.len();
+        while self.retained_bytes > RETAINED_BYTES_MAX
+            && let Some(oldest) = self.retained.pop_front()
+        {
+            if let Some(held) = self.held.remove(&oldest) {
+                self.retained_bytes -= held.bytes.len();
+            }
+        }
+    }
 }
 
 /// The seal this orderer gathers signatures for, and those that came early.
@@ -116,8 +140,9 @@ pub struct Core {
     new_tx: tokio::sync::Notify,
     batches: Mutex<Batches>,
     log: Mutex<BatchLog>,
-    /// The last batch applied: its view and digest.
-    applied: Mutex<(u64, Digest)>,
+    /// The last batch applied: its view and digest (unknown after a restart until the
+    /// next batch is applied).
+    applied: Mutex<(u64, Option<Digest>)>,
     /// Submitters waiting for their transactions' seqs.
     waiters: Mutex<HashMap<TxId, crossbeam_channel::Sender<Result<Ordered, OrderError>>>>,
     gathering: Mutex<Gathering>,
@@ -139,7 +164,7 @@ impl Core {
         msp: Arc<Msp>,
         genesis: Digest,
         (log, kept): (BatchLog, HashMap<Digest, Held>),
-        applied: (u64, Digest),
+        applied: (u64, Option<Digest>),
         finalized: crossbeam_channel::Sender<(u64, Digest)>,
     ) -> Core {
         Core {
@@ -152,7 +177,7 @@ impl Core {
             new_tx: tokio::sync::Notify::new(),
             batches: Mutex::new(Batches {
                 held: kept,
-                waiting: HashMap::new(),
+                ..Batches::default()
             }),
             log: Mutex::new(log),
             applied: Mutex::new(applied),
@@ -446,7 +471,7 @@ impl Core {
                     return;
                 }
                 let done = held.batch.parent_view == applied.0;
-                if done && held.batch.parent != applied.1 {
+                if done && applied.1.is_some_and(|digest| held.batch.parent != digest) {
                     self.fail(format!(
                         "a finalized batch of view {} builds on another batch of view {} \
                          than the one applied",
@@ -505,7 +530,7 @@ impl Core {
             .stream
             .append_txs(txs, Ids::Record, Some(batch.view))
             .map_err(|e| format!("appending the batch of view {}: {e}", batch.view))?;
-        *lock(&self.applied) = (batch.view, held.digest);
+        *lock(&self.applied) = (batch.view, Some(held.digest));
         {
             let mut mempool = lock(&self.mempool);
             let mut waiters = lock(&self.waiters);
@@ -533,9 +558,7 @@ impl Core {
                 }
             }
         }
-        lock(&self.batches)
-            .held
-            .retain(|_, held| held.batch.view > batch.view);
+        lock(&self.batches).retain(held);
         self.seal_unsealed(Some(batch.timestamp_ms))
     }
 

@@ -144,9 +144,9 @@ impl BftOrderer {
         let (log, kept) = BatchLog::open(&bft_dir, applied_view).map_err(OrderError::Log)?;
         let channel = config.channel.clone();
         let genesis = batch::genesis(&channel);
-        // The last applied batch's digest is needed only to check the chain's next link;
-        // after a restart the next finalized batch names its parent, checked by view.
-        let applied = (applied_view, genesis);
+        // The last applied batch's digest checks the chain's next link; after a restart
+        // it is unknown, and the next finalized batch's parent is checked by its view.
+        let applied = (applied_view, (applied_view == 0).then_some(genesis));
         let (finalized, to_apply) = crossbeam_channel::unbounded();
         let core = Arc::new(Core::new(
             stream,
