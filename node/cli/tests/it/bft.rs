@@ -14,8 +14,9 @@ use runnel_ledger::block::{SealChain, Sealers, leaf};
 use runnel_ledger::identity::NetworkDefinition;
 use runnel_ledger::orderer::OrderedTx;
 use runnel_ledger::proto::SignedSeal;
-use runnel_server::proto::StreamRequest;
+use runnel_server::proto::consensus_client::ConsensusClient;
 use runnel_server::proto::ordering_item::Item;
+use runnel_server::proto::{ConsensusMessage, ConsensusRequest, StreamRequest};
 
 use crate::orgs::{Network, runtime};
 use crate::raft_cluster::{Load, all_committed_on_every_peer, as_peer, kill, up_again};
@@ -152,6 +153,30 @@ fn four_orderers_agree_on_every_batch_sign_every_seal_together_and_survive_a_sil
     net.up();
     let net = Arc::new(net);
     let rt = runtime();
+
+    // Only the cluster's orderers may speak on its consensus channels: a peer of the
+    // network (its certificate over mutual TLS) is refused, and nothing it sent is heard.
+    rt.block_on(async {
+        let peer = net.node("Org1/peer0");
+        let own = peer.join("identities/Org1");
+        let connection = runnel_client::Connection {
+            tls_client_cert: Some(own.join("peer.pem")),
+            tls_client_key: Some(own.join("peer.key")),
+            ..runnel_client::Connection::to(&net.url(ORDERERS[0]), &peer, "Org1")
+        };
+        let channel = runnel_client::connect_channel(&connection).await.unwrap();
+        let forged = ConsensusRequest {
+            messages: vec![ConsensusMessage {
+                channel: 0,
+                message: vec![0; 64],
+            }],
+        };
+        let refused = ConsensusClient::new(channel)
+            .send(tokio_stream::iter(vec![forged]))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+    });
 
     // Under load: one stream, everywhere, every seal a quorum's.
     let load = Load::start(&net, 4);
