@@ -11,6 +11,8 @@
 #
 #   solo-c64   1 orderer, 64 clients (split over the orgs' peers)   raft-c64  3 orderers, the same
 #   solo-c1    the same, 1 client on Org1's peer                     raft-c1   3 orderers, the same
+#   bft-c64    4 orderers ordering through BFT consensus (`--ordering bft`, f = 1), 64 clients
+#   bft-c1     the same, 1 client (the peers pass a block on once 3 of 4 signed its seal)
 #
 # Each round runs the four in turn against fresh data. Prints, per setting, the median
 # (min-max) of committed tx/s, p50 and p99 submit -> durable, the raft/solo ratios, and
@@ -39,13 +41,13 @@ trap 'stop_node; stop_up' EXIT
 # orderers, loaded through its peers (CLIENTS split over them; one client: Org1's);
 # each process's CPU over the run in cpu.json.
 run() {
-  local name=$1 orderers=$2 clients=$3 run
+  local name=$1 orderers=$2 clients=$3 ordering=${4:-raft} run
   run=$(next_run "$name")
   echo "==> $name"
   stop_up
   rm -rf "$up_dir"
-  "$runnel" up --dir "$up_dir" --orgs "$orgs" --orderers "$orderers" --base-port "$base_port" \
-    --contracts target/wasm32-unknown-unknown/contract >/dev/null
+  "$runnel" up --dir "$up_dir" --orgs "$orgs" --orderers "$orderers" --ordering "$ordering" \
+    --base-port "$base_port" --contracts target/wasm32-unknown-unknown/contract >/dev/null
   local nodes=() node
   for node in "$up_dir"/Org*/orderer* "$up_dir"/Org*/peer0; do nodes+=("${node#"$up_dir"/}"); done
   cpu_start "${nodes[@]}"
@@ -65,10 +67,11 @@ settings=${SETTINGS:-solo-c64 raft-c64 solo-c1 raft-c1}
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
   for setting in $settings; do
-    orderers=1 clients=64
+    orderers=1 clients=64 ordering=raft
     [[ $setting == raft-* ]] && orderers=3
+    [[ $setting == bft-* ]] && orderers=4 ordering=bft
     [[ $setting == *-c1 ]] && clients=1
-    run "$setting" "$orderers" "$clients"
+    run "$setting" "$orderers" "$clients" "$ordering"
   done
 done
 
@@ -92,7 +95,7 @@ def runs(setting):
 def spread(values, fmt):
     return f"{fmt(statistics.median(values))} ({fmt(min(values))}-{fmt(max(values))})" if values else "-"
 
-table = {name: runs(name) for name in ["solo-c64", "raft-c64", "solo-c1", "raft-c1"]}
+table = {name: runs(name) for name in ["solo-c64", "raft-c64", "bft-c64", "solo-c1", "raft-c1", "bft-c1"]}
 print("| setting | runs | committed tx/s | p50 submit -> durable, ms | p99, ms |")
 print("|---|---|---|---|---|")
 for name, found in table.items():
@@ -104,8 +107,12 @@ print()
 print(f"raft-c64 / solo-c64 throughput, per round: {spread([x['tps'] / y['tps'] for x, y in pairs('raft-c64', 'solo-c64')], lambda v: f'{v:.2f}')}")
 print(f"raft-c1 - solo-c1 p50, ms, per round: {spread([x['p50'] - y['p50'] for x, y in pairs('raft-c1', 'solo-c1')], lambda v: f'{v:+.2f}')}")
 print(f"raft-c1 / solo-c1 p99, per round: {spread([x['p99'] / y['p99'] for x, y in pairs('raft-c1', 'solo-c1')], lambda v: f'{v:.2f}')}")
+if table["bft-c64"] or table["bft-c1"]:
+    print(f"bft-c64 / raft-c64 throughput, per round: {spread([x['tps'] / y['tps'] for x, y in pairs('bft-c64', 'raft-c64')], lambda v: f'{v:.2f}')}")
+    print(f"bft-c1 - raft-c1 p50, ms, per round: {spread([x['p50'] - y['p50'] for x, y in pairs('bft-c1', 'raft-c1')], lambda v: f'{v:+.2f}')}")
+    print(f"bft-c1 / raft-c1 p99, per round: {spread([x['p99'] / y['p99'] for x, y in pairs('bft-c1', 'raft-c1')], lambda v: f'{v:.2f}')}")
 print()
-for setting in ["solo-c64", "raft-c64"]:
+for setting in ["solo-c64", "raft-c64", "bft-c64"]:
     if not table[setting]:
         continue
     print(f"CPU per committed transaction, µs ({setting}):")

@@ -106,6 +106,8 @@ pub struct RemoteOrderer {
     /// How it reaches an orderer: TLS and the largest message.
     tls: Option<ClientTlsConfig>,
     message_bytes_max: usize,
+    /// How many orderers each submit goes to at once ([`RemoteOrderer::set_fan_out`]).
+    fan_out: AtomicUsize,
 }
 
 /// The orderers it may use, replaced whole when the network's orderers change
@@ -208,6 +210,7 @@ impl RemoteOrderer {
             timeout,
             tls,
             message_bytes_max,
+            fan_out: AtomicUsize::new(1),
         };
         let targets = members
             .iter()
@@ -431,6 +434,105 @@ impl Drop for RemoteOrderer {
 }
 
 impl RemoteOrderer {
+    /// Sends each submit to `orderers` orderers at once (the one in use first), taking
+    /// each transaction's first place any of them answers: `f + 1` for a Byzantine-fault-
+    /// tolerant cluster, so that at least one honest orderer holds every transaction and
+    /// one that drops what it is given censors nothing. 1 (the default) for one at a time.
+    pub fn set_fan_out(&self, orderers: usize) {
+        self.fan_out.store(orderers.max(1), AtomicOrdering::Relaxed);
+    }
+
+    /// [`Orderer::submit_batch`]'s batch sent to [`RemoteOrderer::set_fan_out`] orderers
+    /// at once: per transaction, the first place answered; else a refusal rather than an
+    /// orderer being unavailable.
+    fn fanned(
+        &self,
+        signed_transactions: Vec<Vec<u8>>,
+        fan_out: usize,
+    ) -> Vec<Result<Ordered, OrderError>> {
+        let count = signed_transactions.len();
+        let targets = self.targets.get();
+        let first = self.current.load(AtomicOrdering::Relaxed);
+        let (send, receive) = std::sync::mpsc::channel();
+        for i in 0..fan_out.min(targets.len()) {
+            let target = targets[(first + i) % targets.len()].clone();
+            let request = BroadcastBatchRequest {
+                signed_transactions: signed_transactions.clone(),
+            };
+            let (send, timeout) = (send.clone(), self.timeout);
+            self.handle().spawn(async move {
+                let mut client = target.client.clone();
+                let answer = tokio::time::timeout(timeout, client.broadcast_batch(request)).await;
+                let _ = send.send((target.endpoint, answer));
+            });
+        }
+        drop(send);
+        let mut answers: Vec<Option<Result<Ordered, OrderError>>> = vec![None; count];
+        for (endpoint, answer) in receive {
+            let results: Vec<Result<Ordered, OrderError>> = match answer {
+                Ok(Ok(response)) if response.get_ref().results.len() == count => response
+                    .into_inner()
+                    .results
+                    .into_iter()
+                    .map(|result| self.result(&endpoint, result))
+                    .collect(),
+                Ok(Ok(_)) => vec![
+                    Err(OrderError::Unavailable(format!(
+                        "orderer at {endpoint} answered another count of results"
+                    )));
+                    count
+                ],
+                Ok(Err(status)) => vec![Err(from_status(&endpoint, &status)); count],
+                Err(_) => vec![
+                    Err(OrderError::Unavailable(format!(
+                        "orderer at {endpoint} did not answer within {:?}",
+                        self.timeout
+                    )));
+                    count
+                ],
+            };
+            for (slot, result) in answers.iter_mut().zip(results) {
+                let better = match (&slot, &result) {
+                    (Some(Ok(_)), _) => false,
+                    (_, Ok(_)) | (None, _) => true,
+                    (Some(Err(held)), Err(_)) => unavailable(held),
+                };
+                if better {
+                    *slot = Some(result);
+                }
+            }
+            if answers.iter().all(|answer| matches!(answer, Some(Ok(_)))) {
+                break;
+            }
+        }
+        answers
+            .into_iter()
+            .map(|answer| answer.unwrap_or(Err(OrderError::Closed)))
+            .collect()
+    }
+
+    /// One result of a `BroadcastBatch` answer from the orderer at `endpoint`.
+    fn result(
+        &self,
+        endpoint: &str,
+        result: runnel_server::proto::broadcast_batch_response::Result,
+    ) -> Result<Ordered, OrderError> {
+        match result.outcome {
+            Some(broadcast_batch_response::result::Outcome::Ordered(response)) => {
+                self.ordered(response)
+            }
+            Some(broadcast_batch_response::result::Outcome::Refused(refused)) => Err(refusal(
+                endpoint,
+                Some(&refused.error_code),
+                refused.grpc_code,
+                &refused.message,
+            )),
+            None => Err(OrderError::Unavailable(format!(
+                "orderer at {endpoint} answered an empty result"
+            ))),
+        }
+    }
+
     /// The place the orderer answered for one transaction.
     fn ordered(&self, response: BroadcastResponse) -> Result<Ordered, OrderError> {
         let tx_id = <[u8; 32]>::try_from(response.tx_id.as_slice()).map_err(|_| {
@@ -458,6 +560,10 @@ impl RemoteOrderer {
         signed_transactions: Vec<Vec<u8>>,
     ) -> Vec<Result<Ordered, OrderError>> {
         let count = signed_transactions.len();
+        let fan_out = self.fan_out.load(AtomicOrdering::Relaxed);
+        if fan_out > 1 && count > 0 && self.targets.get().len() > 1 {
+            return self.fanned(signed_transactions, fan_out);
+        }
         if count <= 1 {
             return signed_transactions
                 .into_iter()
@@ -487,29 +593,22 @@ impl RemoteOrderer {
             }
             Err(error) => return (0..count).map(|_| Err(error.clone())).collect(),
         };
+        let endpoint = self.endpoint();
         results
             .into_iter()
-            .map(|result| match result.outcome {
-                Some(broadcast_batch_response::result::Outcome::Ordered(response)) => {
-                    self.ordered(response)
-                }
-                Some(broadcast_batch_response::result::Outcome::Refused(refused)) => Err(refusal(
-                    &self.endpoint(),
-                    Some(&refused.error_code),
-                    refused.grpc_code,
-                    &refused.message,
-                )),
-                None => Err(OrderError::Unavailable(format!(
-                    "orderer at {} answered an empty result",
-                    self.endpoint()
-                ))),
-            })
+            .map(|result| self.result(&endpoint, result))
             .collect()
     }
 }
 
 impl Orderer for RemoteOrderer {
     fn submit(&self, signed_transaction: Vec<u8>) -> Result<Ordered, OrderError> {
+        if self.fan_out.load(AtomicOrdering::Relaxed) > 1 {
+            return self
+                .broadcast_batch(vec![signed_transaction])
+                .pop()
+                .unwrap_or(Err(OrderError::Closed));
+        }
         let response = self.call(|mut client| {
             let signed_transaction = signed_transaction.clone();
             async move {

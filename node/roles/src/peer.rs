@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use runnel_client::Connection;
-use runnel_ledger::identity::{NetworkDefinition, NetworkKeys, Role};
+use runnel_ledger::identity::{NetworkDefinition, NetworkKeys, OrderingProtocol, Role, bft_faults};
 use runnel_ledger::ledger::{Ledger, LedgerError};
 use runnel_ledger::orderer::Orderer;
 use runnel_orderer::remote::RemoteOrderer;
@@ -71,6 +71,11 @@ pub fn open_peer(dir: &Path, config: &NodeConfig) -> Result<(Ledger, OrdererLink
                 RemoteOrderer::connect_cluster(&members, tls, message_bytes_max, ORDERER_TIMEOUT)
                     .map_err(LedgerError::Order)?,
             );
+            // A BFT cluster's orderers may lie: each transaction goes to f + 1 of them,
+            // so that one that drops what it is given censors nothing.
+            if in_force.ordering == OrderingProtocol::Bft {
+                orderer.set_fan_out(bft_faults(in_force.orderers.len()) + 1);
+            }
             link = Some(orderer.clone());
             Ok(orderer as Arc<dyn Orderer>)
         })

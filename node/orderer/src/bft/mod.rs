@@ -267,7 +267,10 @@ impl EngineStart {
                     leader_timeout: settings.leader_timeout,
                     certification_timeout: settings.certification_timeout,
                     timeout_retry: Duration::from_secs(5),
-                    view_retention: ViewDelta::new(10_000),
+                    // Each view is a journal file of its own; an orderer that comes back
+                    // later than this jumps to the view the others finalize and fetches
+                    // the batches it missed.
+                    view_retention: ViewDelta::new(256),
                     skip: SkipPolicy::Disabled,
                     fetch_timeout: commonware_utils::NZDuration!(Duration::from_secs(1)),
                     fetch_retry_delay: Duration::from_millis(100),
