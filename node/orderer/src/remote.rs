@@ -27,6 +27,10 @@ use runnel_server::proto::{
     broadcast_batch_response,
 };
 
+/// How often the link to an orderer pings it, and how long it waits for the answer.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(2);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Items a delivery reads ahead of its consumer.
 const READ_AHEAD: usize = 4096;
 
@@ -106,8 +110,9 @@ pub struct RemoteOrderer {
     /// How it reaches an orderer: TLS and the largest message.
     tls: Option<ClientTlsConfig>,
     message_bytes_max: usize,
-    /// How many orderers each submit goes to at once ([`RemoteOrderer::set_fan_out`]).
-    fan_out: AtomicUsize,
+    /// How many orderers each submit goes to at once ([`RemoteOrderer::set_fan_out`]);
+    /// more than one also has each stream watch for an orderer that withholds it.
+    fan_out: Arc<AtomicUsize>,
 }
 
 /// The orderers it may use, replaced whole when the network's orderers change
@@ -210,7 +215,7 @@ impl RemoteOrderer {
             timeout,
             tls,
             message_bytes_max,
-            fan_out: AtomicUsize::new(1),
+            fan_out: Arc::new(AtomicUsize::new(1)),
         };
         let targets = members
             .iter()
@@ -229,7 +234,12 @@ impl RemoteOrderer {
         let channel = Endpoint::from_shared(endpoint.to_string())
             .map_err(|e| OrderError::Unavailable(format!("orderer endpoint {endpoint:?}: {e}")))?
             .connect_timeout(self.timeout)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            // Pings find a connection that died silently (a partition, a host gone), which
+            // then fails and is opened again, its stream resumed at another orderer.
+            .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+            .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
         let channel = match (&self.tls, endpoint.starts_with("https://")) {
             (Some(tls), true) => channel.tls_config(tls.clone()).map_err(|e| {
                 OrderError::Unavailable(format!("TLS for the orderer at {endpoint}: {e}"))
@@ -362,6 +372,11 @@ impl RemoteOrderer {
         }
     }
 }
+
+/// How long a stream from an orderer of a BFT cluster may bring nothing while another
+/// orderer holds more of it, before the reader leaves it for the next: an orderer may
+/// withhold the stream (hold back transactions or seals), not only fail.
+pub const WITHHELD_AFTER: Duration = Duration::from_secs(2);
 
 /// How often a peer of a cluster asks the orderer it uses which one leads.
 pub const LEADER_CHECK: Duration = Duration::from_millis(500);
@@ -659,6 +674,7 @@ impl Orderer for RemoteOrderer {
         let (restart, restarts) = watch::channel(Restart::default());
         let source = Arc::new(RwLock::new(self.endpoint()));
         let reader = Reader {
+            fan_out: self.fan_out.clone(),
             targets: self.targets.clone(),
             current: self.current.clone(),
             endpoint: self.endpoint(),
@@ -768,6 +784,9 @@ impl Drop for RemoteDelivery {
 /// Reads one stream, reconnecting from where it got to: to the next orderer of the
 /// cluster when the one it read from fails.
 struct Reader {
+    /// The owner's fan-out: more than one, and the orderer in use is left when it
+    /// withholds the stream ([`WITHHELD_AFTER`]).
+    fan_out: Arc<AtomicUsize>,
     targets: Arc<Targets>,
     current: Arc<AtomicUsize>,
     /// The orderer it reads from now.
@@ -851,6 +870,7 @@ impl Reader {
         // changed): the stream follows it.
         let mut check = tokio::time::interval(LEADER_CHECK);
         let mut restarts = self.restarts.clone();
+        let mut last_item = std::time::Instant::now();
         loop {
             let message = tokio::select! {
                 message = stream.message() => Some(Some(message)),
@@ -871,12 +891,29 @@ impl Reader {
                         self.moved = true;
                         return Err(None);
                     }
+                    if self.fan_out.load(AtomicOrdering::Relaxed) > 1
+                        && last_item.elapsed() >= WITHHELD_AFTER
+                        && self.others_ahead().await
+                    {
+                        tracing::warn!(
+                            orderer = %self.endpoint,
+                            from_seq = self.next_seq.0,
+                            "the orderer withholds the stream (another holds more of it); \
+                             reading from the next"
+                        );
+                        let count = self.targets.get().len();
+                        let next = (self.current.load(AtomicOrdering::Relaxed) + 1) % count;
+                        self.current.store(next, AtomicOrdering::Relaxed);
+                        self.moved = true;
+                        return Err(None);
+                    }
                     continue;
                 }
                 Some(Some(Ok(Some(items)))) => items.items,
                 Some(Some(Ok(None))) => return Err(None),
                 Some(Some(Err(status))) => return Err(self.fatal(&status)),
             };
+            last_item = std::time::Instant::now();
             for item in items {
                 let delivered = match self.decode(item.item) {
                     Ok(delivered) => delivered,
@@ -887,6 +924,27 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Whether another orderer than the one read from holds seqs this reader has not
+    /// had yet.
+    async fn others_ahead(&self) -> bool {
+        let wanted = self.next_seq.0;
+        for target in self.targets.get().iter() {
+            if target.endpoint == self.endpoint {
+                continue;
+            }
+            let mut client = target.client.clone();
+            let mut request = tonic::Request::new(HeightsRequest {});
+            request.set_timeout(Duration::from_secs(1));
+            if let Ok(Ok(heights)) =
+                tokio::time::timeout(Duration::from_secs(1), client.heights(request)).await
+                && heights.get_ref().height >= wanted
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// After the consumer refused what this reader read: the next reading starts where

@@ -5,7 +5,9 @@
 //! members over the same seal bytes, and both peers hold every acknowledged transaction
 //! and agree on the state. One orderer silenced (SIGKILL), the other three go on; two
 //! silenced, nothing is ordered anywhere (safety over liveness); back, ordering resumes
-//! without a fork and the stopped ones catch up.
+//! without a fork and the stopped ones catch up. An orderer that withholds the stream
+//! from a peer and drops the transactions that peer submits neither censors the peer's
+//! clients nor stalls the peer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,8 +20,9 @@ use runnel_server::proto::consensus_client::ConsensusClient;
 use runnel_server::proto::ordering_item::Item;
 use runnel_server::proto::{ConsensusMessage, ConsensusRequest, StreamRequest};
 
-use crate::orgs::{Network, runtime};
-use crate::raft_cluster::{Load, all_committed_on_every_peer, as_peer, kill, up_again};
+use crate::orgs::{Network, Proxy, runtime};
+use crate::partition::through_proxies;
+use crate::raft_cluster::{Load, all_committed_on_every_peer, as_peer, kill, pid_of, up_again};
 
 /// The orderers `runnel init --orderers 4` makes for two organisations.
 const ORDERERS: [&str; 4] = [
@@ -222,4 +225,42 @@ fn four_orderers_agree_on_every_batch_sign_every_seal_together_and_survive_a_sil
     assert_eq!(put["code"], "VALID", "{put}");
     streams_agree(&rt, &net, &ORDERERS, height + 1);
     all_committed_on_every_peer(&net, &acknowledged);
+}
+
+#[test]
+fn an_orderer_that_withholds_the_stream_and_drops_a_peers_transactions_neither_censors_nor_stalls_it()
+ {
+    let mut net = Network::init_ordering("Org1,Org2", 1, 4, "bft");
+    // Org1's peer orders through Org1/orderer0; in front of that orderer, a proxy that
+    // holds whatever the peer sends it and whatever it would send the peer, the other
+    // orderers' links to it going on.
+    let orderer = "Org1/orderer0";
+    let port: u16 = net
+        .url(orderer)
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = Proxy::start(port);
+    through_proxies(&net.dir, &[port], &[proxy.port]);
+    net.up();
+    let put = |key: &str| {
+        let put = net.json("Org1/peer0", "Org1", &["invoke", "kv", "put", key, "v"]);
+        assert_eq!(put["code"], "VALID", "{put}");
+    };
+    put("before");
+
+    proxy.pause(pid_of(&net.node("Org1/peer0")));
+    // Each submit went to two orderers (f + 1): the other one has it, gossips it, and a
+    // leader proposes it. The peer's stream from orderer0 stops; the peer leaves it for
+    // another orderer and commits.
+    for i in 0..3 {
+        put(&format!("withheld-{i}"));
+    }
+    proxy.pause(0);
+
+    let rt = runtime();
+    streams_agree(&rt, &net, &ORDERERS, 4);
+    all_committed_on_every_peer(&net, &[]);
 }

@@ -256,14 +256,14 @@ pub(crate) fn org_of(node: &str) -> String {
 /// connections: while paused it forwards nothing of theirs, the connections staying
 /// open, as a congested link does. With one endpoint named, a peer has no other orderer
 /// to move to. A connection that arrives before the orderer listens waits for it.
-struct Proxy {
-    port: u16,
+pub(crate) struct Proxy {
+    pub(crate) port: u16,
     /// The process whose connections are paused (0: none).
     paused: Arc<AtomicI32>,
 }
 
 impl Proxy {
-    fn start(upstream: u16) -> Proxy {
+    pub(crate) fn start(upstream: u16) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let paused = Arc::new(AtomicI32::new(0));
@@ -337,7 +337,7 @@ impl Proxy {
     }
 
     /// Pauses the connections of process `pid` (0: resumes them).
-    fn pause(&self, pid: i32) {
+    pub(crate) fn pause(&self, pid: i32) {
         self.paused.store(pid, Ordering::SeqCst);
     }
 }
