@@ -285,6 +285,14 @@ pub trait Orderer: Send + Sync {
         false
     }
 
+    /// How many batches a caller should have in flight at once: one for an orderer that
+    /// answers as soon as it sequences (solo, a Raft leader), more for one that answers
+    /// only once a consensus round decided (a BFT cluster), so that the next round has
+    /// transactions to decide while the last one runs.
+    fn submits_in_flight(&self) -> usize {
+        1
+    }
+
     /// The stream from transaction `from` and seal `next_block` on (a peer resuming
     /// passes its durable height + 1 and its last seal + 1).
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError>;

@@ -31,6 +31,9 @@ use runnel_server::proto::{
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(2);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Batches of submits a peer of a BFT cluster has in flight at once.
+const SUBMITS_IN_FLIGHT_BFT: usize = 8;
+
 /// Items a delivery reads ahead of its consumer.
 const READ_AHEAD: usize = 4096;
 
@@ -666,6 +669,16 @@ impl Orderer for RemoteOrderer {
 
     fn submits_in_batches(&self) -> bool {
         true
+    }
+
+    /// With a fan-out (a BFT cluster), each answer waits for a consensus round: several
+    /// batches in flight keep the rounds full.
+    fn submits_in_flight(&self) -> usize {
+        if self.fan_out.load(AtomicOrdering::Relaxed) > 1 {
+            SUBMITS_IN_FLIGHT_BFT
+        } else {
+            1
+        }
     }
 
     fn deliver(&self, from: Seq, next_block: BlockNumber) -> Result<Box<dyn Delivery>, OrderError> {

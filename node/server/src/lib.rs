@@ -616,7 +616,7 @@ impl Admission {
             let ledger = ledger.clone();
             Some(admission::Batcher::start(
                 "submit",
-                1,
+                ledger.gateway().submits_in_flight().max(1),
                 ADMISSION_BATCH_MAX,
                 (queue_max, bytes_max, ToOrder::len),
                 move |transactions: Vec<ToOrder>, answer: &mut dyn FnMut(_)| {

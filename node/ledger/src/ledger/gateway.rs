@@ -74,6 +74,11 @@ impl<'a> Gateway<'a> {
         self.ledger.orderer.submits_in_batches()
     }
 
+    /// Batches of submits worth having in flight at once ([`Orderer::submits_in_flight`]).
+    pub fn submits_in_flight(&self) -> usize {
+        self.ledger.orderer.submits_in_flight()
+    }
+
     /// Runs a proposal signed elsewhere on the current state and returns its result,
     /// without a transaction. The creator and signature are checked as for an endorsement.
     pub fn evaluate_signed(&self, signed: &SignedProposal) -> Result<Vec<u8>, LedgerError> {

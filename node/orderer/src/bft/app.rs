@@ -207,6 +207,7 @@ impl Core {
         &self,
         transactions: Vec<(TxId, Vec<u8>)>,
     ) -> Vec<Result<crossbeam_channel::Receiver<Result<Ordered, OrderError>>, OrderError>> {
+        tracing::debug!(count = transactions.len(), "submitted");
         let mut answers = Vec::with_capacity(transactions.len());
         let mut gossip = Vec::new();
         {
@@ -323,6 +324,12 @@ impl Core {
                 transactions.push(pending.bytes.clone());
             }
         }
+        tracing::debug!(
+            view,
+            parent = parent.0,
+            count = transactions.len(),
+            "proposing"
+        );
         let parent_ms = self.timestamp_of(&parent.1).unwrap_or(0);
         let held = Batch {
             view,
@@ -525,6 +532,7 @@ impl Core {
                 config_update: proposal.contract == runnel_ledger::netconfig::CONFIG_NAMESPACE,
             });
         }
+        tracing::debug!(view = batch.view, count = txs.len(), "applying");
         let ids: Vec<TxId> = txs.iter().map(|tx| tx.tx_id).collect();
         let seqs = self
             .stream
@@ -623,6 +631,7 @@ impl Core {
                     .stream
                     .accept_seal(&sealed.bytes, &self.msp, None)
                     .map_err(|e| format!("appending seal {}: {e}", sealed.seal.number.0))?;
+                tracing::debug!(block = sealed.seal.number.0, "sealed");
                 if !appended {
                     return Err(format!(
                         "seal {} with a quorum's signatures does not check against the \
@@ -860,6 +869,7 @@ impl Automaton for App {
     async fn verify(&mut self, context: Self::Context, payload: Digest) -> oneshot::Receiver<bool> {
         let (answer, answered) = oneshot::channel();
         let view = context.round.view().get();
+        tracing::debug!(view, "verifying");
         let parent = (context.parent.0.get(), context.parent.1);
         let mut batches = lock(&self.core.batches);
         match batches.held.get(&payload).cloned() {
@@ -925,6 +935,7 @@ impl Reporter for App {
         match activity {
             Activity::Finalization(finalization) => {
                 let view = finalization.proposal.round.view().get();
+                tracing::debug!(view, "finalized");
                 let _ = self
                     .core
                     .finalized

@@ -244,6 +244,27 @@ impl EngineStart {
                 let (_, fetches) = network.channel(net::FETCH);
                 let (_, mempool) = network.channel(net::MEMPOOL);
                 tokio::spawn(core.clone().run_channels(batches, seals, fetches, mempool));
+                {
+                    let network = network.clone();
+                    tokio::spawn(async move {
+                        let mut every = tokio::time::interval(Duration::from_secs(10));
+                        loop {
+                            every.tick().await;
+                            let count = |counters: &[std::sync::atomic::AtomicU64]| {
+                                counters
+                                    .iter()
+                                    .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                                    .collect::<Vec<_>>()
+                            };
+                            tracing::info!(
+                                sent = ?count(&network.sent),
+                                received = ?count(&network.received),
+                                "consensus messages by channel (votes, certificates, \
+                                 resolver, batches, seals, fetches, mempool)"
+                            );
+                        }
+                    });
+                }
                 let app = App { core: core.clone() };
                 let config = simplex::Config {
                     scheme,

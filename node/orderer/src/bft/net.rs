@@ -137,6 +137,9 @@ pub struct Network {
     readers: Mutex<Vec<Option<Inbound>>>,
     blocked: Mutex<Vec<PublicKey>>,
     blocked_watch: Mutex<Vec<ring::Sender<Set<PublicKey>>>>,
+    /// Messages sent and received, per channel.
+    pub sent: [std::sync::atomic::AtomicU64; CHANNELS],
+    pub received: [std::sync::atomic::AtomicU64; CHANNELS],
 }
 
 /// The way to one other orderer.
@@ -177,6 +180,8 @@ impl Network {
             readers: Mutex::new(readers),
             blocked: Mutex::default(),
             blocked_watch: Mutex::default(),
+            sent: Default::default(),
+            received: Default::default(),
         });
         network.set_members(members)?;
         Ok(network)
@@ -266,6 +271,9 @@ impl Network {
 
     /// Queues `message` for each of `to` on `channel`; false if any was dropped.
     fn send(&self, to: &[PublicKey], channel: u32, message: Vec<u8>) -> bool {
+        if let Some(sent) = self.sent.get(channel as usize) {
+            sent.fetch_add(to.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
         let links = self.links.read().unwrap_or_else(PoisonError::into_inner);
         let mut all = true;
         for key in to {
@@ -363,6 +371,9 @@ impl Network {
                 .len()
                 .max(1);
         for message in messages {
+            if let Some(received) = self.received.get(message.channel as usize) {
+                received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let Some(inbox) = self.inboxes.get(message.channel as usize) else {
                 return Err(status::error(
                     Code::InvalidArgument,
