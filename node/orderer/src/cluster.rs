@@ -195,38 +195,58 @@ impl ClusterService {
     }
 }
 
+/// Serves one long-lived stream of another orderer's requests: `take` each, until the
+/// caller ends the stream (`Ok`), a request is refused, or the server stops (`stopping`
+/// turns true). The caller is named by `caller` from its certificates, once before the
+/// first request (so that a stream of no member's is refused at once) and again for each
+/// request: a member removed, or whose certificate expired or was revoked, is cut off
+/// mid-stream.
+pub(crate) async fn serve_stream<Request, Caller>(
+    request: tonic::Request<tonic::Streaming<Request>>,
+    stopping: Option<watch::Receiver<bool>>,
+    caller: impl Fn(Option<&[tonic::transport::CertificateDer<'static>]>) -> Result<Caller, Status>,
+    mut take: impl FnMut(Caller, Request) -> Result<(), Status>,
+) -> Result<(), Status> {
+    let certs = request.peer_certs();
+    let certs = || certs.as_deref().map(Vec::as_slice);
+    caller(certs())?;
+    let mut requests = request.into_inner();
+    let mut stopping = stopping;
+    let stopped = async move {
+        match &mut stopping {
+            Some(stopping) => drop(stopping.wait_for(|stop| *stop).await),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stopped);
+    loop {
+        let request = tokio::select! {
+            request = requests.message() => request?,
+            () = &mut stopped => {
+                return Err(Status::unavailable("this orderer is stopping"));
+            }
+        };
+        let Some(request) = request else {
+            return Ok(());
+        };
+        take(caller(certs())?, request)?;
+    }
+}
+
 #[tonic::async_trait]
 impl Cluster for ClusterService {
     async fn step(
         &self,
         request: Request<tonic::Streaming<StepRequest>>,
     ) -> Result<Response<StepResponse>, Status> {
-        let certs = request.peer_certs();
-        let certs = || certs.as_deref().map(Vec::as_slice);
-        // Refused at once when it is no member's, rather than at its first request.
-        self.caller(certs())?;
-        let mut requests = request.into_inner();
-        let mut stopping = self.stopping.clone();
-        let stopped = async move {
-            match &mut stopping {
-                Some(stopping) => drop(stopping.wait_for(|stop| *stop).await),
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(stopped);
-        loop {
-            let request = tokio::select! {
-                request = requests.message() => request?,
-                () = &mut stopped => {
-                    return Err(Status::unavailable("this orderer is stopping"));
-                }
-            };
-            let Some(request) = request else {
-                return Ok(Response::new(StepResponse {}));
-            };
-            let from = self.caller(certs())?;
-            self.step_all(from, request.messages)?;
-        }
+        serve_stream(
+            request,
+            self.stopping.clone(),
+            |certs| self.caller(certs),
+            |from, request: StepRequest| self.step_all(from, request.messages),
+        )
+        .await?;
+        Ok(Response::new(StepResponse {}))
     }
 }
 

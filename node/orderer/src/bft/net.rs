@@ -693,32 +693,13 @@ impl Consensus for ConsensusService {
         &self,
         request: Request<tonic::Streaming<ConsensusRequest>>,
     ) -> Result<Response<ConsensusResponse>, Status> {
-        let certs = request.peer_certs();
-        let certs = || certs.as_deref().map(Vec::as_slice);
-        self.caller(certs())?;
-        let mut requests = request.into_inner();
-        let mut stopping = self.stopping.clone();
-        let stopped = async move {
-            match &mut stopping {
-                Some(stopping) => drop(stopping.wait_for(|stop| *stop).await),
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(stopped);
-        loop {
-            let request = tokio::select! {
-                request = requests.message() => request?,
-                () = &mut stopped => {
-                    return Err(Status::unavailable("this orderer is stopping"));
-                }
-            };
-            let Some(request) = request else {
-                return Ok(Response::new(ConsensusResponse {}));
-            };
-            // Asked again for each request: a member removed, or whose certificate
-            // expired or was revoked, is cut off mid-stream.
-            let from = self.caller(certs())?;
-            self.network.deliver(&from, request.messages)?;
-        }
+        crate::cluster::serve_stream(
+            request,
+            self.stopping.clone(),
+            |certs| self.caller(certs),
+            |from, request: ConsensusRequest| self.network.deliver(&from, request.messages),
+        )
+        .await?;
+        Ok(Response::new(ConsensusResponse {}))
     }
 }
