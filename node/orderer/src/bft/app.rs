@@ -41,8 +41,8 @@ use prost::Message as _;
 use super::batch::{BATCH_BYTES_TARGET, Batch, BatchLog, Held};
 use super::net::{self, Network};
 use runnel_ledger::block::{self, Seal, seal_signature, signed_by};
-use runnel_ledger::identity::{Msp, Signer};
-use runnel_ledger::ids::{BlockNumber, TxId};
+use runnel_ledger::identity::{Msp, NetworkDefinition, Signer};
+use runnel_ledger::ids::{BlockNumber, Seq, TxId};
 use runnel_ledger::orderer::replay::Seen;
 use runnel_ledger::orderer::stream::{Ids, StreamLog, StreamTx};
 use runnel_ledger::orderer::{OrderError, Ordered};
@@ -153,7 +153,13 @@ pub struct Core {
     arrived: Condvar,
     arrived_lock: Mutex<()>,
     failure: Mutex<Option<String>>,
+    /// The definition in force in the stream (the seq of its update) and its MSP, for
+    /// the seal signatures the others send.
+    trusted: Mutex<Option<Trusted>>,
 }
+
+/// A definition with the seq of the update that put it in force, and its MSP.
+type Trusted = (Seq, Arc<NetworkDefinition>, Arc<Msp>);
 
 impl Core {
     #[allow(clippy::too_many_arguments)]
@@ -188,6 +194,7 @@ impl Core {
             arrived: Condvar::new(),
             arrived_lock: Mutex::new(()),
             failure: Mutex::default(),
+            trusted: Mutex::default(),
         }
     }
 
@@ -677,18 +684,13 @@ impl Core {
         signature: SealSignature,
         signatures: &mut Vec<SealSignature>,
     ) {
-        let Some((_, definition)) = self.stream.definition_since(None) else {
-            return;
-        };
-        let Ok(msp) = definition.msp() else {
+        let Some((definition, msp)) = self.trusted() else {
             return;
         };
         let sealers = block::Sealers::of(&definition, &msp);
         if their_hash != *hash {
-            if let Ok(orderer) = sealers
-                .verify(&signature.orderer, i64::MAX / 2)
-                .or_else(|_| sealers.verify(&signature.orderer, (seal.timestamp_ms / 1000) as i64))
-            {
+            let at = i64::try_from(seal.timestamp_ms / 1000).unwrap_or(i64::MAX);
+            if let Ok(orderer) = sealers.verify(&signature.orderer, at) {
                 tracing::error!(
                     orderer = %orderer.id(),
                     block = seal.number.0,
@@ -713,9 +715,22 @@ impl Core {
 
     /// Distinct members whose signatures a seal needs now.
     fn quorum(&self) -> usize {
-        self.stream
-            .definition_since(None)
-            .map_or(1, |(_, definition)| definition.seal_quorum())
+        self.trusted()
+            .map_or(1, |(definition, _)| definition.seal_quorum())
+    }
+
+    /// The definition in force in the stream and its MSP, built once per definition.
+    fn trusted(&self) -> Option<(Arc<NetworkDefinition>, Arc<Msp>)> {
+        let mut trusted = lock(&self.trusted);
+        let seen = trusted.as_ref().map(|(seq, _, _)| *seq);
+        if let Some((seq, definition)) = self.stream.definition_since(seen)
+            && let Ok(msp) = definition.msp()
+        {
+            *trusted = Some((seq, Arc::new(definition), Arc::new(msp)));
+        }
+        trusted
+            .as_ref()
+            .map(|(_, definition, msp)| (definition.clone(), msp.clone()))
     }
 
     /// A seal with signatures another orderer sent: a signature to gather, or a complete
@@ -777,11 +792,7 @@ impl Core {
         loop {
             tokio::select! {
                 Some((from, message)) = batches.next() => self.received(&from, message.as_ref()),
-                Some((from, message)) = seals.next() => {
-                    let core = self.clone();
-                    let bytes = message.as_ref().to_vec();
-                    tokio::task::spawn_blocking(move || core.seal_received(&from, &bytes));
-                }
+                Some((from, message)) = seals.next() => self.seal_received(&from, message.as_ref()),
                 Some((from, message)) = fetches.next() => self.fetch_asked(&from, message.as_ref()),
                 Some((from, message)) = mempool.next() => {
                     if let Some(transactions) = SignedTransactions::decode(message.as_ref()) {

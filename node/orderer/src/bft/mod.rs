@@ -73,6 +73,9 @@ use self::net::{Blocking, Member, Network};
 /// The directory, in the orderer's, of its consensus journal and batch log.
 pub const BFT_DIR: &str = "bft";
 
+/// Blocking threads of the engine's runtime (file operations, batch syncs).
+const BLOCKING_THREADS: usize = 8;
+
 /// Domain of every consensus vote (commonware prefixes it with its length, so no vote's
 /// signed bytes can be those of a Runnel message, which begin with `runnel.`).
 pub const NAMESPACE: &[u8] = b"runnel.bft.v1";
@@ -212,6 +215,10 @@ impl EngineStart {
     fn run(self) {
         let config = commonware_runtime::tokio::Config::new()
             .with_worker_threads(self.settings.engine_threads.max(1))
+            // Its storage runs every file operation on a blocking thread: a few are
+            // enough, and an unbounded pool grew to hundreds of threads under load, their
+            // creation and switching costing more than the work.
+            .with_max_blocking_threads(BLOCKING_THREADS)
             .with_storage_directory(self.journal.clone());
         let core = self.core.clone();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
