@@ -67,6 +67,8 @@ export {
   SEAL_DOMAIN,
   SEAL_SIGNATURES_MAX,
   SEAL_SIGNERS_REQUIRED,
+  BFT_ORDERERS_MIN,
+  sealQuorum,
   verifyInclusionProof,
   verifySeal,
 } from "./proof.js";

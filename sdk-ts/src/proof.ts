@@ -44,6 +44,22 @@ export const SEAL_SIGNERS_REQUIRED = 1;
 /** Signatures a seal may carry at most, as the node checks (`SEAL_SIGNATURES_MAX`). */
 export const SEAL_SIGNATURES_MAX = 32;
 
+/** The fewest orderers of a Byzantine-fault-tolerant cluster (`3f + 1` for `f = 1`). */
+export const BFT_ORDERERS_MIN = 4;
+
+/**
+ * Distinct orderers whose signatures a seal of `definition`'s network needs, as the node
+ * counts them (`NetworkDefinition::seal_quorum`): `n - f` of the `n` orderers of a
+ * Byzantine-fault-tolerant cluster (`"ordering": "bft"`; `f = (n - 1) / 3`, so 3 of 4,
+ * 5 of 7), else {@link SEAL_SIGNERS_REQUIRED}. Pass it as {@link VerifyOptions.quorum},
+ * the definition taken from the network's configuration, never from the node checked.
+ */
+export function sealQuorum(definition: { readonly ordering?: string; readonly orderers?: readonly unknown[] }): number {
+  if (definition.ordering !== "bft") return SEAL_SIGNERS_REQUIRED;
+  const n = definition.orderers?.length ?? 0;
+  return Math.max(SEAL_SIGNERS_REQUIRED, n - Math.floor(Math.max(n - 1, 0) / 3));
+}
+
 /** A transaction's proof of inclusion, as `Query.getInclusionProof` returns it. */
 export interface InclusionProof {
   /** The block holding it: its seal, as the orderer signed it (no transaction list). */
@@ -82,6 +98,13 @@ export interface VerifyOptions {
    * revoked key is not valid, whatever its certificate's bytes.
    */
   readonly revoked?: readonly string[];
+  /**
+   * Distinct orderers whose signatures the seal needs: {@link sealQuorum} of the network
+   * definition in force (3 of a BFT cluster's 4). Not given:
+   * {@link SEAL_SIGNERS_REQUIRED}, as solo and Raft ordering need; for a BFT network one
+   * orderer's signature is then taken for the cluster's, which it is not.
+   */
+  readonly quorum?: number;
 }
 
 /** The outcome of {@link verifySeal}. */
@@ -114,6 +137,11 @@ export interface SealSigner {
   readonly org: string;
   /** Its common name. */
   readonly name: string;
+  /**
+   * In {@link VerifyOptions.orderers}: the Ed25519 key (hex) the network definition names
+   * for it (`key`, a BFT cluster's); given, it signs with that key alone.
+   */
+  readonly key?: string;
 }
 
 /** The outcome of {@link verifyInclusionProof}. */
@@ -191,17 +219,25 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     }
     if (!verified) return fail("the orderer's signature over the seal does not verify");
     const { org, name } = identity.identity;
-    if (options.orderers && !options.orderers.some((named) => named.org === org && named.name === name)) {
+    const publicKey = toHex(identity.identity.certificate.ed25519PublicKey ?? new Uint8Array());
+    if (
+      options.orderers &&
+      !options.orderers.some((named) => named.org === org && named.name === name && (!named.key || named.key === publicKey))
+    ) {
       return fail(`orderer ${org}/${name} is not one of the orderers that may sign (the network definition in force names others)`);
     }
     // One orderer is one name and one key, as a peer counts them.
-    const key = `ed25519:${toHex(identity.identity.certificate.ed25519PublicKey ?? new Uint8Array())}`;
+    const key = `ed25519:${publicKey}`;
     if (options.revoked?.includes(key)) return fail(`orderer ${org}/${name} is revoked (${key})`);
     if (signers.some((signer) => signer.org === org && signer.name === name) || keys.includes(key)) {
       return fail(`orderer ${org}/${name} signs the seal twice`);
     }
     signers.push({ org, name });
     keys.push(key);
+  }
+  const quorum = options.quorum ?? SEAL_SIGNERS_REQUIRED;
+  if (signers.length < quorum) {
+    return fail(`the seal carries the signatures of ${signers.length} orderers; this ordering service needs ${quorum}`);
   }
   const first = signers[0]!;
   return { valid: true, orderer, ordererOrg: first.org, ordererName: first.name, signers };

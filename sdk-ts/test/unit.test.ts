@@ -21,6 +21,8 @@ import {
   txProto,
   verifyInclusionProof,
   verifySeal,
+  sealQuorum,
+  SEAL_SIGNERS_REQUIRED,
   parseCheckpoint,
   serializeCheckpoint,
 } from "../src/index.js";
@@ -369,6 +371,33 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
     const two = await sealedBlock(net.ordererKeys, net.orderer, { more: [{ keys: other.ordererKeys, orderer: other.orderer }] });
     expect(await verifySeal(two, { trustedCas, orderers: named("Org1") })).toMatchObject({ valid: false });
     expect(await verifySeal(two, { trustedCas, orderers: [...named("Org1"), ...named("Org2")] })).toMatchObject({ valid: true });
+  });
+
+  test("a BFT network's seal needs n - f distinct members, each with the key the definition names", async () => {
+    const nets = await Promise.all(["Org1", "Org2", "Org3", "Org4"].map((org) => network(org)));
+    const trustedCas = nets.map((net) => net.caPem);
+    const signedBy = (count: number) =>
+      sealedBlock(nets[0]!.ordererKeys, nets[0]!.orderer, {
+        more: nets.slice(1, count).map((net) => ({ keys: net.ordererKeys, orderer: net.orderer })),
+      });
+    const members = nets.map((_, i) => ({ org: `Org${i + 1}`, name: `orderer0.Org${i + 1}` }));
+    const definition = { ordering: "bft", orderers: members };
+    expect(sealQuorum(definition)).toBe(3);
+    expect(sealQuorum({ ordering: "bft", orderers: new Array(7).fill(members[0]) })).toBe(5);
+    expect(sealQuorum({ orderers: members })).toBe(SEAL_SIGNERS_REQUIRED);
+    const quorum = sealQuorum(definition);
+    // One orderer's signature, even the one that cut the block, and two are not enough.
+    for (const count of [1, 2]) {
+      expect(await verifySeal(await signedBy(count), { trustedCas, orderers: members, quorum })).toMatchObject({
+        valid: false,
+        reason: `the seal carries the signatures of ${count} orderers; this ordering service needs 3`,
+      });
+    }
+    expect(await verifySeal(await signedBy(3), { trustedCas, orderers: members, quorum })).toMatchObject({ valid: true });
+    expect(await verifySeal(await signedBy(4), { trustedCas, orderers: members, quorum })).toMatchObject({ valid: true });
+    // A member named with another key than its certificate's may not sign.
+    const rekeyed = members.map((member, i) => (i === 1 ? { ...member, key: "00".repeat(32) } : member));
+    expect(await verifySeal(await signedBy(3), { trustedCas, orderers: rekeyed, quorum })).toMatchObject({ valid: false });
   });
 
   test("given the keys the network revoked, a seal signed by one of them is not valid", async () => {
