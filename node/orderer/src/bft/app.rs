@@ -57,6 +57,10 @@ const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// down that long catches up from the others' streams instead.
 const RETAINED_BYTES_MAX: usize = 256 << 20;
 
+/// Views past the last applied one whose batches an orderer takes: a batch proposed
+/// further ahead is dropped (no honest leader is that far ahead of a quorum).
+const VIEWS_AHEAD_MAX: u64 = 1_024;
+
 /// Transaction bytes the mempool holds at most; each other orderer may fill its share.
 const MEMPOOL_BYTES_MAX: usize = 256 << 20;
 
@@ -147,6 +151,9 @@ pub struct Core {
     waiters: Mutex<HashMap<TxId, crossbeam_channel::Sender<Result<Ordered, OrderError>>>>,
     gathering: Mutex<Gathering>,
     gathered: Condvar,
+    /// The batch the applier waits for (a finalization named it), taken from whoever sends
+    /// it, whatever its view.
+    wanted: Mutex<Option<Digest>>,
     /// Finalized batches to apply: (view, digest).
     finalized: crossbeam_channel::Sender<(u64, Digest)>,
     /// Batches that arrived (for an apply waiting for one it did not hold).
@@ -190,6 +197,7 @@ impl Core {
             waiters: Mutex::default(),
             gathering: Mutex::default(),
             gathered: Condvar::new(),
+            wanted: Mutex::default(),
             finalized,
             arrived: Condvar::new(),
             arrived_lock: Mutex::new(()),
@@ -410,6 +418,19 @@ impl Core {
                 return;
             }
         };
+        // A batch of a view long past, or too far ahead, is no batch to vote for or apply:
+        // a member that sends them cannot fill this orderer's memory or disk.
+        let applied = lock(&self.applied).0;
+        let wanted = *lock(&self.wanted) == Some(held.digest);
+        if !wanted && (held.batch.view <= applied || held.batch.view > applied + VIEWS_AHEAD_MAX) {
+            tracing::debug!(
+                orderer = %self.network.name_of(from),
+                view = held.batch.view,
+                applied,
+                "a batch outside the views this orderer takes; dropped"
+            );
+            return;
+        }
         if lock(&self.batches).held.contains_key(&held.digest) {
             return;
         }
@@ -437,8 +458,11 @@ impl Core {
         let mut guard = lock(&self.arrived_lock);
         loop {
             if let Some(held) = lock(&self.batches).held.get(digest).cloned() {
+                *lock(&self.wanted) = None;
                 return Some(held);
             }
+            // Taken whatever its view: a finalization named it.
+            *lock(&self.wanted) = Some(*digest);
             if self.failure().is_some() {
                 return None;
             }
@@ -573,7 +597,16 @@ impl Core {
                 }
             }
         }
-        lock(&self.batches).retain(held);
+        {
+            let mut batches = lock(&self.batches);
+            batches.retain(held);
+            // Batches of views applied past that no finalization took (a view skipped,
+            // a proposal that lost): never applied, dropped.
+            let retained: HashSet<Digest> = batches.retained.iter().copied().collect();
+            batches
+                .held
+                .retain(|digest, kept| kept.batch.view > batch.view || retained.contains(digest));
+        }
         self.seal_unsealed(Some(batch.timestamp_ms))
     }
 
