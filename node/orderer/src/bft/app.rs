@@ -354,13 +354,15 @@ impl Core {
             transactions,
         }
         .seal();
+        // Held at once, synced beside the votes: the leader's own copy need not be on
+        // its disk before it votes, since the 2f + 1 notarize votes a batch needs include
+        // 2f others', each cast only once that voter synced it (at least f + 1 of them
+        // honest); a leader that restarts without it fetches it from them.
+        let digest = held.digest;
+        self.hold(held.clone());
         let core = self.clone();
-        let kept = held.clone();
-        let stored = tokio::task::spawn_blocking(move || core.keep(kept)).await;
-        if !matches!(stored, Ok(Ok(()))) {
-            return None;
-        }
-        Some(held.digest)
+        tokio::task::spawn_blocking(move || core.persist(&held));
+        Some(digest)
     }
 
     /// The timestamp of the batch `digest` (the genesis one's is 0).
@@ -377,10 +379,21 @@ impl Core {
     /// Writes `held` to the batch log and syncs it, then holds it in memory and answers
     /// the verifies that waited for it.
     fn keep(&self, held: Held) -> Result<(), String> {
-        if let Err(error) = lock(&self.log).keep(&held) {
+        self.persist(&held)?;
+        self.hold(held);
+        Ok(())
+    }
+
+    /// Writes `held` to the batch log and syncs it; a failure stops the orderer.
+    fn persist(&self, held: &Held) -> Result<(), String> {
+        lock(&self.log).keep(held).map_err(|error| {
             self.fail(format!("writing a batch to the batch log: {error}"));
-            return Err(error);
-        }
+            error
+        })
+    }
+
+    /// Holds `held` in memory and answers the verifies that waited for it.
+    fn hold(&self, held: Held) {
         let waiting = {
             let mut batches = lock(&self.batches);
             let waiting = batches.waiting.remove(&held.digest).unwrap_or_default();
@@ -393,7 +406,6 @@ impl Core {
         }
         let _guard = lock(&self.arrived_lock);
         self.arrived.notify_all();
-        Ok(())
     }
 
     /// Whether `held` is a batch to vote for in `view` on `parent`.
