@@ -291,11 +291,7 @@ impl Core {
             if held.batch.view <= applied {
                 break;
             }
-            for bytes in &held.batch.transactions {
-                if let Ok((_, _, proposal)) = tx::decode_transaction(bytes) {
-                    ids.insert(tx::tx_id(&proposal));
-                }
-            }
+            ids.extend(held.txs.iter().flatten().map(|meta| meta.tx_id));
             at = held.batch.parent;
         }
         ids
@@ -549,20 +545,19 @@ impl Core {
         let batch = &held.batch;
         let mut txs = Vec::with_capacity(batch.transactions.len());
         let mut seen = HashSet::new();
-        for bytes in &batch.transactions {
-            let Ok((_, _, proposal)) = tx::decode_transaction(bytes) else {
+        for (bytes, meta) in batch.transactions.iter().zip(held.txs.iter()) {
+            let Some(meta) = meta else {
                 continue;
             };
-            let tx_id = tx::tx_id(&proposal);
-            if !seen.insert(tx_id) {
+            if !seen.insert(meta.tx_id) {
                 continue;
             }
-            let window = proposal.timestamp_ms.abs_diff(batch.timestamp_ms)
+            let window = meta.proposal_ms.abs_diff(batch.timestamp_ms)
                 <= u64::try_from(tx::PROPOSAL_WINDOW.as_millis()).unwrap_or(u64::MAX);
             if !window
                 || self
                     .stream
-                    .check_replay(&tx_id, proposal.timestamp_ms, batch.timestamp_ms)
+                    .check_replay(&meta.tx_id, meta.proposal_ms, batch.timestamp_ms)
                     != Seen::New
             {
                 continue;
@@ -570,9 +565,9 @@ impl Core {
             txs.push(StreamTx {
                 signed_transaction: bytes.clone(),
                 timestamp_ms: batch.timestamp_ms,
-                tx_id,
-                proposal_ms: proposal.timestamp_ms,
-                config_update: proposal.contract == runnel_ledger::netconfig::CONFIG_NAMESPACE,
+                tx_id: meta.tx_id,
+                proposal_ms: meta.proposal_ms,
+                config_update: meta.config_update,
             });
         }
         tracing::debug!(view = batch.view, count = txs.len(), "applying");
@@ -599,13 +594,10 @@ impl Core {
             }
             // Transactions of the batch left out as replays: their submitters here learn
             // it now.
-            for bytes in &batch.transactions {
-                if let Ok((_, _, proposal)) = tx::decode_transaction(bytes) {
-                    let tx_id = tx::tx_id(&proposal);
-                    mempool.remove(&tx_id);
-                    if let Some(waiter) = waiters.remove(&tx_id) {
-                        let _ = waiter.send(Err(OrderError::Duplicate(tx_id)));
-                    }
+            for tx_id in seen {
+                mempool.remove(&tx_id);
+                if let Some(waiter) = waiters.remove(&tx_id) {
+                    let _ = waiter.send(Err(OrderError::Duplicate(tx_id)));
                 }
             }
         }

@@ -16,10 +16,12 @@ use std::sync::Arc;
 use commonware_cryptography::sha256::Digest;
 use prost::Message as _;
 
+use runnel_ledger::ids::TxId;
+use runnel_ledger::netconfig::CONFIG_NAMESPACE;
 use runnel_ledger::orderer::SEAL_TXS_MAX;
 use runnel_ledger::proto::OrderingBatch;
 use runnel_ledger::records::{RecordFile, RecordReader, SyncMode};
-use runnel_ledger::tx::sha256;
+use runnel_ledger::tx::{decode_transaction, sha256, tx_id};
 
 /// Domain tag of a batch's digest.
 pub const BATCH_DOMAIN: &[u8] = b"runnel.batch.v1";
@@ -51,12 +53,40 @@ pub struct Batch {
     pub transactions: Vec<Vec<u8>>,
 }
 
-/// A batch with its bytes and digest.
+/// What the orderers need of one transaction of a batch, read once when the batch is
+/// made or received: its id, its proposal's timestamp, whether it is a `_config` update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxMeta {
+    pub tx_id: TxId,
+    pub proposal_ms: u64,
+    pub config_update: bool,
+}
+
+/// A batch with its bytes and digest, and each transaction's [`TxMeta`] (`None` for one
+/// that does not decode: ordered by no orderer).
 #[derive(Debug, Clone)]
 pub struct Held {
     pub batch: Arc<Batch>,
     pub bytes: Arc<Vec<u8>>,
     pub digest: Digest,
+    pub txs: Arc<Vec<Option<TxMeta>>>,
+}
+
+/// The [`TxMeta`] of each of `transactions`.
+fn metas(transactions: &[Vec<u8>]) -> Arc<Vec<Option<TxMeta>>> {
+    Arc::new(
+        transactions
+            .iter()
+            .map(|bytes| {
+                let (_, _, proposal) = decode_transaction(bytes).ok()?;
+                Some(TxMeta {
+                    tx_id: tx_id(&proposal),
+                    proposal_ms: proposal.timestamp_ms,
+                    config_update: proposal.contract == CONFIG_NAMESPACE,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The digest of a batch's bytes.
@@ -80,6 +110,7 @@ impl Batch {
         .encode_to_vec();
         Held {
             digest: digest(&bytes),
+            txs: metas(&self.transactions),
             batch: Arc::new(self),
             bytes: Arc::new(bytes),
         }
@@ -120,6 +151,7 @@ impl Batch {
         };
         Ok(Held {
             digest: digest(bytes),
+            txs: metas(&batch.transactions),
             batch: Arc::new(batch),
             bytes: Arc::new(bytes.to_vec()),
         })
