@@ -228,6 +228,7 @@ impl RemoteOrderer {
         remote.handle().spawn(follow_leader(
             remote.targets.clone(),
             remote.current.clone(),
+            remote.fan_out.clone(),
         ));
         Ok(remote)
     }
@@ -388,13 +389,17 @@ pub const LEADER_CHECK: Duration = Duration::from_millis(500);
 /// one in use when its endpoint is known (calls go there at once; the stream moves at
 /// its next check). When the orderer in use knows no leader or does not answer (it may
 /// be cut off from the others), the others are asked in turn. Idle while there is one
-/// orderer, or no Raft id is known.
-async fn follow_leader(all: Arc<Targets>, current: Arc<AtomicUsize>) {
+/// orderer, no Raft id is known, or calls fan out (a BFT cluster has no leader to
+/// follow).
+async fn follow_leader(all: Arc<Targets>, current: Arc<AtomicUsize>, fan_out: Arc<AtomicUsize>) {
     let mut every = tokio::time::interval(LEADER_CHECK);
     loop {
         every.tick().await;
         let targets = all.get();
-        if targets.len() < 2 || targets.iter().all(|target| target.raft_id == 0) {
+        if targets.len() < 2
+            || targets.iter().all(|target| target.raft_id == 0)
+            || fan_out.load(AtomicOrdering::Relaxed) > 1
+        {
             continue;
         }
         let index = current.load(AtomicOrdering::Relaxed) % targets.len();

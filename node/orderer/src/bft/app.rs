@@ -71,6 +71,9 @@ const SEAL_RESEND: Duration = Duration::from_millis(200);
 /// Seals ahead of the one this orderer gathers whose signatures it keeps.
 const SEALS_AHEAD_MAX: u64 = 64;
 
+/// Complete seals kept in memory for the orderers that ask for them again.
+const RECENT_SEALS_MAX: usize = 64;
+
 /// How far a batch's clock may be from this orderer's before it refuses to vote for it
 /// (a leader whose clock is that far off is skipped; it decides nothing).
 const CLOCK_SKEW_MAX_MS: u64 = 30_000;
@@ -163,6 +166,12 @@ pub struct Core {
     /// The definition in force in the stream (the seq of its update) and its MSP, for
     /// the seal signatures the others send.
     trusted: Mutex<Option<Trusted>>,
+    /// The last complete seals, newest last: (block, encoded `SignedSeal`).
+    recent_seals: Mutex<VecDeque<(u64, Vec<u8>)>>,
+    /// For each member, the sealed block it last sent its signature for.
+    asked: Mutex<HashMap<PublicKey, u64>>,
+    /// The view the engine is at, as far as this orderer has seen.
+    pub views: Arc<super::sections::Views>,
 }
 
 /// A definition with the seq of the update that put it in force, and its MSP.
@@ -203,6 +212,9 @@ impl Core {
             arrived_lock: Mutex::new(()),
             failure: Mutex::default(),
             trusted: Mutex::default(),
+            recent_seals: Mutex::default(),
+            asked: Mutex::default(),
+            views: Arc::default(),
         }
     }
 
@@ -676,6 +688,13 @@ impl Core {
                     .accept_seal(&sealed.bytes, &self.msp, None)
                     .map_err(|e| format!("appending seal {}: {e}", sealed.seal.number.0))?;
                 tracing::debug!(block = sealed.seal.number.0, "sealed");
+                {
+                    let mut recent = lock(&self.recent_seals);
+                    recent.push_back((sealed.seal.number.0, sealed.bytes.clone()));
+                    while recent.len() > RECENT_SEALS_MAX {
+                        recent.pop_front();
+                    }
+                }
                 if !appended {
                     return Err(format!(
                         "seal {} with a quorum's signatures does not check against the \
@@ -787,9 +806,15 @@ impl Core {
         let (_, sealed) = self.stream.position();
         let number = seal.number.0;
         if number <= sealed.0 {
-            // Behind: it gets the complete seal.
-            if let Some(stored) = self.stream.seal(seal.number) {
-                self.network.send_to(Some(from), net::SEALS, stored.bytes);
+            // Behind: it gets the complete seal. A signature for the block this orderer
+            // sealed last has usually crossed the others' in flight, and its sender
+            // completes the seal from the signatures everyone sends it: it is answered
+            // when it asks again (it resends while it waits).
+            let again = lock(&self.asked).insert(from.clone(), number) == Some(number);
+            if (number < sealed.0 || again)
+                && let Some(bytes) = self.complete_seal(seal.number)
+            {
+                self.network.send_to(Some(from), net::SEALS, bytes);
             }
             return;
         }
@@ -816,6 +841,16 @@ impl Core {
             }
             _ => {}
         }
+    }
+
+    /// The complete seal of `number`, from memory when it is recent.
+    fn complete_seal(&self, number: BlockNumber) -> Option<Vec<u8>> {
+        let recent = lock(&self.recent_seals)
+            .iter()
+            .rev()
+            .find(|(block, _)| *block == number.0)
+            .map(|(_, bytes)| bytes.clone());
+        recent.or_else(|| self.stream.seal(number).map(|stored| stored.bytes))
     }
 
     /// Reads Runnel's own channels until the network stops.
@@ -905,6 +940,7 @@ impl Automaton for App {
         let (answer, answered) = oneshot::channel();
         let core = self.core.clone();
         let view = context.round.view().get();
+        self.core.views.saw(view);
         let parent = (context.parent.0.get(), context.parent.1);
         tokio::spawn(async move {
             if let Some(digest) = core.propose(view, parent).await {
@@ -917,6 +953,7 @@ impl Automaton for App {
     async fn verify(&mut self, context: Self::Context, payload: Digest) -> oneshot::Receiver<bool> {
         let (answer, answered) = oneshot::channel();
         let view = context.round.view().get();
+        self.core.views.saw(view);
         tracing::debug!(view, "verifying");
         let parent = (context.parent.0.get(), context.parent.1);
         let mut batches = lock(&self.core.batches);
@@ -983,6 +1020,7 @@ impl Reporter for App {
         match activity {
             Activity::Finalization(finalization) => {
                 let view = finalization.proposal.round.view().get();
+                self.core.views.saw(view);
                 tracing::debug!(view, "finalized");
                 let _ = self
                     .core

@@ -39,6 +39,7 @@
 pub mod app;
 pub mod batch;
 pub mod net;
+pub mod sections;
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,9 @@ use self::net::{Blocking, Member, Network};
 
 /// The directory, in the orderer's, of its consensus journal and batch log.
 pub const BFT_DIR: &str = "bft";
+
+/// The engine's journal's partition (a directory of the orderer's [`BFT_DIR`]).
+const JOURNAL_PARTITION: &str = "runnel-bft";
 
 /// Blocking threads of the engine's runtime (file operations, batch syncs).
 const BLOCKING_THREADS: usize = 8;
@@ -228,8 +232,18 @@ impl EngineStart {
                     network,
                     private,
                     settings,
-                    ..
+                    journal,
                 } = self;
+                if let Some(template) = sections::template(&context, &journal).await {
+                    let (views, failed) = (core.views.clone(), core.clone());
+                    let _ = std::thread::Builder::new()
+                        .name("runnel-bft-sections".into())
+                        .spawn(move || {
+                            sections::run(views, journal, JOURNAL_PARTITION, template, || {
+                                failed.failure().is_some()
+                            });
+                        });
+                }
                 let participants: Set<ed25519::PublicKey> = Set::from_iter_dedup(
                     network
                         .members()
@@ -282,7 +296,7 @@ impl EngineStart {
                     reporter: app,
                     track_historical_votes: false,
                     strategy: Sequential,
-                    partition: "runnel-bft".into(),
+                    partition: JOURNAL_PARTITION.into(),
                     mailbox_size: nonzero(1024),
                     epoch: Epoch::new(0),
                     floor: Floor::Genesis(batch::genesis(&core_channel(&core))),
