@@ -320,6 +320,11 @@ pub trait Orderer: Send + Sync {
         None
     }
 
+    /// Where this orderer stands in its BFT cluster; `None` for any other orderer.
+    fn consensus(&self) -> Option<ConsensusView> {
+        None
+    }
+
     /// Stops what this process runs of the orderer (idempotent).
     fn close(&self) {}
 }
@@ -337,6 +342,24 @@ pub struct ClusterView {
     pub voters: Vec<u64>,
     /// The entry its Raft log was last compacted to (0: never).
     pub compacted: u64,
+}
+
+/// An orderer of a BFT cluster as it sees itself ([`Orderer::consensus`]).
+#[derive(Debug, Clone)]
+pub struct ConsensusView {
+    /// The highest view it has seen the cluster at.
+    pub view: u64,
+    /// The view of the last batch it applied.
+    pub applied_view: u64,
+    /// Batches it applied since it started (one block each).
+    pub batches: u64,
+    /// Lies it detected since it started: a member's conflicting consensus votes, or its
+    /// signature over another seal than the stream gives.
+    pub equivocations: u64,
+    /// The cluster's members.
+    pub members: usize,
+    /// How long each block's seal took to gather its quorum of signatures.
+    pub seal_seconds: Arc<Histogram>,
 }
 
 /// Why the orderer refused or failed.

@@ -242,6 +242,9 @@ pub struct OrdererMetrics {
     /// For an orderer of a Raft cluster: its id, the leader's (0: none known), its term,
     /// how many voters it counts and the entry its log was compacted to.
     raft: Option<[Gauge; 5]>,
+    /// For an orderer of a BFT cluster: the view it has seen, the view of the last batch
+    /// it applied, the batches it applied, the lies it detected and the members.
+    bft: Option<[Gauge; 5]>,
 }
 
 impl std::fmt::Debug for OrdererMetrics {
@@ -293,10 +296,48 @@ impl OrdererMetrics {
             );
             gauges
         });
+        let bft = orderer.consensus().map(|view| {
+            registry.register(
+                "bft_seal_seconds",
+                "How long each block's seal took to gather the signatures of a quorum of \
+                 the cluster's orderers",
+                Exported(view.seal_seconds),
+            );
+            let gauges: [Gauge; 5] = Default::default();
+            let [seen, applied, batches, lies, members] = &gauges;
+            registry.register(
+                "bft_view",
+                "The highest consensus view this orderer has seen its cluster at",
+                seen.clone(),
+            );
+            registry.register(
+                "bft_applied_view",
+                "The view of the last batch this orderer applied to its stream",
+                applied.clone(),
+            );
+            registry.register(
+                "bft_batches",
+                "Batches (one block each) this orderer applied since it started",
+                batches.clone(),
+            );
+            registry.register(
+                "bft_equivocations",
+                "Lies this orderer detected since it started: a member's conflicting \
+                 consensus votes, or its signature over another seal than the stream gives",
+                lies.clone(),
+            );
+            registry.register(
+                "bft_members",
+                "The orderers of the BFT cluster",
+                members.clone(),
+            );
+            gauges
+        });
         OrdererMetrics {
             registry,
             height,
             raft,
+            bft,
         }
     }
 
@@ -319,6 +360,15 @@ impl OrdererMetrics {
             term.set(view.term as i64);
             voters.set(view.voters.len() as i64);
             compacted.set(view.compacted as i64);
+        }
+        if let (Some([seen, applied, batches, lies, members]), Some(view)) =
+            (&self.bft, orderer.consensus())
+        {
+            seen.set(view.view as i64);
+            applied.set(view.applied_view as i64);
+            batches.set(view.batches as i64);
+            lies.set(view.equivocations as i64);
+            members.set(view.members as i64);
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

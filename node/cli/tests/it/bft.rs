@@ -150,6 +150,35 @@ fn streams_agree(
     height
 }
 
+/// `node`'s `/metrics` (read as a member) count the cluster's four members, the batches
+/// it applied and the seals it gathered, and no lie detected.
+fn consensus_metrics_say_so(net: &Network, node: &str) {
+    crate::raft_cluster::ops_get(net, node, "/healthz");
+    let identities = net.node("Org1/peer0").join("identities/Org1");
+    let (status, metrics) = crate::process::https_member(
+        &net.url(node).replace("https://", ""),
+        &net.dir.join("tls-cas.pem"),
+        &identities.join("peer.pem"),
+        &identities.join("peer.key"),
+        "/metrics",
+    );
+    assert_eq!(status, 200, "{metrics}");
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse::<u64>().ok())
+    };
+    assert_eq!(value("runnel_bft_members"), Some(4), "{metrics}");
+    assert!(value("runnel_bft_batches") > Some(0), "{metrics}");
+    assert!(
+        value("runnel_bft_view") >= value("runnel_bft_applied_view"),
+        "{metrics}"
+    );
+    assert!(value("runnel_bft_seal_seconds_count") > Some(0), "{metrics}");
+    assert_eq!(value("runnel_bft_equivocations"), Some(0), "{metrics}");
+}
+
 #[test]
 fn four_orderers_agree_on_every_batch_sign_every_seal_together_and_survive_a_silent_one() {
     let mut net = Network::init_ordering("Org1,Org2", 1, 4, "bft");
@@ -188,6 +217,7 @@ fn four_orderers_agree_on_every_batch_sign_every_seal_together_and_survive_a_sil
     assert!(acknowledged.len() > 10, "load ran: {}", acknowledged.len());
     all_committed_on_every_peer(&net, &acknowledged);
     let height = streams_agree(&rt, &net, &ORDERERS, 1);
+    consensus_metrics_say_so(&net, ORDERERS[0]);
 
     // One orderer silenced: the other three order on.
     kill(&net.node("Org2/orderer1"));

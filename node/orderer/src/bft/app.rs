@@ -172,6 +172,12 @@ pub struct Core {
     asked: Mutex<HashMap<PublicKey, u64>>,
     /// The view the engine is at, as far as this orderer has seen.
     pub views: Arc<super::sections::Views>,
+    /// Batches applied since this orderer started.
+    pub batches_applied: std::sync::atomic::AtomicU64,
+    /// Lies detected since this orderer started (conflicting votes, other seals).
+    pub equivocations: std::sync::atomic::AtomicU64,
+    /// How long each seal took to gather its quorum.
+    pub seal_seconds: Arc<runnel_ledger::metrics::Histogram>,
 }
 
 /// A definition with the seq of the update that put it in force, and its MSP.
@@ -215,6 +221,12 @@ impl Core {
             recent_seals: Mutex::default(),
             asked: Mutex::default(),
             views: Arc::default(),
+            batches_applied: std::sync::atomic::AtomicU64::new(0),
+            equivocations: std::sync::atomic::AtomicU64::new(0),
+            // 1 ms to ~16 s.
+            seal_seconds: Arc::new(runnel_ledger::metrics::Histogram::exponential(
+                0.001, 2.0, 15,
+            )),
         }
     }
 
@@ -589,6 +601,8 @@ impl Core {
             .append_txs(txs, Ids::Record, Some(batch.view))
             .map_err(|e| format!("appending the batch of view {}: {e}", batch.view))?;
         *lock(&self.applied) = (batch.view, Some(held.digest));
+        self.batches_applied
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         {
             let mut mempool = lock(&self.mempool);
             let mut waiters = lock(&self.waiters);
@@ -658,7 +672,8 @@ impl Core {
             gathering.current = Some((seal.clone(), hash, signatures));
         }
         let vote = signed_by(seal.clone(), vec![own]).bytes;
-        let mut sent = Instant::now();
+        let started = Instant::now();
+        let mut sent = started;
         self.network.send_to(None, net::SEALS, vote.clone());
         loop {
             if self.failure().is_some() {
@@ -682,6 +697,7 @@ impl Core {
                 }
             };
             if let Some(signatures) = ready {
+                self.seal_seconds.observe(started.elapsed().as_secs_f64());
                 let sealed = signed_by(seal, signatures);
                 let appended = self
                     .stream
@@ -747,6 +763,8 @@ impl Core {
         if their_hash != *hash {
             let at = i64::try_from(seal.timestamp_ms / 1000).unwrap_or(i64::MAX);
             if let Ok(orderer) = sealers.verify(&signature.orderer, at) {
+                self.equivocations
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!(
                     orderer = %orderer.id(),
                     block = seal.number.0,
@@ -1030,6 +1048,9 @@ impl Reporter for App {
             Activity::ConflictingNotarize(_)
             | Activity::ConflictingFinalize(_)
             | Activity::NullifyFinalize(_) => {
+                self.core
+                    .equivocations
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!(
                     ?activity,
                     "an orderer equivocated: it signed conflicting consensus votes"

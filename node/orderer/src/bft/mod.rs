@@ -64,7 +64,9 @@ use runnel_ledger::metrics::Histogram;
 use runnel_ledger::orderer::quota::Quotas;
 use runnel_ledger::orderer::replay::Seen;
 use runnel_ledger::orderer::stream::{StreamLog, StreamOptions};
-use runnel_ledger::orderer::{Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit_batch};
+use runnel_ledger::orderer::{
+    ConsensusView, Delivery, OrderError, Ordered, Orderer, OrdererConfig, admit_batch,
+};
 use runnel_ledger::tx;
 
 use self::app::{App, Core};
@@ -437,6 +439,18 @@ impl Orderer for BftOrderer {
 
     fn flush_seconds(&self) -> Option<Arc<Histogram>> {
         Some(self.core.stream.flush_seconds())
+    }
+
+    fn consensus(&self) -> Option<ConsensusView> {
+        use std::sync::atomic::Ordering::Relaxed;
+        Some(ConsensusView {
+            view: self.core.views.latest(),
+            applied_view: self.core.stream.applied_index(),
+            batches: self.core.batches_applied.load(Relaxed),
+            equivocations: self.core.equivocations.load(Relaxed),
+            members: self.core.network.members().len(),
+            seal_seconds: self.core.seal_seconds.clone(),
+        })
     }
 
     fn close(&self) {
