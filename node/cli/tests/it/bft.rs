@@ -153,22 +153,8 @@ fn streams_agree(
 /// `node`'s `/metrics` (read as a member) count the cluster's four members, the batches
 /// it applied and the seals it gathered, and no lie detected.
 fn consensus_metrics_say_so(net: &Network, node: &str) {
-    crate::raft_cluster::ops_get(net, node, "/healthz");
-    let identities = net.node("Org1/peer0").join("identities/Org1");
-    let (status, metrics) = crate::process::https_member(
-        &net.url(node).replace("https://", ""),
-        &net.dir.join("tls-cas.pem"),
-        &identities.join("peer.pem"),
-        &identities.join("peer.key"),
-        "/metrics",
-    );
-    assert_eq!(status, 200, "{metrics}");
-    let value = |name: &str| {
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|value| value.trim().parse::<u64>().ok())
-    };
+    let metrics = crate::raft_cluster::member_metrics(net, node);
+    let value = |name: &str| crate::raft_cluster::metric(&metrics, name);
     assert_eq!(value("runnel_bft_members"), Some(4), "{metrics}");
     assert!(value("runnel_bft_batches") > Some(0), "{metrics}");
     assert!(

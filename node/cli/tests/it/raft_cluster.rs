@@ -314,6 +314,29 @@ pub(crate) fn ops_get(net: &Network, node: &str, path: &str) -> (u16, String) {
     crate::process::https(&address, &cas, "GET", path, "")
 }
 
+/// `node`'s `/metrics`, read as a member (Org1's peer over mutual TLS).
+pub(crate) fn member_metrics(net: &Network, node: &str) -> String {
+    ops_get(net, node, "/healthz");
+    let identities = net.node("Org1/peer0").join("identities/Org1");
+    let (status, metrics) = crate::process::https_member(
+        &net.url(node).replace("https://", ""),
+        &net.dir.join("tls-cas.pem"),
+        &identities.join("peer.pem"),
+        &identities.join("peer.key"),
+        "/metrics",
+    );
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+}
+
+/// The value of the metric `name` (no labels) in `metrics`.
+pub(crate) fn metric(metrics: &str, name: &str) -> Option<u64> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse::<u64>().ok())
+}
+
 /// The orderer of Raft id `id`.
 pub(crate) fn orderer(id: u64) -> &'static str {
     ORDERERS.iter().find(|(i, _)| *i == id).unwrap().1
@@ -702,21 +725,8 @@ fn a_follower_away_past_the_compacted_logs_catches_up_from_a_snapshot_over_the_n
     // Its metrics say so too.
     let (status, _) = ops_get(&net, away, "/metrics");
     assert_eq!(status, 401, "for members only");
-    let identities = net.node("Org1/peer0").join("identities/Org1");
-    let (status, metrics) = crate::process::https_member(
-        &net.url(away).replace("https://", ""),
-        &net.dir.join("tls-cas.pem"),
-        &identities.join("peer.pem"),
-        &identities.join("peer.key"),
-        "/metrics",
-    );
-    assert_eq!(status, 200, "{metrics}");
-    let gauge = |name: &str| {
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|value| value.trim().parse::<u64>().ok())
-    };
+    let metrics = member_metrics(&net, away);
+    let gauge = |name: &str| metric(&metrics, name);
     assert_eq!(gauge("runnel_raft_voters"), Some(3), "{metrics}");
     assert!(
         gauge("runnel_raft_compacted") >= Some(compacted),
