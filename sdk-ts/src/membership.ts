@@ -41,6 +41,9 @@ import {
   ResponsePayloadSchema,
   SignedTransactionSchema,
   TransactionSchema,
+  type ResponsePayload,
+  type SignedTransaction,
+  type Transaction,
 } from "./gen/runnel/v1/transaction_pb.js";
 import { parseTrustedCas, verifyIdentity, type TrustedCa } from "./msp.js";
 import { Policy, PolicyError, type PolicySigner } from "./policy.js";
@@ -406,11 +409,7 @@ const bigints = (_: string, value: unknown) => (typeof value === "bigint" ? valu
  * hashing to `proposalHash`, reading the key at `current`'s version and writing it alone;
  * else why not.
  */
-function onlyWrite(
-  payload: { proposalHash: Uint8Array; result: Uint8Array; events: unknown[]; rwsets: { namespace: string; reads: { key: Uint8Array; version?: { seq: bigint } }[]; rangeReads: unknown[]; writes: { key: Uint8Array; isDelete: boolean; value: Uint8Array }[] }[] },
-  current: DefinitionInForce,
-  proposalHash: string,
-): Uint8Array | string {
+function onlyWrite(payload: ResponsePayload, current: DefinitionInForce, proposalHash: string): Uint8Array | string {
   if (toHex(payload.proposalHash) !== proposalHash) return "its payload is for another proposal";
   if (payload.result.length > 0 || payload.events.length > 0) return "its payload holds a result or events";
   const [set] = payload.rwsets;
@@ -435,8 +434,8 @@ function onlyWrite(
 async function checkSignatures(
   current: DefinitionInForce,
   update: ConfigUpdateEvidence,
-  signed: { signature: Uint8Array; transaction: Uint8Array },
-  transaction: { payload: Uint8Array; endorsements: { endorser: Uint8Array; signature: Uint8Array }[] },
+  signed: SignedTransaction,
+  transaction: Transaction,
   proposalBytes: Uint8Array,
   creator: Uint8Array,
   refuse: (code: MembershipErrorCode, reason: string) => MembershipError,
@@ -607,14 +606,15 @@ export function decodeDefinition(bytes: Uint8Array, sequence: bigint, seq?: bigi
       org: text(o.org, "an orderer's org"),
       endpoint: text(o.endpoint, "an orderer's endpoint"),
       raftId: number(o.raft_id, "an orderer's raft_id"),
-      key: text(o.key, "an orderer's key", "").toLowerCase(),
+      // Kept as written: a peer compares it with the certificate's key in lowercase hex.
+      key: text(o.key, "an orderer's key", ""),
     };
     if (!names.includes(orderer.org)) throw bad(`orderer ${orderer.name} belongs to ${orderer.org}, not an organisation of the network`);
     return orderer;
   });
   const ordering = text(top.ordering, "ordering", "raft");
   if (ordering !== "raft" && ordering !== "bft") throw bad(`ordering ${JSON.stringify(ordering)} is neither raft nor bft`);
-  if (ordering === "bft" && orderers.some((o) => !/^[0-9a-f]{64}$/.test(o.key))) {
+  if (ordering === "bft" && orderers.some((o) => !/^[0-9a-fA-F]{64}$/.test(o.key))) {
     throw bad("a Byzantine-fault-tolerant cluster names each orderer's Ed25519 key, 64 hex digits");
   }
   return {
