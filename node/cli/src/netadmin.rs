@@ -366,8 +366,8 @@ fn genesis_hash(path: &Path) -> Result<String> {
     let definition = if path.is_dir() {
         NetworkDefinition::load(path)?
     } else {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         NetworkDefinition::parse(&text)
             .with_context(|| format!("{} is not a network definition", path.display()))?
     };
