@@ -3,6 +3,7 @@ import { act } from "preact/test-utils";
 import { beforeEach, describe, expect, test } from "vitest";
 import { ProofResult } from "../src/components/InclusionProofCheck";
 import { SealCheckResult } from "../src/components/SealCheck";
+import { saveGenesisHash, savedGenesisHash } from "../src/live/genesis-pin";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, savedNetworkCa, trustedCas, useNetworkCa } from "../src/live/network-ca";
 import { verdict } from "../src/model/verdict";
 import { match, paths } from "../src/router";
@@ -118,5 +119,49 @@ describe("ProofResult", () => {
     const check = el.querySelector<HTMLElement>("[data-testid=inclusion-check]");
     expect(check?.dataset.state).toBe("failed");
     expect(check?.querySelector("[data-testid=proof-time]")?.textContent).toBe("not a date (18446744073709551615 ms)");
+  });
+});
+
+describe("checks by a pinned membership", () => {
+  const signers = ["Org1", "Org2", "Org3"].map((org) => ({ org, name: `orderer0.${org}` }));
+
+  test("a BFT seal's ✓ says how many of the quorum signed, of which definition", () => {
+    const result: SealCheck = { valid: true, orderer, signers, quorum: 3, ordererCount: 4, definitionSequence: 0n };
+    const el = mount(<SealCheckResult result={result} fingerprint={"ab".repeat(32)} pinned />);
+    const check = el.querySelector<HTMLElement>("[data-testid=seal-check]");
+    expect(check?.dataset.state).toBe("verified");
+    expect(check?.dataset.trust).toBe("pinned");
+    expect(check?.textContent).toContain("signed by 3 of 4 orderers, quorum 3");
+    expect(check?.textContent).toContain("network definition #0");
+    expect(check?.textContent).not.toContain("Membership not checked");
+  });
+
+  test("a ✓ made against the CAs alone says the membership was not checked", () => {
+    const result: SealCheck = { valid: true, orderer, ordererOrg: "Org1", ordererName: "orderer0.Org1" };
+    const el = mount(<SealCheckResult result={result} fingerprint={"ab".repeat(32)} />);
+    expect(el.querySelector<HTMLElement>("[data-testid=seal-check]")?.dataset.trust).toBe("cas");
+    expect(el.querySelector("[data-testid=unpinned]")?.textContent).toContain("Membership not checked");
+  });
+
+  test("a failure names its rule", () => {
+    const reason = "the seal carries the signatures of 2 of the 4 orderers; this ordering service needs 3";
+    const result: SealCheck = { valid: false, code: "QUORUM_NOT_MET", reason, orderer, quorum: 3, ordererCount: 4 };
+    const el = mount(<SealCheckResult result={result} fingerprint={"ab".repeat(32)} pinned />);
+    const check = el.querySelector<HTMLElement>("[data-testid=seal-check]");
+    expect(check?.dataset.state).toBe("failed");
+    expect(check?.dataset.rule).toBe("QUORUM_NOT_MET");
+    expect(el.querySelector("[data-testid=check-rule]")?.textContent).toBe("QUORUM_NOT_MET");
+    expect(el.querySelector("[data-testid=check-reason]")?.textContent).toBe(reason);
+    expect(check?.textContent).not.toContain("✓");
+  });
+
+  test("the pin is 64 hex digits, kept lowercase; empty unpins", () => {
+    expect(savedGenesisHash()).toBe("");
+    saveGenesisHash(` ${"AB".repeat(32)} `);
+    expect(savedGenesisHash()).toBe("ab".repeat(32));
+    for (const bad of ["ab", "zz".repeat(32), "ab".repeat(33)]) expect(() => saveGenesisHash(bad)).toThrow(TypeError);
+    expect(savedGenesisHash()).toBe("ab".repeat(32));
+    saveGenesisHash("");
+    expect(savedGenesisHash()).toBe("");
   });
 });

@@ -60,7 +60,36 @@ export type {
 export { Query } from "./query.js";
 export type { ReadGrantOptions } from "./readers.js";
 export { isRead, newReadGrant, READ_GRANT_DOMAIN, READ_GRANT_HEADER, READ_GRANT_LIFETIME_MS, withReadGrants } from "./readers.js";
-export type { InclusionCheck, InclusionProof, SealCheck, SealSigner, VerifyOptions } from "./proof.js";
+export type { InclusionCheck, InclusionProof, SealCheck, SealCheckCode, SealSigner, VerifyOptions } from "./proof.js";
+export type {
+  ConfigHistory,
+  ConfigUpdateEvidence,
+  DefinitionInForce,
+  MemberDefinition,
+  MemberOrgDefinition,
+  MembershipErrorCode,
+  OrdererDefinition,
+} from "./membership.js";
+export {
+  CONFIG_NAMESPACE,
+  CONFIG_UPDATES_MAX,
+  decodeDefinition,
+  MembershipError,
+  NETWORK_KEY,
+  readConfigHistory,
+  TrustedMembership,
+  verifyConfigHistory,
+} from "./membership.js";
+export type { PolicyErrorCode, PolicyEvaluation, PolicyExpr, PolicySigner, Principal, RoleMatch } from "./policy.js";
+export {
+  Policy,
+  POLICY_DEPTH_MAX,
+  POLICY_ENDORSERS_MAX,
+  POLICY_EVAL_STEPS_MAX,
+  POLICY_PRINCIPALS_MAX,
+  POLICY_TEXT_BYTES_MAX,
+  PolicyError,
+} from "./policy.js";
 export {
   LEAF_DOMAIN,
   NO_TRUSTED_CA,
@@ -81,7 +110,7 @@ export { ed25519Pkcs8, newPrivateKeySigner } from "./signing.js";
 export type { StageName, StageStamp, Trace } from "./trace.js";
 export type { Deployed, DeployOptions } from "./admin.js";
 export { LIFECYCLE_NAMESPACE } from "./admin.js";
-export { PROPOSAL_DOMAIN, TRANSACTION_DOMAIN } from "./tx.js";
+export { ENDORSEMENT_DOMAIN, endorsementMessage, PROPOSAL_DOMAIN, TRANSACTION_DOMAIN } from "./tx.js";
 /** The generated protobuf messages and services (from node/proto), for what the helpers do not cover. */
 export * as proto from "./gen/runnel/v1/api_pb.js";
 /** The generated transaction messages (Proposal, Transaction, ...), to inspect signed bytes. */

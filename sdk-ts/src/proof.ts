@@ -17,6 +17,7 @@ import type { Block } from "./events.js";
 import { BlockSealSchema, SignedSealSchema } from "./gen/runnel/v1/block_pb.js";
 import { ProposalSchema, SignedTransactionSchema, TransactionSchema } from "./gen/runnel/v1/transaction_pb.js";
 import { parseTrustedCas, verifyIdentity, type CaCertificates, type TrustedCa } from "./msp.js";
+import type { TrustedMembership } from "./membership.js";
 import { transactionId as idOf } from "./tx.js";
 import { ED25519 } from "./x509.js";
 
@@ -52,7 +53,9 @@ export const BFT_ORDERERS_MIN = 4;
  * counts them (`NetworkDefinition::seal_quorum`): `n - f` of the `n` orderers of a
  * Byzantine-fault-tolerant cluster (`"ordering": "bft"`; `f = (n - 1) / 3`, so 3 of 4,
  * 5 of 7), else {@link SEAL_SIGNERS_REQUIRED}. Pass it as {@link VerifyOptions.quorum},
- * the definition taken from the network's configuration, never from the node checked.
+ * the definition taken from the network's configuration, never from the node checked;
+ * or give a `TrustedMembership` as {@link VerifyOptions.membership}, which counts it for
+ * each seal.
  */
 export function sealQuorum(definition: { readonly ordering?: string; readonly orderers?: readonly unknown[] }): number {
   if (definition.ordering !== "bft") return SEAL_SIGNERS_REQUIRED;
@@ -74,15 +77,27 @@ export interface InclusionProof {
   readonly path: readonly Uint8Array[];
 }
 
-/** What a check trusts. */
+/**
+ * What a check trusts: a {@link TrustedMembership} followed from a pinned genesis hash
+ * (`{ membership }`), which gives every other option for the seal's seq; or the CAs, and
+ * optionally the orderers, revocations and quorum, from the caller. Not both.
+ */
 export interface VerifyOptions {
   /**
    * The network's organisation CA certificates (`identities/<org>/ca.pem`, which `runnel
    * init` and `runnel dev` write): PEM text, DER, or as `parseTrustedCas` read them. Taken
-   * from the network's configuration, never from the node being checked. None: the check
-   * is not valid.
+   * from the network's configuration, never from the node being checked. Neither these
+   * nor a membership: the check is not valid.
    */
-  readonly trustedCas: CaCertificates;
+  readonly trustedCas?: CaCertificates;
+  /**
+   * The network's membership, checked from a pinned genesis hash
+   * (`TrustedMembership.fetch`): the seal must carry the signatures of
+   * `sealQuorum` distinct orderers that the definition in force at its last seq names,
+   * each certified by that definition's CAs and not revoked by it. A seal past what the
+   * membership covers is not valid (`MEMBERSHIP_STALE`): fetch it again.
+   */
+  readonly membership?: TrustedMembership;
   /**
    * The orderers that may sign: those the network definition in force at the block's last
    * seq names (`orderers` in `network.json` or `runnel config show`: each `org` and
@@ -107,6 +122,37 @@ export interface VerifyOptions {
   readonly quorum?: number;
 }
 
+/** Which rule a seal or proof check failed. */
+export type SealCheckCode =
+  /** The signed seal does not decode. */
+  | "SEAL_MALFORMED"
+  /** The seal does not hash to the block's hash, or the block's fields differ from it. */
+  | "SEAL_MISMATCH"
+  /** Fewer than one or more than {@link SEAL_SIGNATURES_MAX} signatures. */
+  | "SIGNATURE_COUNT"
+  /** Neither trusted CAs nor a membership, or CAs that do not parse. */
+  | "NO_TRUST"
+  /** Both a membership and caller-supplied CAs, orderers, revocations or quorum. */
+  | "CONFLICTING_OPTIONS"
+  /** The membership does not reach the seal's last seq: fetch it again. */
+  | "MEMBERSHIP_STALE"
+  /** A signer's certificate is not an orderer's of a trusted CA, valid at the seal's time. */
+  | "ORDERER_CERTIFICATE"
+  /** A signature does not verify. */
+  | "BAD_SIGNATURE"
+  /** A signer is not an orderer the definition in force names (removed, or never one). */
+  | "ORDERER_NOT_MEMBER"
+  /** A signer's key is revoked. */
+  | "ORDERER_REVOKED"
+  /** One orderer signs twice. */
+  | "DUPLICATE_SIGNER"
+  /** Fewer distinct orderers than the quorum. */
+  | "QUORUM_NOT_MET"
+  /** The proof is for another transaction, or its transaction does not decode. */
+  | "PROOF_TRANSACTION"
+  /** The proof's seq is outside the block, its timestamp not a u64, or its path leads elsewhere. */
+  | "PROOF_PATH";
+
 /** The outcome of {@link verifySeal}. */
 export interface SealCheck {
   /**
@@ -118,6 +164,14 @@ export interface SealCheck {
   readonly valid: boolean;
   /** Why not, when not valid. */
   readonly reason?: string;
+  /** Which rule failed, when not valid. */
+  readonly code?: SealCheckCode;
+  /** Distinct orderers the seal needed (the definition's quorum when checked by a membership). */
+  readonly quorum?: number;
+  /** With a membership: how many orderers the definition in force names (0: any orderer of its CAs). */
+  readonly ordererCount?: number;
+  /** With a membership: the sequence of the definition in force at the seal's last seq. */
+  readonly definitionSequence?: bigint;
   /**
    * The X.509 certificate (DER) of the seal's first signer, the orderer that cut the
    * block; empty if the seal does not decode or carries no signature.
@@ -159,10 +213,12 @@ export interface InclusionCheck extends SealCheck {
 
 /**
  * Checks a block's signed seal: it decodes, hashes to the block's `hash` and agrees with
- * the block's fields; the orderer's certificate in it chains to one of
- * `options.trustedCas` with the role orderer and is valid at the seal's timestamp, and is
- * one of `options.orderers` when given; and its Ed25519 signature over the seal verifies.
- * Without trusted CAs it is not valid.
+ * the block's fields; each orderer's certificate in it chains to one of the trusted CAs
+ * with the role orderer and is valid at the seal's timestamp, and is one of the orderers
+ * that may sign; each Ed25519 signature over the seal verifies; and the distinct signers
+ * reach the quorum. With `options.membership`, the CAs, orderers, revocations and quorum
+ * are those of the definition in force at the seal's last seq; else the caller's. Without
+ * either it is not valid. A failure says which rule (`code`) and why (`reason`).
  */
 export async function verifySeal(block: Block, options: VerifyOptions): Promise<SealCheck> {
   let signed;
@@ -171,12 +227,24 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     signed = fromBinary(SignedSealSchema, block.signedSeal);
     seal = fromBinary(BlockSealSchema, signed.seal);
   } catch (error) {
-    return { valid: false, reason: `the signed seal does not decode: ${String(error)}`, orderer: new Uint8Array() };
+    return {
+      valid: false,
+      code: "SEAL_MALFORMED",
+      reason: `the signed seal does not decode: ${String(error)}`,
+      orderer: new Uint8Array(),
+    };
   }
   const orderer = signed.signatures[0]?.orderer ?? new Uint8Array();
-  const fail = (reason: string): SealCheck => ({ valid: false, reason, orderer });
+  let trust: Trust | undefined;
+  const fail = (code: SealCheckCode, reason: string): SealCheck => ({
+    valid: false,
+    code,
+    reason,
+    orderer,
+    ...trust?.shown,
+  });
   const hash = await sha256(signed.seal);
-  if (toHex(hash) !== block.hash) return fail("the seal does not hash to the block's hash");
+  if (toHex(hash) !== block.hash) return fail("SEAL_MISMATCH", "the seal does not hash to the block's hash");
   if (
     seal.number !== block.number ||
     seal.firstSeq !== block.firstSeq ||
@@ -185,19 +253,19 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
     toHex(seal.txRoot) !== block.txRoot ||
     toHex(seal.previousHash) !== block.previousHash
   ) {
-    return fail("the block's fields differ from its signed seal");
+    return fail("SEAL_MISMATCH", "the block's fields differ from its signed seal");
   }
+  const trusted = await trustFor(seal.lastSeq, options);
+  if ("code" in trusted) return fail(trusted.code, trusted.reason);
+  trust = trusted;
+  const { cas } = trust;
   const count = signed.signatures.length;
   if (count < SEAL_SIGNERS_REQUIRED || count > SEAL_SIGNATURES_MAX) {
-    return fail(`the seal carries ${count} signatures; a seal carries ${SEAL_SIGNERS_REQUIRED} to ${SEAL_SIGNATURES_MAX}`);
+    return fail(
+      "SIGNATURE_COUNT",
+      `the seal carries ${count} signatures; a seal carries ${SEAL_SIGNERS_REQUIRED} to ${SEAL_SIGNATURES_MAX}`,
+    );
   }
-  let cas: TrustedCa[];
-  try {
-    cas = await parseTrustedCas(options?.trustedCas ?? []);
-  } catch (error) {
-    return fail(`the trusted CAs: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  if (cas.length === 0) return fail(NO_TRUSTED_CA);
   // As a peer accepts a seal (SealChain::accept): every signature must hold, each from a
   // distinct orderer whose certificate is valid at the seal's own time.
   const message = concat(utf8Bytes(SEAL_DOMAIN), hash);
@@ -205,7 +273,7 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
   const keys: string[] = [];
   for (const signature of signed.signatures) {
     const identity = await verifyIdentity(signature.orderer, cas, seal.timestampMs, "orderer");
-    if (!identity.valid) return fail(`the seal's certificate: ${identity.reason}`);
+    if (!identity.valid) return fail("ORDERER_CERTIFICATE", `the seal's certificate: ${identity.reason}`);
     let verified: boolean;
     try {
       verified = await globalThis.crypto.subtle.verify(
@@ -215,32 +283,98 @@ export async function verifySeal(block: Block, options: VerifyOptions): Promise<
         message as Uint8Array<ArrayBuffer>,
       );
     } catch (error) {
-      return fail(`the orderer's signature cannot be checked: ${error instanceof Error ? error.message : String(error)}`);
+      return fail(
+        "BAD_SIGNATURE",
+        `the orderer's signature cannot be checked: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
-    if (!verified) return fail("the orderer's signature over the seal does not verify");
+    if (!verified) return fail("BAD_SIGNATURE", "the orderer's signature over the seal does not verify");
     const { org, name } = identity.identity;
     const publicKey = toHex(identity.identity.certificate.ed25519PublicKey ?? new Uint8Array());
     if (
-      options.orderers &&
-      !options.orderers.some((named) => named.org === org && named.name === name && (!named.key || named.key === publicKey))
+      trust.orderers &&
+      !trust.orderers.some((named) => named.org === org && named.name === name && (!named.key || named.key === publicKey))
     ) {
-      return fail(`orderer ${org}/${name} is not one of the orderers that may sign (the network definition in force names others)`);
+      const which = trust.shown === undefined ? "" : ` ${trust.shown.definitionSequence}, at seq ${seal.lastSeq},`;
+      return fail(
+        "ORDERER_NOT_MEMBER",
+        `orderer ${org}/${name} is not one of the orderers that may sign (the network definition${which} in force names others)`,
+      );
     }
     // One orderer is one name and one key, as a peer counts them.
     const key = `ed25519:${publicKey}`;
-    if (options.revoked?.includes(key)) return fail(`orderer ${org}/${name} is revoked (${key})`);
+    if (trust.revoked?.includes(key)) return fail("ORDERER_REVOKED", `orderer ${org}/${name} is revoked (${key})`);
     if (signers.some((signer) => signer.org === org && signer.name === name) || keys.includes(key)) {
-      return fail(`orderer ${org}/${name} signs the seal twice`);
+      return fail("DUPLICATE_SIGNER", `orderer ${org}/${name} signs the seal twice`);
     }
     signers.push({ org, name });
     keys.push(key);
   }
-  const quorum = options.quorum ?? SEAL_SIGNERS_REQUIRED;
+  const quorum = trust.quorum;
   if (signers.length < quorum) {
-    return fail(`the seal carries the signatures of ${signers.length} orderers; this ordering service needs ${quorum}`);
+    const of = trust.shown?.ordererCount ? ` of the ${trust.shown.ordererCount}` : "";
+    return fail(
+      "QUORUM_NOT_MET",
+      `the seal carries the signatures of ${signers.length}${of} orderers; this ordering service needs ${quorum}`,
+    );
   }
   const first = signers[0]!;
-  return { valid: true, orderer, ordererOrg: first.org, ordererName: first.name, signers };
+  return { valid: true, orderer, ordererOrg: first.org, ordererName: first.name, signers, ...trust.shown };
+}
+
+/** What a seal is checked against, from the caller's options or the membership. */
+interface Trust {
+  readonly cas: readonly TrustedCa[];
+  readonly orderers: readonly SealSigner[] | undefined;
+  readonly revoked: readonly string[] | undefined;
+  readonly quorum: number;
+  /** With a membership: what the check reports of the definition in force. */
+  readonly shown?: { readonly quorum: number; readonly ordererCount: number; readonly definitionSequence: bigint };
+}
+
+async function trustFor(
+  lastSeq: bigint,
+  options: VerifyOptions,
+): Promise<Trust | { readonly code: SealCheckCode; readonly reason: string }> {
+  const membership = options?.membership;
+  if (membership !== undefined) {
+    const mixed = [options.trustedCas, options.orderers, options.revoked, options.quorum].some((o) => o !== undefined);
+    if (mixed) {
+      return {
+        code: "CONFLICTING_OPTIONS",
+        reason: "give a membership or the CAs (with orderers, revocations and quorum), not both",
+      };
+    }
+    if (!membership.covers(lastSeq)) {
+      return {
+        code: "MEMBERSHIP_STALE",
+        reason: `the membership covers seqs up to ${membership.coveredThrough}; the seal reaches ${lastSeq} (fetch the membership again)`,
+      };
+    }
+    const inForce = membership.at(lastSeq);
+    const named = inForce.definition.orderers.length;
+    return {
+      cas: inForce.cas,
+      // A definition naming no orderer lets any orderer of its CAs sign, as on a peer.
+      orderers: named === 0 ? undefined : inForce.orderers,
+      revoked: inForce.revoked,
+      quorum: Math.max(inForce.quorum, SEAL_SIGNERS_REQUIRED),
+      shown: { quorum: inForce.quorum, ordererCount: named, definitionSequence: inForce.definition.sequence },
+    };
+  }
+  let cas: TrustedCa[];
+  try {
+    cas = await parseTrustedCas(options?.trustedCas ?? []);
+  } catch (error) {
+    return { code: "NO_TRUST", reason: `the trusted CAs: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (cas.length === 0) return { code: "NO_TRUST", reason: NO_TRUSTED_CA };
+  return {
+    cas,
+    orderers: options?.orderers,
+    revoked: options?.revoked,
+    quorum: options?.quorum ?? SEAL_SIGNERS_REQUIRED,
+  };
 }
 
 /**
@@ -267,15 +401,15 @@ export async function verifyInclusionProof(
   const computedRoot = root === undefined ? "" : toHex(root);
   const sealCheck = await verifySeal(proof.block, options);
   const result = { ...sealCheck, leaf, computedRoot, transactionId: carried ?? "" };
-  const fail = (reason: string): InclusionCheck => ({ ...result, valid: false, reason });
-  if (carried === undefined) return fail("the proof's transaction does not decode");
+  const fail = (code: SealCheckCode, reason: string): InclusionCheck => ({ ...result, valid: false, code, reason });
+  if (carried === undefined) return fail("PROOF_TRANSACTION", "the proof's transaction does not decode");
   if (carried !== transactionId.toLowerCase()) {
-    return fail(`the proof is for transaction ${carried}, not ${transactionId}`);
+    return fail("PROOF_TRANSACTION", `the proof is for transaction ${carried}, not ${transactionId}`);
   }
-  if (leafBytes === undefined) return fail(`timestamp ${proof.timestampMs} is not a u64`);
-  if (proof.seq < firstSeq || proof.seq > lastSeq) return fail(`seq ${proof.seq} is outside the block`);
+  if (leafBytes === undefined) return fail("PROOF_PATH", `timestamp ${proof.timestampMs} is not a u64`);
+  if (proof.seq < firstSeq || proof.seq > lastSeq) return fail("PROOF_PATH", `seq ${proof.seq} is outside the block`);
   if (!sealCheck.valid) return result;
-  if (computedRoot !== proof.block.txRoot) return fail("the path does not lead to the seal's Merkle root");
+  if (computedRoot !== proof.block.txRoot) return fail("PROOF_PATH", "the path does not lead to the seal's Merkle root");
   return result;
 }
 

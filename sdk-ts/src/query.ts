@@ -245,6 +245,24 @@ export class Query {
     return this.#call("network info", (ms) => this.#clients.query.getNetworkInfo({}, callOptions(options, ms)));
   }
 
+  /**
+   * The network definition in force (or, with `genesis`, the genesis one) as the node
+   * sends it: its canonical bytes, its sequence and the seq of the update that wrote it
+   * (0n for the genesis one). What `TrustedMembership.fetch` hashes and checks.
+   */
+  async getNetworkDefinitionBytes(
+    options: CallOptions & { genesis?: boolean } = {},
+  ): Promise<{ definition: Uint8Array; sequence: bigint; version: bigint }> {
+    const genesis = options.genesis ?? false;
+    const response = await this.#call(genesis ? "genesis network definition" : "network definition", (ms) =>
+      this.#clients.query.getNetworkDefinition({ genesis }, callOptions(options, ms)),
+    );
+    if (genesis && (response.sequence !== 0n || response.version !== 0n)) {
+      throw new TypeError(`the node sent a definition of sequence ${response.sequence} for the genesis one`);
+    }
+    return { definition: response.definition, sequence: response.sequence, version: response.version };
+  }
+
   /** The network definition in force: organisations with their CAs and peers, orderers, policies. */
   async getNetworkDefinition(options?: CallOptions): Promise<NetworkDefinition> {
     const response = await this.#call("network definition", (ms) =>

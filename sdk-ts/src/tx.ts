@@ -18,6 +18,8 @@ import { ProposalSchema, type Proposal } from "./gen/runnel/v1/transaction_pb.js
 export const PROPOSAL_DOMAIN = utf8Bytes("runnel.proposal.v1");
 /** Domain tag of a creator's signature over a transaction. */
 export const TRANSACTION_DOMAIN = utf8Bytes("runnel.transaction.v1");
+/** Domain tag of an endorser's signature over a response: what an admin signs for a `_config` update. */
+export const ENDORSEMENT_DOMAIN = utf8Bytes("runnel.endorsement.v1");
 /** Bytes of nonce a new proposal draws (the node accepts 16 to 64). */
 export const NONCE_BYTES = 24;
 
@@ -66,4 +68,12 @@ export async function proposalMessage(proposalBytes: Uint8Array): Promise<Uint8A
 /** What a creator signs for a transaction encoded as `transactionBytes`. */
 export async function transactionMessage(transactionBytes: Uint8Array): Promise<Uint8Array> {
   return concat(TRANSACTION_DOMAIN, await sha256(transactionBytes));
+}
+
+/**
+ * What an endorser signs for a response payload: the domain, sha256 of the proposal's
+ * bytes and sha256 of the payload's bytes (node/api/src/tx.rs `endorsement_message`).
+ */
+export async function endorsementMessage(proposalBytes: Uint8Array, payloadBytes: Uint8Array): Promise<Uint8Array> {
+  return concat(ENDORSEMENT_DOMAIN, await sha256(proposalBytes), await sha256(payloadBytes));
 }

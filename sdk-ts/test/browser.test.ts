@@ -4,6 +4,7 @@
  * WebCrypto, as a page would. The explorer's end-to-end tests cover a real browser.
  */
 
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -11,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { beforeAll, describe, expect, inject, test } from "vitest";
 import { CHANNEL, uniqueKey } from "./helpers.js";
+import { RUNNEL_BIN } from "./node.js";
 
 type Browser = typeof import("../src/browser.js");
 
@@ -61,6 +63,19 @@ describe("browser bundle", () => {
     await expect(network.getContract("token").submitTransaction("transfer", "Org1/x", "1")).rejects.toBeInstanceOf(
       sdk.EndorseError,
     );
+    gateway.close();
+  });
+
+  test("follows the membership from a pinned genesis hash over gRPC-web, and checks a seal by it", async () => {
+    const pinned = spawnSync(RUNNEL_BIN, ["config", "genesis-hash", inject("runnelDir")], { encoding: "utf8" }).stdout.trim();
+    const gateway = sdk.connectReadOnly({ url: inject("runnelUrl") });
+    const query = gateway.getQuery();
+    const membership = await sdk.TrustedMembership.fetch(query, pinned);
+    expect(membership.genesisHash).toBe(pinned);
+    await expect.poll(async () => (await query.getNetworkInfo()).blockHeight).toBeGreaterThan(0n);
+    const block = await query.getBlock(1n);
+    expect(await sdk.verifySeal(block, { membership })).toMatchObject({ valid: true, quorum: 1, definitionSequence: 0n });
+    await expect(sdk.TrustedMembership.fetch(query, "ab".repeat(32))).rejects.toMatchObject({ code: "GENESIS_HASH_MISMATCH" });
     gateway.close();
   });
 

@@ -415,7 +415,12 @@ describe("seals and inclusion proofs, against the network's CAs", () => {
   test("without trusted CAs a seal is never valid", async () => {
     const net = await network();
     const block = await sealedBlock(net.ordererKeys, net.orderer);
-    expect(await verifySeal(block, { trustedCas: [] })).toEqual({ valid: false, reason: NO_TRUSTED_CA, orderer: net.orderer });
+    expect(await verifySeal(block, { trustedCas: [] })).toEqual({
+      valid: false,
+      code: "NO_TRUST",
+      reason: NO_TRUSTED_CA,
+      orderer: net.orderer,
+    });
     // From JavaScript, without the options at all: the same answer, not an exception.
     const untyped = verifySeal as (block: unknown) => ReturnType<typeof verifySeal>;
     expect(await untyped(block)).toMatchObject({ valid: false, reason: NO_TRUSTED_CA });

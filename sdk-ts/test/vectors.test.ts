@@ -1,9 +1,10 @@
 /**
  * The golden vectors of node/api/vectors/ (written by runnel-api's tests/it/vectors.rs):
  * the SDK's own code must make the same bytes as the node's. The file needs no node (the
- * suite's global setup starts one for the others). The SDK implements no endorsement
- * (endorsers are nodes), no policy evaluation and no byte list (contracts' argument
- * encoding), so it checks no vectors of those.
+ * suite's global setup starts one for the others). The SDK makes no endorsement (endorsers
+ * are nodes; it checks admins' endorsements of `_config` updates, against the endorsement
+ * vectors) and no byte list (contracts' argument encoding); its policy port is checked
+ * against the node's policy tests' cases in policy.test.ts.
  */
 
 import { readFileSync } from "node:fs";
@@ -20,6 +21,8 @@ import { LEAF_DOMAIN, verifyInclusionProof, type InclusionProof } from "../src/p
 import { READ_GRANT_DOMAIN, READ_GRANT_HEADER, newReadGrant } from "../src/readers.js";
 import { newPrivateKeySigner } from "../src/signing.js";
 import {
+  ENDORSEMENT_DOMAIN,
+  endorsementMessage,
   PROPOSAL_DOMAIN,
   TRANSACTION_DOMAIN,
   encodeProposal,
@@ -59,6 +62,16 @@ interface TxVectors {
     signature: string;
     signed: string;
     tx_id: string;
+  }[];
+  endorsements: {
+    name: string;
+    signer: string;
+    proposal: string;
+    proposal_hash: string;
+    payload: string;
+    payload_hash: string;
+    message: string;
+    signature: string;
   }[];
   transactions: {
     name: string;
@@ -130,6 +143,15 @@ describe("transactions (node/api/vectors/tx.json)", () => {
     expect(hex(TRANSACTION_DOMAIN)).toBe(tag("transaction"));
     expect(hex(READ_GRANT_DOMAIN)).toBe(tag("read_grant"));
     expect(hex(LEAF_DOMAIN)).toBe(tag("leaf"));
+    expect(hex(ENDORSEMENT_DOMAIN)).toBe(tag("endorsement"));
+  });
+
+  // What an admin signs for a `_config` update, which TrustedMembership checks.
+  test.each(rows(txs.endorsements))("endorsement %s: the message an endorser signs", async (_, v) => {
+    const proposal = txs.proposals.find((p) => p.name === v.proposal)!;
+    expect(hex(await sha256(bytes(proposal.encoded)))).toBe(v.proposal_hash);
+    expect(hex(await endorsementMessage(bytes(proposal.encoded), bytes(v.payload)))).toBe(v.message);
+    expect(hex(await signerOf(v.signer)(bytes(v.message)))).toBe(v.signature);
   });
 
   test.each(rows(txs.proposals))("proposal %s: encoding, id, message and signature", async (_, v) => {

@@ -1,44 +1,60 @@
-import { verifyInclusionProof, type InclusionCheck, type InclusionProof } from "@runnel/sdk";
+import type { InclusionCheck, InclusionProof } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useFeed, useLoad } from "../live/hooks";
-import { trustedCas, useNetworkCa } from "../live/network-ca";
+import { useGenesisHash } from "../live/genesis-pin";
+import { useNetworkCa } from "../live/network-ca";
+import { checkProof } from "../live/trust";
 import { dateTime, hex } from "../model/format";
-import { CheckVerdict } from "./CheckVerdict";
+import { CheckVerdict, signedBy } from "./CheckVerdict";
 import { Hash } from "./Hash";
 import { LedgerText } from "./LedgerText";
 
 /**
- * Fetches a transaction's inclusion proof and checks it here, in the browser, against the
- * network CAs the user gave: the proof's transaction is the one asked about, its bytes
- * with the orderer's timestamp hash to the Merkle leaf, the audit path leads from it to
- * the seal's root, and the seal is signed by an orderer of those CAs. Without a network
- * CA it says so, and shows no ✓.
+ * Fetches a transaction's inclusion proof and checks it here, in the browser: the proof's
+ * transaction is the one asked about, its bytes with the orderer's timestamp hash to the
+ * Merkle leaf, the audit path leads from it to the seal's root, and the seal holds as
+ * SealCheck checks it (the pinned membership, else the network CAs given, else nothing
+ * and no ✓).
  */
 export function InclusionProofCheck(props: { transactionId: string }): JSX.Element {
   const feed = useFeed();
   const ca = useNetworkCa();
+  const hash = useGenesisHash();
   const check = useLoad(async () => {
     const proof = await feed.gateway.getQuery().getInclusionProof(props.transactionId);
-    return { proof, result: await verifyInclusionProof(proof, props.transactionId, { trustedCas: trustedCas(ca) }) };
-  }, [props.transactionId, ca]);
+    const { result, trust } = await checkProof(feed, proof, props.transactionId, hash, ca);
+    return { proof, result, pinned: trust === "pinned" };
+  }, [props.transactionId, ca, hash]);
   if (check.state === "loading") return <p aria-busy="true">Fetching and checking the proof…</p>;
   if (check.state === "failed") return <p class="check bad">No proof: <LedgerText text={check.error} /></p>;
-  return <ProofResult proof={check.value.proof} result={check.value.result} />;
+  return <ProofResult proof={check.value.proof} result={check.value.result} pinned={check.value.pinned} />;
 }
 
 /** What an inclusion check found, with the ordered time, the leaf, the path and both roots. */
-export function ProofResult(props: { proof: InclusionProof; result: InclusionCheck }): JSX.Element {
+export function ProofResult(props: { proof: InclusionProof; result: InclusionCheck; pinned?: boolean }): JSX.Element {
   const { proof, result } = props;
+  const placed = (
+    <>
+      transaction seq {proof.seq.toString()}, ordered at {orderedTime(proof.timestampMs)}, is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle
+      root, and the seal is
+    </>
+  );
   return (
     <CheckVerdict
       testId="inclusion-check"
       result={result}
+      pinned={props.pinned ?? false}
       verified={[
         "Inclusion verified",
-        <>
-          transaction seq {proof.seq.toString()}, ordered at {orderedTime(proof.timestampMs)}, is in block #{proof.block.number.toString()}: its path leads to the seal's Merkle root, and the seal is signed by the orderer{" "}
-          <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
-        </>,
+        props.pinned ? (
+          <>
+            {placed} {signedBy(result)}.
+          </>
+        ) : (
+          <>
+            {placed} signed by the orderer <LedgerText text={result.ordererName ?? ""} /> of <LedgerText text={result.ordererOrg ?? ""} />'s CA.
+          </>
+        ),
       ]}
       failed="Inclusion check failed"
       unverified="the seal this proof leads to"

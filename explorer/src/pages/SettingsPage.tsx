@@ -1,9 +1,10 @@
-import { identityCertificate, identityFromPem, parseTrustedCas, type TrustedCa } from "@runnel/sdk";
+import { identityCertificate, identityFromPem, MembershipError, parseTrustedCas, type TrustedCa, type TrustedMembership } from "@runnel/sdk";
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { Hash } from "../components/Hash";
 import { LedgerText } from "../components/LedgerText";
 import { useFeed, useLoad } from "../live/hooks";
+import { pinnedMembership, saveGenesisHash, useGenesisHash } from "../live/genesis-pin";
 import { NETWORK_CA_CHARS_MAX, saveNetworkCa, trustedCas, useNetworkCa } from "../live/network-ca";
 import { forgetReader, grantEnded, READER_PEM_CHARS_MAX, saveReader, savedReader } from "../live/reader";
 import { dateTime, hex } from "../model/format";
@@ -12,16 +13,116 @@ import { dateTime, hex } from "../model/format";
 const CA_FILES_MAX = 16;
 
 /**
- * Settings: the identity the explorer reads as, and the network's CA certificates that
- * seal and inclusion checks trust.
+ * Settings: the identity the explorer reads as, the genesis hash seal and inclusion checks
+ * follow the network's membership from, and the network's CA certificates they fall back
+ * on without one.
  */
 export function SettingsPage(): JSX.Element {
   return (
     <>
       <h1>Settings</h1>
       <ReaderForm />
+      <GenesisHashForm />
       <NetworkCaForm />
     </>
+  );
+}
+
+/** Pin the network's genesis hash; shows the membership followed from it, or the rule it broke. */
+function GenesisHashForm(): JSX.Element {
+  const saved = useGenesisHash();
+  const [draft, setDraft] = useState(saved);
+  const [message, setMessage] = useState<{ kind: "ok" | "error"; text: string } | undefined>(undefined);
+  const save = (event: Event) => {
+    event.preventDefault();
+    try {
+      saveGenesisHash(draft);
+      setMessage({ kind: "ok", text: draft.trim() === "" ? "Unpinned." : "Pinned." });
+    } catch (error) {
+      setMessage({ kind: "error", text: `Not pinned: ${error instanceof Error ? error.message : String(error)}` });
+    }
+  };
+  const remove = () => {
+    saveGenesisHash("");
+    setDraft("");
+    setMessage({ kind: "ok", text: "Unpinned." });
+  };
+  return (
+    <section aria-labelledby="genesis-heading">
+      <h2 id="genesis-heading">Genesis hash</h2>
+      <p>
+        Pin the network's genesis definition by its hash: <code>runnel init</code> prints it, and <code>runnel config genesis-hash network.json</code> prints it from any
+        member's copy. The explorer then reads the genesis definition and every configuration update from the node and checks them itself: the genesis hashes to the
+        pin, each update is signed by the admins its config policy needs and sealed by the orderers then in force. Seals and inclusion proofs get a ✓ only when the
+        orderers of the definition in force at their seq signed them, as many as its quorum needs. Kept in this browser only.
+      </p>
+      <MembershipSummary hash={saved} />
+      <form onSubmit={save}>
+        <label for="genesis-hash">Genesis hash (64 hex digits)</label>
+        <input
+          id="genesis-hash"
+          type="text"
+          maxLength={64}
+          spellcheck={false}
+          autocomplete="off"
+          placeholder="sha256 of the genesis network definition"
+          value={draft}
+          onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)}
+        />
+        <div class="actions">
+          <button type="submit">Pin</button>
+          <button type="button" class="secondary outline" onClick={remove} disabled={saved === "" && draft === ""}>
+            Unpin
+          </button>
+        </div>
+      </form>
+      <p role={message?.kind === "error" ? "alert" : "status"} class={message?.kind === "error" ? "error" : "muted"} data-testid="genesis-message">
+        <LedgerText text={message?.text ?? ""} />
+      </p>
+    </section>
+  );
+}
+
+/** The membership followed from the pinned hash through this node: its definitions now, or why it is refused. */
+function MembershipSummary(props: { hash: string }): JSX.Element {
+  const feed = useFeed();
+  const membership = useLoad(async (): Promise<TrustedMembership | MembershipError | undefined> => {
+    if (props.hash === "") return undefined;
+    try {
+      return await pinnedMembership(feed, props.hash, 0n);
+    } catch (error) {
+      if (error instanceof MembershipError) return error;
+      throw error;
+    }
+  }, [props.hash, feed]);
+  if (props.hash === "") {
+    return (
+      <p data-testid="membership" data-state="none">
+        <strong>No genesis hash pinned:</strong> checks fall back on the network CAs below, which cannot tell a removed orderer, or too few of a BFT cluster's, from the
+        network's.
+      </p>
+    );
+  }
+  if (membership.state === "loading") return <p aria-busy="true">Following the network's configuration from the pinned genesis…</p>;
+  if (membership.state === "failed") return <p class="error">The node could not be asked: <LedgerText text={membership.error} /></p>;
+  const value = membership.value;
+  if (value instanceof MembershipError) {
+    return (
+      <p class="check bad" data-testid="membership" data-state="failed" data-rule={value.code}>
+        <strong>✕ The node's configuration does not follow from the pinned genesis:</strong> <code>{value.code}</code> <LedgerText text={value.reason} />
+        {value.seq !== undefined && ` (the update at seq ${value.seq})`}
+      </p>
+    );
+  }
+  if (value === undefined) return <></>;
+  const current = value.current;
+  const orderers = current.definition.orderers.map((o) => `${o.name} (${o.org})`).join(", ");
+  return (
+    <p class="check ok" data-testid="membership" data-state="verified">
+      <strong>✓ Pinned</strong> <Hash value={value.genesisHash} />: {value.definitions.length - 1} configuration update{value.definitions.length === 2 ? "" : "s"} checked;
+      definition #{current.definition.sequence.toString()} in force since seq {current.fromSeq.toString()}, {current.definition.ordering} ordering, orderers{" "}
+      <LedgerText text={orderers === "" ? "any of its CAs'" : orderers} />, quorum {current.quorum}.
+    </p>
   );
 }
 

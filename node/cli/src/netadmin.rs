@@ -98,6 +98,19 @@ pub enum ConfigCommand {
     Sign(SignArgs),
     /// Order a signed update (as the admin who proposed it) and wait for it to commit.
     Submit(SubmitArgs),
+    /// Print the genesis hash of a network definition file (network.json): sha256 of its
+    /// canonical bytes, what a client pins to follow the network's configuration without
+    /// trusting the node it asks (the SDK's `TrustedMembership`, the explorer's Settings).
+    /// Offline: it reads the file and asks no node.
+    GenesisHash(GenesisHashArgs),
+}
+
+/// `runnel config genesis-hash`.
+#[derive(Args, Debug)]
+pub struct GenesisHashArgs {
+    /// The genesis network.json, or a directory holding it (`runnel init`'s <dir>, an
+    /// organisation's or a node's directory).
+    pub definition: PathBuf,
 }
 
 /// `runnel config show`.
@@ -338,7 +351,34 @@ pub fn config(command: &ConfigCommand) -> Result<()> {
         }
         ConfigCommand::Sign(args) => sign(args),
         ConfigCommand::Submit(args) => submit(args),
+        ConfigCommand::GenesisHash(args) => {
+            println!("{}", genesis_hash(&args.definition)?);
+            Ok(())
+        }
     }
+}
+
+/// The genesis hash of the definition at `path` (a network.json or a directory holding
+/// one), hex: sha256 of [`NetworkDefinition::to_bytes`], the bytes a node answers
+/// `GetNetworkDefinition` with. Hashing the canonical bytes, not the file's, lets every
+/// member's copy of network.json give the same hash whatever its layout.
+fn genesis_hash(path: &Path) -> Result<String> {
+    let definition = if path.is_dir() {
+        NetworkDefinition::load(path)?
+    } else {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        NetworkDefinition::parse(&text)
+            .with_context(|| format!("{} is not a network definition", path.display()))?
+    };
+    if definition.sequence != 0 {
+        bail!(
+            "{} is a definition of sequence {}, not the genesis one (sequence 0)",
+            path.display(),
+            definition.sequence
+        );
+    }
+    Ok(hex::encode(tx::sha256(&definition.to_bytes())))
 }
 
 fn issue(args: &IssueArgs) -> Result<()> {
@@ -420,7 +460,7 @@ fn revoke(args: &RevokeArgs) -> Result<()> {
 async fn in_force(connection: &Connection) -> Result<(NetworkDefinition, u64)> {
     let channel = connect(connection).await?;
     let answer = QueryClient::new(channel)
-        .get_network_definition(GetNetworkDefinitionRequest {})
+        .get_network_definition(GetNetworkDefinitionRequest::default())
         .await
         .map_err(status)?
         .into_inner();

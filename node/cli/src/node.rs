@@ -180,6 +180,14 @@ pub fn init(args: &InitArgs) -> Result<()> {
             .join(runnel_ledger::identity::NETWORK_FILE)
             .display()
     );
+    if let Ok(definition) = runnel_ledger::identity::NetworkDefinition::load(&args.dir) {
+        // What clients pin to check the network's configuration without trusting a node
+        // (`runnel config genesis-hash` prints it again from any copy of network.json).
+        println!(
+            "  genesis hash {}",
+            hex::encode(runnel_ledger::tx::sha256(&definition.to_bytes()))
+        );
+    }
     for org in &args.orgs {
         let org_dir = args.dir.join(org);
         println!(

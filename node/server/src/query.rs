@@ -220,11 +220,18 @@ impl Query for QueryService {
 
     async fn get_network_definition(
         &self,
-        _request: Request<GetNetworkDefinitionRequest>,
+        request: Request<GetNetworkDefinitionRequest>,
     ) -> Result<Response<GetNetworkDefinitionResponse>, Status> {
+        let genesis = request.into_inner().genesis;
         let (definition, version) = self
             .shared
-            .blocking(|ledger| ledger.reader().network_version())
+            .blocking(move |ledger| {
+                let reader = ledger.reader();
+                if genesis {
+                    return Ok((std::sync::Arc::new(reader.network_genesis().clone()), None));
+                }
+                reader.network_version()
+            })
             .await?;
         Ok(Response::new(GetNetworkDefinitionResponse {
             definition: definition.to_bytes(),
