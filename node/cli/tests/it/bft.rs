@@ -161,7 +161,10 @@ fn consensus_metrics_say_so(net: &Network, node: &str) {
         value("runnel_bft_view") >= value("runnel_bft_applied_view"),
         "{metrics}"
     );
-    assert!(value("runnel_bft_seal_seconds_count") > Some(0), "{metrics}");
+    assert!(
+        value("runnel_bft_seal_seconds_count") > Some(0),
+        "{metrics}"
+    );
     assert_eq!(value("runnel_bft_equivocations"), Some(0), "{metrics}");
 }
 

@@ -25,7 +25,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-
 /// The partition the runtime makes the model file in.
 const TEMPLATE_PARTITION: &str = "runnel-bft-template";
 /// The model blob's name.
@@ -209,9 +208,22 @@ mod tests {
         fs::create_dir_all(&staging).unwrap();
         fs::write(dir.join(hex(&5u64.to_be_bytes())), b"votes").unwrap();
         make(&dir, &staging, b"HEAD", 4..=6).unwrap();
-        assert_eq!(fs::read(dir.join(hex(&4u64.to_be_bytes()))).unwrap(), b"HEAD");
-        assert_eq!(fs::read(dir.join(hex(&5u64.to_be_bytes()))).unwrap(), b"votes");
-        assert_eq!(fs::read(dir.join(hex(&6u64.to_be_bytes()))).unwrap(), b"HEAD");
-        assert_eq!(fs::read_dir(&staging).unwrap().count(), 0, "nothing left staged");
+        assert_eq!(
+            fs::read(dir.join(hex(&4u64.to_be_bytes()))).unwrap(),
+            b"HEAD"
+        );
+        assert_eq!(
+            fs::read(dir.join(hex(&5u64.to_be_bytes()))).unwrap(),
+            b"votes"
+        );
+        assert_eq!(
+            fs::read(dir.join(hex(&6u64.to_be_bytes()))).unwrap(),
+            b"HEAD"
+        );
+        assert_eq!(
+            fs::read_dir(&staging).unwrap().count(),
+            0,
+            "nothing left staged"
+        );
     }
 }
