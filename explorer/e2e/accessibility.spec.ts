@@ -15,6 +15,8 @@ async function violations(page: Page): Promise<string[]> {
 }
 
 test("every page passes axe-core's WCAG A and AA rules, light and dark", async ({ page, node, client }) => {
+  // Twenty-six full axe-core analyses: more than the default minute on a loaded machine.
+  test.setTimeout(180_000);
   const kv = client.getNetwork(CHANNEL).getContract("kv");
   const key = uniqueKey("a11y");
   const submitted = await kv.submitAsync("put", { arguments: [key, "accessible"] });
