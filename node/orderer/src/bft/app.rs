@@ -24,18 +24,21 @@
 //! that signs a different seal for a block is logged by name.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use commonware_actor::Feedback;
 use commonware_consensus::simplex::Plan;
 use commonware_consensus::simplex::scheme::ed25519::Scheme;
-use commonware_consensus::simplex::types::{Activity, Context};
+use commonware_consensus::simplex::types::{Activity, Attributable as _, Context};
 use commonware_consensus::{Automaton, CertifiableAutomaton, Relay, Reporter};
 use commonware_cryptography::ed25519::PublicKey;
 use commonware_cryptography::sha256::Digest;
+use commonware_utils::Participant;
 use commonware_utils::channel::fallible::OneshotExt as _;
 use commonware_utils::channel::oneshot;
+use commonware_utils::ordered::{Quorum as _, Set};
 use prost::Message as _;
 
 use super::batch::{BATCH_BYTES_TARGET, Batch, BatchLog, Held};
@@ -129,9 +132,13 @@ impl Batches {
 struct Gathering {
     /// The block whose seal is gathered now, with the seal and the signatures over it.
     current: Option<(Seal, tx::Hash, Vec<SealSignature>)>,
-    /// Signatures for later blocks: block → (seal hash, signature), one per orderer.
-    ahead: BTreeMap<u64, Vec<(tx::Hash, SealSignature)>>,
+    /// Signatures for later blocks, by block.
+    ahead: BTreeMap<u64, Vec<Early>>,
 }
+
+/// A signature for a later block: the seal it signs, that seal's hash, the signature, and
+/// the member that sent it.
+type Early = (Arc<Seal>, tx::Hash, SealSignature, PublicKey);
 
 /// What the BFT orderer's threads share.
 pub struct Core {
@@ -163,6 +170,8 @@ pub struct Core {
     /// The definition in force in the stream (the seq of its update) and its MSP, for
     /// the seal signatures the others send.
     trusted: Mutex<Option<Trusted>>,
+    /// Equivocations seen so far: conflicting votes, or seals, of one member.
+    equivocations: AtomicU64,
 }
 
 /// A definition with the seq of the update that put it in force, and its MSP.
@@ -203,6 +212,7 @@ impl Core {
             arrived_lock: Mutex::new(()),
             failure: Mutex::default(),
             trusted: Mutex::default(),
+            equivocations: AtomicU64::new(0),
         }
     }
 
@@ -639,8 +649,9 @@ impl Core {
             let mut gathering = lock(&self.gathering);
             let mut signatures = vec![own.clone()];
             if let Some(early) = gathering.ahead.remove(&seal.number.0) {
-                for (early_hash, signature) in early {
-                    self.consider(&seal, &hash, early_hash, signature, &mut signatures);
+                for (their_seal, their_hash, signature, from) in early {
+                    let theirs = (&*their_seal, their_hash, &from);
+                    self.consider(&seal, &hash, theirs, signature, &mut signatures);
                 }
             }
             gathering.current = Some((seal.clone(), hash, signatures));
@@ -711,13 +722,15 @@ impl Core {
         Err(format!("transaction {head} could not be read back"))
     }
 
-    /// Adds `signature` (over `their_hash`) to `signatures` if it is a member's over
-    /// `seal`; logs a member's signature over another seal for the same block.
+    /// Adds `signature` (over `their_seal`, whose hash is `their_hash`, sent by `from`)
+    /// to `signatures` if it is a member's over `seal`. A member's signature over another
+    /// seal for the same block is logged by name, once the signature is seen to be that
+    /// member's: a forged one names nobody.
     fn consider(
         &self,
         seal: &Seal,
         hash: &tx::Hash,
-        their_hash: tx::Hash,
+        (their_seal, their_hash, from): (&Seal, tx::Hash, &PublicKey),
         signature: SealSignature,
         signatures: &mut Vec<SealSignature>,
     ) {
@@ -725,21 +738,21 @@ impl Core {
             return;
         };
         let sealers = block::Sealers::of(&definition, &msp);
-        if their_hash != *hash {
-            let at = i64::try_from(seal.timestamp_ms / 1000).unwrap_or(i64::MAX);
-            if let Ok(orderer) = sealers.verify(&signature.orderer, at) {
-                tracing::error!(
-                    orderer = %orderer.id(),
-                    block = seal.number.0,
-                    "an orderer signed another seal for this block than the stream it \
-                     ordered gives: a lie, or a stream that forked"
-                );
-            }
-            return;
-        }
-        let Ok(orderer) = sealers.check(&signature, seal, hash) else {
+        let Ok(orderer) = sealers.check(&signature, their_seal, &their_hash) else {
             return;
         };
+        if their_hash != *hash {
+            let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::error!(
+                orderer = %orderer.id(),
+                sent_by = %self.network.name_of(from),
+                block = seal.number.0,
+                equivocations,
+                "an orderer signed another seal for this block than the stream it \
+                 ordered gives: a lie, or a stream that forked"
+            );
+            return;
+        }
         let duplicate = signatures.iter().any(|known| {
             msp.identify(&known.orderer).is_ok_and(|known| {
                 known.key == orderer.key || known.name == orderer.name && known.org == orderer.org
@@ -748,6 +761,23 @@ impl Core {
         if !duplicate {
             signatures.push(signature);
         }
+    }
+
+    /// Logs, by name, the member at `signer` (its place among the engine's
+    /// participants) that signed `what` for one view, and counts it.
+    fn equivocated(&self, signer: Participant, what: &str) {
+        let participants: Set<PublicKey> =
+            Set::from_iter_dedup(self.network.members().into_iter().map(|m| m.key));
+        let orderer = participants.key(signer).map_or_else(
+            || format!("participant {signer}"),
+            |key| self.network.name_of(key),
+        );
+        let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(
+            %orderer,
+            equivocations,
+            "an orderer equivocated: it signed {what} for one view"
+        );
     }
 
     /// Distinct members whose signatures a seal needs now.
@@ -799,7 +829,8 @@ impl Core {
                 let (current, current_hash) = (current.clone(), *current_hash);
                 let mut gathered = std::mem::take(signatures);
                 for signature in signed.signatures {
-                    self.consider(&current, &current_hash, hash, signature, &mut gathered);
+                    let theirs = (&seal, hash, from);
+                    self.consider(&current, &current_hash, theirs, signature, &mut gathered);
                 }
                 if let Some((_, _, signatures)) = &mut gathering.current {
                     *signatures = gathered;
@@ -807,10 +838,11 @@ impl Core {
                 self.gathered.notify_all();
             }
             _ if number <= sealed.0 + SEALS_AHEAD_MAX => {
+                let seal = Arc::new(seal);
                 let ahead = gathering.ahead.entry(number).or_default();
                 for signature in signed.signatures {
                     if ahead.len() < block::SEAL_SIGNATURES_MAX {
-                        ahead.push((hash, signature));
+                        ahead.push((seal.clone(), hash, signature, from.clone()));
                     }
                 }
             }
@@ -989,13 +1021,17 @@ impl Reporter for App {
                     .finalized
                     .send((view, finalization.proposal.payload));
             }
-            Activity::ConflictingNotarize(_)
-            | Activity::ConflictingFinalize(_)
-            | Activity::NullifyFinalize(_) => {
-                tracing::error!(
-                    ?activity,
-                    "an orderer equivocated: it signed conflicting consensus votes"
-                );
+            Activity::ConflictingNotarize(conflict) => {
+                self.core
+                    .equivocated(conflict.signer(), "two notarize votes");
+            }
+            Activity::ConflictingFinalize(conflict) => {
+                self.core
+                    .equivocated(conflict.signer(), "two finalize votes");
+            }
+            Activity::NullifyFinalize(conflict) => {
+                self.core
+                    .equivocated(conflict.signer(), "a nullify and a finalize vote");
             }
             _ => {}
         }
