@@ -259,11 +259,14 @@ fn a_peer_refuses_a_lying_stream_and_commits_the_quorums_from_another_orderer() 
     let mut net = net;
     net.up();
     let net = Arc::new(net);
-    let load = Load::start(&net, 4);
-    // A peer whose first orderer has nothing yet while the others stream (as at `up`)
-    // leaves it as withholding; started again, Org2's peer reads from the liar first.
-    net.stop("Org2/peer0");
+    // A peer whose first orderer has nothing yet while the others stream (as at `up`,
+    // before the liar's own reads have begun) leaves it as withholding; started again,
+    // each peer reads from the liar first.
+    for (peer, _) in peers {
+        net.stop(peer);
+    }
     up_again(&net);
+    let load = Load::start(&net, 4);
     for what in ["reordered", "with my signature only"] {
         if !liar.reported(what) {
             let logs: Vec<String> = ["Org1/peer0", "Org2/peer0"]

@@ -742,15 +742,7 @@ impl Core {
             return;
         };
         if their_hash != *hash {
-            let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
-            tracing::error!(
-                orderer = %orderer.id(),
-                sent_by = %self.network.name_of(from),
-                block = seal.number.0,
-                equivocations,
-                "an orderer signed another seal for this block than the stream it \
-                 ordered gives: a lie, or a stream that forked"
-            );
+            self.lied(&orderer.id(), from, seal.number.0);
             return;
         }
         let duplicate = signatures.iter().any(|known| {
@@ -761,6 +753,20 @@ impl Core {
         if !duplicate {
             signatures.push(signature);
         }
+    }
+
+    /// Logs, by name, `orderer`'s signature over another seal for `block` than this
+    /// orderer's stream gives, sent by `from`, and counts it.
+    fn lied(&self, orderer: &str, from: &PublicKey, block: u64) {
+        let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(
+            orderer = %orderer,
+            sent_by = %self.network.name_of(from),
+            block,
+            equivocations,
+            "an orderer signed another seal for this block than the stream it ordered \
+             gives: a lie, or a stream that forked"
+        );
     }
 
     /// Logs, by name, the member at `signer` (its place among the engine's
@@ -817,8 +823,19 @@ impl Core {
         let (_, sealed) = self.stream.position();
         let number = seal.number.0;
         if number <= sealed.0 {
-            // Behind: it gets the complete seal.
+            // Behind: it gets the complete seal. A member's signature over another seal
+            // for a block sealed here is a lie too (one that came after the quorum's).
             if let Some(stored) = self.stream.seal(seal.number) {
+                if stored.hash != hash
+                    && let Some((definition, msp)) = self.trusted()
+                {
+                    let sealers = block::Sealers::of(&definition, &msp);
+                    for signature in &signed.signatures {
+                        if let Ok(orderer) = sealers.check(signature, &seal, &hash) {
+                            self.lied(&orderer.id(), from, number);
+                        }
+                    }
+                }
                 self.network.send_to(Some(from), net::SEALS, stored.bytes);
             }
             return;
