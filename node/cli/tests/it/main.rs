@@ -3,6 +3,7 @@
 
 mod attack;
 mod bft;
+mod bft_byzantine;
 mod bounds;
 mod cli;
 mod cluster;

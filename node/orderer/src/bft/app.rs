@@ -24,18 +24,21 @@
 //! that signs a different seal for a block is logged by name.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use commonware_actor::Feedback;
 use commonware_consensus::simplex::Plan;
 use commonware_consensus::simplex::scheme::ed25519::Scheme;
-use commonware_consensus::simplex::types::{Activity, Context};
+use commonware_consensus::simplex::types::{Activity, Attributable as _, Context};
 use commonware_consensus::{Automaton, CertifiableAutomaton, Relay, Reporter};
 use commonware_cryptography::ed25519::PublicKey;
 use commonware_cryptography::sha256::Digest;
+use commonware_utils::Participant;
 use commonware_utils::channel::fallible::OneshotExt as _;
 use commonware_utils::channel::oneshot;
+use commonware_utils::ordered::{Quorum as _, Set};
 use prost::Message as _;
 
 use super::batch::{BATCH_BYTES_TARGET, Batch, BatchLog, Held};
@@ -132,9 +135,13 @@ impl Batches {
 struct Gathering {
     /// The block whose seal is gathered now, with the seal and the signatures over it.
     current: Option<(Seal, tx::Hash, Vec<SealSignature>)>,
-    /// Signatures for later blocks: block → (seal hash, signature), one per orderer.
-    ahead: BTreeMap<u64, Vec<(tx::Hash, SealSignature)>>,
+    /// Signatures for later blocks, by block.
+    ahead: BTreeMap<u64, Vec<Early>>,
 }
+
+/// A signature for a later block: the seal it signs, that seal's hash, the signature, and
+/// the member that sent it.
+type Early = (Arc<Seal>, tx::Hash, SealSignature, PublicKey);
 
 /// What the BFT orderer's threads share.
 pub struct Core {
@@ -151,7 +158,11 @@ pub struct Core {
     /// next batch is applied).
     applied: Mutex<(u64, Option<Digest>)>,
     /// Submitters waiting for their transactions' seqs.
-    waiters: Mutex<HashMap<TxId, crossbeam_channel::Sender<Result<Ordered, OrderError>>>>,
+    /// Submitters waiting for their transactions' seqs: one transaction submitted
+    /// twice at once (a client's retry racing the first) answers both.
+    waiters: Mutex<HashMap<TxId, Vec<(u64, Answer)>>>,
+    /// The next waiter's number.
+    next_waiter: AtomicU64,
     gathering: Mutex<Gathering>,
     gathered: Condvar,
     /// The batch the applier waits for (a finalization named it), taken from whoever sends
@@ -166,18 +177,28 @@ pub struct Core {
     /// The definition in force in the stream (the seq of its update) and its MSP, for
     /// the seal signatures the others send.
     trusted: Mutex<Option<Trusted>>,
-    /// The last complete seals, newest last: (block, encoded `SignedSeal`).
-    recent_seals: Mutex<VecDeque<(u64, Vec<u8>)>>,
+    /// The last complete seals, newest last: (block, seal hash, encoded `SignedSeal`).
+    recent_seals: Mutex<VecDeque<(u64, tx::Hash, Vec<u8>)>>,
     /// For each member, the sealed block it last sent its signature for.
     asked: Mutex<HashMap<PublicKey, u64>>,
     /// The view the engine is at, as far as this orderer has seen.
     pub views: Arc<super::sections::Views>,
     /// Batches applied since this orderer started.
-    pub batches_applied: std::sync::atomic::AtomicU64,
+    pub batches_applied: AtomicU64,
     /// Lies detected since this orderer started (conflicting votes, other seals).
-    pub equivocations: std::sync::atomic::AtomicU64,
+    pub equivocations: AtomicU64,
     /// How long each seal took to gather its quorum.
     pub seal_seconds: Arc<runnel_ledger::metrics::Histogram>,
+}
+
+/// Where a submitter is told its transaction's seq (or why it has none).
+type Answer = crossbeam_channel::Sender<Result<Ordered, OrderError>>;
+
+/// One submitter waiting for one transaction's answer.
+pub struct Waiter {
+    id: u64,
+    /// The answer, once the transaction is applied.
+    pub answer: crossbeam_channel::Receiver<Result<Ordered, OrderError>>,
 }
 
 /// A definition with the seq of the update that put it in force, and its MSP.
@@ -210,6 +231,7 @@ impl Core {
             log: Mutex::new(log),
             applied: Mutex::new(applied),
             waiters: Mutex::default(),
+            next_waiter: AtomicU64::new(0),
             gathering: Mutex::default(),
             gathered: Condvar::new(),
             wanted: Mutex::default(),
@@ -221,8 +243,8 @@ impl Core {
             recent_seals: Mutex::default(),
             asked: Mutex::default(),
             views: Arc::default(),
-            batches_applied: std::sync::atomic::AtomicU64::new(0),
-            equivocations: std::sync::atomic::AtomicU64::new(0),
+            batches_applied: AtomicU64::new(0),
+            equivocations: AtomicU64::new(0),
             // 1 ms to ~16 s.
             seal_seconds: Arc::new(runnel_ledger::metrics::Histogram::exponential(
                 0.001, 2.0, 15,
@@ -241,11 +263,8 @@ impl Core {
     }
 
     /// Queues admitted transactions submitted here (sending them to the other orderers
-    /// too) and returns a receiver of each one's answer.
-    pub fn submit(
-        &self,
-        transactions: Vec<(TxId, Vec<u8>)>,
-    ) -> Vec<Result<crossbeam_channel::Receiver<Result<Ordered, OrderError>>, OrderError>> {
+    /// too) and returns a waiter for each one's answer.
+    pub fn submit(&self, transactions: Vec<(TxId, Vec<u8>)>) -> Vec<Result<Waiter, OrderError>> {
         tracing::debug!(count = transactions.len(), "submitted");
         let mut answers = Vec::with_capacity(transactions.len());
         let mut gossip = Vec::new();
@@ -260,12 +279,16 @@ impl Core {
                     continue;
                 }
                 let (send, receive) = crossbeam_channel::bounded(1);
-                waiters.insert(tx_id, send);
+                let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+                waiters.entry(tx_id).or_default().push((id, send));
                 if !mempool.by_id.contains_key(&tx_id) {
                     gossip.push(bytes.clone());
                     mempool.add(tx_id, bytes, None);
                 }
-                answers.push(Ok(receive));
+                answers.push(Ok(Waiter {
+                    id,
+                    answer: receive,
+                }));
             }
         }
         if !gossip.is_empty() {
@@ -276,9 +299,27 @@ impl Core {
         answers
     }
 
-    /// Gives up waiting for `tx_id` (its submitter timed out).
-    pub fn forget(&self, tx_id: &TxId) {
-        lock(&self.waiters).remove(tx_id);
+    /// Gives up `waiter`, waiting for `tx_id` (its submitter timed out); the others that
+    /// wait for it go on waiting.
+    pub fn forget(&self, tx_id: &TxId, waiter: &Waiter) {
+        let mut waiters = lock(&self.waiters);
+        if let Some(waiting) = waiters.get_mut(tx_id) {
+            waiting.retain(|(id, _)| *id != waiter.id);
+            if waiting.is_empty() {
+                waiters.remove(tx_id);
+            }
+        }
+    }
+
+    /// Answers everyone waiting for `tx_id`.
+    fn answer(
+        waiters: &mut HashMap<TxId, Vec<(u64, Answer)>>,
+        tx_id: &TxId,
+        answer: &Result<Ordered, OrderError>,
+    ) {
+        for (_, waiter) in waiters.remove(tx_id).unwrap_or_default() {
+            let _ = waiter.send(answer.clone());
+        }
     }
 
     /// Transactions another orderer admitted and sent: proposed when this one leads.
@@ -601,30 +642,26 @@ impl Core {
             .append_txs(txs, Ids::Record, Some(batch.view))
             .map_err(|e| format!("appending the batch of view {}: {e}", batch.view))?;
         *lock(&self.applied) = (batch.view, Some(held.digest));
-        self.batches_applied
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.batches_applied.fetch_add(1, Ordering::Relaxed);
         {
             let mut mempool = lock(&self.mempool);
             let mut waiters = lock(&self.waiters);
             let now_us = tx::now_us();
             for (tx_id, seq) in ids.iter().zip(&seqs) {
                 mempool.remove(tx_id);
-                if let Some(waiter) = waiters.remove(tx_id) {
-                    let _ = waiter.send(Ok(Ordered {
-                        seq: *seq,
-                        tx_id: *tx_id,
-                        received_us: now_us,
-                        ordered_us: now_us,
-                    }));
-                }
+                let ordered = Ok(Ordered {
+                    seq: *seq,
+                    tx_id: *tx_id,
+                    received_us: now_us,
+                    ordered_us: now_us,
+                });
+                Self::answer(&mut waiters, tx_id, &ordered);
             }
             // Transactions of the batch left out as replays: their submitters here learn
             // it now.
             for tx_id in seen {
                 mempool.remove(&tx_id);
-                if let Some(waiter) = waiters.remove(&tx_id) {
-                    let _ = waiter.send(Err(OrderError::Duplicate(tx_id)));
-                }
+                Self::answer(&mut waiters, &tx_id, &Err(OrderError::Duplicate(tx_id)));
             }
         }
         {
@@ -665,8 +702,9 @@ impl Core {
             let mut gathering = lock(&self.gathering);
             let mut signatures = vec![own.clone()];
             if let Some(early) = gathering.ahead.remove(&seal.number.0) {
-                for (early_hash, signature) in early {
-                    self.consider(&seal, &hash, early_hash, signature, &mut signatures);
+                for (their_seal, their_hash, signature, from) in early {
+                    let theirs = (&*their_seal, their_hash, &from);
+                    self.consider(&seal, &hash, theirs, signature, &mut signatures);
                 }
             }
             gathering.current = Some((seal.clone(), hash, signatures));
@@ -706,7 +744,7 @@ impl Core {
                 tracing::debug!(block = sealed.seal.number.0, "sealed");
                 {
                     let mut recent = lock(&self.recent_seals);
-                    recent.push_back((sealed.seal.number.0, sealed.bytes.clone()));
+                    recent.push_back((sealed.seal.number.0, sealed.hash, sealed.bytes.clone()));
                     while recent.len() > RECENT_SEALS_MAX {
                         recent.pop_front();
                     }
@@ -746,13 +784,15 @@ impl Core {
         Err(format!("transaction {head} could not be read back"))
     }
 
-    /// Adds `signature` (over `their_hash`) to `signatures` if it is a member's over
-    /// `seal`; logs a member's signature over another seal for the same block.
+    /// Adds `signature` (over `their_seal`, whose hash is `their_hash`, sent by `from`)
+    /// to `signatures` if it is a member's over `seal`. A member's signature over another
+    /// seal for the same block is logged by name, once the signature is seen to be that
+    /// member's: a forged one names nobody.
     fn consider(
         &self,
         seal: &Seal,
         hash: &tx::Hash,
-        their_hash: tx::Hash,
+        (their_seal, their_hash, from): (&Seal, tx::Hash, &PublicKey),
         signature: SealSignature,
         signatures: &mut Vec<SealSignature>,
     ) {
@@ -760,23 +800,13 @@ impl Core {
             return;
         };
         let sealers = block::Sealers::of(&definition, &msp);
-        if their_hash != *hash {
-            let at = i64::try_from(seal.timestamp_ms / 1000).unwrap_or(i64::MAX);
-            if let Ok(orderer) = sealers.verify(&signature.orderer, at) {
-                self.equivocations
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::error!(
-                    orderer = %orderer.id(),
-                    block = seal.number.0,
-                    "an orderer signed another seal for this block than the stream it \
-                     ordered gives: a lie, or a stream that forked"
-                );
-            }
-            return;
-        }
-        let Ok(orderer) = sealers.check(&signature, seal, hash) else {
+        let Ok(orderer) = sealers.check(&signature, their_seal, &their_hash) else {
             return;
         };
+        if their_hash != *hash {
+            self.lied(&orderer.id(), from, seal.number.0);
+            return;
+        }
         let duplicate = signatures.iter().any(|known| {
             msp.identify(&known.orderer).is_ok_and(|known| {
                 known.key == orderer.key || known.name == orderer.name && known.org == orderer.org
@@ -785,6 +815,37 @@ impl Core {
         if !duplicate {
             signatures.push(signature);
         }
+    }
+
+    /// Logs, by name, `orderer`'s signature over another seal for `block` than this
+    /// orderer's stream gives, sent by `from`, and counts it.
+    fn lied(&self, orderer: &str, from: &PublicKey, block: u64) {
+        let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(
+            orderer = %orderer,
+            sent_by = %self.network.name_of(from),
+            block,
+            equivocations,
+            "an orderer signed another seal for this block than the stream it ordered \
+             gives: a lie, or a stream that forked"
+        );
+    }
+
+    /// Logs, by name, the member at `signer` (its place among the engine's
+    /// participants) that signed `what` for one view, and counts it.
+    fn equivocated(&self, signer: Participant, what: &str) {
+        let participants: Set<PublicKey> =
+            Set::from_iter_dedup(self.network.members().into_iter().map(|m| m.key));
+        let orderer = participants.key(signer).map_or_else(
+            || format!("participant {signer}"),
+            |key| self.network.name_of(key),
+        );
+        let equivocations = self.equivocations.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(
+            %orderer,
+            equivocations,
+            "an orderer equivocated: it signed {what} for one view"
+        );
     }
 
     /// Distinct members whose signatures a seal needs now.
@@ -824,13 +885,27 @@ impl Core {
         let (_, sealed) = self.stream.position();
         let number = seal.number.0;
         if number <= sealed.0 {
+            // A member's signature over another seal for a block sealed here is a lie
+            // too (one that came after the quorum's).
+            let stored = self.complete_seal(seal.number);
+            if let Some((stored_hash, _)) = &stored
+                && *stored_hash != hash
+                && let Some((definition, msp)) = self.trusted()
+            {
+                let sealers = block::Sealers::of(&definition, &msp);
+                for signature in &signed.signatures {
+                    if let Ok(orderer) = sealers.check(signature, &seal, &hash) {
+                        self.lied(&orderer.id(), from, number);
+                    }
+                }
+            }
             // Behind: it gets the complete seal. A signature for the block this orderer
             // sealed last has usually crossed the others' in flight, and its sender
             // completes the seal from the signatures everyone sends it: it is answered
             // when it asks again (it resends while it waits).
             let again = lock(&self.asked).insert(from.clone(), number) == Some(number);
             if (number < sealed.0 || again)
-                && let Some(bytes) = self.complete_seal(seal.number)
+                && let Some((_, bytes)) = stored
             {
                 self.network.send_to(Some(from), net::SEALS, bytes);
             }
@@ -842,7 +917,8 @@ impl Core {
                 let (current, current_hash) = (current.clone(), *current_hash);
                 let mut gathered = std::mem::take(signatures);
                 for signature in signed.signatures {
-                    self.consider(&current, &current_hash, hash, signature, &mut gathered);
+                    let theirs = (&seal, hash, from);
+                    self.consider(&current, &current_hash, theirs, signature, &mut gathered);
                 }
                 if let Some((_, _, signatures)) = &mut gathering.current {
                     *signatures = gathered;
@@ -850,10 +926,11 @@ impl Core {
                 self.gathered.notify_all();
             }
             _ if number <= sealed.0 + SEALS_AHEAD_MAX => {
+                let seal = Arc::new(seal);
                 let ahead = gathering.ahead.entry(number).or_default();
                 for signature in signed.signatures {
                     if ahead.len() < block::SEAL_SIGNATURES_MAX {
-                        ahead.push((hash, signature));
+                        ahead.push((seal.clone(), hash, signature, from.clone()));
                     }
                 }
             }
@@ -861,14 +938,18 @@ impl Core {
         }
     }
 
-    /// The complete seal of `number`, from memory when it is recent.
-    fn complete_seal(&self, number: BlockNumber) -> Option<Vec<u8>> {
+    /// The complete seal of `number` and its seal's hash, from memory when it is recent.
+    fn complete_seal(&self, number: BlockNumber) -> Option<(tx::Hash, Vec<u8>)> {
         let recent = lock(&self.recent_seals)
             .iter()
             .rev()
-            .find(|(block, _)| *block == number.0)
-            .map(|(_, bytes)| bytes.clone());
-        recent.or_else(|| self.stream.seal(number).map(|stored| stored.bytes))
+            .find(|(block, _, _)| *block == number.0)
+            .map(|(_, hash, bytes)| (*hash, bytes.clone()));
+        recent.or_else(|| {
+            self.stream
+                .seal(number)
+                .map(|stored| (stored.hash, stored.bytes))
+        })
     }
 
     /// Reads Runnel's own channels until the network stops.
@@ -1045,16 +1126,17 @@ impl Reporter for App {
                     .finalized
                     .send((view, finalization.proposal.payload));
             }
-            Activity::ConflictingNotarize(_)
-            | Activity::ConflictingFinalize(_)
-            | Activity::NullifyFinalize(_) => {
+            Activity::ConflictingNotarize(conflict) => {
                 self.core
-                    .equivocations
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::error!(
-                    ?activity,
-                    "an orderer equivocated: it signed conflicting consensus votes"
-                );
+                    .equivocated(conflict.signer(), "two notarize votes");
+            }
+            Activity::ConflictingFinalize(conflict) => {
+                self.core
+                    .equivocated(conflict.signer(), "two finalize votes");
+            }
+            Activity::NullifyFinalize(conflict) => {
+                self.core
+                    .equivocated(conflict.signer(), "a nullify and a finalize vote");
             }
             _ => {}
         }

@@ -391,16 +391,16 @@ impl Orderer for BftOrderer {
         }
         let receivers = self.core.submit(queued);
         let deadline = Instant::now() + self.commit_timeout;
-        for ((index, tx_id), receiver) in places.into_iter().zip(receivers) {
-            let answer = receiver.and_then(|receiver| {
+        for ((index, tx_id), waiter) in places.into_iter().zip(receivers) {
+            let answer = waiter.and_then(|waiter| {
                 let left = deadline.saturating_duration_since(Instant::now());
-                match receiver.recv_timeout(left) {
+                match waiter.answer.recv_timeout(left) {
                     Ok(answer) => answer.map(|ordered| Ordered {
                         received_us,
                         ..ordered
                     }),
                     Err(_) => {
-                        self.core.forget(&tx_id);
+                        self.core.forget(&tx_id, &waiter);
                         Err(OrderError::Unavailable(format!(
                             "not ordered within {:?}: the cluster may have lost its quorum; \
                              retry",
