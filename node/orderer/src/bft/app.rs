@@ -727,7 +727,10 @@ impl Core {
         let sealers = block::Sealers::of(&definition, &msp);
         if their_hash != *hash {
             let at = i64::try_from(seal.timestamp_ms / 1000).unwrap_or(i64::MAX);
-            if let Ok(orderer) = sealers.verify(&signature.orderer, at) {
+            // Only a signature that holds over the other seal names its signer: a
+            // certificate is public, and any member could send another's beside a forged
+            // signature.
+            if let Ok(orderer) = sealers.check_hash(&signature, &their_hash, at) {
                 tracing::error!(
                     orderer = %orderer.id(),
                     block = seal.number.0,
