@@ -25,7 +25,7 @@ use crate::partition::through_proxies;
 use crate::raft_cluster::{Load, all_committed_on_every_peer, as_peer, kill, pid_of, up_again};
 
 /// The orderers `runnel init --orderers 4` makes for two organisations.
-const ORDERERS: [&str; 4] = [
+pub(crate) const ORDERERS: [&str; 4] = [
     "Org1/orderer0",
     "Org2/orderer0",
     "Org1/orderer1",
@@ -34,7 +34,11 @@ const ORDERERS: [&str; 4] = [
 
 /// One orderer's stream from the start: its transactions (seq, timestamp, bytes) and
 /// its seals, until its seals cover `height` transactions.
-async fn stream_of(net: &Network, node: &str, height: u64) -> (Vec<OrderedTx>, Vec<SignedSeal>) {
+pub(crate) async fn stream_of(
+    net: &Network,
+    node: &str,
+    height: u64,
+) -> (Vec<OrderedTx>, Vec<SignedSeal>) {
     let mut stream = as_peer(net, &net.url(node))
         .await
         .unwrap()
@@ -74,7 +78,7 @@ async fn stream_of(net: &Network, node: &str, height: u64) -> (Vec<OrderedTx>, V
 }
 
 /// The height every orderer of `nodes` has reached, at least `at_least`.
-fn common_height(
+pub(crate) fn common_height(
     rt: &tokio::runtime::Runtime,
     net: &Network,
     nodes: &[&str],
@@ -105,7 +109,7 @@ fn common_height(
 /// common height (at least `at_least`), and every seal over them is the same seal,
 /// signed by at least three distinct members of the definition, each signature holding.
 /// The height checked.
-fn streams_agree(
+pub(crate) fn streams_agree(
     rt: &tokio::runtime::Runtime,
     net: &Network,
     nodes: &[&str],

@@ -3,6 +3,7 @@
 
 mod attack;
 mod bft;
+mod bft_faults;
 mod bounds;
 mod cli;
 mod cluster;
