@@ -49,9 +49,7 @@ use std::time::{Duration, Instant};
 use commonware_codec::DecodeExt as _;
 use commonware_consensus::simplex::elector::RoundRobin;
 use commonware_consensus::simplex::scheme::ed25519::Scheme;
-use commonware_consensus::simplex::{
-    self, Engine, Floor, ForwardPolicy, SkipBudget, SkipPolicy,
-};
+use commonware_consensus::simplex::{self, Engine, Floor, ForwardPolicy, SkipBudget, SkipPolicy};
 use commonware_consensus::types::{Epoch, ViewDelta};
 use commonware_cryptography::{Sha256, ed25519};
 use commonware_parallel::Sequential;
