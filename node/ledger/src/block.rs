@@ -314,7 +314,19 @@ impl<'a> Sealers<'a> {
         seal: &Seal,
         seal_hash: &Hash,
     ) -> Result<std::sync::Arc<Identity>, BlockError> {
-        let orderer = self.verify(&signature.orderer, unix_seconds(seal.timestamp_ms))?;
+        self.check_hash(signature, seal_hash, unix_seconds(seal.timestamp_ms))
+    }
+
+    /// The orderer whose `signature` it is, if that orderer may sign a seal of time `at`
+    /// (Unix seconds) and the signature holds over the seal whose `BlockSeal` bytes hash
+    /// to `seal_hash`: for a seal known only by its hash.
+    pub fn check_hash(
+        &self,
+        signature: &SealSignature,
+        seal_hash: &Hash,
+        at: i64,
+    ) -> Result<std::sync::Arc<Identity>, BlockError> {
+        let orderer = self.verify(&signature.orderer, at)?;
         orderer
             .verify(&seal_message(seal_hash), &signature.signature)
             .map_err(|_| BlockError::BadSignature)?;

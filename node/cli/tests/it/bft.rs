@@ -78,7 +78,7 @@ pub(crate) async fn stream_of(
 }
 
 /// The height every orderer of `nodes` has reached, at least `at_least`.
-fn common_height(
+pub(crate) fn common_height(
     rt: &tokio::runtime::Runtime,
     net: &Network,
     nodes: &[&str],

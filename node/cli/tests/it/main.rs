@@ -4,6 +4,7 @@
 mod attack;
 mod bft;
 mod bft_byzantine;
+mod bft_faults;
 mod bounds;
 mod cli;
 mod cluster;

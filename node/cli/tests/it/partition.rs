@@ -194,7 +194,7 @@ fn accept(listener: TcpListener, index: usize, target: u16, cut: &Mutex<Cut>, st
 }
 
 /// The port of an `https://127.0.0.1:<port>` URL.
-fn port_of(url: &str) -> u16 {
+pub(crate) fn port_of(url: &str) -> u16 {
     url.rsplit(':').next().unwrap().parse().unwrap()
 }
 
@@ -237,7 +237,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// Broadcasts `transaction`, signed by `signer`, straight to the orderer at `url` as
 /// Org1's peer would.
-async fn broadcast(
+pub(crate) async fn broadcast(
     net: &Network,
     url: &str,
     transaction: &runnel_ledger::proto::Transaction,

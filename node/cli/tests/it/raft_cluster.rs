@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -108,8 +108,14 @@ pub(crate) fn kill(dir: &Path) {
 /// One client's loop: `kv put` of its own keys through Org1's peer until `stop`,
 /// retrying a submit that failed with the same signed transaction until it is known to
 /// be ordered (committed, or refused as a duplicate: ordered by an earlier attempt).
-/// The ids it was told were committed or ordered.
-async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<String>, usize) {
+/// The ids it was told were committed or ordered; each acknowledgement and each retry is
+/// counted in `progress` as it happens.
+async fn load(
+    net: Arc<Network>,
+    client: usize,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> (Vec<String>, usize) {
     let people = net.dir.join("Org1");
     let url = net.url("Org1/peer0");
     let signer = runnel_client::signer(
@@ -148,14 +154,17 @@ async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<S
                         "{key} committed invalid: {status:?}"
                     );
                     acknowledged.push(tx_id);
+                    progress.acknowledged.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
                 Err(status) if error_name(&status) == "DUPLICATE_TXID" => {
                     acknowledged.push(tx_id);
+                    progress.acknowledged.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
                 Err(status) => {
                     retries += 1;
+                    progress.retries.fetch_add(1, Ordering::Relaxed);
                     assert!(Instant::now() < deadline, "{key} never ordered: {status}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -165,9 +174,19 @@ async fn load(net: Arc<Network>, client: usize, stop: Arc<AtomicBool>) -> (Vec<S
     (acknowledged, retries)
 }
 
+/// What the clients of a [`Load`] have been told so far.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Transactions acknowledged (committed, or refused as ordered already).
+    pub(crate) acknowledged: AtomicUsize,
+    /// Submits that failed and were retried.
+    pub(crate) retries: AtomicUsize,
+}
+
 /// [`load`] from several clients, on a runtime of its own, until stopped.
 pub(crate) struct Load {
     stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
     thread: Option<JoinHandle<(Vec<String>, usize)>>,
 }
 
@@ -185,8 +204,9 @@ impl Drop for Load {
 impl Load {
     pub(crate) fn start(net: &Arc<Network>, clients: usize) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Progress::default());
         let thread = {
-            let (net, stop) = (net.clone(), stop.clone());
+            let (net, stop, progress) = (net.clone(), stop.clone(), progress.clone());
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
@@ -195,7 +215,7 @@ impl Load {
                     .unwrap();
                 rt.block_on(async move {
                     let clients: Vec<_> = (0..clients)
-                        .map(|c| tokio::spawn(load(net.clone(), c, stop.clone())))
+                        .map(|c| tokio::spawn(load(net.clone(), c, stop.clone(), progress.clone())))
                         .collect();
                     let mut all = Vec::new();
                     let mut retries = 0;
@@ -210,8 +230,17 @@ impl Load {
         };
         Load {
             stop,
+            progress,
             thread: Some(thread),
         }
+    }
+
+    /// (acknowledged, retried) so far.
+    pub(crate) fn progress(&self) -> (usize, usize) {
+        (
+            self.progress.acknowledged.load(Ordering::Relaxed),
+            self.progress.retries.load(Ordering::Relaxed),
+        )
     }
 
     /// Stops the clients: the ids they were told were committed or ordered, and how many

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 use commonware_codec::DecodeExt as _;
 use commonware_consensus::simplex::elector::RoundRobin;
 use commonware_consensus::simplex::scheme::ed25519::Scheme;
-use commonware_consensus::simplex::{self, Engine, Floor, ForwardPolicy, SkipPolicy};
+use commonware_consensus::simplex::{self, Engine, Floor, ForwardPolicy, SkipBudget, SkipPolicy};
 use commonware_consensus::types::{Epoch, ViewDelta};
 use commonware_cryptography::{Sha256, ed25519};
 use commonware_parallel::Sequential;
@@ -81,6 +81,12 @@ const JOURNAL_PARTITION: &str = "runnel-bft";
 
 /// Blocking threads of the engine's runtime (file operations, batch syncs).
 const BLOCKING_THREADS: usize = 8;
+
+/// How long a leader may go without a message to any orderer before the views it leads
+/// are skipped at once instead of each waiting out the leader timeout. Above the 5 s at
+/// which views without progress send their votes again (the engine requires it), so a
+/// live orderer never goes that long without one.
+const LEADER_SILENT_SKIP: Duration = Duration::from_secs(10);
 
 /// Domain of every consensus vote (commonware prefixes it with its length, so no vote's
 /// signed bytes can be those of a Runnel message, which begin with `runnel.`).
@@ -315,7 +321,15 @@ impl EngineStart {
                     // later than this jumps to the view the others finalize and fetches
                     // the batches it missed.
                     view_retention: ViewDelta::new(256),
-                    skip: SkipPolicy::Disabled,
+                    // An orderer down leads every n-th view: without skips each of its
+                    // views waited out the leader timeout, and four orderers with one
+                    // down ordered at a quarter of their rate for as long as it stayed
+                    // down (bench-wan.sh). Skips change no vote's rules, only when a
+                    // view is given up.
+                    skip: SkipPolicy::Enabled {
+                        timeout: LEADER_SILENT_SKIP,
+                        budget: SkipBudget::Participants,
+                    },
                     fetch_timeout: commonware_utils::NZDuration!(Duration::from_secs(1)),
                     fetch_retry_delay: Duration::from_millis(100),
                     forward: ForwardPolicy::Disabled,
