@@ -84,10 +84,6 @@ fn bench_order_sees_every_ordered_transaction_sealed_at_every_receiver() {
     for count in delivered {
         assert_eq!(count.as_u64(), Some(ordered), "{summary}");
     }
-    assert!(
-        summary["delivery"]["per_second_slowest"].as_f64().unwrap() > 0.0,
-        "{summary}"
-    );
     // Every orderer process was found and measured.
     let cpu = summary["cpu_us_per_tx"].as_object().unwrap();
     assert_eq!(
