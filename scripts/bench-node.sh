@@ -1,9 +1,12 @@
 # Sourced by the bench scripts: builds the contracts and a release `runnel`, and runs one
 # dev node at a time on 127.0.0.1:$port (set before sourcing), stopped on exit.
 # RUNNEL_BIN=path uses that binary instead (node and load generator), e.g. another
-# commit's build for a before/after comparison.
+# commit's build for a before/after comparison. BENCH_CONTRACTS=0 (set before sourcing)
+# skips the contracts, for a script whose networks deploy none.
 
-./scripts/build-contracts.sh >/dev/null
+if [[ ${BENCH_CONTRACTS:-1} != 0 ]]; then
+  ./scripts/build-contracts.sh >/dev/null
+fi
 if [[ -n ${RUNNEL_BIN:-} ]]; then
   runnel=$RUNNEL_BIN
 else

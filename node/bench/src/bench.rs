@@ -278,11 +278,17 @@ enum BenchCommand {
         #[arg(long, default_value = "event")]
         label: String,
     },
+    /// Load the ordering service alone, as its peers load and read it: signed
+    /// transactions submitted in batches, streams read and every seal checked as a peer
+    /// does; sealed tx/s at the slowest stream, submit -> sealed latency, CPU per
+    /// transaction of each orderer (src/order.rs).
+    Order(crate::order::OrderArgs),
 }
 
-/// Runs `runnel bench`.
-pub fn bench(args: &BenchArgs) -> Result<()> {
+/// Runs `runnel bench`; `seals` checks the seals `runnel bench order` streams.
+pub fn bench(args: &BenchArgs, seals: &dyn crate::order::SealChecks) -> Result<()> {
     match &args.command {
+        Some(BenchCommand::Order(order)) => return crate::order::order(order, seals),
         Some(BenchCommand::PlotSweep { dir, out }) => {
             crate::plots::plot_sweep(dir, out)?;
             eprintln!("wrote {}", out.display());
@@ -1009,7 +1015,7 @@ fn summary_text(summary: &Value) -> String {
 }
 
 /// The node's CPU time so far (user + system), from /proc.
-fn node_cpu_seconds(pid: u32) -> Result<f64> {
+pub(crate) fn node_cpu_seconds(pid: u32) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .with_context(|| format!("reading the node's /proc/{pid}/stat"))?;
     // Fields after the command (in parentheses, which may hold spaces).

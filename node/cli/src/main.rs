@@ -11,6 +11,7 @@ mod local;
 mod netadmin;
 mod network;
 mod node;
+mod seals;
 mod up;
 
 /// mimalloc: the API's many small allocations cost less than with glibc's malloc
@@ -157,7 +158,7 @@ fn main() -> ExitCode {
             if let Err(error) = runnel_server::sched::apply(args.scheduling) {
                 eprintln!("keeping the system's scheduling policy: {error}");
             }
-            runnel_bench::bench(&args.load)
+            runnel_bench::bench(&args.load, &seals::LedgerSeals)
         }
         Command::StateHash(args) => client::state_hash(&args),
         Command::Exec {

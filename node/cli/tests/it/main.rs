@@ -2,6 +2,7 @@
 //! process (nodes on loopback, a network's orderer and peers apart), the way users do.
 
 mod attack;
+mod bench_order;
 mod bft;
 mod bft_byzantine;
 mod bft_faults;
