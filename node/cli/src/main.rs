@@ -88,7 +88,7 @@ enum Command {
     Status(runnel_client::Connection),
     /// Load a node like an application would and report throughput, latency per stage
     /// and outcomes: per-transaction CSV, summary (text and JSON) and SVG plots.
-    Bench(BenchCommand),
+    Bench(Box<BenchCommand>),
     /// Show a digest of the node's durable state and its height: equal at equal heights
     /// on every peer that validated the same stream.
     StateHash(runnel_client::Connection),
