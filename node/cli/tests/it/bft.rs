@@ -18,11 +18,11 @@ use runnel_ledger::orderer::OrderedTx;
 use runnel_ledger::proto::SignedSeal;
 use runnel_server::proto::consensus_client::ConsensusClient;
 use runnel_server::proto::ordering_item::Item;
-use runnel_server::proto::{ConsensusMessage, ConsensusRequest, StreamRequest};
+use runnel_server::proto::{ConsensusMessage, ConsensusRequest};
 
 use crate::orgs::{Network, Proxy, runtime};
 use crate::partition::through_proxies;
-use crate::raft_cluster::{Load, all_committed_on_every_peer, as_peer, kill, pid_of, up_again};
+use crate::raft_cluster::{Load, all_committed_on_every_peer, kill, pid_of, up_again};
 
 /// The orderers `runnel init --orderers 4` makes for two organisations.
 pub(crate) const ORDERERS: [&str; 4] = [
@@ -39,16 +39,7 @@ pub(crate) async fn stream_of(
     node: &str,
     height: u64,
 ) -> (Vec<OrderedTx>, Vec<SignedSeal>) {
-    let mut stream = as_peer(net, &net.url(node))
-        .await
-        .unwrap()
-        .stream(StreamRequest {
-            from_seq: 1,
-            next_block: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = crate::raft_cluster::stream_from_start(net, node).await;
     let (mut txs, mut seals) = (Vec::new(), Vec::<SignedSeal>::new());
     let sealed = |seals: &[SignedSeal]| {
         seals.last().map_or(0, |signed| {

@@ -36,16 +36,14 @@ use runnel_ledger::tx;
 use runnel_server::proto::consensus_client::ConsensusClient;
 use runnel_server::proto::consensus_server::{Consensus, ConsensusServer};
 use runnel_server::proto::ordering_item::Item;
-use runnel_server::proto::{ConsensusMessage, ConsensusRequest, ConsensusResponse, StreamRequest};
+use runnel_server::proto::{ConsensusMessage, ConsensusRequest, ConsensusResponse};
 use tokio::sync::mpsc;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
 use crate::bft::{ORDERERS, streams_agree};
 use crate::orgs::{Network, endorse, org_of, runtime};
 use crate::partition::{broadcast, owner, port_of, through_proxies};
-use crate::raft_cluster::{
-    Load, all_committed_on_every_peer, as_peer, kill, pid_of, up_again, view,
-};
+use crate::raft_cluster::{Load, all_committed_on_every_peer, kill, pid_of, up_again, view};
 
 /// The consensus engine's votes (`runnel_orderer::bft::net::VOTES`).
 const VOTES: u32 = 0;
@@ -318,16 +316,7 @@ const RUNNING_WITHIN: Duration = Duration::from_secs(30);
 /// The last seq a seal covers in `node`'s stream, and the number of that seal: its
 /// stream read from the start until it has been quiet for [`QUIET`].
 async fn sealed_now(net: &Network, node: &str) -> (u64, u64) {
-    let mut stream = as_peer(net, &net.url(node))
-        .await
-        .unwrap()
-        .stream(StreamRequest {
-            from_seq: 1,
-            next_block: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = crate::raft_cluster::stream_from_start(net, node).await;
     let mut last = (0, 0);
     while let Ok(message) = tokio::time::timeout(QUIET, stream.message()).await {
         let Some(message) = message.unwrap() else {

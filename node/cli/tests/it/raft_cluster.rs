@@ -366,6 +366,24 @@ pub(crate) fn metric(metrics: &str, name: &str) -> Option<u64> {
         .and_then(|value| value.trim().parse::<u64>().ok())
 }
 
+/// `node`'s ordering stream from its first transaction and first seal, read as Org1's
+/// peer.
+pub(crate) async fn stream_from_start(
+    net: &Network,
+    node: &str,
+) -> tonic::Streaming<runnel_server::proto::OrderingItems> {
+    as_peer(net, &net.url(node))
+        .await
+        .unwrap()
+        .stream(runnel_server::proto::StreamRequest {
+            from_seq: 1,
+            next_block: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 /// The orderer of Raft id `id`.
 pub(crate) fn orderer(id: u64) -> &'static str {
     ORDERERS.iter().find(|(i, _)| *i == id).unwrap().1
@@ -534,18 +552,8 @@ fn a_leader_whose_log_cannot_grow_stops_with_a_clear_error_and_the_others_go_on(
 /// The seqs of the first `count` transactions `node` streams from seq 1, asked as Org1's
 /// peer.
 async fn stream_seqs(net: &Network, node: &str, count: u64) -> Vec<u64> {
-    use runnel_server::proto::StreamRequest;
     use runnel_server::proto::ordering_item::Item;
-    let mut stream = as_peer(net, &net.url(node))
-        .await
-        .unwrap()
-        .stream(StreamRequest {
-            from_seq: 1,
-            next_block: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = stream_from_start(net, node).await;
     let mut seqs = Vec::new();
     while (seqs.len() as u64) < count {
         let message = tokio::time::timeout(Duration::from_secs(10), stream.message())
