@@ -244,13 +244,16 @@ impl EngineStart {
                 } = self;
                 if let Some(template) = sections::template(&context, &journal).await {
                     let (views, failed) = (core.views.clone(), core.clone());
-                    let _ = std::thread::Builder::new()
+                    let started = std::thread::Builder::new()
                         .name("runnel-bft-sections".into())
                         .spawn(move || {
                             sections::run(views, journal, JOURNAL_PARTITION, template, || {
                                 failed.failure().is_some()
                             });
                         });
+                    if let Err(error) = started {
+                        tracing::warn!("the consensus journal's files are not made ahead: {error}");
+                    }
                 }
                 let participants: Set<ed25519::PublicKey> = Set::from_iter_dedup(
                     network
