@@ -20,7 +20,8 @@
 # clock starts, at most TXS_MIB_MAX (default 768) MiB of them; a run that sends them all
 # before its end says so, and its figures cover the seconds until then. NET_DIR=dir keeps the networks' data there instead of under out-dir
 # (e.g. a tmpfs, when the disk is short: each 4 KB run writes a few hundred MB per
-# orderer; fdatasync costs nothing there, so say so beside the figures).
+# orderer; fdatasync costs nothing there, so say so beside the figures). KEEP_LOGS=1 keeps
+# every node's log of each run beside its figures (<run>.nodes/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -68,6 +69,9 @@ cell() {
     --out "$run" 2>"$run.log" | sed -n '2,3p' || { echo "failed: see $run.log"; tail -3 "$run.log"; }
   if [[ -d $run ]]; then cut -d' ' -f1-3 /proc/loadavg >"$run/load"; fi
   stop_up
+  if [[ ${KEEP_LOGS:-0} == 1 ]]; then
+    (cd "$up_dir" && find . -name '*.log' -exec cp --parents {} "$(mkdir -p "$run.nodes" && echo "$run.nodes")" \;)
+  fi
 }
 
 protocols=${PROTOCOLS:-raft bft}
