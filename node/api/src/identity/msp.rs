@@ -444,9 +444,20 @@ impl Msp {
     }
 
     /// The identity a certificate (DER) holds, checked as [`Msp::verify`] checks it but
-    /// at no particular time: what a directory's keys are, whatever their validity.
+    /// at no particular time: what a directory's keys are, whatever their validity. One
+    /// [`Msp::verify`] found valid under the trust in force is served from its cache
+    /// (the same chain check, done once).
     pub fn identify(&self, cert_der: &[u8]) -> Result<Identity, IdentityError> {
-        verify_under(&self.trust(), cert_der)
+        let digest: [u8; 32] = Sha256::digest(cert_der).into();
+        let cached = self
+            .cache
+            .read()
+            .ok()
+            .and_then(|cache| cache.identities.get(&digest).cloned());
+        match cached {
+            Some(identity) => Ok((*identity).clone()),
+            None => verify_under(&self.trust(), cert_der),
+        }
     }
 
     /// Number of cached certificates.
@@ -542,6 +553,16 @@ mod tests {
         assert_eq!(msp.cached(), 2);
         let again = msp.verify(&alice.cert_der, now()).expect("cached");
         assert!(Arc::ptr_eq(&id, &again), "served from the cache");
+        let identified = msp.identify(&alice.cert_der).expect("identified");
+        assert_eq!(
+            identified, *id,
+            "the cached identity, as checked without it"
+        );
+        let uncached = Msp::new([org1.cert_der(), org2.cert_der()]).unwrap();
+        assert_eq!(
+            uncached.identify(&alice.cert_der).expect("identified"),
+            identified
+        );
 
         let signer = Signer::new(&alice).expect("signer");
         assert_eq!(signer.cert_der(), alice.cert_der.as_slice());

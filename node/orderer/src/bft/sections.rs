@@ -6,17 +6,21 @@
 //! the storage root before the vote can go: three syncs on the path of every batch, at
 //! the leader and then at each voter. Here each view's file is made ahead, off that
 //! path: the bytes the runtime writes into a blob it creates (read from one it made for
-//! the purpose), written to a staging file and synced, linked under the section's name
-//! (never over a file that exists) and the directory synced. When the engine reaches the
-//! view, its journal finds a file with a valid header, takes it as one it made, and
-//! opens it without a sync.
+//! the purpose), written to a staging file, linked under the section's name (never over
+//! a file that exists), and the directory synced once for all the files made together.
+//! They are made when fewer than [`MARGIN`] are left ahead of the engine, up to [`AHEAD`]:
+//! one directory sync every few views, and no wake-up in the others. When the engine
+//! reaches the view, its journal finds a file with a valid header, takes it as one it
+//! made, and opens it without a sync.
 //!
 //! Durability: a file is linked at least [`MARGIN`] views ahead of the engine and its
-//! name synced at once. A vote journaled into it is synced with `fdatasync`, which on a
-//! journaling file system (ext4, XFS) commits the metadata changes made before it, the
-//! link among them. Should the runtime's header change, a file made here would not parse
-//! as one and the runtime would write its own header over it, the way it treats a file a
-//! crash left half made: the engine would only lose the head start.
+//! name synced at once. Its header is not synced by itself: the first vote journaled into
+//! it is synced with `fdatasync`, which writes every dirty page of the file, the header
+//! among them, and on a journaling file system (ext4, XFS) commits the metadata changes
+//! made before it. A crash before that vote leaves a file whose header may be torn,
+//! which the runtime treats as a file a crash left half made and writes its own header
+//! over (as it does should its header format change): the engine only loses the head
+//! start, never a vote.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -31,7 +35,7 @@ const TEMPLATE_PARTITION: &str = "runnel-bft-template";
 const TEMPLATE_NAME: &[u8] = b"header";
 
 /// How many views past the engine's the files reach.
-const AHEAD: u64 = 8;
+const AHEAD: u64 = 16;
 /// Views past the engine's nearest which a file is made: one nearer could be opened by
 /// the journal while it is being linked.
 pub const MARGIN: u64 = 3;
@@ -132,10 +136,11 @@ pub fn run(
         if seen == 0 || !dir.is_dir() {
             continue;
         }
-        let (from, to) = ((made + 1).max(seen + MARGIN), seen + AHEAD);
-        if from > to {
+        // Made again only once fewer than MARGIN are left ahead: the whole run at once.
+        if made >= seen + MARGIN {
             continue;
         }
+        let (from, to) = ((made + 1).max(seen + MARGIN), seen + AHEAD);
         match make(&dir, &staging, &template, from..=to) {
             Ok(()) => made = to,
             Err(error) => {
@@ -167,7 +172,6 @@ fn make(
             .truncate(true)
             .open(&staged)?;
         file.write_all(template)?;
-        file.sync_all()?;
         drop(file);
         // A link never replaces a file: one the journal made meanwhile stays.
         match fs::hard_link(&staged, &target) {
