@@ -221,32 +221,30 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// mimalloc's `option` now, or `None` when the environment sets it (`variable`).
+    fn option(option: libmimalloc_sys::mi_option_t, variable: &str) -> Option<std::ffi::c_long> {
+        // SAFETY: reads a plain option.
+        let value = unsafe { libmimalloc_sys::mi_option_get(option) };
+        std::env::var_os(variable).is_none().then_some(value)
+    }
+
     #[test]
     fn the_purge_delay_option_is_the_one_set() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return;
-        }
-        // SAFETY: reads a plain option.
-        let default = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
         // mimalloc v3's documented default for purge_delay: the index names that option.
-        assert_eq!(default, 1_000);
+        if let Some(default) = option(MI_OPTION_PURGE_DELAY, "MIMALLOC_PURGE_DELAY") {
+            assert_eq!(default, 1_000);
+        }
     }
 
     #[test]
     fn the_allow_thp_option_is_the_one_set() {
-        if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
-            return;
-        }
-        // SAFETY: reads a plain option.
-        let default = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) };
         // mimalloc v3's documented default for allow_thp (on Linux): the index names it.
+        let Some(default) = option(MI_OPTION_ALLOW_THP, "MIMALLOC_ALLOW_THP") else {
+            return;
+        };
         assert_eq!(default, 1);
         no_transparent_huge_pages();
-        // SAFETY: as above.
-        assert_eq!(
-            unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) },
-            0
-        );
+        assert_eq!(option(MI_OPTION_ALLOW_THP, "MIMALLOC_ALLOW_THP"), Some(0));
         // SAFETY: PR_GET_THP_DISABLE reads a flag of this process.
         assert_eq!(
             unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) },

@@ -412,12 +412,7 @@ impl Msp {
     /// (only its validity period is checked again).
     pub fn verify(&self, cert_der: &[u8], now: i64) -> Result<Arc<Identity>, IdentityError> {
         let digest: [u8; 32] = Sha256::digest(cert_der).into();
-        let cached = self
-            .cache
-            .read()
-            .ok()
-            .and_then(|cache| cache.identities.get(&digest).cloned());
-        if let Some(identity) = cached {
+        if let Some(identity) = self.cached_identity(&digest) {
             identity.check_validity(now)?;
             return Ok(identity);
         }
@@ -449,15 +444,19 @@ impl Msp {
     /// (the same chain check, done once).
     pub fn identify(&self, cert_der: &[u8]) -> Result<Identity, IdentityError> {
         let digest: [u8; 32] = Sha256::digest(cert_der).into();
-        let cached = self
-            .cache
-            .read()
-            .ok()
-            .and_then(|cache| cache.identities.get(&digest).cloned());
-        match cached {
+        match self.cached_identity(&digest) {
             Some(identity) => Ok((*identity).clone()),
             None => verify_under(&self.trust(), cert_der),
         }
+    }
+
+    /// The identity of the certificate whose SHA-256 is `digest`, if verified before
+    /// under the trust in force.
+    fn cached_identity(&self, digest: &[u8; 32]) -> Option<Arc<Identity>> {
+        self.cache
+            .read()
+            .ok()
+            .and_then(|cache| cache.identities.get(digest).cloned())
     }
 
     /// Number of cached certificates.
