@@ -130,12 +130,15 @@ const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
 /// Turns transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` says
-/// otherwise. mimalloc asks for them on its arenas, and the kernel then zeroes 2 MiB at
-/// the first touch of each: with the requests and batches of a busy orderer that was a
-/// fifth of its CPU, and BFT ordering of 1 KB transactions went from 9,700 to 11,300
-/// tx/s with it off (docs/perf-log.md). The `prctl` covers the arena mimalloc reserved
-/// before `main` (the kernel checks it at each fault); the option, the arenas after.
-fn no_transparent_huge_pages() {
+/// otherwise: what an orderer does (`runnel start` of `role = "orderer"`). mimalloc asks
+/// for them on its arenas, and the kernel then zeroes 2 MiB at the first touch of each:
+/// with the requests and batches of a busy orderer that was a fifth of its CPU, and BFT
+/// ordering of 1 KB transactions went from 9,700 to 11,300 tx/s with it off. A peer or a
+/// dev node keeps them: without, a dev node spent ~10% more CPU a transaction
+/// (docs/perf-log.md). The `prctl` covers the arenas mimalloc already reserved (the
+/// kernel checks it at each fault); the option, the arenas after. Called before the
+/// node starts any thread.
+pub(crate) fn no_transparent_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
         return;
     }
@@ -151,7 +154,6 @@ fn main() -> ExitCode {
         // SAFETY: sets a plain option before any other thread runs.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
-    no_transparent_huge_pages();
     // A write past the file size limit (RLIMIT_FSIZE) fails with EFBIG, which the node
     // reports as it reports a full disk, instead of SIGXFSZ ending the process unexplained.
     // SAFETY: sets a signal disposition before any other thread runs.

@@ -410,6 +410,9 @@ fn serve(dir: &Path, args: &ServeArgs, examples: Option<&Path>) -> Result<()> {
     if examples.is_some() && config.node.role != NodeRole::All {
         bail!("runnel dev runs every role in one process; use runnel start for --role");
     }
+    if config.node.role == NodeRole::Orderer {
+        crate::no_transparent_huge_pages();
+    }
     let logs = ops::init_logs(&config.log.level, config.log.format).map_err(anyhow::Error::msg)?;
     eprintln!(
         "opening the ledger in {} (the first start compiles the contracts)",

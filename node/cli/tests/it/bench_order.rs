@@ -52,6 +52,26 @@ fn bench_order_sees_every_ordered_transaction_sealed_at_every_receiver() {
         .output()
         .unwrap();
     assert!(output.status.success(), "runnel up: {output:?}");
+    // An orderer runs without transparent huge pages, a peer with them
+    // (docs/operations.md), where the kernel says (`THP_enabled`, Linux 6.x).
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        let thp = |node: &str| {
+            let pid = std::fs::read_to_string(up.dir.join(node).join("runnel.pid")).unwrap();
+            let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("THP_enabled:"))
+                .map(|value| value.trim().to_string())
+        };
+        if let Some(peer) = thp("Org1/peer0") {
+            assert_eq!(peer, "1", "the peer keeps transparent huge pages");
+            assert_eq!(
+                thp("Org1/orderer0").as_deref(),
+                Some("0"),
+                "the orderer turns them off"
+            );
+        }
+    }
     stop(&up.dir.join("Org1/peer0"));
 
     let out = tmp.path().join("out");
