@@ -7,8 +7,7 @@
  */
 
 import type { Page } from "@playwright/test";
-import type { Gateway } from "@runnel/sdk";
-import { CHANNEL, expect, giveNetworkCa, initNetwork, networkCaPem, test, uniqueKey } from "./fixtures.js";
+import { CHANNEL, expect, giveNetworkCa, initNetwork, networkCaPem, sealedBlock, test, uniqueKey } from "./fixtures.js";
 
 /** Transactions in the burst test (EXPLORER_BURST_TRANSACTIONS for a longer run), and how many are in flight at once. */
 const BURST_TRANSACTIONS = Number(process.env.EXPLORER_BURST_TRANSACTIONS ?? 1_500);
@@ -30,18 +29,6 @@ async function markDocument(page: Page): Promise<void> {
 
 async function stillSameDocument(page: Page): Promise<boolean> {
   return page.evaluate(() => (window as unknown as { explorerMark?: boolean }).explorerMark === true);
-}
-
-/** The block that seals transaction `id`, once the node has sealed it. */
-async function sealedBlock(client: Gateway, id: string): Promise<bigint> {
-  let block = 0n;
-  await expect
-    .poll(async () => {
-      block = (await client.getQuery().getTransaction(id)).block;
-      return block;
-    })
-    .toBeGreaterThan(0n);
-  return block;
 }
 
 /** The row of the live transaction list for `id`. */

@@ -2,8 +2,8 @@
  * What the end-to-end tests share: a real node per worker serving the explorer's build
  * (explorer/dist, as `runnel dev --explorer` serves it; the node harness is the SDK's tests'
  * own, sdk-ts/test/node.ts), a client of it through @runnel/sdk over gRPC (Node.js),
- * `snap`, which saves each page in light and dark, and `giveNetworkCa`, which gives the
- * explorer a network CA through its Settings page, as a user does.
+ * `snap`, which saves each page in light and dark, `giveNetworkCa`, which gives the
+ * explorer a network CA through its Settings page, as a user does, and `sealedBlock`.
  */
 
 import { test as base, expect, type Page } from "@playwright/test";
@@ -76,4 +76,16 @@ export async function giveNetworkCa(page: Page, pem: string): Promise<void> {
   await page.getByLabel("CA certificates (PEM)").fill(pem);
   await page.getByRole("button", { name: "Save" }).click();
   await expect(page.getByTestId("network-ca-message")).toContainText("Saved:");
+}
+
+/** The block that seals transaction `id`, once the node has sealed it. */
+export async function sealedBlock(client: Gateway, id: string): Promise<bigint> {
+  let block = 0n;
+  await expect
+    .poll(async () => {
+      block = (await client.getQuery().getTransaction(id)).block;
+      return block;
+    })
+    .toBeGreaterThan(0n);
+  return block;
 }

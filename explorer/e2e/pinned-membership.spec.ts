@@ -6,27 +6,14 @@
  */
 
 import { spawnSync } from "node:child_process";
-import type { Gateway } from "@runnel/sdk";
 import { RUNNEL_BIN } from "../../sdk-ts/test/node.js";
-import { CHANNEL, expect, initNetwork, test, uniqueKey } from "./fixtures.js";
+import { CHANNEL, expect, initNetwork, sealedBlock, test, uniqueKey } from "./fixtures.js";
 
 /** `runnel config genesis-hash` of the network in `dir`, as an operator reads it. */
 function genesisHash(dir: string): string {
   const result = spawnSync(RUNNEL_BIN, ["config", "genesis-hash", dir], { encoding: "utf8" });
   if (result.status !== 0) throw new Error(`runnel config genesis-hash failed: ${result.stderr}`);
   return result.stdout.trim();
-}
-
-/** The block holding transaction `id`, once sealed. */
-async function sealedBlock(client: Gateway, id: string): Promise<bigint> {
-  let block = 0n;
-  await expect
-    .poll(async () => {
-      block = (await client.getQuery().getTransaction(id)).block;
-      return block;
-    })
-    .toBeGreaterThan(0n);
-  return block;
 }
 
 test("a pinned genesis hash: the membership is shown, and seals and proofs get their ✓ from it", async ({ page, node, client }) => {
